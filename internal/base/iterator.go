@@ -7,7 +7,9 @@ package base
 // Positioning methods report whether the iterator is positioned at an entry
 // afterwards. Key and Value are valid only until the next positioning call
 // and must not be modified. After a positioning method returns false, Error
-// tells an exhausted iterator (nil) from a failed one.
+// tells an exhausted iterator (nil) from a failed one, and the iterator is
+// unpositioned: only First, Last, SeekGE and SeekLT may follow (Next and
+// Prev return false). Next and Prev may alternate freely while positioned.
 //
 // An InternalIterator is not safe for concurrent use.
 type InternalIterator interface {

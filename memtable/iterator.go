@@ -1,0 +1,187 @@
+package memtable
+
+import (
+	"bytes"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// refill is how many entries an iterator copies out of the tree per descent.
+const refillSize = 64
+
+// Iterator is a base.InternalIterator over a memtable. Entries added after
+// the iterator was created may or may not be seen; callers filter by
+// sequence number. Bounds are on user keys: lower inclusive, upper
+// exclusive; nil means unbounded.
+//
+// The iterator buffers a run of entries in the current direction, so each
+// step costs a tree descent only once per refillSize entries.
+type Iterator struct {
+	m            *MemTable
+	lower, upper []byte
+	buf          []entry
+	pos          int
+	forward      bool
+	exhausted    bool // no entries beyond buf in the current direction
+}
+
+var _ base.InternalIterator = (*Iterator)(nil)
+
+// NewIter returns an iterator over the memtable, bounded to user keys in
+// [lower, upper).
+func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
+	return &Iterator{m: m, lower: lower, upper: upper, buf: make([]entry, 0, refillSize)}
+}
+
+func (it *Iterator) inUpper(e entry) bool { return it.upper == nil || bytes.Compare(e.ukey, it.upper) < 0 }
+func (it *Iterator) inLower(e entry) bool { return it.lower == nil || bytes.Compare(e.ukey, it.lower) >= 0 }
+
+// fillForward loads entries >= pivot (> pivot when strict) into buf.
+func (it *Iterator) fillForward(pivot entry, hasPivot, strict bool) bool {
+	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, true, false
+	visit := func(e entry) bool {
+		if strict && !lessEntry(pivot, e) {
+			return true
+		}
+		if !it.inUpper(e) {
+			it.exhausted = true
+			return false
+		}
+		it.buf = append(it.buf, e)
+		return len(it.buf) < refillSize
+	}
+	it.m.mu.RLock()
+	if hasPivot {
+		it.m.tree.AscendGreaterOrEqual(pivot, visit)
+	} else {
+		it.m.tree.Ascend(visit)
+	}
+	it.m.mu.RUnlock()
+	if len(it.buf) < refillSize {
+		it.exhausted = true
+	}
+	return len(it.buf) > 0
+}
+
+// fillBackward loads entries <= pivot (< pivot when strict) into buf, in
+// descending order.
+func (it *Iterator) fillBackward(pivot entry, hasPivot, strict bool) bool {
+	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, false, false
+	visit := func(e entry) bool {
+		if strict && !lessEntry(e, pivot) {
+			return true
+		}
+		if !it.inLower(e) {
+			it.exhausted = true
+			return false
+		}
+		it.buf = append(it.buf, e)
+		return len(it.buf) < refillSize
+	}
+	it.m.mu.RLock()
+	if hasPivot {
+		it.m.tree.DescendLessOrEqual(pivot, visit)
+	} else {
+		it.m.tree.Descend(visit)
+	}
+	it.m.mu.RUnlock()
+	if len(it.buf) < refillSize {
+		it.exhausted = true
+	}
+	return len(it.buf) > 0
+}
+
+// First implements base.InternalIterator.
+func (it *Iterator) First() bool {
+	if it.lower != nil {
+		return it.SeekGE(it.lower)
+	}
+	return it.fillForward(entry{}, false, false)
+}
+
+// Last implements base.InternalIterator.
+func (it *Iterator) Last() bool {
+	if it.upper != nil {
+		return it.SeekLT(it.upper)
+	}
+	return it.fillBackward(entry{}, false, false)
+}
+
+// SeekGE implements base.InternalIterator.
+func (it *Iterator) SeekGE(ukey []byte) bool {
+	if it.lower != nil && bytes.Compare(ukey, it.lower) < 0 {
+		ukey = it.lower
+	}
+	// The smallest internal key for ukey has the largest trailer.
+	return it.fillForward(entry{ukey: ukey, trailer: ^uint64(0)}, true, false)
+}
+
+// SeekLT implements base.InternalIterator.
+func (it *Iterator) SeekLT(ukey []byte) bool {
+	if it.upper != nil && bytes.Compare(ukey, it.upper) > 0 {
+		ukey = it.upper
+	}
+	// Every internal key of ukey is greater than (ukey, max trailer)...
+	// except that one itself, which no real entry has; descend strictly.
+	return it.fillBackward(entry{ukey: ukey, trailer: ^uint64(0)}, true, true)
+}
+
+// Next implements base.InternalIterator.
+func (it *Iterator) Next() bool {
+	if it.pos >= len(it.buf) {
+		return false
+	}
+	if !it.forward {
+		return it.fillForward(it.buf[it.pos], true, true)
+	}
+	it.pos++
+	if it.pos < len(it.buf) {
+		return true
+	}
+	if it.exhausted {
+		return false
+	}
+	last := it.buf[len(it.buf)-1]
+	return it.fillForward(last, true, true)
+}
+
+// Prev implements base.InternalIterator.
+func (it *Iterator) Prev() bool {
+	if it.pos >= len(it.buf) {
+		return false
+	}
+	if it.forward {
+		return it.fillBackward(it.buf[it.pos], true, true)
+	}
+	it.pos++
+	if it.pos < len(it.buf) {
+		return true
+	}
+	if it.exhausted {
+		return false
+	}
+	last := it.buf[len(it.buf)-1]
+	return it.fillBackward(last, true, true)
+}
+
+// Valid reports whether the iterator is positioned at an entry.
+func (it *Iterator) Valid() bool { return it.pos < len(it.buf) }
+
+// Key implements base.InternalIterator.
+func (it *Iterator) Key() base.InternalKey {
+	e := it.buf[it.pos]
+	return base.InternalKey{UserKey: e.ukey, Trailer: e.trailer}
+}
+
+// Value implements base.InternalIterator.
+func (it *Iterator) Value() []byte { return it.buf[it.pos].value }
+
+// Error implements base.InternalIterator; a memtable iterator never fails.
+func (it *Iterator) Error() error { return nil }
+
+// Close implements base.InternalIterator.
+func (it *Iterator) Close() error {
+	it.buf = nil
+	it.pos = 0
+	return nil
+}

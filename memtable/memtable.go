@@ -1,0 +1,152 @@
+// Package memtable is sieve's sorted in-memory table of internal keys: the
+// mutable write buffer in front of the WAL, and, once full, an immutable
+// table waiting to be flushed.
+//
+// It is a B-tree (github.com/google/btree, BTreeG) of entries ordered by
+// base.CompareInternal. Key and value bytes are copied into an arena of large
+// chunks, so an Add costs no allocation in steady state and the memory
+// accounting is the arena's size.
+//
+// Concurrency: one writer (Add) at a time — the DB's commit pipeline
+// guarantees it — and any number of concurrent readers (Get, iterators).
+// Readers hold a read lock only for the few microseconds of one tree descent
+// or one refill of an iterator's buffer, never across calls, so a slow
+// reader never holds up the writer for longer than that.
+package memtable
+
+import (
+	"bytes"
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// entryOverhead approximates the bytes an entry costs beyond its key and
+// value: the entry struct in a B-tree node plus node slack.
+const entryOverhead = 64
+
+// arenaChunkSize is the size of the arena chunks that key and value bytes
+// are copied into. Larger values get their own allocation.
+const arenaChunkSize = 256 << 10
+
+type entry struct {
+	ukey    []byte
+	trailer uint64
+	value   []byte
+}
+
+func lessEntry(a, b entry) bool {
+	if c := bytes.Compare(a.ukey, b.ukey); c != 0 {
+		return c < 0
+	}
+	return a.trailer > b.trailer
+}
+
+// MemTable is a sorted table of internal keys. The zero value is not usable;
+// call New.
+type MemTable struct {
+	mu   sync.RWMutex
+	tree *btree.BTreeG[entry]
+
+	// Writer-owned arena state; not read by readers.
+	chunk []byte
+
+	size    atomic.Int64 // approximate bytes used
+	count   atomic.Int64 // entries
+	merges  atomic.Int64 // merge operands
+	minSeq  atomic.Uint64
+	maxSeq  atomic.Uint64
+	deletes atomic.Int64
+}
+
+// New returns an empty memtable.
+func New() *MemTable {
+	m := &MemTable{tree: btree.NewG[entry](32, lessEntry)}
+	m.minSeq.Store(base.SeqNumMax)
+	return m
+}
+
+// alloc copies b into the arena and returns the copy. A nil or empty b
+// returns an empty, non-nil slice.
+func (m *MemTable) alloc(b []byte) []byte {
+	n := len(b)
+	if n == 0 {
+		return []byte{}
+	}
+	if n > arenaChunkSize/4 {
+		out := make([]byte, n)
+		copy(out, b)
+		return out
+	}
+	if len(m.chunk)+n > cap(m.chunk) {
+		m.chunk = make([]byte, 0, arenaChunkSize)
+	}
+	start := len(m.chunk)
+	m.chunk = append(m.chunk, b...)
+	return m.chunk[start : start+n : start+n]
+}
+
+// Add inserts one entry. The key and value are copied. REQUIRES: no other
+// Add runs concurrently; (ukey, seq) is new to this memtable.
+func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
+	e := entry{ukey: m.alloc(ukey), trailer: base.MakeTrailer(seq, kind), value: m.alloc(value)}
+	m.mu.Lock()
+	m.tree.ReplaceOrInsert(e)
+	m.mu.Unlock()
+	m.size.Add(int64(len(ukey) + len(value) + entryOverhead))
+	m.count.Add(1)
+	switch kind {
+	case base.KindMerge:
+		m.merges.Add(1)
+	case base.KindDelete:
+		m.deletes.Add(1)
+	}
+	if seq < m.minSeq.Load() {
+		m.minSeq.Store(seq)
+	}
+	if seq > m.maxSeq.Load() {
+		m.maxSeq.Store(seq)
+	}
+}
+
+// ApproximateSize returns the memory the table's entries account for.
+func (m *MemTable) ApproximateSize() int64 { return m.size.Load() }
+
+// Len returns the number of entries.
+func (m *MemTable) Len() int64 { return m.count.Load() }
+
+// Empty reports whether the table holds no entry.
+func (m *MemTable) Empty() bool { return m.count.Load() == 0 }
+
+// Stats describes the table's contents.
+type Stats struct {
+	Entries, Merges, Deletes int64
+	Bytes                    int64
+	MinSeq, MaxSeq           uint64 // MinSeq > MaxSeq when empty
+}
+
+// Stats returns counters describing the table.
+func (m *MemTable) Stats() Stats {
+	return Stats{
+		Entries: m.count.Load(), Merges: m.merges.Load(), Deletes: m.deletes.Load(),
+		Bytes: m.size.Load(), MinSeq: m.minSeq.Load(), MaxSeq: m.maxSeq.Load(),
+	}
+}
+
+// Get visits the entries whose user key is ukey and whose sequence number
+// is at most seq, newest first, until fn returns false. The key and value
+// passed to fn stay valid for the memtable's lifetime and must not be
+// modified. fn runs under the table's read lock: it must not call Add.
+func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []byte) bool) {
+	pivot := entry{ukey: ukey, trailer: base.MakeTrailer(seq, base.KindMax)}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	m.tree.AscendGreaterOrEqual(pivot, func(e entry) bool {
+		if !bytes.Equal(e.ukey, ukey) {
+			return false
+		}
+		return fn(base.InternalKey{UserKey: e.ukey, Trailer: e.trailer}, e.value)
+	})
+}
