@@ -33,8 +33,12 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
 	return &Iterator{m: m, lower: lower, upper: upper, buf: make([]entry, 0, refillSize)}
 }
 
-func (it *Iterator) inUpper(e entry) bool { return it.upper == nil || bytes.Compare(e.ukey, it.upper) < 0 }
-func (it *Iterator) inLower(e entry) bool { return it.lower == nil || bytes.Compare(e.ukey, it.lower) >= 0 }
+func (it *Iterator) inUpper(e entry) bool {
+	return it.upper == nil || bytes.Compare(e.ukey, it.upper) < 0
+}
+func (it *Iterator) inLower(e entry) bool {
+	return it.lower == nil || bytes.Compare(e.ukey, it.lower) >= 0
+}
 
 // fillForward loads entries >= pivot (> pivot when strict) into buf.
 func (it *Iterator) fillForward(pivot entry, hasPivot, strict bool) bool {
