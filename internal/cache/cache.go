@@ -1,0 +1,237 @@
+// Package cache is sieve's block cache: a sharded LRU of decompressed SSTable
+// data blocks, keyed by (file number, block offset) and bounded by the total
+// length of the blocks it holds.
+//
+// Concurrency: a *Cache is safe for concurrent use by any number of
+// goroutines. Each shard has its own mutex; the counters are atomics.
+//
+// Lifetime of cached blocks: a slice returned by Get stays valid and
+// unchanged for as long as the caller holds it, even after the entry is
+// evicted or replaced, because the cache never reuses or pools block
+// memory — the garbage collector frees a block once no reader refers to it.
+// Callers must not modify the slices they get from or give to the cache.
+//
+// A nil *Cache is a valid cache that holds nothing and counts nothing.
+package cache
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// numShards is a power of two; the shard is picked from the top bits of a
+// mixed hash of the key. 16 shards keep mutex contention low on the small
+// machines sieve targets without making per-shard capacity too coarse.
+const numShards = 16
+
+type key struct{ file, off uint64 }
+
+// entry is one cached block. It sits on two intrusive doubly linked lists:
+// its shard's LRU list and the list of its file's entries (for EvictFile).
+type entry struct {
+	key          key
+	val          []byte
+	prev, next   *entry // LRU list; shard.lru.next is the most recently used
+	fprev, fnext *entry // per-file list, nil-terminated
+}
+
+type shard struct {
+	mu       sync.Mutex
+	m        map[key]*entry
+	files    map[uint64]*entry // file number -> head of that file's list
+	lru      entry             // sentinel of the circular LRU list
+	size     int64             // sum of len(val), guarded by mu
+	capacity int64
+	hits     atomic.Int64
+	misses   atomic.Int64
+	_        [64]byte // keep neighbouring shards' hot fields off one cache line
+}
+
+// Cache is a sharded LRU block cache. Create it with New.
+type Cache struct {
+	capacity int64
+	size     atomic.Int64
+	count    atomic.Int64
+	shards   [numShards]shard
+}
+
+// New returns a cache that holds at most capacity bytes of block contents
+// (the charge of a block is its length). Each of the shards gets an equal
+// part of the capacity; a block larger than one shard's part is not cached.
+// A capacity <= 0 makes a cache that stores nothing but still counts misses.
+func New(capacity int64) *Cache {
+	if capacity < 0 {
+		capacity = 0
+	}
+	c := &Cache{capacity: capacity}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.m = make(map[key]*entry)
+		s.files = make(map[uint64]*entry)
+		s.lru.next, s.lru.prev = &s.lru, &s.lru
+		s.capacity = capacity / numShards
+	}
+	return c
+}
+
+func (c *Cache) shard(k key) *shard {
+	h := k.file*0x9e3779b97f4a7c15 + k.off*0xc2b2ae3d27d4eb4f
+	h ^= h >> 31
+	h *= 0x94d049bb133111eb
+	return &c.shards[h>>(64-4)]
+}
+
+// Get returns the block cached for (file, off) and marks it most recently
+// used. It does not allocate.
+func (c *Cache) Get(file, off uint64) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	k := key{file, off}
+	s := c.shard(k)
+	s.mu.Lock()
+	e := s.m[k]
+	if e == nil {
+		s.mu.Unlock()
+		s.misses.Add(1)
+		return nil, false
+	}
+	s.unlinkLRU(e)
+	s.pushFront(e)
+	v := e.val
+	s.mu.Unlock()
+	s.hits.Add(1)
+	return v, true
+}
+
+// Set caches val as the block at (file, off), replacing any block cached
+// there, and evicts least recently used blocks until the shard fits its
+// capacity. The cache keeps val itself (no copy); the caller must not
+// modify it afterwards.
+func (c *Cache) Set(file, off uint64, val []byte) {
+	if c == nil {
+		return
+	}
+	k := key{file, off}
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.m[k]; old != nil {
+		c.remove(s, old)
+	}
+	charge := int64(len(val))
+	if charge > s.capacity {
+		return
+	}
+	e := &entry{key: k, val: val}
+	s.m[k] = e
+	s.pushFront(e)
+	if head := s.files[file]; head != nil {
+		head.fprev = e
+		e.fnext = head
+	}
+	s.files[file] = e
+	s.size += charge
+	c.size.Add(charge)
+	c.count.Add(1)
+	for s.size > s.capacity {
+		c.remove(s, s.lru.prev)
+	}
+}
+
+// EvictFile drops every block of the given file. Call it when the table is
+// deleted so that its blocks stop taking space; readers still holding one of
+// its blocks keep a valid slice.
+func (c *Cache) EvictFile(file uint64) {
+	if c == nil {
+		return
+	}
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for e := s.files[file]; e != nil; e = s.files[file] {
+			c.remove(s, e)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// remove unlinks e from every structure of s. REQUIRES: s.mu is held.
+func (c *Cache) remove(s *shard, e *entry) {
+	delete(s.m, e.key)
+	s.unlinkLRU(e)
+	if e.fprev != nil {
+		e.fprev.fnext = e.fnext
+	} else if e.fnext != nil {
+		s.files[e.key.file] = e.fnext
+	} else {
+		delete(s.files, e.key.file)
+	}
+	if e.fnext != nil {
+		e.fnext.fprev = e.fprev
+	}
+	e.fprev, e.fnext = nil, nil
+	charge := int64(len(e.val))
+	s.size -= charge
+	c.size.Add(-charge)
+	c.count.Add(-1)
+}
+
+func (s *shard) unlinkLRU(e *entry) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
+}
+
+func (s *shard) pushFront(e *entry) {
+	e.prev = &s.lru
+	e.next = s.lru.next
+	s.lru.next.prev = e
+	s.lru.next = e
+}
+
+// Capacity returns the capacity the cache was created with.
+func (c *Cache) Capacity() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.capacity
+}
+
+// Size returns the total length of the cached blocks.
+func (c *Cache) Size() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.size.Load()
+}
+
+// Count returns the number of cached blocks.
+func (c *Cache) Count() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.count.Load()
+}
+
+// Hits returns the number of Get calls that found their block.
+func (c *Cache) Hits() int64 {
+	var n int64
+	if c != nil {
+		for i := range c.shards {
+			n += c.shards[i].hits.Load()
+		}
+	}
+	return n
+}
+
+// Misses returns the number of Get calls that did not find their block.
+func (c *Cache) Misses() int64 {
+	var n int64
+	if c != nil {
+		for i := range c.shards {
+			n += c.shards[i].misses.Load()
+		}
+	}
+	return n
+}

@@ -1,0 +1,187 @@
+package cache
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func block(n int, b byte) []byte {
+	v := make([]byte, n)
+	for i := range v {
+		v[i] = b
+	}
+	return v
+}
+
+func TestGetSetCounters(t *testing.T) {
+	c := New(1 << 20)
+	_, ok := c.Get(1, 0)
+	require.False(t, ok)
+	c.Set(1, 0, block(100, 'a'))
+	c.Set(1, 100, block(50, 'b'))
+	v, ok := c.Get(1, 0)
+	require.True(t, ok)
+	require.Equal(t, block(100, 'a'), v)
+	require.EqualValues(t, 1, c.Hits())
+	require.EqualValues(t, 1, c.Misses())
+	require.EqualValues(t, 150, c.Size())
+	require.EqualValues(t, 2, c.Count())
+
+	// Replacing a block adjusts the charge.
+	c.Set(1, 0, block(10, 'c'))
+	v, ok = c.Get(1, 0)
+	require.True(t, ok)
+	require.Equal(t, block(10, 'c'), v)
+	require.EqualValues(t, 60, c.Size())
+	require.EqualValues(t, 2, c.Count())
+}
+
+func TestLRUEviction(t *testing.T) {
+	c := New(numShards * 1000)
+	// Fill one shard: find keys that map to the same shard.
+	target := c.shard(key{7, 0})
+	var offs []uint64
+	for off := uint64(0); len(offs) < 20; off++ {
+		if c.shard(key{7, off}) == target {
+			offs = append(offs, off)
+		}
+	}
+	for _, off := range offs[:10] {
+		c.Set(7, off, block(100, byte(off)))
+	}
+	require.EqualValues(t, 1000, target.size)
+	// Touch the oldest so that the second oldest is evicted next.
+	_, ok := c.Get(7, offs[0])
+	require.True(t, ok)
+	c.Set(7, offs[10], block(100, 1))
+	_, ok = c.Get(7, offs[0])
+	require.True(t, ok, "recently used block evicted")
+	_, ok = c.Get(7, offs[1])
+	require.False(t, ok, "least recently used block kept")
+	require.LessOrEqual(t, target.size, target.capacity)
+
+	// A block bigger than a shard is not cached, and replaces nothing stale.
+	c.Set(7, offs[0], block(2000, 9))
+	_, ok = c.Get(7, offs[0])
+	require.False(t, ok)
+}
+
+func TestEvictFile(t *testing.T) {
+	c := New(1 << 20)
+	for f := uint64(1); f <= 3; f++ {
+		for off := uint64(0); off < 100; off++ {
+			c.Set(f, off*4096, block(10, byte(f)))
+		}
+	}
+	require.EqualValues(t, 300, c.Count())
+	held, ok := c.Get(2, 0)
+	require.True(t, ok)
+	c.EvictFile(2)
+	require.EqualValues(t, 200, c.Count())
+	require.EqualValues(t, 2000, c.Size())
+	for off := uint64(0); off < 100; off++ {
+		_, ok := c.Get(2, off*4096)
+		require.False(t, ok)
+		_, ok = c.Get(3, off*4096)
+		require.True(t, ok)
+	}
+	require.Equal(t, block(10, 2), held, "evicted block changed under its holder")
+	c.EvictFile(2) // idempotent
+	c.EvictFile(99)
+	require.EqualValues(t, 200, c.Count())
+}
+
+func TestNilAndZeroCache(t *testing.T) {
+	var c *Cache
+	c.Set(1, 1, []byte("x"))
+	_, ok := c.Get(1, 1)
+	require.False(t, ok)
+	c.EvictFile(1)
+	require.Zero(t, c.Size()+c.Count()+c.Hits()+c.Misses()+c.Capacity())
+
+	z := New(0)
+	z.Set(1, 1, []byte("x"))
+	_, ok = z.Get(1, 1)
+	require.False(t, ok)
+	require.EqualValues(t, 1, z.Misses())
+}
+
+func TestGetDoesNotAllocate(t *testing.T) {
+	c := New(1 << 20)
+	c.Set(5, 4096, block(4096, 1))
+	allocs := testing.AllocsPerRun(1000, func() {
+		if _, ok := c.Get(5, 4096); !ok {
+			panic("miss")
+		}
+	})
+	require.Zero(t, allocs)
+}
+
+// TestConcurrent checks invariants under concurrent Get/Set/EvictFile; run
+// it with -race.
+func TestConcurrent(t *testing.T) {
+	c := New(64 << 10)
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(seed, 0))
+			for i := 0; i < 20000; i++ {
+				f, off := rng.Uint64N(4), rng.Uint64N(200)
+				switch rng.IntN(10) {
+				case 0:
+					c.EvictFile(f)
+				case 1, 2, 3:
+					c.Set(f, off, block(1+rng.IntN(600), byte(f+off)))
+				default:
+					if v, ok := c.Get(f, off); ok {
+						for _, b := range v {
+							if b != byte(f+off) {
+								panic(fmt.Sprintf("block %d/%d holds %d", f, off, b))
+							}
+						}
+					}
+				}
+			}
+		}(uint64(g))
+	}
+	wg.Wait()
+	var size, count int64
+	for i := range c.shards {
+		s := &c.shards[i]
+		require.LessOrEqual(t, s.size, s.capacity)
+		require.Len(t, s.m, countLRU(s))
+		size += s.size
+		count += int64(len(s.m))
+	}
+	require.Equal(t, size, c.Size())
+	require.Equal(t, count, c.Count())
+}
+
+func countLRU(s *shard) int {
+	n := 0
+	for e := s.lru.next; e != &s.lru; e = e.next {
+		n++
+	}
+	return n
+}
+
+func BenchmarkGetHit(b *testing.B) {
+	c := New(64 << 20)
+	for off := uint64(0); off < 1024; off++ {
+		c.Set(1, off*4096, block(4096, 0))
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		off := uint64(0)
+		for pb.Next() {
+			c.Get(1, (off%1024)*4096)
+			off++
+		}
+	})
+}
