@@ -15,9 +15,14 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"os"
 )
+
+// ErrLocked is wrapped by the error FS.Lock returns when the lock is already
+// held, by this process or (for Default) another one.
+var ErrLocked = errors.New("vfs: lock held")
 
 // File is an open file. Files opened by Create or OpenReadWrite are written
 // by appending with Write; files opened by Open are read-only.
