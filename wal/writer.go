@@ -1,0 +1,214 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// WritableFile is what a Writer writes to: an append-only file. vfs.File
+// satisfies it.
+type WritableFile interface {
+	io.Writer
+	// Sync makes everything written so far durable.
+	Sync() error
+}
+
+// ErrClosed is returned by every Writer method called after Close.
+var ErrClosed = errors.New("wal: writer is closed")
+
+// maxRetainedBuffer bounds the write buffer a Writer keeps between
+// records. A commit group rarely needs more; a bigger buffer (after a
+// huge batch) is dropped rather than pinned for the life of the log.
+const maxRetainedBuffer = 4 << 20
+
+// Writer appends records to a log file. See the package comment for the
+// call order and concurrency rules, and FORMAT.md for the bytes.
+type Writer struct {
+	f      WritableFile
+	logNum uint64
+
+	// offset is the file size: every byte handed to f.Write so far.
+	// synced is the offset through which f.Sync has succeeded. Both are
+	// atomics only so that Size and SyncedOffset may be called from any
+	// goroutine; all writes happen on the writer's goroutine.
+	offset atomic.Int64
+	synced atomic.Int64
+
+	// err is sticky: once a write or sync fails, the file's contents past
+	// the synced offset are unknown and nothing more may be written.
+	err    error
+	closed bool
+
+	buf    []byte // the bytes of one WriteRecord, handed to f in one Write
+	digest xxhash.Digest
+}
+
+// NewWriter starts log logNum in f, which must be empty, by writing the
+// file header. Nothing is synced until the first Sync (or Close).
+func NewWriter(f WritableFile, logNum uint64) (*Writer, error) {
+	w := &Writer{f: f, logNum: logNum}
+	w.buf = appendFileHeader(&w.digest, w.buf[:0], logNum)
+	if err := w.write(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// WriteRecord appends p as one record and returns the file offset just
+// past it. The record is not durable until Sync returns nil.
+//
+// The record's chunks and any block padding reach the file in a single
+// Write. WriteRecord does not retain p.
+func (w *Writer) WriteRecord(p []byte) (endOffset int64, err error) {
+	if err := w.usable(); err != nil {
+		return 0, err
+	}
+	w.appendRecord(p)
+	if err := w.write(); err != nil {
+		return 0, err
+	}
+	return w.offset.Load(), nil
+}
+
+// appendRecord appends the chunks of record p to w.buf.
+func (w *Writer) appendRecord(p []byte) {
+	first := true
+	for {
+		n := min(len(p), w.startChunk()-headerSize)
+		last := n == len(p)
+		t := chunkMiddle
+		switch {
+		case first && last:
+			t = chunkFull
+		case first:
+			t = chunkFirst
+		case last:
+			t = chunkLast
+		}
+		w.appendChunk(t, p[:n])
+		p, first = p[n:], false
+		if last {
+			return
+		}
+	}
+}
+
+// startChunk pads the current block if a header no longer fits in it and
+// returns the room left in the block for the next chunk, header included.
+func (w *Writer) startChunk() int {
+	room := BlockSize - w.blockOffset()
+	if room < headerSize {
+		w.buf = append(w.buf, zeros[:room]...)
+		room = BlockSize
+	}
+	return room
+}
+
+var zeros [headerSize]byte
+
+// blockOffset returns the offset within its block of the next byte to be
+// appended to w.buf.
+func (w *Writer) blockOffset() int {
+	return int((w.offset.Load() + int64(len(w.buf))) % BlockSize)
+}
+
+// appendChunk appends one chunk of type t with payload p to w.buf.
+// REQUIRES: the chunk fits in the current block.
+func (w *Writer) appendChunk(t chunkType, p []byte) {
+	start := len(w.buf)
+	w.buf = append(w.buf, zeros[:headerSize]...)
+	w.buf = append(w.buf, p...)
+	c := w.buf[start:]
+	putHeaderFields(c, len(p), t, w.synced.Load())
+	sealChunk(&w.digest, seedFor(t, w.logNum), c)
+}
+
+// write hands w.buf to the file in one Write and empties it.
+func (w *Writer) write() error {
+	n, err := w.f.Write(w.buf)
+	if err == nil && n != len(w.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("wal: write at offset %d: %w", w.offset.Load(), err)
+		return w.err
+	}
+	w.offset.Add(int64(n))
+	if cap(w.buf) > maxRetainedBuffer {
+		w.buf = nil
+	} else {
+		w.buf = w.buf[:0]
+	}
+	return nil
+}
+
+// Sync makes every record written so far durable. Chunks written after a
+// successful Sync record the new synced offset, which is what lets a
+// reader report damage to these records as corruption rather than a torn
+// tail.
+//
+// A failed Sync is never retried (after a failed fsync the kernel may have
+// dropped the dirty data and cleared the error): the Writer keeps
+// returning the error from every method.
+func (w *Writer) Sync() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	return w.sync()
+}
+
+func (w *Writer) sync() error {
+	off := w.offset.Load()
+	if off == w.synced.Load() {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		w.err = fmt.Errorf("wal: sync through offset %d: %w", off, err)
+		return w.err
+	}
+	w.synced.Store(off)
+	return nil
+}
+
+// Close ends the log cleanly: it syncs the records, appends the end-of-log
+// trailer (an EOF chunk whose synced offset covers every record, so that a
+// reader reports damage anywhere in a closed log as corruption) and syncs
+// again. It does not close f. After a failed write or sync Close writes
+// nothing and returns that error. Every call after Close returns ErrClosed.
+func (w *Writer) Close() error {
+	if w.closed {
+		return ErrClosed
+	}
+	w.closed = true
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.sync(); err != nil {
+		return err
+	}
+	w.startChunk()
+	w.appendChunk(chunkEOF, nil)
+	if err := w.write(); err != nil {
+		return err
+	}
+	return w.sync()
+}
+
+// Size returns the size of the log file: every byte written so far,
+// synced or not. Safe to call from any goroutine.
+func (w *Writer) Size() int64 { return w.offset.Load() }
+
+// SyncedOffset returns the offset through which the log is known to be
+// durable. Safe to call from any goroutine.
+func (w *Writer) SyncedOffset() int64 { return w.synced.Load() }
+
+func (w *Writer) usable() error {
+	if w.closed {
+		return ErrClosed
+	}
+	return w.err
+}
