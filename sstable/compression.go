@@ -1,0 +1,72 @@
+package sstable
+
+import (
+	"fmt"
+
+	"github.com/golang/snappy"
+)
+
+// Compression selects how the writer compresses blocks.
+type Compression uint8
+
+const (
+	// DefaultCompression is the zero value; it means SnappyCompression.
+	DefaultCompression Compression = iota
+	// NoCompression stores every block raw.
+	NoCompression
+	// SnappyCompression stores a block snappy-compressed when that saves
+	// at least 1/8 of its size.
+	SnappyCompression
+)
+
+func (c Compression) String() string {
+	switch c {
+	case DefaultCompression:
+		return "default"
+	case NoCompression:
+		return "none"
+	case SnappyCompression:
+		return "snappy"
+	}
+	return fmt.Sprintf("Compression(%d)", uint8(c))
+}
+
+// compressBlock returns the stored form of raw and its type. buf is scratch
+// space the result may live in.
+func compressBlock(c Compression, raw, buf []byte) ([]byte, blockType) {
+	if c != SnappyCompression {
+		return raw, blockTypeNone
+	}
+	out := snappy.Encode(buf[:cap(buf)], raw)
+	if len(out) > len(raw)-len(raw)/8 {
+		return raw, blockTypeNone
+	}
+	return out, blockTypeSnappy
+}
+
+// maxSnappyExpansion bounds decoded/encoded for any valid snappy stream (a
+// 3-byte copy tag emits at most 64 bytes); a larger declared length is a
+// corrupt header, refused before allocating.
+const maxSnappyExpansion = 32
+
+// decompressBlock returns the contents of a stored block.
+func decompressBlock(t blockType, stored []byte) ([]byte, error) {
+	switch t {
+	case blockTypeNone:
+		return stored, nil
+	case blockTypeSnappy:
+		n, err := snappy.DecodedLen(stored)
+		if err != nil {
+			return nil, fmt.Errorf("snappy header: %v", err)
+		}
+		if n > maxSnappyExpansion*len(stored)+64 {
+			return nil, fmt.Errorf("snappy decoded length %d implausible for %d stored bytes", n, len(stored))
+		}
+		out, err := snappy.Decode(make([]byte, n), stored)
+		if err != nil {
+			return nil, fmt.Errorf("snappy: %v", err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown compression type %d", uint8(t))
+}

@@ -1,0 +1,33 @@
+package sstable
+
+import (
+	"fmt"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// errCtx names a block for error messages. The zero errCtx adds nothing: the
+// standalone decoders (properties, metaindex) return bare errors that the
+// reader wraps with its own context.
+type errCtx struct {
+	set     bool
+	fileNum uint64
+	kind    string // "data", "index", "filter", "properties", "metaindex", "footer"
+	offset  uint64
+}
+
+func blockCtx(fileNum uint64, kind string, offset uint64) errCtx {
+	return errCtx{set: true, fileNum: fileNum, kind: kind, offset: offset}
+}
+
+// corrupt marks err as corruption of the block c names.
+func (c errCtx) corrupt(err error) error {
+	if !c.set {
+		return err
+	}
+	return base.CorruptionErrorf("sstable: file %06d: %s block at offset %d: %w", c.fileNum, c.kind, c.offset, err)
+}
+
+func (c errCtx) corruptf(format string, args ...any) error {
+	return c.corrupt(fmt.Errorf(format, args...))
+}

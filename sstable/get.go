@@ -1,0 +1,116 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// ReadStats counts the data-block accesses of reads. The caller owns it;
+// a Reader only adds to it. It is not safe for concurrent updates.
+type ReadStats struct {
+	BlocksRead int64 // data blocks accessed (CacheHits + FileReads)
+	CacheHits  int64 // of which found in the block cache
+	FileReads  int64 // of which read from the file
+	BytesRead  int64 // bytes read from the file, trailers included
+}
+
+// searchIndex returns the first data block whose separator is >=
+// (ukey, trailer), or len(r.index): the only block that can hold the first
+// entry >= that key (FORMAT.md, item 5).
+func (r *Reader) searchIndex(ukey []byte, trailer uint64) int {
+	lo, hi := 0, len(r.index)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		e := &r.index[m]
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// dataBlock returns data block i, from the cache when it is there, else read
+// from the file, verified and added to the cache.
+func (r *Reader) dataBlock(i int, stats *ReadStats) (block, error) {
+	h := r.index[i].h
+	if data, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
+		if stats != nil {
+			stats.BlocksRead++
+			stats.CacheHits++
+		}
+		return trustedBlock(data), nil
+	}
+	data, err := r.readBlock(h, "data")
+	if stats != nil {
+		stats.BlocksRead++
+		stats.FileReads++
+		stats.BytesRead += int64(h.length + blockTrailerLen)
+	}
+	if err != nil {
+		return block{}, err
+	}
+	blk, err := parseBlock(data)
+	if err != nil {
+		return block{}, blockCtx(r.opts.FileNum, "data", h.offset).corrupt(err)
+	}
+	r.opts.Cache.Set(r.opts.FileNum, h.offset, data)
+	return blk, nil
+}
+
+// trustedBlock rebuilds the block view of contents that parseBlock accepted
+// before (blocks in the cache), without walking the restart array again.
+func trustedBlock(data []byte) block {
+	n := int(binary.LittleEndian.Uint32(data[len(data)-4:]))
+	return block{data: data, restartsOff: len(data) - 4 - 4*n, numRestarts: n}
+}
+
+func (r *Reader) dataCtx(i int) errCtx { return blockCtx(r.opts.FileNum, "data", r.index[i].h.offset) }
+
+// Get visits the entries whose user key is ukey and whose sequence number is
+// at most seq, newest first, until fn returns false. The key and value
+// passed to fn are valid only during the call. Get does not probe the filter
+// (the caller does, to count the probe). It adds the data blocks it touches
+// to stats when stats is non-nil. On a block-cache hit it does not allocate.
+func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.InternalKey, v []byte) bool) error {
+	seq = min(seq, base.SeqNumMax)
+	trailer := seq<<8 | 0xff // sorts before every version with seqnum <= seq
+	i := r.searchIndex(ukey, trailer)
+	if i == len(r.index) {
+		return nil
+	}
+	it, _ := r.getPool.Get().(*blockIter)
+	if it == nil {
+		it = new(blockIter)
+	}
+	defer r.getPool.Put(it)
+	for ; i < len(r.index); i++ {
+		blk, err := r.dataBlock(i, stats)
+		if err != nil {
+			return err
+		}
+		it.init(blk, true, r.dataCtx(i))
+		for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
+			k := it.ikey()
+			if !bytes.Equal(k.UserKey, ukey) {
+				return nil
+			}
+			if !fn(k, it.val) {
+				return nil
+			}
+		}
+		if it.err != nil {
+			return it.err
+		}
+		// The block ran out while still at or before ukey; the next block
+		// can hold more of ukey only if this separator's user key is ukey.
+		if !bytes.Equal(r.index[i].sepUser, ukey) {
+			return nil
+		}
+	}
+	return nil
+}

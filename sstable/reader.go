@@ -1,0 +1,350 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
+)
+
+// ReadableFile is what a Reader reads from; vfs.File satisfies it. ReadAt
+// must be safe for concurrent use.
+type ReadableFile interface {
+	io.ReaderAt
+	io.Closer
+}
+
+// ReaderOptions configure a Reader.
+type ReaderOptions struct {
+	// FileNum names the table in errors and keys its blocks in Cache.
+	FileNum uint64
+	// Cache holds data blocks; nil reads every data block from the file.
+	Cache *cache.Cache
+	// Policies decode the filter block of a table whose recorded policy
+	// name matches one of theirs; other filter blocks are decoded by their
+	// type byte (filter.OpenBlock).
+	Policies []filter.Policy
+}
+
+// FilterState tells whether a Reader has a usable filter.
+type FilterState uint8
+
+const (
+	// FilterNone: the table was written without a filter.
+	FilterNone FilterState = iota
+	// FilterLoaded: the filter is resident and MayContain consults it.
+	FilterLoaded
+	// FilterUnknown: the table has a filter of a type this build cannot
+	// decode; it is read without one (MayContain always answers true).
+	FilterUnknown
+)
+
+func (s FilterState) String() string {
+	switch s {
+	case FilterNone:
+		return "none"
+	case FilterLoaded:
+		return "loaded"
+	case FilterUnknown:
+		return "unknown-type"
+	}
+	return fmt.Sprintf("FilterState(%d)", uint8(s))
+}
+
+// indexEntry is one decoded index entry: a separator and a data block.
+type indexEntry struct {
+	sepUser    []byte // aliases Reader.indexData
+	sepTrailer uint64
+	h          blockHandle
+}
+
+// Reader reads one table. It is safe for concurrent use; see the package
+// documentation.
+type Reader struct {
+	f       ReadableFile
+	size    int64
+	opts    ReaderOptions
+	footer  footer
+	props   *Properties
+	dataEnd uint64 // data blocks lie in [0, dataEnd)
+
+	metaHandles map[string]blockHandle
+	indexData   []byte
+	index       []indexEntry
+
+	filterState FilterState
+	filterData  []byte
+	filter      filter.Reader
+	filterErr   error
+
+	getPool sync.Pool // *blockIter for Get
+}
+
+// NewReader opens the table held by f, whose length is size. It reads and
+// checks the footer, metaindex, properties, index and filter blocks; the
+// index and filter stay resident. The Reader owns f from then on and closes
+// it in Close (NewReader closes nothing on error).
+func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, size: size, opts: o}
+	if err := r.readFooter(); err != nil {
+		return nil, err
+	}
+	if err := r.readMetaindex(); err != nil {
+		return nil, err
+	}
+	if err := r.readProperties(); err != nil {
+		return nil, err
+	}
+	if err := r.readIndex(); err != nil {
+		return nil, err
+	}
+	if err := r.readFilter(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Reader) readFooter() error {
+	if r.size < footerLen {
+		return blockCtx(r.opts.FileNum, "footer", 0).corruptf("file of %d bytes is shorter than the %d-byte footer", r.size, footerLen)
+	}
+	off := uint64(r.size - footerLen)
+	ctx := blockCtx(r.opts.FileNum, "footer", off)
+	buf := make([]byte, footerLen)
+	if err := r.readAt(buf, off, ctx); err != nil {
+		return err
+	}
+	ft, err := decodeFooter(buf)
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	for _, h := range []blockHandle{ft.metaindex, ft.index} {
+		if end, ok := h.end(); !ok || end > off {
+			return ctx.corruptf("handle %s points past the footer at %d", h, off)
+		}
+	}
+	r.footer = ft
+	return nil
+}
+
+// readAt reads exactly len(buf) bytes at off; a short read is corruption
+// (the file is truncated), other errors are returned as I/O errors.
+func (r *Reader) readAt(buf []byte, off uint64, ctx errCtx) error {
+	n, err := r.f.ReadAt(buf, int64(off))
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
+		return ctx.corruptf("short read: %d of %d bytes (truncated file?)", n, len(buf))
+	}
+	return fmt.Errorf("sstable: file %06d: reading %s block at offset %d: %w", ctx.fileNum, ctx.kind, ctx.offset, err)
+}
+
+// readBlock reads the block at h from the file, verifies its checksum and
+// returns its decompressed contents, which the caller owns.
+func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
+	ctx := blockCtx(r.opts.FileNum, kind, h.offset)
+	end, ok := h.end()
+	if !ok || end > uint64(r.size) {
+		return nil, ctx.corruptf("block of %d bytes runs past the end of the %d-byte file", h.length, r.size)
+	}
+	buf := make([]byte, h.length+blockTrailerLen)
+	if err := r.readAt(buf, h.offset, ctx); err != nil {
+		return nil, err
+	}
+	n := int(h.length)
+	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), blockChecksum(buf[:n+1]); got != want {
+		return nil, ctx.corruptf("checksum mismatch (stored %#08x, computed %#08x)", got, want)
+	}
+	data, err := decompressBlock(blockType(buf[n]), buf[:n:n])
+	if err != nil {
+		return nil, ctx.corrupt(err)
+	}
+	return data, nil
+}
+
+// readMetaBlock reads a block with a restart array of plain (non-internal)
+// keys and checks its structure.
+func (r *Reader) readMetaindex() error {
+	data, err := r.readBlock(r.footer.metaindex, "metaindex")
+	if err != nil {
+		return err
+	}
+	ctx := blockCtx(r.opts.FileNum, "metaindex", r.footer.metaindex.offset)
+	r.metaHandles = make(map[string]blockHandle)
+	err = forEachRawEntry(data, func(key, val []byte) error {
+		h, ok := decodeHandle(val)
+		if !ok {
+			return fmt.Errorf("entry %q: malformed block handle %x", key, val)
+		}
+		if end, ok := h.end(); !ok || end > r.footer.metaindex.offset {
+			return fmt.Errorf("entry %q: handle %s reaches past the metaindex", key, h)
+		}
+		r.metaHandles[string(key)] = h
+		return nil
+	})
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	ph, ok := r.metaHandles["sieve.properties"]
+	if !ok {
+		return ctx.corruptf("no properties block")
+	}
+	r.dataEnd = ph.offset
+	if fh, ok := r.metaHandles["sieve.filter"]; ok {
+		if fe, _ := fh.end(); fe > ph.offset {
+			return ctx.corruptf("filter block %s overlaps the properties block %s", fh, ph)
+		}
+		r.dataEnd = fh.offset
+	}
+	return nil
+}
+
+func (r *Reader) readProperties() error {
+	h := r.metaHandles["sieve.properties"]
+	data, err := r.readBlock(h, "properties")
+	if err != nil {
+		return err
+	}
+	ctx := blockCtx(r.opts.FileNum, "properties", h.offset)
+	p, err := decodeProperties(data)
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	if p.FormatVersion != r.footer.format {
+		return ctx.corruptf("format version %d disagrees with the footer's %d", uint32(p.FormatVersion), uint32(r.footer.format))
+	}
+	_, hasFilter := r.metaHandles["sieve.filter"]
+	if hasFilter != (p.FilterPolicy != "") {
+		return ctx.corruptf("filter policy %q but filter block present=%v", p.FilterPolicy, hasFilter)
+	}
+	r.props = p
+	return nil
+}
+
+func (r *Reader) readIndex() error {
+	h := r.footer.index
+	data, err := r.readBlock(h, "index")
+	if err != nil {
+		return err
+	}
+	ctx := blockCtx(r.opts.FileNum, "index", h.offset)
+	blk, err := parseBlock(data)
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	var it blockIter
+	it.init(blk, true, ctx)
+	r.indexData = data
+	var prevEnd uint64
+	for ok := it.first(); ok; ok = it.next() {
+		// With a restart interval of 1 every key is stored whole, so it
+		// can alias the block instead of the iterator's buffer.
+		e, err := blk.decodeEntry(it.off, 0)
+		if err != nil || e.shared != 0 {
+			return ctx.corruptf("index entry at offset %d is not a restart point", it.off)
+		}
+		k := it.ikey()
+		n := len(r.index)
+		if n > 0 {
+			p := &r.index[n-1]
+			if compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
+				return ctx.corruptf("separator %s does not follow %s", k, base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
+			}
+		}
+		bh, ok := decodeHandle(it.val)
+		if !ok {
+			return ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
+		}
+		if end, ok := bh.end(); !ok || end > r.dataEnd || bh.offset < prevEnd {
+			return ctx.corruptf("entry %s: data block %s out of place (previous ends at %d, data ends at %d)", k, bh, prevEnd, r.dataEnd)
+		}
+		prevEnd, _ = bh.end()
+		ulen := len(e.delta) - base.TrailerLen
+		r.index = append(r.index, indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: bh})
+	}
+	if it.err != nil {
+		return it.err
+	}
+	if uint64(len(r.index)) != r.props.NumDataBlocks {
+		return ctx.corruptf("%d entries for %d data blocks in the properties", len(r.index), r.props.NumDataBlocks)
+	}
+	return nil
+}
+
+func (r *Reader) readFilter() error {
+	h, ok := r.metaHandles["sieve.filter"]
+	if !ok {
+		return nil
+	}
+	data, err := r.readBlock(h, "filter")
+	if err != nil {
+		return err
+	}
+	var fr filter.Reader
+	decoded := false
+	for _, p := range r.opts.Policies {
+		if p != nil && p.Name() == r.props.FilterPolicy {
+			fr, err = p.NewReader(data)
+			decoded = true
+			break
+		}
+	}
+	if !decoded {
+		fr, err = openFilterBlock(data)
+	}
+	switch {
+	case err == nil && fr != nil:
+		r.filter, r.filterData, r.filterState = fr, data, FilterLoaded
+	case err == nil || isUnknownFilterType(err):
+		r.filterState, r.filterErr = FilterUnknown, err
+	default:
+		return blockCtx(r.opts.FileNum, "filter", h.offset).corruptf("policy %q: %w", r.props.FilterPolicy, err)
+	}
+	return nil
+}
+
+// Properties returns the table's properties. The caller must not modify them.
+func (r *Reader) Properties() *Properties { return r.props }
+
+// FilterState reports whether the table's filter is in use.
+func (r *Reader) FilterState() FilterState { return r.filterState }
+
+// FilterError returns why a filter of state FilterUnknown could not be
+// decoded, or nil.
+func (r *Reader) FilterError() error { return r.filterErr }
+
+// MayContain probes the table's filter for a user key. It answers true when
+// the table has no usable filter. It does not allocate (given a filter
+// Reader that does not).
+func (r *Reader) MayContain(ukey []byte) bool {
+	if r.filter == nil {
+		return true
+	}
+	return r.filter.MayContain(ukey)
+}
+
+// ResidentSize returns the bytes the Reader keeps in memory for the index
+// (block contents plus the decoded entries) and the filter.
+func (r *Reader) ResidentSize() (index, filter int) {
+	const entrySize = 48 // slice header + trailer + handle
+	return len(r.indexData) + entrySize*len(r.index), len(r.filterData)
+}
+
+// FileNum returns the file number the Reader was opened with.
+func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
+
+// Close closes the file. It must not be called while other methods run or
+// iterators are open.
+func (r *Reader) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}

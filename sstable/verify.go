@@ -1,0 +1,168 @@
+package sstable
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// Verify reads every block of the table from the file (bypassing the cache)
+// and checks what the read path trusts or only checks lazily: checksums,
+// block structure, key order within and across data blocks, the index
+// separators against the blocks they separate, block placement, the
+// properties against the data, and that the filter admits every user key.
+// It returns the first problem found, wrapping base.ErrCorruption.
+func (r *Reader) Verify() error {
+	for name, h := range r.metaHandles {
+		if _, err := r.readBlock(h, strings.TrimPrefix(name, "sieve.")); err != nil {
+			return err
+		}
+	}
+	if _, err := r.readBlock(r.footer.metaindex, "metaindex"); err != nil {
+		return err
+	}
+	idxCtx := blockCtx(r.opts.FileNum, "index", r.footer.index.offset)
+	if r.props.IndexSize != r.footer.index.length {
+		return idxCtx.corruptf("stored size %d, properties say %d", r.footer.index.length, r.props.IndexSize)
+	}
+	v := verifier{r: r}
+	for i := range r.index {
+		if err := v.block(i); err != nil {
+			return err
+		}
+	}
+	return v.finish()
+}
+
+// verifier accumulates what Verify recomputes from the data blocks.
+type verifier struct {
+	r       *Reader
+	prevKey []byte
+	got     Properties
+	end     uint64 // end of the previous data block
+	it      blockIter
+}
+
+func (v *verifier) block(i int) error {
+	r := v.r
+	e := &r.index[i]
+	ctx := r.dataCtx(i)
+	if e.h.offset != v.end {
+		return ctx.corruptf("block starts at %d, previous block ends at %d", e.h.offset, v.end)
+	}
+	v.end, _ = e.h.end()
+	raw, err := r.readBlock(e.h, "data")
+	if err != nil {
+		return err
+	}
+	blk, err := parseBlock(raw)
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	if blk.numRestarts == 0 {
+		return ctx.corruptf("empty data block")
+	}
+	v.got.NumDataBlocks++
+	v.got.RawDataSize += uint64(len(raw))
+	v.got.DataSize += e.h.length + blockTrailerLen
+	v.it.init(blk, true, ctx)
+	for ok := v.it.first(); ok; ok = v.it.next() {
+		k := v.it.ikey()
+		if v.prevKey != nil && base.CompareEncoded(v.prevKey, v.it.key) >= 0 {
+			prev, _ := base.DecodeInternalKey(v.prevKey)
+			return ctx.corruptf("key %s at offset %d does not follow %s", k, v.it.off, prev)
+		}
+		if i > 0 && v.it.off == 0 {
+			p := &r.index[i-1]
+			if compareKey(v.it.key, p.sepUser, p.sepTrailer) <= 0 {
+				return ctx.corruptf("first key %s is not above the previous separator", k)
+			}
+		}
+		if compareKey(v.it.key, e.sepUser, e.sepTrailer) > 0 {
+			return ctx.corruptf("key %s is above the block's separator %s", k, base.InternalKey{UserKey: e.sepUser, Trailer: e.sepTrailer})
+		}
+		v.count(k, v.it.val)
+		if r.filter != nil && (v.prevKey == nil || !bytes.Equal(v.prevKey[:len(v.prevKey)-base.TrailerLen], k.UserKey)) {
+			v.got.FilterKeys++
+			if !r.filter.MayContain(k.UserKey) {
+				return blockCtx(r.opts.FileNum, "filter", r.metaHandles["sieve.filter"].offset).
+					corruptf("filter rules out key %q that the table holds", k.UserKey)
+			}
+		}
+		v.prevKey = append(v.prevKey[:0], v.it.key...)
+	}
+	return v.it.err
+}
+
+func (v *verifier) count(k base.InternalKey, val []byte) {
+	g := &v.got
+	if g.NumEntries == 0 {
+		g.SmallestKey = k.Clone()
+		g.SmallestSeq, g.LargestSeq = k.SeqNum(), k.SeqNum()
+	}
+	g.NumEntries++
+	switch k.Kind() {
+	case base.KindDelete:
+		g.NumDeletions++
+	case base.KindSet:
+		g.NumSets++
+	case base.KindMerge:
+		g.NumMerges++
+	}
+	g.SmallestSeq = min(g.SmallestSeq, k.SeqNum())
+	g.LargestSeq = max(g.LargestSeq, k.SeqNum())
+	g.RawKeySize += uint64(k.Size())
+	g.RawValueSize += uint64(len(val))
+}
+
+func (v *verifier) finish() error {
+	r := v.r
+	ctx := blockCtx(r.opts.FileNum, "properties", r.metaHandles["sieve.properties"].offset)
+	if v.end != r.dataEnd {
+		return r.dataCtx(len(r.index)-1).corruptf("data blocks end at %d, meta blocks start at %d", v.end, r.dataEnd)
+	}
+	if v.prevKey != nil {
+		v.got.LargestKey, _ = base.DecodeInternalKey(v.prevKey)
+	}
+	p, g := r.props, &v.got
+	type check struct {
+		name      string
+		want, got uint64
+	}
+	for _, c := range []check{
+		{"entries", p.NumEntries, g.NumEntries},
+		{"deletions", p.NumDeletions, g.NumDeletions},
+		{"sets", p.NumSets, g.NumSets},
+		{"merges", p.NumMerges, g.NumMerges},
+		{"smallest seqnum", p.SmallestSeq, g.SmallestSeq},
+		{"largest seqnum", p.LargestSeq, g.LargestSeq},
+		{"raw key size", p.RawKeySize, g.RawKeySize},
+		{"raw value size", p.RawValueSize, g.RawValueSize},
+		{"data blocks", p.NumDataBlocks, g.NumDataBlocks},
+		{"data size", p.DataSize, g.DataSize},
+		{"raw data size", p.RawDataSize, g.RawDataSize},
+	} {
+		if c.want != c.got {
+			return ctx.corruptf("%s: properties say %d, data has %d", c.name, c.want, c.got)
+		}
+	}
+	if p.NumEntries > 0 {
+		if base.CompareInternal(p.SmallestKey, g.SmallestKey) != 0 || base.CompareInternal(p.LargestKey, g.LargestKey) != 0 {
+			return ctx.corruptf("key range [%s, %s], data has [%s, %s]", p.SmallestKey, p.LargestKey, g.SmallestKey, g.LargestKey)
+		}
+	}
+	if fh, ok := r.metaHandles["sieve.filter"]; ok {
+		data, err := r.readBlock(fh, "filter")
+		if err != nil {
+			return err
+		}
+		if r.filter != nil && g.FilterKeys != p.FilterKeys {
+			return ctx.corruptf("filter keys: properties say %d, data has %d distinct user keys", p.FilterKeys, g.FilterKeys)
+		}
+		if uint64(len(data)) != p.FilterSize {
+			return ctx.corruptf("filter size: properties say %d, block has %d", p.FilterSize, len(data))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,288 @@
+package sstable
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// WriterOptions configure a Writer. The zero value is usable.
+type WriterOptions struct {
+	// BlockSize is the uncompressed size at which a data block is cut.
+	// Default 4096.
+	BlockSize int
+	// BlockRestartInterval is the number of keys between restart points in
+	// data blocks. Default 16.
+	BlockRestartInterval int
+	// Compression of blocks; DefaultCompression means snappy.
+	Compression Compression
+	// FilterPolicy builds the table's filter over its user keys; nil
+	// writes no filter block.
+	FilterPolicy filter.Policy
+	// TableFormat to write; zero means TableFormatLatest.
+	TableFormat TableFormat
+}
+
+func (o WriterOptions) withDefaults() (WriterOptions, error) {
+	if o.BlockSize <= 0 {
+		o.BlockSize = 4096
+	}
+	if o.BlockRestartInterval <= 0 {
+		o.BlockRestartInterval = 16
+	}
+	if o.Compression == DefaultCompression {
+		o.Compression = SnappyCompression
+	}
+	if o.TableFormat == 0 {
+		o.TableFormat = TableFormatLatest
+	}
+	if o.Compression > SnappyCompression {
+		return o, fmt.Errorf("sstable: unknown compression %d", uint8(o.Compression))
+	}
+	if o.TableFormat > TableFormatLatest {
+		return o, fmt.Errorf("sstable: unknown table format %d", uint32(o.TableFormat))
+	}
+	return o, nil
+}
+
+// WriterMetadata describes a finished table.
+type WriterMetadata struct {
+	Size                    uint64 // bytes written, footer included
+	Smallest, Largest       base.InternalKey
+	SmallestSeq, LargestSeq uint64
+	Props                   Properties
+}
+
+// ErrWriterFinished is returned by Add and Finish after Finish.
+var ErrWriterFinished = errors.New("sstable: writer already finished")
+
+// Writer writes one table. Call order: NewWriter Add* Finish. A Writer is
+// not safe for concurrent use. After a write error every later call returns
+// that error.
+type Writer struct {
+	w        *bufio.Writer
+	opts     WriterOptions
+	offset   uint64
+	err      error
+	finished bool
+
+	data   blockWriter
+	index  blockWriter
+	filter filter.Builder
+	props  Properties
+
+	lastKey      []byte // encoded last key added
+	pendingIndex bool   // a data block was flushed; its index entry waits for the next key
+	pendingH     blockHandle
+	keyBuf       []byte
+	sepBuf       []byte
+	compressBuf  []byte
+	digest       *xxhash.Digest
+}
+
+// NewWriter returns a Writer that writes a table to w. Invalid options
+// (an unknown compression or format) make every call return an error.
+func NewWriter(w io.Writer, o WriterOptions) *Writer {
+	opts, err := o.withDefaults()
+	wr := &Writer{
+		w:      bufio.NewWriterSize(w, 256<<10),
+		opts:   opts,
+		err:    err,
+		data:   blockWriter{restartInterval: opts.BlockRestartInterval},
+		index:  blockWriter{restartInterval: 1},
+		digest: xxhash.New(),
+	}
+	if opts.FilterPolicy != nil {
+		wr.filter = opts.FilterPolicy.NewBuilder()
+		wr.props.FilterPolicy = opts.FilterPolicy.Name()
+	}
+	wr.props.FormatVersion = opts.TableFormat
+	wr.props.BlockSize = uint64(opts.BlockSize)
+	wr.props.BlockRestartInterval = uint64(opts.BlockRestartInterval)
+	wr.props.Compression = opts.Compression.String()
+	return wr
+}
+
+// Add appends an entry. Keys must be strictly increasing in CompareInternal
+// order and have a valid kind; a key that is not is refused with an error
+// (the writer stays usable). value may be reused by the caller afterwards.
+func (w *Writer) Add(key base.InternalKey, value []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.finished {
+		return ErrWriterFinished
+	}
+	if !key.Kind().Valid() {
+		return fmt.Errorf("sstable: Add %s: invalid kind", key)
+	}
+	if key.SeqNum() > base.SeqNumMax {
+		return fmt.Errorf("sstable: Add %s: sequence number out of range", key)
+	}
+	w.keyBuf = key.AppendEncoded(w.keyBuf[:0])
+	if w.props.NumEntries > 0 && base.CompareEncoded(w.lastKey, w.keyBuf) >= 0 {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		return fmt.Errorf("sstable: Add %s: not after previous key %s", key, last)
+	}
+	if w.pendingIndex {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		w.addIndexEntry(indexSeparator(w.sepBuf[:0], last, key))
+	}
+	if w.filter != nil && (w.props.NumEntries == 0 || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
+		w.filter.Add(key.UserKey)
+		w.props.FilterKeys++
+	}
+	w.data.add(w.keyBuf, value)
+	w.lastKey, w.keyBuf = w.keyBuf, w.lastKey
+	w.updateProps(key, value)
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		w.flushDataBlock()
+	}
+	return w.err
+}
+
+func (w *Writer) updateProps(key base.InternalKey, value []byte) {
+	p := &w.props
+	if p.NumEntries == 0 {
+		p.SmallestKey = key.Clone()
+		p.SmallestSeq, p.LargestSeq = key.SeqNum(), key.SeqNum()
+	}
+	p.NumEntries++
+	switch key.Kind() {
+	case base.KindDelete:
+		p.NumDeletions++
+	case base.KindSet:
+		p.NumSets++
+	case base.KindMerge:
+		p.NumMerges++
+	}
+	p.SmallestSeq = min(p.SmallestSeq, key.SeqNum())
+	p.LargestSeq = max(p.LargestSeq, key.SeqNum())
+	p.RawKeySize += uint64(key.Size())
+	p.RawValueSize += uint64(len(value))
+}
+
+func (w *Writer) addIndexEntry(sep []byte) {
+	w.sepBuf = sep
+	w.index.add(sep, appendHandle(nil, w.pendingH))
+	w.pendingIndex = false
+}
+
+func (w *Writer) flushDataBlock() {
+	raw := w.data.finish()
+	h := w.writeBlock(raw)
+	w.props.NumDataBlocks++
+	w.props.RawDataSize += uint64(len(raw))
+	w.props.DataSize += h.length + blockTrailerLen
+	w.data.reset()
+	w.pendingH, w.pendingIndex = h, true
+}
+
+// writeBlock compresses raw per the options and writes it with its trailer.
+func (w *Writer) writeBlock(raw []byte) blockHandle {
+	stored, t := compressBlock(w.opts.Compression, raw, w.compressBuf)
+	if t == blockTypeSnappy {
+		w.compressBuf = stored
+	}
+	return w.writeStored(stored, t)
+}
+
+// writeStored writes an already compressed block and its trailer.
+func (w *Writer) writeStored(stored []byte, t blockType) blockHandle {
+	h := blockHandle{offset: w.offset, length: uint64(len(stored))}
+	var trailer [blockTrailerLen]byte
+	trailer[0] = byte(t)
+	w.digest.Reset()
+	w.digest.Write(stored)
+	w.digest.Write(trailer[:1])
+	binary.LittleEndian.PutUint32(trailer[1:], uint32(w.digest.Sum64()))
+	w.write(stored)
+	w.write(trailer[:])
+	return h
+}
+
+func (w *Writer) write(b []byte) {
+	if w.err != nil {
+		return
+	}
+	n, err := w.w.Write(b)
+	w.offset += uint64(n)
+	if err != nil {
+		w.err = fmt.Errorf("sstable: write: %w", err)
+	}
+}
+
+// EstimatedSize returns the size of the table if it were finished now,
+// roughly: bytes written plus the pending data block.
+func (w *Writer) EstimatedSize() uint64 {
+	return w.offset + uint64(w.data.estimatedSize()) + uint64(w.index.estimatedSize())
+}
+
+// Finish writes the filter, properties, metaindex and index blocks and the
+// footer, and flushes the Writer's buffer. It does not sync or close the
+// underlying writer.
+func (w *Writer) Finish() (*WriterMetadata, error) {
+	if w.err != nil {
+		return nil, w.err
+	}
+	if w.finished {
+		return nil, ErrWriterFinished
+	}
+	w.finished = true
+	if !w.data.empty() {
+		w.flushDataBlock()
+	}
+	if w.pendingIndex {
+		last, _ := base.DecodeInternalKey(w.lastKey)
+		w.addIndexEntry(indexSuccessor(w.sepBuf[:0], last))
+	}
+	if w.props.NumEntries > 0 {
+		w.props.LargestKey, _ = base.DecodeInternalKey(w.lastKey)
+		w.props.LargestKey = w.props.LargestKey.Clone()
+	}
+
+	var meta blockWriter
+	meta.restartInterval = 1
+	if w.filter != nil {
+		fb := w.filter.Finish()
+		h := w.writeBlock(fb)
+		w.props.FilterSize = uint64(len(fb))
+		if w.props.FilterKeys > 0 {
+			w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(w.props.FilterKeys)
+		}
+		meta.add([]byte("sieve.filter"), appendHandle(nil, h))
+	}
+
+	// The properties record the index size, so compress the index first.
+	indexStored, indexType := compressBlock(w.opts.Compression, w.index.finish(), nil)
+	w.props.IndexSize = uint64(len(indexStored))
+
+	ph := w.writeBlock(encodeProperties(&w.props))
+	meta.add([]byte("sieve.properties"), appendHandle(nil, ph))
+	mh := w.writeBlock(meta.finish())
+	ih := w.writeStored(indexStored, indexType)
+	w.write(footer{metaindex: mh, index: ih, format: w.opts.TableFormat}.encode())
+	if w.err == nil {
+		if err := w.w.Flush(); err != nil {
+			w.err = fmt.Errorf("sstable: write: %w", err)
+		}
+	}
+	if w.err != nil {
+		return nil, w.err
+	}
+	return &WriterMetadata{
+		Size:        w.offset,
+		Smallest:    w.props.SmallestKey,
+		Largest:     w.props.LargestKey,
+		SmallestSeq: w.props.SmallestSeq,
+		LargestSeq:  w.props.LargestSeq,
+		Props:       w.props,
+	}, nil
+}
