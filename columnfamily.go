@@ -1,0 +1,122 @@
+package sieve
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/manifest"
+)
+
+var errForeignBatch = errors.New("sieve: batch belongs to another DB")
+
+// cfState is the runtime state of one column family.
+type cfState struct {
+	id   uint32
+	name string
+	// recordedMerger is the merger name the manifest records ("" = none).
+	recordedMerger string
+	// merger is the merger supplied in this process (nil = none).
+	merger       Merger
+	filterPolicy filter.Policy
+}
+
+// cfRegistry maps column family IDs and names to their state.
+type cfRegistry struct {
+	db     *DB
+	mu     sync.RWMutex
+	byID   map[uint32]*cfState
+	byName map[string]*cfState
+}
+
+func newCFRegistry(db *DB) *cfRegistry {
+	return &cfRegistry{db: db, byID: map[uint32]*cfState{}, byName: map[string]*cfState{}}
+}
+
+// load builds the registry from the manifest and binds the default column
+// family's options.
+func (r *cfRegistry) load() error {
+	for id, cf := range r.db.versions.ColumnFamilies() {
+		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy}
+		r.byID[id] = st
+		r.byName[cf.Name] = st
+	}
+	def := r.byID[manifest.DefaultCFID]
+	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy)
+}
+
+// bind supplies a merger and filter policy to a column family, recording
+// the merger's name in the manifest the first time one is supplied.
+func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy) error {
+	if p != nil {
+		st.filterPolicy = p
+	}
+	if m == nil {
+		return nil
+	}
+	if st.recordedMerger != "" && st.recordedMerger != m.Name() {
+		return fmt.Errorf("sieve: column family %q was written with merger %q; %q supplied",
+			st.name, st.recordedMerger, m.Name())
+	}
+	if st.recordedMerger == "" && !r.db.opts.ReadOnly {
+		e := &manifest.VersionEdit{SetMergers: []manifest.ColumnFamily{{ID: st.id, Merger: m.Name()}}}
+		r.db.versionMu.Lock()
+		err := r.db.versions.LogAndApply(e)
+		r.db.versionMu.Unlock()
+		if err != nil {
+			return err
+		}
+		st.recordedMerger = m.Name()
+	}
+	st.merger = m
+	return nil
+}
+
+func (r *cfRegistry) get(id uint32) *cfState {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byID[id]
+}
+
+func (r *cfRegistry) known(id uint32) bool { return r.get(id) != nil }
+
+// checkMerge returns an error unless column family id can take merge
+// operands now.
+func (r *cfRegistry) checkMerge(id uint32) error {
+	st := r.get(id)
+	if st == nil {
+		return fmt.Errorf("sieve: unknown column family %d", id)
+	}
+	if st.merger == nil {
+		if st.recordedMerger != "" {
+			return fmt.Errorf("%w: column family %q needs merger %q, which was not supplied",
+				ErrNoMerger, st.name, st.recordedMerger)
+		}
+		return fmt.Errorf("%w: column family %q", ErrNoMerger, st.name)
+	}
+	return nil
+}
+
+// checkBatch validates the column families a batch names.
+func (r *cfRegistry) checkBatch(b *Batch) error {
+	for _, id := range b.cfs {
+		if !r.known(id) {
+			return fmt.Errorf("sieve: batch names unknown column family %d", id)
+		}
+	}
+	for _, id := range b.mergeCFs {
+		if err := r.checkMerge(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func addUnique(s []uint32, v uint32) []uint32 {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
+}

@@ -1,0 +1,271 @@
+package sieve
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// maxGroupBytes bounds how many bytes of queued batches one leader commits
+// in a single WAL record.
+const maxGroupBytes = 4 << 20
+
+// commitPipeline serializes writes with group commit (LevelDB's writer
+// queue): each writer enqueues itself; the writer at the head of the queue
+// becomes the leader, takes every queued batch (up to maxGroupBytes), writes
+// them as one WAL record with one fsync if any of them asked for Sync,
+// applies them to the memtable, publishes their sequence numbers and wakes
+// the followers it committed for.
+type commitPipeline struct {
+	mu    sync.Mutex
+	queue []*writer
+	// buf holds the combined record of a multi-batch group.
+	buf []byte
+}
+
+type writer struct {
+	batch *Batch
+	sync  bool
+	done  bool
+	err   error
+	cond  sync.Cond
+}
+
+var writerPool = sync.Pool{New: func() any { return new(writer) }}
+
+func (p *commitPipeline) init() {}
+
+// acquire makes the caller the leader with an empty group, blocking
+// writers until release. Used by Close and by operations that must not run
+// concurrently with a commit (rotating the WAL from outside the pipeline).
+func (p *commitPipeline) acquire() *writer {
+	w := writerPool.Get().(*writer)
+	*w = writer{}
+	w.cond.L = &p.mu
+	p.mu.Lock()
+	p.queue = append(p.queue, w)
+	for p.queue[0] != w {
+		w.cond.Wait()
+	}
+	p.mu.Unlock()
+	return w
+}
+
+// release ends a leadership taken by acquire.
+func (p *commitPipeline) release() {
+	p.mu.Lock()
+	w := p.queue[0]
+	p.queue[0] = nil
+	p.queue = p.queue[1:]
+	if len(p.queue) > 0 {
+		p.queue[0].cond.Signal()
+	}
+	p.mu.Unlock()
+	writerPool.Put(w)
+}
+
+// apply commits b. It returns once b is in the WAL (and synced when sync is
+// set) and visible to readers, or with the error that prevented it.
+func (db *DB) apply(b *Batch, sync bool) error {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	if b.err != nil {
+		return b.err
+	}
+	if b.count == 0 {
+		return nil
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	b.finish()
+	p := &db.commit
+	w := writerPool.Get().(*writer)
+	*w = writer{batch: b, sync: sync}
+	w.cond.L = &p.mu
+
+	p.mu.Lock()
+	p.queue = append(p.queue, w)
+	for !w.done && p.queue[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		err := w.err
+		p.mu.Unlock()
+		writerPool.Put(w)
+		return err
+	}
+	// Leader: take a group from the head of the queue.
+	group, groupSync, size := 1, w.sync, len(b.data)
+	for _, f := range p.queue[1:] {
+		if size+len(f.batch.data) > maxGroupBytes && group > 0 {
+			break
+		}
+		size += len(f.batch.data)
+		groupSync = groupSync || f.sync
+		group++
+	}
+	writers := p.queue[:group]
+	p.mu.Unlock()
+
+	err := db.commitGroup(writers, groupSync, size)
+
+	p.mu.Lock()
+	for _, f := range writers[1:] {
+		f.err, f.done = err, true
+		f.cond.Signal()
+	}
+	for i := range writers {
+		p.queue[i] = nil
+	}
+	p.queue = p.queue[group:]
+	if len(p.queue) > 0 {
+		p.queue[0].cond.Signal()
+	}
+	p.mu.Unlock()
+	writerPool.Put(w)
+	return err
+}
+
+// commitGroup writes, syncs and applies a group. REQUIRES: the caller is
+// the leader.
+func (db *DB) commitGroup(writers []*writer, sync bool, size int) (err error) {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	if err := db.makeRoomForWrite(size); err != nil {
+		return err
+	}
+	seq := db.logSeq + 1
+	var count uint64
+	for _, w := range writers {
+		w.batch.setSeq(seq + count)
+		count += uint64(w.batch.count)
+	}
+	if seq+count-1 > base.SeqNumMax {
+		return fmt.Errorf("sieve: sequence numbers exhausted")
+	}
+	record := writers[0].batch.data
+	if len(writers) > 1 {
+		buf := db.commit.buf[:0]
+		for _, w := range writers {
+			buf = append(buf, w.batch.data...)
+		}
+		db.commit.buf = buf
+		record = buf
+	}
+	if _, err := db.log.w.WriteRecord(record); err != nil {
+		db.setBackgroundError(fmt.Errorf("WAL %06d write: %w", db.log.num, err))
+		return err
+	}
+	db.metrics.walBytes.Add(int64(len(record)))
+	db.metrics.walRecords.Add(1)
+	if sync {
+		if err := db.log.w.Sync(); err != nil {
+			// Never retry a failed fsync: the WAL's state is unknown.
+			db.setBackgroundError(fmt.Errorf("WAL %06d sync: %w", db.log.num, err))
+			return err
+		}
+		db.metrics.walSyncs.Add(1)
+	}
+	// The group's record is in the WAL; from here on nothing fails.
+	mem := db.mu.mem // stable: only the leader rotates it
+	for _, w := range writers {
+		db.applyToMemtable(mem, w.batch)
+	}
+	mem.size.Add(int64(len(record)))
+	db.logSeq = seq + count - 1
+	db.visibleSeq.Store(db.logSeq)
+	return nil
+}
+
+// applyToMemtable inserts a committed batch. REQUIRES: leader.
+func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
+	seq := b.seq()
+	br := batchReader{data: b.data[batchHeaderLen:], left: b.count}
+	for e, ok := br.next(); ok; e, ok = br.next() {
+		g.tableForWrite(e.cf).Add(seq, e.kind, e.key, e.value)
+		seq++
+	}
+	if br.err != nil {
+		// The batch was built by Batch methods; a decode failure is a bug.
+		panic(fmt.Sprintf("sieve: committed batch does not decode: %v", br.err))
+	}
+}
+
+// makeRoomForWrite rotates the memtable group when the mutable one is full,
+// stalling while too many full groups wait for a flush. REQUIRES: leader.
+func (db *DB) makeRoomForWrite(incoming int) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.closed.Load() {
+			return ErrClosed
+		}
+		mem := db.mu.mem
+		if mem.size.Load()+int64(incoming) <= db.opts.MemTableSize || mem.empty() {
+			return db.maybeStallForL0Locked()
+		}
+		if len(db.mu.imm) >= db.opts.MaxImmutableMemTables && db.canFlush() {
+			db.stallWait("memtables")
+			continue
+		}
+		return db.rotateMemLocked()
+	}
+}
+
+// rotateMemLocked makes the mutable group immutable, and starts a new WAL
+// and group. REQUIRES: db.mu held, leader.
+func (db *DB) rotateMemLocked() error {
+	old := db.mu.mem
+	if err := db.newWAL(); err != nil {
+		db.setBackgroundErrorLocked(err)
+		return err
+	}
+	db.mu.imm = append(db.mu.imm, old)
+	db.mu.mem = newMemGroup(db.log.num)
+	db.updateReadState()
+	db.maybeScheduleFlushLocked()
+	return nil
+}
+
+// newWAL closes the current WAL (syncing it, so that later WALs never hold
+// writes whose predecessors could be lost) and creates the next one, making
+// its directory entry durable. REQUIRES: db.mu held; leader (or Open).
+func (db *DB) newWAL() error {
+	if db.log.w != nil {
+		if err := db.log.w.Close(); err != nil {
+			return fmt.Errorf("WAL %06d close: %w", db.log.num, err)
+		}
+		if err := db.log.f.Close(); err != nil {
+			return fmt.Errorf("WAL %06d close: %w", db.log.num, err)
+		}
+		db.log = walHandle{}
+	}
+	db.versionMu.Lock()
+	num := db.versions.NextFileNum()
+	db.versionMu.Unlock()
+	name := base.MakeFilename(db.dirname, base.FileTypeLog, num)
+	f, err := db.fs.Create(name)
+	if err != nil {
+		return err
+	}
+	w, err := newWALWriter(f, num)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	if err := db.fs.SyncDir(db.dirname); err != nil {
+		w.Close()
+		f.Close()
+		return err
+	}
+	db.log = walHandle{num: num, f: f, w: w}
+	db.mu.wals = append(db.mu.wals, num)
+	return nil
+}

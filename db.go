@@ -1,0 +1,258 @@
+// Package sieve is an embedded LSM key-value storage engine with per-table
+// filters (blocked Bloom, classic Bloom, cuckoo) and column families with
+// merge operators.
+//
+// Concurrency: a *DB is safe for concurrent use by many goroutines. Writers
+// are batched by a group-commit pipeline; readers (Get, iterators,
+// snapshots) never block writers: they pin an immutable view (memtables plus
+// a reference-counted version of the table set) and read from it.
+//
+// See ../shared/DESIGN.md in the project for the architecture and FORMAT.md
+// beside this file for the directory layout and batch encoding.
+package sieve
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/vfs"
+	"github.com/sievedb/sieve/wal"
+)
+
+// DB is an open database. Close it when done.
+type DB struct {
+	dirname string
+	opts    *Options
+	fs      vfs.FS
+	lock    io.Closer
+	closed  atomic.Bool
+
+	// commit is the write pipeline (commit.go).
+	commit commitPipeline
+
+	// Owned by the commit leader (the one goroutine holding
+	// commit.leading): the WAL being written and the last assigned
+	// sequence number.
+	log    walHandle
+	logSeq uint64
+
+	// visibleSeq is the highest sequence number whose write is fully
+	// applied; readers read as of it.
+	visibleSeq atomic.Uint64
+
+	mu struct {
+		sync.Mutex
+		cond sync.Cond
+		// mem takes new writes; imm holds full groups waiting for a
+		// flush, oldest first.
+		mem *memGroup
+		imm []*memGroup
+		// bgErr is the sticky error that put the DB in read-only
+		// mode: a failed WAL write or fsync, a failed manifest write, a
+		// corruption found in the background.
+		bgErr error
+		// snapshots lists open snapshots' sequence numbers.
+		snapshots snapshotList
+		// wals lists the WAL files on disk, oldest first.
+		wals []uint64
+	}
+	flush   flushState   // guarded by mu
+	compact compactState // guarded by mu
+
+	rsMu sync.RWMutex
+	rs   *readState
+
+	versions  *manifest.VersionSet
+	versionMu sync.Mutex // serializes LogAndApply and file-number use
+
+	cfs *cfRegistry
+
+	tables *tableCache
+
+	metrics dbMetrics
+
+	bg sync.WaitGroup // background goroutines
+}
+
+// walHandle is the WAL being appended to.
+type walHandle struct {
+	num uint64
+	f   vfs.File
+	w   *wal.Writer
+}
+
+// readState is an immutable view of the data a read may need: the
+// memtables and the table version. It is reference counted; the last unref
+// releases the version.
+type readState struct {
+	refs    atomic.Int32
+	mem     *memGroup
+	imm     []*memGroup // oldest first
+	version *manifest.Version
+}
+
+func (rs *readState) unref() {
+	if rs.refs.Add(-1) == 0 {
+		rs.version.Unref()
+	}
+}
+
+// loadReadState returns the current read state with a reference.
+func (db *DB) loadReadState() *readState {
+	db.rsMu.RLock()
+	rs := db.rs
+	rs.refs.Add(1)
+	db.rsMu.RUnlock()
+	return rs
+}
+
+// updateReadState publishes a new read state from db.mu's memtables and the
+// current version. REQUIRES: db.mu held.
+func (db *DB) updateReadState() {
+	rs := &readState{mem: db.mu.mem, imm: append([]*memGroup(nil), db.mu.imm...), version: db.versions.Current()}
+	rs.refs.Store(1)
+	db.rsMu.Lock()
+	old := db.rs
+	db.rs = rs
+	db.rsMu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}
+
+// Open opens the database in dirname, creating it (and the directory) if
+// it does not exist. nil opts means defaults.
+func Open(dirname string, opts *Options) (db *DB, err error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("sieve: open %s: internal error: %v", dirname, r)
+		}
+	}()
+	db = &DB{dirname: dirname, opts: o, fs: o.FS}
+	db.mu.cond.L = &db.mu.Mutex
+	db.commit.init()
+	if err := db.open(); err != nil {
+		db.releaseOnFailedOpen()
+		return nil, err
+	}
+	return db, nil
+}
+
+func (db *DB) releaseOnFailedOpen() {
+	if db.log.w != nil {
+		db.log.w.Close()
+		db.log.f.Close()
+	}
+	if db.tables != nil {
+		db.tables.close()
+	}
+	if db.versions != nil {
+		db.versions.Close()
+	}
+	if db.lock != nil {
+		db.lock.Close()
+	}
+}
+
+func (db *DB) open() error {
+	fs, dirname := db.fs, db.dirname
+	if !db.opts.ReadOnly {
+		if err := fs.MkdirAll(dirname, 0o755); err != nil {
+			return fmt.Errorf("sieve: creating %s: %w", dirname, err)
+		}
+	}
+	lock, err := fs.Lock(base.MakeFilename(dirname, base.FileTypeLock, 0))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrLocked, dirname, err)
+	}
+	db.lock = lock
+	exists, err := manifest.Exists(fs, dirname)
+	if err != nil {
+		return err
+	}
+	vopts := manifest.Options{OnObsolete: db.onObsoleteTables, ReadOnly: db.opts.ReadOnly}
+	switch {
+	case exists && db.opts.ErrorIfExists:
+		return fmt.Errorf("sieve: database %s already exists (ErrorIfExists)", dirname)
+	case !exists && db.opts.ReadOnly:
+		return fmt.Errorf("sieve: no database in %s to open read-only", dirname)
+	case exists:
+		db.versions, err = manifest.Load(fs, dirname, vopts)
+	default:
+		db.versions, err = manifest.Create(fs, dirname, vopts)
+	}
+	if err != nil {
+		return err
+	}
+	db.tables = newTableCache(db)
+	db.cfs = newCFRegistry(db)
+	if err := db.cfs.load(); err != nil {
+		return err
+	}
+	return db.recover()
+}
+
+// Close flushes nothing but makes every acknowledged write durable (the WAL
+// is synced), waits for background work, and releases the directory. A
+// second Close returns nil.
+func (db *DB) Close() error {
+	if !db.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	// Wake a writer stalled on a flush, then take the commit pipeline so
+	// that no write is in flight.
+	db.mu.Lock()
+	db.mu.cond.Broadcast()
+	db.mu.Unlock()
+	db.commit.acquire()
+	defer db.commit.release()
+	db.bg.Wait()
+
+	var errs []error
+	if db.log.w != nil {
+		errs = append(errs, db.log.w.Close(), db.log.f.Close())
+	}
+	db.rsMu.Lock()
+	if db.rs != nil {
+		db.rs.unref()
+		db.rs = nil
+	}
+	db.rsMu.Unlock()
+	errs = append(errs, db.versions.Close())
+	db.tables.close()
+	errs = append(errs, db.lock.Close())
+	return errors.Join(errs...)
+}
+
+// checkOpen returns ErrClosed after Close.
+func (db *DB) checkOpen() error {
+	if db.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// setBackgroundError records the first fatal error; the DB refuses writes
+// from then on. REQUIRES: db.mu held.
+func (db *DB) setBackgroundErrorLocked(err error) {
+	if db.mu.bgErr == nil {
+		db.mu.bgErr = fmt.Errorf("sieve: database is read-only after an error: %w", err)
+		db.opts.Logger.Error("database is read-only after an error", "err", err)
+	}
+	db.mu.cond.Broadcast()
+}
+
+func (db *DB) setBackgroundError(err error) {
+	db.mu.Lock()
+	db.setBackgroundErrorLocked(err)
+	db.mu.Unlock()
+}

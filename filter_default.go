@@ -1,0 +1,6 @@
+package sieve
+
+import "github.com/sievedb/sieve/filter"
+
+// defaultFilterPolicy is the filter of column families that set none.
+func defaultFilterPolicy() filter.Policy { return nil }

@@ -1,0 +1,228 @@
+package sieve
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/memtable"
+	"github.com/sievedb/sieve/sstable"
+	"github.com/sievedb/sieve/vfs"
+	"github.com/sievedb/sieve/wal"
+)
+
+func newWALWriter(f vfs.File, num uint64) (*wal.Writer, error) { return wal.NewWriter(f, num) }
+
+// flushState is guarded by db.mu.
+type flushState struct {
+	running bool
+}
+
+func (db *DB) canFlush() bool { return !db.opts.ReadOnly }
+
+// maybeScheduleFlushLocked starts the flush goroutine if immutable groups
+// are waiting and none runs. REQUIRES: db.mu held.
+func (db *DB) maybeScheduleFlushLocked() {
+	if db.flush.running || len(db.mu.imm) == 0 || db.mu.bgErr != nil || db.closed.Load() || db.opts.ReadOnly {
+		return
+	}
+	db.flush.running = true
+	db.bg.Add(1)
+	go db.flushLoop()
+}
+
+// flushLoop flushes immutable groups, oldest first, until none is left.
+func (db *DB) flushLoop() {
+	defer db.bg.Done()
+	for {
+		db.mu.Lock()
+		if len(db.mu.imm) == 0 || db.mu.bgErr != nil || db.closed.Load() {
+			db.flush.running = false
+			db.mu.cond.Broadcast()
+			db.mu.Unlock()
+			return
+		}
+		g := db.mu.imm[0]
+		nextLog := db.mu.mem.logNum
+		if len(db.mu.imm) > 1 {
+			nextLog = db.mu.imm[1].logNum
+		}
+		db.mu.Unlock()
+
+		if err := db.flushGroup(g, nextLog); err != nil {
+			db.mu.Lock()
+			db.setBackgroundErrorLocked(fmt.Errorf("flush of WAL %06d: %w", g.logNum, err))
+			db.flush.running = false
+			db.mu.Unlock()
+			return
+		}
+	}
+}
+
+// flushGroup writes one L0 table per column family of g, records them and
+// the new WAL horizon in the manifest, and retires g.
+func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
+	start := time.Now()
+	edit := &manifest.VersionEdit{HasLogNum: true, LogNum: nextLog}
+	var maxSeq uint64
+	var created []uint64
+	var bytes int64
+	for cf, t := range g.all() {
+		meta, err := db.writeTable(cf, t.NewIter(nil, nil))
+		if err != nil {
+			db.removeFiles(created)
+			return err
+		}
+		created = append(created, meta.FileNum)
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: 0, Meta: meta})
+		maxSeq = max(maxSeq, t.Stats().MaxSeq)
+		bytes += int64(meta.Size)
+	}
+	if len(created) > 0 {
+		if err := db.fs.SyncDir(db.dirname); err != nil {
+			db.removeFiles(created)
+			return err
+		}
+	}
+	if maxSeq > 0 {
+		edit.HasLastSeq, edit.LastSeq = true, maxSeq
+	}
+	db.versionMu.Lock()
+	err := db.versions.LogAndApply(edit)
+	db.versionMu.Unlock()
+	if err != nil {
+		return err
+	}
+	db.metrics.flushes.Add(1)
+	db.metrics.flushBytes.Add(bytes)
+	db.metrics.levelBytesIn[0].Add(bytes)
+
+	db.mu.Lock()
+	db.mu.imm = db.mu.imm[1:]
+	db.updateReadState()
+	db.mu.cond.Broadcast()
+	db.deleteObsoleteWALsLocked()
+	db.maybeScheduleCompactionLocked()
+	db.mu.Unlock()
+	db.opts.Logger.Info("flushed", "wal", g.logNum, "tables", len(created), "bytes", bytes, "took", time.Since(start))
+	return nil
+}
+
+// writeTable writes the entries of it into a new table of column family cf,
+// syncs and closes it, and returns its metadata. The caller syncs the
+// directory before the manifest names the table.
+func (db *DB) writeTable(cf uint32, it base.InternalIterator) (*manifest.FileMetadata, error) {
+	db.versionMu.Lock()
+	num := db.versions.NextFileNum()
+	db.versionMu.Unlock()
+	name := base.MakeFilename(db.dirname, base.FileTypeTable, num)
+	f, err := db.fs.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*manifest.FileMetadata, error) {
+		f.Close()
+		db.fs.Remove(name)
+		return nil, err
+	}
+	w := sstable.NewWriter(f, db.writerOptions(cf))
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := w.Add(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return fail(err)
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fail(err)
+	}
+	md, err := w.Finish()
+	if err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		db.fs.Remove(name)
+		return nil, err
+	}
+	return &manifest.FileMetadata{
+		FileNum: num, Size: md.Size,
+		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
+		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
+	}, nil
+}
+
+func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
+	o := sstable.WriterOptions{
+		BlockSize:            db.opts.BlockSize,
+		BlockRestartInterval: db.opts.BlockRestartInterval,
+		Compression:          sstable.SnappyCompression,
+	}
+	if db.opts.Compression == NoCompression {
+		o.Compression = sstable.NoCompression
+	}
+	if st := db.cfs.get(cf); st != nil {
+		o.FilterPolicy = st.filterPolicy
+	}
+	return o
+}
+
+func (db *DB) removeFiles(nums []uint64) {
+	for _, n := range nums {
+		db.fs.Remove(base.MakeFilename(db.dirname, base.FileTypeTable, n))
+	}
+}
+
+// Flush makes every write acknowledged so far durable in L0 tables and
+// waits for it.
+func (db *DB) Flush() error {
+	if err := db.checkOpen(); err != nil {
+		return err
+	}
+	if db.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	db.commit.acquire()
+	db.mu.Lock()
+	var err error
+	if db.mu.bgErr != nil {
+		err = db.mu.bgErr
+	} else if !db.mu.mem.empty() {
+		err = db.rotateMemLocked()
+	}
+	// Wait for every group up to the one just rotated.
+	target := db.mu.mem.logNum
+	db.mu.Unlock()
+	db.commit.release()
+	if err != nil {
+		return err
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for len(db.mu.imm) > 0 && db.mu.imm[0].logNum < target {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.closed.Load() {
+			return ErrClosed
+		}
+		db.maybeScheduleFlushLocked()
+		db.mu.cond.Wait()
+	}
+	return db.mu.bgErr
+}
+
+// stallWait blocks the commit leader until a flush or compaction signals,
+// counting the stall. REQUIRES: db.mu held.
+func (db *DB) stallWait(reason string) {
+	start := time.Now()
+	db.metrics.stalls.Add(1)
+	db.opts.Logger.Warn("write stall", "reason", reason)
+	db.maybeScheduleFlushLocked()
+	db.mu.cond.Wait()
+	db.metrics.stallNanos.Add(int64(time.Since(start)))
+}
+
+var _ = memtable.New

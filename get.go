@@ -1,0 +1,178 @@
+package sieve
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
+)
+
+// getState accumulates what a point lookup has found so far, walking from
+// the newest data to the oldest.
+type getState struct {
+	key []byte
+	// operands are merge operands found so far, newest first, copied.
+	operands [][]byte
+	value    []byte // the base value, copied (valid when found)
+	found    bool   // a Set was reached
+	done     bool   // a Set or Delete was reached: stop searching
+	// seen is set by visit when any entry for the key was visited; the
+	// table path uses it to tell filter false positives.
+	seen bool
+	// copyValues is set while visiting entries whose memory is not stable
+	// (table blocks).
+	copyValues bool
+}
+
+func (st *getState) visit(k base.InternalKey, v []byte) bool {
+	st.seen = true
+	switch k.Kind() {
+	case base.KindSet:
+		st.value = append([]byte{}, v...)
+		st.found, st.done = true, true
+		return false
+	case base.KindDelete:
+		st.done = true
+		return false
+	case base.KindMerge:
+		if st.copyValues {
+			v = append([]byte(nil), v...)
+		}
+		st.operands = append(st.operands, v)
+		return true
+	}
+	return false
+}
+
+// Get returns a copy of the value of key, or ErrNotFound.
+func (db *DB) Get(key []byte) ([]byte, error) {
+	return db.getCF(0, key, nil)
+}
+
+// getCF reads key in column family cf as of snapshot seq (nil = latest).
+func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error) {
+	if err := db.checkOpen(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("sieve: get: internal error: %v", r)
+		}
+	}()
+	seq := db.visibleSeq.Load()
+	if snapSeq != nil {
+		seq = *snapSeq
+	}
+	rs := db.loadReadState()
+	defer rs.unref()
+	st := getState{key: key}
+	if t := rs.mem.table(cf); t != nil {
+		t.Get(key, seq, st.visit)
+	}
+	for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
+		if t := rs.imm[i].table(cf); t != nil {
+			t.Get(key, seq, st.visit)
+		}
+	}
+	if !st.done {
+		if err := db.getFromVersion(rs.version, cf, key, seq, &st); err != nil {
+			return nil, err
+		}
+	}
+	return db.resolve(cf, &st)
+}
+
+// resolve turns what a lookup found into the answer.
+func (db *DB) resolve(cf uint32, st *getState) ([]byte, error) {
+	if len(st.operands) == 0 {
+		if st.found {
+			return st.value, nil
+		}
+		return nil, ErrNotFound
+	}
+	cfs := db.cfs.get(cf)
+	if cfs == nil || cfs.merger == nil {
+		name := ""
+		if cfs != nil {
+			name = cfs.recordedMerger
+		}
+		return nil, fmt.Errorf("%w: key %q has merge operands; merger %q not supplied", ErrNoMerger, st.key, name)
+	}
+	ops := make([][]byte, len(st.operands))
+	for i, op := range st.operands {
+		ops[len(ops)-1-i] = op
+	}
+	v, err := cfs.merger.FullMerge(st.key, st.value, st.found, ops)
+	if err != nil {
+		return nil, fmt.Errorf("sieve: merger %q failed on key %q: %w", cfs.merger.Name(), st.key, err)
+	}
+	return v, nil
+}
+
+// getFromVersion searches the tables: L0 newest first, then the one table
+// per deeper level whose range covers key.
+func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uint64, st *getState) error {
+	lv := v.Levels(cf)
+	if lv == nil {
+		return nil
+	}
+	for _, f := range lv[0] {
+		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
+			continue
+		}
+		if err := db.getFromTable(f, key, seq, st); err != nil || st.done {
+			return err
+		}
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		files := lv[level]
+		i := sort.Search(len(files), func(i int) bool { return bytes.Compare(files[i].Largest.UserKey, key) >= 0 })
+		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
+			continue
+		}
+		if err := db.getFromTable(files[i], key, seq, st); err != nil || st.done {
+			return err
+		}
+	}
+	return nil
+}
+
+// getFromTable probes one table's filter and, if it may hold key, its
+// data blocks.
+func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64, st *getState) error {
+	e, err := db.tables.get(f)
+	if err != nil {
+		return err
+	}
+	defer db.tables.release(e)
+	r := e.r
+	m := &db.metrics
+	m.tablesProbed.Add(1)
+	hasFilter := r.FilterState() == sstable.FilterLoaded
+	if hasFilter {
+		m.filterChecks.Add(1)
+		if !r.MayContain(key) {
+			m.filterNegatives.Add(1)
+			return nil
+		}
+	}
+	st.seen, st.copyValues = false, true
+	var rstats sstable.ReadStats
+	err = r.Get(key, seq, &rstats, st.visit)
+	st.copyValues = false
+	m.addReadStats(&rstats)
+	if err != nil {
+		return fmt.Errorf("table %06d: %w", f.FileNum, err)
+	}
+	if hasFilter {
+		if st.seen {
+			m.filterTruePositives.Add(1)
+		} else {
+			m.filterFalsePositives.Add(1)
+		}
+	}
+	return nil
+}

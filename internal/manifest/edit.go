@@ -1,0 +1,294 @@
+package manifest
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// EditFormatVersion is the first byte of every encoded VersionEdit.
+//
+//	1: initial format (this file's tags).
+const EditFormatVersion = 1
+
+// Field tags of an encoded VersionEdit. Numbers are part of the format;
+// never reuse one.
+const (
+	tagLogNum       = 1
+	tagNextFileNum  = 2
+	tagLastSeq      = 3
+	tagDeletedFile  = 4
+	tagNewFile      = 5
+	tagAddCF        = 6
+	tagDropCF       = 7
+	tagSetCFMerger  = 8
+	tagMinUnflushed = 9
+)
+
+// NumLevels is the number of LSM levels: L0 (overlapping tables, newest
+// first) and L1..L6 (each sorted and non-overlapping).
+const NumLevels = 7
+
+// DeletedFile names a table removed from a level of a column family.
+type DeletedFile struct {
+	CF      uint32
+	Level   int
+	FileNum uint64
+}
+
+// NewFile is a table added to a level of a column family.
+type NewFile struct {
+	CF    uint32
+	Level int
+	Meta  *FileMetadata
+}
+
+// ColumnFamily describes a column family in the manifest.
+type ColumnFamily struct {
+	ID     uint32
+	Name   string
+	Merger string // name of the merger; "" when none
+}
+
+// VersionEdit is one record of the manifest log: the difference between a
+// version and the next. Zero-valued scalar fields are "unchanged", except
+// where the matching Has* flag is set.
+type VersionEdit struct {
+	HasLogNum bool
+	// LogNum is the number of the oldest WAL that may hold data not yet
+	// in a table; older WALs are obsolete.
+	LogNum         uint64
+	HasNextFileNum bool
+	NextFileNum    uint64
+	HasLastSeq     bool
+	LastSeq        uint64
+
+	DeletedFiles []DeletedFile
+	NewFiles     []NewFile
+	AddedCFs     []ColumnFamily
+	DroppedCFs   []uint32
+	SetMergers   []ColumnFamily // ID and Merger used
+}
+
+// Encode appends the edit's encoding to dst. See FORMAT.md.
+func (e *VersionEdit) Encode(dst []byte) []byte {
+	dst = append(dst, EditFormatVersion)
+	field := func(tag uint64, payload []byte) {
+		dst = binary.AppendUvarint(dst, tag)
+		dst = binary.AppendUvarint(dst, uint64(len(payload)))
+		dst = append(dst, payload...)
+	}
+	var p []byte
+	if e.HasLogNum {
+		field(tagLogNum, binary.AppendUvarint(p[:0], e.LogNum))
+	}
+	if e.HasNextFileNum {
+		field(tagNextFileNum, binary.AppendUvarint(p[:0], e.NextFileNum))
+	}
+	if e.HasLastSeq {
+		field(tagLastSeq, binary.AppendUvarint(p[:0], e.LastSeq))
+	}
+	for _, cf := range e.AddedCFs {
+		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
+		p = appendBytes(p, []byte(cf.Name))
+		p = appendBytes(p, []byte(cf.Merger))
+		field(tagAddCF, p)
+	}
+	for _, id := range e.DroppedCFs {
+		field(tagDropCF, binary.AppendUvarint(p[:0], uint64(id)))
+	}
+	for _, cf := range e.SetMergers {
+		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
+		p = appendBytes(p, []byte(cf.Merger))
+		field(tagSetCFMerger, p)
+	}
+	for _, d := range e.DeletedFiles {
+		p = binary.AppendUvarint(p[:0], uint64(d.CF))
+		p = binary.AppendUvarint(p, uint64(d.Level))
+		p = binary.AppendUvarint(p, d.FileNum)
+		field(tagDeletedFile, p)
+	}
+	for _, n := range e.NewFiles {
+		m := n.Meta
+		p = binary.AppendUvarint(p[:0], uint64(n.CF))
+		p = binary.AppendUvarint(p, uint64(n.Level))
+		p = binary.AppendUvarint(p, m.FileNum)
+		p = binary.AppendUvarint(p, m.Size)
+		p = appendBytes(p, m.Smallest.AppendEncoded(nil))
+		p = appendBytes(p, m.Largest.AppendEncoded(nil))
+		p = binary.AppendUvarint(p, m.SmallestSeq)
+		p = binary.AppendUvarint(p, m.LargestSeq)
+		field(tagNewFile, p)
+	}
+	return dst
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = fmt.Errorf("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.b)) {
+		d.err = fmt.Errorf("length %d beyond end", n)
+		return nil
+	}
+	out := d.b[:n:n]
+	d.b = d.b[n:]
+	return out
+}
+
+func (d *decoder) level() int {
+	l := d.uvarint()
+	if d.err == nil && l >= NumLevels {
+		d.err = fmt.Errorf("level %d out of range", l)
+	}
+	return int(l)
+}
+
+func (d *decoder) cf() uint32 {
+	v := d.uvarint()
+	if d.err == nil && v > 1<<31 {
+		d.err = fmt.Errorf("column family id %d out of range", v)
+	}
+	return uint32(v)
+}
+
+func (d *decoder) ikey() base.InternalKey {
+	b := d.bytes()
+	if d.err != nil {
+		return base.InternalKey{}
+	}
+	k, ok := base.DecodeInternalKey(b)
+	if !ok {
+		d.err = fmt.Errorf("bad internal key %x", b)
+	}
+	return base.InternalKey{UserKey: append([]byte(nil), k.UserKey...), Trailer: k.Trailer}
+}
+
+// Decode parses an encoded edit. Every failure wraps base.ErrCorruption.
+func (e *VersionEdit) Decode(b []byte) error {
+	*e = VersionEdit{}
+	if len(b) == 0 {
+		return base.CorruptionErrorf("version edit: empty")
+	}
+	if b[0] != EditFormatVersion {
+		return base.CorruptionErrorf("version edit: unknown format version %d", b[0])
+	}
+	d := &decoder{b: b[1:]}
+	for len(d.b) > 0 && d.err == nil {
+		tag := d.uvarint()
+		payload := d.bytes()
+		if d.err != nil {
+			break
+		}
+		f := &decoder{b: payload}
+		switch tag {
+		case tagLogNum:
+			e.HasLogNum, e.LogNum = true, f.uvarint()
+		case tagNextFileNum:
+			e.HasNextFileNum, e.NextFileNum = true, f.uvarint()
+		case tagLastSeq:
+			e.HasLastSeq, e.LastSeq = true, f.uvarint()
+			if f.err == nil && e.LastSeq > base.SeqNumMax {
+				f.err = fmt.Errorf("last seq %d out of range", e.LastSeq)
+			}
+		case tagAddCF:
+			cf := ColumnFamily{ID: f.cf()}
+			cf.Name = string(f.bytes())
+			cf.Merger = string(f.bytes())
+			e.AddedCFs = append(e.AddedCFs, cf)
+		case tagDropCF:
+			e.DroppedCFs = append(e.DroppedCFs, f.cf())
+		case tagSetCFMerger:
+			cf := ColumnFamily{ID: f.cf()}
+			cf.Merger = string(f.bytes())
+			e.SetMergers = append(e.SetMergers, cf)
+		case tagDeletedFile:
+			df := DeletedFile{CF: f.cf(), Level: f.level()}
+			df.FileNum = f.uvarint()
+			e.DeletedFiles = append(e.DeletedFiles, df)
+		case tagNewFile:
+			nf := NewFile{CF: f.cf(), Level: f.level(), Meta: &FileMetadata{}}
+			m := nf.Meta
+			m.FileNum = f.uvarint()
+			m.Size = f.uvarint()
+			m.Smallest = f.ikey()
+			m.Largest = f.ikey()
+			m.SmallestSeq = f.uvarint()
+			m.LargestSeq = f.uvarint()
+			if f.err == nil {
+				f.err = m.validate()
+			}
+			e.NewFiles = append(e.NewFiles, nf)
+		default:
+			return base.CorruptionErrorf("version edit: unknown tag %d", tag)
+		}
+		if f.err == nil && len(f.b) != 0 {
+			f.err = fmt.Errorf("%d trailing bytes", len(f.b))
+		}
+		if f.err != nil {
+			return base.CorruptionErrorf("version edit: field %d: %v", tag, f.err)
+		}
+	}
+	if d.err != nil {
+		return base.CorruptionErrorf("version edit: %v", d.err)
+	}
+	return nil
+}
+
+// String renders the edit for tests and logs.
+func (e *VersionEdit) String() string {
+	s := ""
+	if e.HasLogNum {
+		s += fmt.Sprintf("log-num %d\n", e.LogNum)
+	}
+	if e.HasNextFileNum {
+		s += fmt.Sprintf("next-file-num %d\n", e.NextFileNum)
+	}
+	if e.HasLastSeq {
+		s += fmt.Sprintf("last-seq %d\n", e.LastSeq)
+	}
+	for _, cf := range e.AddedCFs {
+		s += fmt.Sprintf("add-cf %d %q merger=%q\n", cf.ID, cf.Name, cf.Merger)
+	}
+	for _, id := range e.DroppedCFs {
+		s += fmt.Sprintf("drop-cf %d\n", id)
+	}
+	for _, cf := range e.SetMergers {
+		s += fmt.Sprintf("set-merger %d %q\n", cf.ID, cf.Merger)
+	}
+	del := append([]DeletedFile(nil), e.DeletedFiles...)
+	sort.Slice(del, func(i, j int) bool { return del[i].FileNum < del[j].FileNum })
+	for _, d := range del {
+		s += fmt.Sprintf("del cf=%d L%d %06d\n", d.CF, d.Level, d.FileNum)
+	}
+	for _, n := range e.NewFiles {
+		s += fmt.Sprintf("add cf=%d L%d %s\n", n.CF, n.Level, n.Meta)
+	}
+	return s
+}

@@ -1,0 +1,63 @@
+package manifest
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// FileMetadata describes one table file. It is immutable once added to a
+// version, except for the reference count.
+type FileMetadata struct {
+	FileNum     uint64
+	Size        uint64
+	Smallest    base.InternalKey
+	Largest     base.InternalKey
+	SmallestSeq uint64
+	LargestSeq  uint64
+
+	// refs counts the versions that include this file. When it drops to
+	// zero the file is obsolete and may be deleted.
+	refs atomic.Int32
+	// Compacting is set while a compaction has the file as an input.
+	// REQUIRES: the DB mutex for reads and writes.
+	Compacting bool
+}
+
+func (m *FileMetadata) validate() error {
+	if base.CompareInternal(m.Smallest, m.Largest) > 0 {
+		return fmt.Errorf("table %06d: smallest %s > largest %s", m.FileNum, m.Smallest, m.Largest)
+	}
+	if m.SmallestSeq > m.LargestSeq {
+		return fmt.Errorf("table %06d: seqnum range %d > %d", m.FileNum, m.SmallestSeq, m.LargestSeq)
+	}
+	return nil
+}
+
+// Overlaps reports whether the table's user-key range intersects
+// [start, end] (both inclusive; nil = unbounded).
+func (m *FileMetadata) Overlaps(start, end []byte) bool {
+	if end != nil && bytes.Compare(m.Smallest.UserKey, end) > 0 {
+		return false
+	}
+	if start != nil && bytes.Compare(m.Largest.UserKey, start) < 0 {
+		return false
+	}
+	return true
+}
+
+func (m *FileMetadata) String() string {
+	return fmt.Sprintf("%06d:[%s-%s] seqs=[%d-%d] size=%d", m.FileNum, m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq, m.Size)
+}
+
+// Ref and Unref maintain the reference count; Unref returns the count after
+// the decrement.
+func (m *FileMetadata) Ref() { m.refs.Add(1) }
+
+// Unref drops one reference and returns the remaining count.
+func (m *FileMetadata) Unref() int32 { return m.refs.Add(-1) }
+
+// Refs returns the current reference count.
+func (m *FileMetadata) Refs() int32 { return m.refs.Load() }

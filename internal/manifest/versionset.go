@@ -1,0 +1,446 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/vfs"
+	"github.com/sievedb/sieve/wal"
+)
+
+// DefaultCFID and DefaultCFName identify the default column family, which
+// every database has.
+const (
+	DefaultCFID   = 0
+	DefaultCFName = "default"
+)
+
+// maxManifestSize is the size past which LogAndApply starts a new manifest
+// holding a snapshot of the current state.
+const maxManifestSize = 64 << 20
+
+// VersionSet is the durable record of the database's shape.
+type VersionSet struct {
+	fs      vfs.FS
+	dirname string
+
+	mu      sync.Mutex // protects current
+	current *Version
+
+	// Fields below are owned by the LogAndApply caller (serialized).
+	nextFileNum uint64
+	logNum      uint64
+	lastSeq     uint64
+	cfs         map[uint32]ColumnFamily
+
+	manifestNum  uint64
+	manifestFile vfs.File
+	manifest     *wal.Writer
+	readOnly     bool
+
+	onObsolete func([]*FileMetadata)
+}
+
+// Options configure a VersionSet.
+type Options struct {
+	// OnObsolete is called with the tables no version references any more.
+	OnObsolete func([]*FileMetadata)
+	// ReadOnly loads the manifest without writing a new one.
+	ReadOnly bool
+}
+
+// Exists reports whether dirname holds a database (a CURRENT file).
+func Exists(fs vfs.FS, dirname string) (bool, error) {
+	_, err := fs.Stat(base.MakeFilename(dirname, base.FileTypeCurrent, 0))
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}
+
+// Create initializes a new database's manifest with the default column
+// family and logNum as the first WAL.
+func Create(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
+	vs := newVersionSet(fs, dirname, o)
+	vs.nextFileNum = 1
+	vs.cfs[DefaultCFID] = ColumnFamily{ID: DefaultCFID, Name: DefaultCFName}
+	vs.current = &Version{CFs: map[uint32]*Levels{DefaultCFID: {}}, onZero: vs.onObsolete}
+	vs.current.Ref()
+	if err := vs.rotate(); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+func newVersionSet(fs vfs.FS, dirname string, o Options) *VersionSet {
+	return &VersionSet{fs: fs, dirname: dirname, cfs: map[uint32]ColumnFamily{},
+		onObsolete: o.OnObsolete, readOnly: o.ReadOnly}
+}
+
+// Load reads CURRENT and replays the manifest it names. Unless read-only,
+// it then starts a new manifest holding a snapshot and points CURRENT at it.
+func Load(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
+	vs := newVersionSet(fs, dirname, o)
+	num, err := readCurrent(fs, dirname)
+	if err != nil {
+		return nil, err
+	}
+	if err := vs.replay(num); err != nil {
+		return nil, err
+	}
+	if vs.readOnly {
+		return vs, nil
+	}
+	if err := vs.rotate(); err != nil {
+		return nil, err
+	}
+	return vs, nil
+}
+
+func (vs *VersionSet) replay(num uint64) error {
+	name := base.MakeFilename(vs.dirname, base.FileTypeManifest, num)
+	f, err := vs.fs.Open(name)
+	if err != nil {
+		return fmt.Errorf("sieve: opening manifest named by CURRENT: %w", err)
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return err
+	}
+	r := wal.NewReader(f, size, num)
+	v := &Version{CFs: map[uint32]*Levels{}, onZero: vs.onObsolete}
+	first := true
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("manifest %s: %w", name, err)
+		}
+		var e VersionEdit
+		if err := e.Decode(rec); err != nil {
+			return fmt.Errorf("manifest %s at offset %d: %w", name, r.Offset(), err)
+		}
+		if first && !(e.HasNextFileNum && len(e.AddedCFs) > 0) {
+			return base.CorruptionErrorf("manifest %s: first edit is not a snapshot", name)
+		}
+		first = false
+		vs.applyScalars(&e)
+		nv, err := v.Apply(&e, vs.onObsolete)
+		if err != nil {
+			return fmt.Errorf("manifest %s at offset %d: %w", name, r.Offset(), err)
+		}
+		// Intermediate versions are never referenced; drop the file
+		// references they took without reporting obsolete files.
+		if v != nil {
+			v.releaseSilently()
+		}
+		v = nv
+	}
+	if first {
+		return base.CorruptionErrorf("manifest %s: no edits", name)
+	}
+	if _, ok := vs.cfs[DefaultCFID]; !ok {
+		return base.CorruptionErrorf("manifest %s: no default column family", name)
+	}
+	for _, lv := range v.CFs {
+		for _, files := range lv {
+			for _, f := range files {
+				if f.FileNum >= vs.nextFileNum {
+					return base.CorruptionErrorf("manifest %s: table %06d >= next file number %d", name, f.FileNum, vs.nextFileNum)
+				}
+			}
+		}
+	}
+	if vs.logNum >= vs.nextFileNum && vs.logNum != 0 {
+		return base.CorruptionErrorf("manifest %s: log number %d >= next file number %d", name, vs.logNum, vs.nextFileNum)
+	}
+	v.Ref()
+	vs.current = v
+	vs.manifestNum = num
+	if vs.nextFileNum <= num {
+		vs.nextFileNum = num + 1
+	}
+	return nil
+}
+
+// releaseSilently drops the file references of a version that was never
+// published.
+func (v *Version) releaseSilently() {
+	for _, lv := range v.CFs {
+		for _, files := range lv {
+			for _, f := range files {
+				f.Unref()
+			}
+		}
+	}
+}
+
+func (vs *VersionSet) applyScalars(e *VersionEdit) {
+	if e.HasLogNum {
+		vs.logNum = e.LogNum
+	}
+	if e.HasNextFileNum {
+		vs.nextFileNum = e.NextFileNum
+	}
+	if e.HasLastSeq {
+		vs.lastSeq = e.LastSeq
+	}
+	for _, cf := range e.AddedCFs {
+		vs.cfs[cf.ID] = cf
+	}
+	for _, id := range e.DroppedCFs {
+		delete(vs.cfs, id)
+	}
+	for _, cf := range e.SetMergers {
+		c := vs.cfs[cf.ID]
+		c.Merger = cf.Merger
+		vs.cfs[cf.ID] = c
+	}
+}
+
+// snapshotEdit describes the whole current state as one edit.
+func (vs *VersionSet) snapshotEdit() *VersionEdit {
+	e := &VersionEdit{HasLogNum: true, LogNum: vs.logNum, HasNextFileNum: true, NextFileNum: vs.nextFileNum,
+		HasLastSeq: true, LastSeq: vs.lastSeq}
+	for _, cf := range vs.cfs {
+		e.AddedCFs = append(e.AddedCFs, cf)
+	}
+	for id, lv := range vs.current.CFs {
+		for level, files := range lv {
+			for _, f := range files {
+				e.NewFiles = append(e.NewFiles, NewFile{CF: id, Level: level, Meta: f})
+			}
+		}
+	}
+	return e
+}
+
+// rotate starts a new manifest holding a snapshot of the current state and
+// points CURRENT at it, then removes the previous manifest.
+func (vs *VersionSet) rotate() error {
+	num := vs.nextFileNum
+	vs.nextFileNum++
+	name := base.MakeFilename(vs.dirname, base.FileTypeManifest, num)
+	f, err := vs.fs.Create(name)
+	if err != nil {
+		return err
+	}
+	w, err := wal.NewWriter(f, num)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	fail := func(err error) error {
+		w.Close()
+		f.Close()
+		vs.fs.Remove(name)
+		return err
+	}
+	snap := vs.snapshotEdit()
+	if _, err := w.WriteRecord(snap.Encode(nil)); err != nil {
+		return fail(err)
+	}
+	if err := w.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := vs.fs.SyncDir(vs.dirname); err != nil {
+		return fail(err)
+	}
+	if err := setCurrent(vs.fs, vs.dirname, num, vs.nextFileNum); err != nil {
+		return fail(err)
+	}
+	old, oldFile, oldNum := vs.manifest, vs.manifestFile, vs.manifestNum
+	vs.manifest, vs.manifestFile, vs.manifestNum = w, f, num
+	if old != nil {
+		old.Close()
+		oldFile.Close()
+	}
+	if oldNum != 0 && oldNum != num {
+		// Best effort: an old manifest left behind is removed at the next
+		// open's obsolete-file scan.
+		if err := vs.fs.Remove(base.MakeFilename(vs.dirname, base.FileTypeManifest, oldNum)); err == nil {
+			vs.fs.SyncDir(vs.dirname)
+		}
+	}
+	return nil
+}
+
+// currentVersion is the format version of the CURRENT file; see FORMAT.md.
+const currentVersion = "v1"
+
+// setCurrent atomically replaces CURRENT with one naming manifest num, by
+// writing a temporary file, syncing it, renaming it over CURRENT and syncing
+// the directory.
+func setCurrent(fs vfs.FS, dirname string, num, tmpNum uint64) error {
+	body := fmt.Sprintf("%s %s", currentVersion, base.FileName(base.FileTypeManifest, num))
+	content := fmt.Sprintf("%s %016x\n", body, xxhash.Sum64String(body))
+	tmp := base.MakeFilename(dirname, base.FileTypeTemp, tmpNum)
+	f, err := fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write([]byte(content)); err != nil {
+		f.Close()
+		fs.Remove(tmp)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		fs.Remove(tmp)
+		return err
+	}
+	if err := f.Close(); err != nil {
+		fs.Remove(tmp)
+		return err
+	}
+	if err := fs.Rename(tmp, base.MakeFilename(dirname, base.FileTypeCurrent, 0)); err != nil {
+		fs.Remove(tmp)
+		return err
+	}
+	return fs.SyncDir(dirname)
+}
+
+// readCurrent returns the manifest number CURRENT names.
+func readCurrent(fs vfs.FS, dirname string) (uint64, error) {
+	name := base.MakeFilename(dirname, base.FileTypeCurrent, 0)
+	f, err := fs.Open(name)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	size, err := f.Size()
+	if err != nil {
+		return 0, err
+	}
+	if size > 256 {
+		return 0, base.CorruptionErrorf("%s: %d bytes, too long", name, size)
+	}
+	buf := make([]byte, size)
+	if _, err := f.ReadAt(buf, 0); err != nil && err != io.EOF {
+		return 0, err
+	}
+	s, ok := strings.CutSuffix(string(buf), "\n")
+	fields := strings.Fields(s)
+	if !ok || len(fields) != 3 || fields[0] != currentVersion {
+		return 0, base.CorruptionErrorf("%s: malformed content %q", name, buf)
+	}
+	body := fields[0] + " " + fields[1]
+	if fmt.Sprintf("%016x", xxhash.Sum64String(body)) != fields[2] {
+		return 0, base.CorruptionErrorf("%s: checksum mismatch in %q", name, buf)
+	}
+	t, num, ok := base.ParseFilename(fields[1])
+	if !ok || t != base.FileTypeManifest {
+		return 0, base.CorruptionErrorf("%s: %q is not a manifest name", name, fields[1])
+	}
+	return num, nil
+}
+
+// Current returns the current version with a reference the caller must
+// drop with Unref.
+func (vs *VersionSet) Current() *Version {
+	vs.mu.Lock()
+	v := vs.current
+	v.Ref()
+	vs.mu.Unlock()
+	return v
+}
+
+// NextFileNum allocates a file number. REQUIRES: serialized with
+// LogAndApply.
+func (vs *VersionSet) NextFileNum() uint64 {
+	n := vs.nextFileNum
+	vs.nextFileNum++
+	return n
+}
+
+// PeekNextFileNum returns the next number NextFileNum would hand out.
+func (vs *VersionSet) PeekNextFileNum() uint64 { return vs.nextFileNum }
+
+// MarkFileNumUsed makes sure num is never handed out again.
+func (vs *VersionSet) MarkFileNumUsed(num uint64) {
+	if vs.nextFileNum <= num {
+		vs.nextFileNum = num + 1
+	}
+}
+
+// LogNum returns the oldest WAL that may hold unflushed data.
+func (vs *VersionSet) LogNum() uint64 { return vs.logNum }
+
+// LastSeq returns the last sequence number recorded in the manifest.
+func (vs *VersionSet) LastSeq() uint64 { return vs.lastSeq }
+
+// ManifestNum returns the number of the live manifest.
+func (vs *VersionSet) ManifestNum() uint64 { return vs.manifestNum }
+
+// ColumnFamilies returns the recorded column families.
+func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
+	out := make(map[uint32]ColumnFamily, len(vs.cfs))
+	for k, v := range vs.cfs {
+		out[k] = v
+	}
+	return out
+}
+
+// LogAndApply durably records e in the manifest and installs the version
+// it produces. NextFileNum is filled in from the set; LastSeq only when the
+// caller set it. On error nothing is installed, and the caller must treat
+// the manifest as failed (no retry: the DB goes read-only).
+// REQUIRES: calls are serialized; not read-only.
+func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
+	if vs.readOnly {
+		return errors.New("sieve: manifest is read-only")
+	}
+	if e.HasLastSeq && e.LastSeq < vs.lastSeq {
+		e.LastSeq = vs.lastSeq
+	}
+	e.HasNextFileNum, e.NextFileNum = true, vs.nextFileNum
+	nv, err := vs.current.Apply(e, vs.onObsolete)
+	if err != nil {
+		return err
+	}
+	if _, err := vs.manifest.WriteRecord(e.Encode(nil)); err != nil {
+		nv.releaseSilently()
+		return err
+	}
+	if err := vs.manifest.Sync(); err != nil {
+		nv.releaseSilently()
+		return err
+	}
+	vs.applyScalars(e)
+	nv.Ref()
+	vs.mu.Lock()
+	old := vs.current
+	vs.current = nv
+	vs.mu.Unlock()
+	old.Unref()
+	if vs.manifest.Size() > maxManifestSize {
+		return vs.rotate()
+	}
+	return nil
+}
+
+// Close closes the manifest file and drops the set's reference to the
+// current version.
+func (vs *VersionSet) Close() error {
+	var err error
+	if vs.manifest != nil {
+		err = vs.manifest.Close()
+		if cerr := vs.manifestFile.Close(); err == nil {
+			err = cerr
+		}
+		vs.manifest = nil
+	}
+	return err
+}

@@ -1,0 +1,71 @@
+package sieve
+
+import (
+	"sync/atomic"
+
+	"github.com/sievedb/sieve/memtable"
+)
+
+// memGroup is the set of memtables, one per column family, that take the
+// writes logged in one WAL file. Groups rotate together: when the mutable
+// group is full it becomes immutable, a new WAL starts, and the group waits
+// to be flushed into one L0 table per column family.
+type memGroup struct {
+	logNum uint64
+	// tables is indexed by column family ID. It is replaced (copy on write)
+	// by the commit leader, the only writer; readers load it atomically.
+	tables atomic.Pointer[[]*memtable.MemTable]
+	size   atomic.Int64
+}
+
+func newMemGroup(logNum uint64) *memGroup {
+	g := &memGroup{logNum: logNum}
+	empty := []*memtable.MemTable{}
+	g.tables.Store(&empty)
+	return g
+}
+
+// table returns the memtable of column family cf, or nil.
+func (g *memGroup) table(cf uint32) *memtable.MemTable {
+	ts := *g.tables.Load()
+	if int(cf) < len(ts) {
+		return ts[cf]
+	}
+	return nil
+}
+
+// tableForWrite returns cf's memtable, creating it. REQUIRES: the caller is
+// the group's only writer.
+func (g *memGroup) tableForWrite(cf uint32) *memtable.MemTable {
+	if t := g.table(cf); t != nil {
+		return t
+	}
+	old := *g.tables.Load()
+	n := max(len(old), int(cf)+1)
+	ts := make([]*memtable.MemTable, n)
+	copy(ts, old)
+	ts[cf] = memtable.New()
+	g.tables.Store(&ts)
+	return ts[cf]
+}
+
+// empty reports whether no write went into the group.
+func (g *memGroup) empty() bool {
+	for _, t := range *g.tables.Load() {
+		if t != nil && !t.Empty() {
+			return false
+		}
+	}
+	return true
+}
+
+// all returns the group's memtables with their column family IDs.
+func (g *memGroup) all() map[uint32]*memtable.MemTable {
+	out := map[uint32]*memtable.MemTable{}
+	for id, t := range *g.tables.Load() {
+		if t != nil && !t.Empty() {
+			out[uint32(id)] = t
+		}
+	}
+	return out
+}

@@ -1,0 +1,28 @@
+package sieve
+
+// Merger resolves merge operands of a column family.
+//
+// The algebra it must satisfy: merging is associative — for operands a, b,
+// c (oldest first), FullMerge(base, [a, b, c]) must equal
+// FullMerge(base, [PartialMerge([a, b]), c]) and FullMerge(base, [a,
+// PartialMerge([b, c])]) whenever those partial merges return ok. sieve
+// applies PartialMerge to any run of adjacent operands not split by a
+// snapshot, in compaction and in the memtable, in any grouping. Order is
+// preserved: operands are always passed oldest first, so a merger whose
+// operation is not commutative (string append) is correct; one that is also
+// commutative and idempotent (max, set union) may be merged more freely by
+// its own code.
+//
+// A Merger must be safe for concurrent use and deterministic: the same
+// inputs always give the same output.
+type Merger interface {
+	// Name is recorded in the manifest for each column family; reopening
+	// with a merger of another name is an error.
+	Name() string
+	// FullMerge applies operands (oldest first) to the base value; hasBase
+	// is false when the key has none (never written, or deleted).
+	FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error)
+	// PartialMerge combines adjacent operands (oldest first) into one;
+	// ok=false keeps them as they are.
+	PartialMerge(key []byte, operands [][]byte) (merged []byte, ok bool)
+}

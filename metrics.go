@@ -1,0 +1,267 @@
+package sieve
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
+)
+
+// dbMetrics are the DB's cumulative counters, updated atomically.
+type dbMetrics struct {
+	walBytes, walRecords, walSyncs atomic.Int64
+
+	gets, tablesProbed                                                    atomic.Int64
+	filterChecks, filterNegatives, filterFalsePositives, filterTruePositives atomic.Int64
+	filterUnknown                                                         atomic.Int64
+	blocksRead, blockCacheHits, blockFileReads, blockBytesRead           atomic.Int64
+
+	flushes, flushBytes                                          atomic.Int64
+	compactions, compactBytesRead, compactBytesWritten, moves     atomic.Int64
+	levelBytesIn, levelBytesRead, levelBytesWritten              [manifest.NumLevels]atomic.Int64
+	stalls, stallNanos                                           atomic.Int64
+}
+
+func (m *dbMetrics) addReadStats(s *sstable.ReadStats) {
+	if s.BlocksRead == 0 {
+		return
+	}
+	m.blocksRead.Add(s.BlocksRead)
+	m.blockCacheHits.Add(s.CacheHits)
+	m.blockFileReads.Add(s.FileReads)
+	m.blockBytesRead.Add(s.BytesRead)
+}
+
+// LevelMetrics describes one level of the LSM.
+type LevelMetrics struct {
+	NumFiles int64
+	Size     int64
+	// BytesIn is what flushes or compactions wrote into this level;
+	// BytesRead and BytesWritten are compaction I/O with this level as
+	// the output level.
+	BytesIn, BytesRead, BytesWritten int64
+	// Score is the level's compaction score (size / target; L0: files /
+	// trigger).
+	Score float64
+}
+
+// FilterMetrics count table-filter probes made by point lookups.
+type FilterMetrics struct {
+	// Checks is the number of table filters probed.
+	Checks int64
+	// Negatives is how many probes ruled a table out: data-block reads
+	// the filter saved.
+	Negatives int64
+	// FalsePositives is how many probes passed for a key the table did
+	// not hold.
+	FalsePositives int64
+	// TruePositives is how many probes passed for a key the table held.
+	TruePositives int64
+	// UnknownType counts tables opened whose filter type this build does
+	// not know; they are read without a filter.
+	UnknownType int64
+	// ResidentBytes is the memory held by open tables' filter blocks.
+	ResidentBytes int64
+}
+
+// FalsePositiveRate is FalsePositives / (FalsePositives + Negatives): the
+// measured FPR over probes for absent keys.
+func (f FilterMetrics) FalsePositiveRate() float64 {
+	if f.FalsePositives+f.Negatives == 0 {
+		return 0
+	}
+	return float64(f.FalsePositives) / float64(f.FalsePositives+f.Negatives)
+}
+
+// Metrics is a snapshot of the database's counters and shape.
+type Metrics struct {
+	Levels [manifest.NumLevels]LevelMetrics
+	Filter FilterMetrics
+	// BlockCache is the shared data-block cache.
+	BlockCache struct {
+		Hits, Misses, Size, Count, Capacity int64
+	}
+	// PointLookups counts Get calls and the work they did in tables.
+	PointLookups struct {
+		// Gets is the number of Get calls that reached the tables.
+		Gets int64
+		// TablesProbed counts tables considered (filter probed or, for
+		// tables without filter, searched).
+		TablesProbed int64
+		// DataBlocksRead counts data blocks accessed, split into
+		// BlockCacheHits and FileReads.
+		DataBlocksRead, BlockCacheHits, FileReads, BytesRead int64
+	}
+	WAL struct {
+		Bytes, Records, Syncs int64
+	}
+	MemTable struct {
+		// Size is the bytes in the mutable memtables; Immutable counts
+		// full groups waiting for a flush.
+		Size      int64
+		Immutable int64
+	}
+	Flush struct {
+		Count, Bytes int64
+	}
+	Compaction struct {
+		Count, Moves, BytesRead, BytesWritten int64
+	}
+	// WriteAmp is (flush bytes + compaction bytes written) / WAL bytes.
+	WriteAmp float64
+	// ReadAmp is the number of tables a point lookup may have to probe
+	// now: every L0 table plus one per non-empty deeper level.
+	ReadAmp int64
+	Stall   struct {
+		Count    int64
+		Duration time.Duration
+	}
+	IndexResidentBytes int64
+}
+
+// Metrics returns a snapshot of the database's metrics (of the default
+// column family's levels; see ColumnFamily.Metrics for others).
+func (db *DB) Metrics() *Metrics {
+	return db.metricsFor(0)
+}
+
+func (db *DB) metricsFor(cf uint32) *Metrics {
+	m := &db.metrics
+	out := &Metrics{}
+	out.Filter = FilterMetrics{
+		Checks: m.filterChecks.Load(), Negatives: m.filterNegatives.Load(),
+		FalsePositives: m.filterFalsePositives.Load(), TruePositives: m.filterTruePositives.Load(),
+		UnknownType: m.filterUnknown.Load(),
+	}
+	if c := db.tables.cache; c != nil {
+		out.BlockCache.Hits, out.BlockCache.Misses = c.Hits(), c.Misses()
+		out.BlockCache.Size, out.BlockCache.Count, out.BlockCache.Capacity = c.Size(), c.Count(), c.Capacity()
+	}
+	out.PointLookups.Gets = m.gets.Load()
+	out.PointLookups.TablesProbed = m.tablesProbed.Load()
+	out.PointLookups.DataBlocksRead = m.blocksRead.Load()
+	out.PointLookups.BlockCacheHits = m.blockCacheHits.Load()
+	out.PointLookups.FileReads = m.blockFileReads.Load()
+	out.PointLookups.BytesRead = m.blockBytesRead.Load()
+	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
+	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
+	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
+	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
+	if out.WAL.Bytes > 0 {
+		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)
+	}
+	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
+	if db.closed.Load() {
+		return out
+	}
+	rs := db.loadReadState()
+	defer rs.unref()
+	if t := rs.mem.table(cf); t != nil {
+		out.MemTable.Size = t.ApproximateSize()
+	}
+	out.MemTable.Immutable = int64(len(rs.imm))
+	if lv := rs.version.Levels(cf); lv != nil {
+		for level := range lv {
+			lm := &out.Levels[level]
+			lm.NumFiles = int64(lv.NumFiles(level))
+			lm.Size = int64(lv.Size(level))
+			lm.BytesIn = m.levelBytesIn[level].Load()
+			lm.BytesRead = m.levelBytesRead[level].Load()
+			lm.BytesWritten = m.levelBytesWritten[level].Load()
+			if level == 0 {
+				out.ReadAmp += lm.NumFiles
+				lm.Score = float64(lm.NumFiles) / float64(db.opts.L0CompactionTrigger)
+			} else {
+				if lm.NumFiles > 0 {
+					out.ReadAmp++
+				}
+				lm.Score = float64(lm.Size) / float64(db.levelTarget(level))
+			}
+		}
+	}
+	idx, flt := db.tables.residentBytes()
+	out.IndexResidentBytes, out.Filter.ResidentBytes = idx, flt
+	return out
+}
+
+// levelTarget is the target size of level (1..6).
+func (db *DB) levelTarget(level int) int64 {
+	t := db.opts.LBaseMaxBytes
+	for i := 1; i < level; i++ {
+		t *= int64(db.opts.LevelMultiplier)
+	}
+	return t
+}
+
+// residentBytes sums the index and filter blocks held by open tables.
+func (c *tableCache) residentBytes() (index, filter int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		select {
+		case <-e.ready:
+		default:
+			continue
+		}
+		if e.r != nil {
+			i, f := e.r.ResidentSize()
+			index += int64(i)
+			filter += int64(f)
+		}
+	}
+	return index, filter
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	f, suffix := float64(n), []string{"KiB", "MiB", "GiB", "TiB"}
+	i := -1
+	for f >= unit && i < len(suffix)-1 {
+		f /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f%s", f, suffix[i])
+}
+
+// String renders the metrics as a table, in the spirit of Pebble's.
+func (m *Metrics) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "level | tables |     size |  score |   bytes-in |  bytes-read | bytes-written\n")
+	fmt.Fprintf(&sb, "------+--------+----------+--------+------------+-------------+--------------\n")
+	var files, size int64
+	for level, l := range m.Levels {
+		files += l.NumFiles
+		size += l.Size
+		if l.NumFiles == 0 && l.BytesIn == 0 {
+			continue
+		}
+		fmt.Fprintf(&sb, "   L%d | %6d | %8s | %6.2f | %10s | %11s | %12s\n", level, l.NumFiles, humanBytes(l.Size),
+			l.Score, humanBytes(l.BytesIn), humanBytes(l.BytesRead), humanBytes(l.BytesWritten))
+	}
+	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
+	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable; flushes %d (%s); compactions %d (%d moves, read %s, wrote %s)\n",
+		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable,
+		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves,
+		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
+	f := m.Filter
+	fmt.Fprintf(&sb, "filter: %d checks, %d negatives, %d false positives (FPR %.3f%%), %d true positives, %d unknown-type tables; resident %s\n",
+		f.Checks, f.Negatives, f.FalsePositives, 100*f.FalsePositiveRate(), f.TruePositives, f.UnknownType, humanBytes(f.ResidentBytes))
+	p := m.PointLookups
+	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s)\n",
+		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead))
+	c := m.BlockCache
+	hitRate := 0.0
+	if c.Hits+c.Misses > 0 {
+		hitRate = 100 * float64(c.Hits) / float64(c.Hits+c.Misses)
+	}
+	fmt.Fprintf(&sb, "block cache: %s of %s, %d blocks, %d hits, %d misses (%.1f%% hit rate); index resident %s\n",
+		humanBytes(c.Size), humanBytes(c.Capacity), c.Count, c.Hits, c.Misses, hitRate, humanBytes(m.IndexResidentBytes))
+	fmt.Fprintf(&sb, "stalls: %d, %s\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond))
+	return sb.String()
+}

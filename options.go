@@ -1,0 +1,188 @@
+package sieve
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/vfs"
+)
+
+// Compression selects how SSTable blocks are compressed.
+type Compression int
+
+const (
+	// DefaultCompression is SnappyCompression.
+	DefaultCompression Compression = iota
+	// SnappyCompression compresses each block with Snappy when that saves
+	// at least 1/8 of the block.
+	SnappyCompression
+	// NoCompression stores blocks as they are.
+	NoCompression
+)
+
+func (c Compression) String() string {
+	switch c {
+	case DefaultCompression, SnappyCompression:
+		return "snappy"
+	case NoCompression:
+		return "none"
+	}
+	return fmt.Sprintf("Compression(%d)", int(c))
+}
+
+// Limits on what one write may hold. Larger keys or values are refused with
+// an error and nothing of the write is applied.
+const (
+	MaxKeySize   = 64 << 20
+	MaxValueSize = 64 << 20
+	// MaxBatchSize bounds the encoded size of one batch.
+	MaxBatchSize = 1 << 30
+)
+
+// Options configure a database. The zero value of every field means "use
+// the default"; Open validates the rest and reports nonsense clearly.
+type Options struct {
+	// FS is the file system; default vfs.Default (the OS).
+	FS vfs.FS
+	// MemTableSize is the size at which a memtable becomes immutable and a
+	// new WAL starts. Default 32 MiB.
+	MemTableSize int64
+	// MaxImmutableMemTables is how many full memtables may wait for a flush
+	// before writes stall. Default 2.
+	MaxImmutableMemTables int
+	// BlockSize is the target uncompressed size of SSTable data blocks.
+	// Default 4 KiB.
+	BlockSize int
+	// BlockRestartInterval is the number of keys between restart points in
+	// a data block. Default 16.
+	BlockRestartInterval int
+	// BlockCacheSize is the capacity of the block cache in bytes. Default
+	// 8 MiB; a negative value disables the cache.
+	BlockCacheSize int64
+	// MaxOpenFiles bounds the table cache (open table readers). Default 1000.
+	MaxOpenFiles int
+	// Compression of SSTable blocks; default Snappy.
+	Compression Compression
+	// FilterPolicy builds the per-table filter of the default column
+	// family; default filter.Bloom(10). Use filter.None for no filter.
+	FilterPolicy filter.Policy
+	// L0CompactionTrigger is the number of L0 tables that triggers a
+	// compaction into Lbase. Default 4.
+	L0CompactionTrigger int
+	// L0StopWritesTrigger is the number of L0 tables at which writes stall
+	// until compaction catches up. Default 12.
+	L0StopWritesTrigger int
+	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
+	LevelMultiplier int
+	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	LBaseMaxBytes int64
+	// TargetFileSize is the size at which compaction output tables are
+	// split. Default 4 MiB.
+	TargetFileSize int64
+	// MaxConcurrentCompactions bounds background compactions. Default 1.
+	MaxConcurrentCompactions int
+	// Merger resolves merge operands of the default column family; nil
+	// means Merge is refused.
+	Merger Merger
+	// Logger receives background events (flushes, compactions, stalls,
+	// errors). Default: discard.
+	Logger *slog.Logger
+	// ErrorIfExists makes Open fail if the database already exists.
+	ErrorIfExists bool
+	// ReadOnly opens the database without writing anything: no recovery
+	// writes, no new WAL, no compactions; writes return ErrReadOnly.
+	ReadOnly bool
+}
+
+// withDefaults returns a copy of o (nil allowed) with defaults filled in,
+// or an error naming the first invalid field.
+func (o *Options) withDefaults() (*Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	type check struct {
+		name string
+		bad  bool
+		val  any
+	}
+	checks := []check{
+		{"MemTableSize", c.MemTableSize < 0 || (c.MemTableSize > 0 && c.MemTableSize < 64<<10) || c.MemTableSize > 4<<30, c.MemTableSize},
+		{"MaxImmutableMemTables", c.MaxImmutableMemTables < 0 || c.MaxImmutableMemTables > 64, c.MaxImmutableMemTables},
+		{"BlockSize", c.BlockSize < 0 || (c.BlockSize > 0 && c.BlockSize < 256) || c.BlockSize > 16<<20, c.BlockSize},
+		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
+		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},
+		{"Compression", c.Compression < DefaultCompression || c.Compression > NoCompression, c.Compression},
+		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger},
+		{"L0StopWritesTrigger", c.L0StopWritesTrigger < 0, c.L0StopWritesTrigger},
+		{"LevelMultiplier", c.LevelMultiplier < 0 || c.LevelMultiplier == 1, c.LevelMultiplier},
+		{"LBaseMaxBytes", c.LBaseMaxBytes < 0, c.LBaseMaxBytes},
+		{"TargetFileSize", c.TargetFileSize < 0 || (c.TargetFileSize > 0 && c.TargetFileSize < 4<<10), c.TargetFileSize},
+		{"MaxConcurrentCompactions", c.MaxConcurrentCompactions < 0 || c.MaxConcurrentCompactions > 64, c.MaxConcurrentCompactions},
+	}
+	for _, ch := range checks {
+		if ch.bad {
+			return nil, fmt.Errorf("%w: %s = %v is out of range", ErrInvalidOptions, ch.name, ch.val)
+		}
+	}
+	def := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def64 := func(p *int64, v int64) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def64(&c.MemTableSize, 32<<20)
+	def(&c.MaxImmutableMemTables, 2)
+	def(&c.BlockSize, 4<<10)
+	def(&c.BlockRestartInterval, 16)
+	def64(&c.BlockCacheSize, 8<<20)
+	def(&c.MaxOpenFiles, 1000)
+	if c.Compression == DefaultCompression {
+		c.Compression = SnappyCompression
+	}
+	if c.FilterPolicy == nil {
+		c.FilterPolicy = defaultFilterPolicy()
+	}
+	def(&c.L0CompactionTrigger, 4)
+	def(&c.L0StopWritesTrigger, 12)
+	if c.L0StopWritesTrigger < c.L0CompactionTrigger {
+		return nil, fmt.Errorf("%w: L0StopWritesTrigger (%d) < L0CompactionTrigger (%d)",
+			ErrInvalidOptions, c.L0StopWritesTrigger, c.L0CompactionTrigger)
+	}
+	def(&c.LevelMultiplier, 10)
+	def64(&c.LBaseMaxBytes, 64<<20)
+	def64(&c.TargetFileSize, 4<<20)
+	def(&c.MaxConcurrentCompactions, 1)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &c, nil
+}
+
+// WriteOptions control one write.
+type WriteOptions struct {
+	// Sync makes the write durable (the WAL is fsynced) before it is
+	// acknowledged. Without it a crash may lose the write — but what
+	// survives is always a prefix of the acknowledged writes.
+	Sync bool
+}
+
+var (
+	// Sync acknowledges a write only once it is durable.
+	Sync = &WriteOptions{Sync: true}
+	// NoSync acknowledges a write once it is in the WAL's OS buffers and
+	// the memtable. THIS CAN LOSE RECENT WRITES ON A CRASH (never on a clean
+	// Close).
+	NoSync = &WriteOptions{Sync: false}
+)
+
+func (o *WriteOptions) sync() bool { return o != nil && o.Sync }

@@ -1,0 +1,190 @@
+package sieve
+
+import (
+	"container/list"
+	"fmt"
+	"sync"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
+)
+
+// tableCache keeps up to MaxOpenFiles table readers open, least recently
+// used first out. A reader in use is reference counted and closed only
+// when its last user releases it, even if evicted meanwhile.
+type tableCache struct {
+	db    *DB
+	cache *cache.Cache // the block cache; nil when disabled
+
+	mu      sync.Mutex
+	entries map[uint64]*tableEntry
+	lru     list.List // of *tableEntry, most recent at the front
+}
+
+type tableEntry struct {
+	num     uint64
+	refs    int32 // guarded by tableCache.mu; the cache's own reference is one
+	elem    *list.Element
+	ready   chan struct{}
+	r       *sstable.Reader
+	err     error
+	evicted bool
+}
+
+func newTableCache(db *DB) *tableCache {
+	c := &tableCache{db: db, entries: map[uint64]*tableEntry{}}
+	if db.opts.BlockCacheSize > 0 {
+		c.cache = cache.New(db.opts.BlockCacheSize)
+	}
+	return c
+}
+
+// get returns the open reader of a table with a reference; the caller must
+// call release.
+func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
+	c.mu.Lock()
+	e, ok := c.entries[meta.FileNum]
+	if ok {
+		e.refs++
+		c.lru.MoveToFront(e.elem)
+		c.mu.Unlock()
+		<-e.ready
+		if e.err != nil {
+			c.release(e)
+			return nil, e.err
+		}
+		return e, nil
+	}
+	e = &tableEntry{num: meta.FileNum, refs: 2, ready: make(chan struct{})}
+	e.elem = c.lru.PushFront(e)
+	c.entries[meta.FileNum] = e
+	c.evictLocked()
+	c.mu.Unlock()
+
+	e.r, e.err = c.open(meta)
+	close(e.ready)
+	if e.err != nil {
+		c.mu.Lock()
+		if !e.evicted {
+			e.evicted = true
+			c.lru.Remove(e.elem)
+			delete(c.entries, e.num)
+			e.refs--
+		}
+		c.mu.Unlock()
+		c.release(e)
+		return nil, e.err
+	}
+	return e, nil
+}
+
+func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) {
+	name := base.MakeFilename(c.db.dirname, base.FileTypeTable, meta.FileNum)
+	f, err := c.db.fs.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("sieve: opening table %06d named by the manifest: %w", meta.FileNum, err)
+	}
+	size, err := f.Size()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if uint64(size) != meta.Size {
+		f.Close()
+		return nil, base.CorruptionErrorf("table %06d: %d bytes on disk, manifest records %d", meta.FileNum, size, meta.Size)
+	}
+	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{
+		FileNum: meta.FileNum, Cache: c.cache, Policies: c.db.cfs.policies(),
+	})
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("table %06d: %w", meta.FileNum, err)
+	}
+	if r.FilterState() == sstable.FilterUnknown {
+		c.db.metrics.filterUnknown.Add(1)
+		c.db.opts.Logger.Warn("table filter of unknown type; reading without it", "table", meta.FileNum, "err", r.FilterError())
+	}
+	return r, nil
+}
+
+// evictLocked closes least recently used readers beyond MaxOpenFiles.
+// REQUIRES: c.mu held.
+func (c *tableCache) evictLocked() {
+	for len(c.entries) > c.db.opts.MaxOpenFiles {
+		back := c.lru.Back()
+		if back == nil {
+			return
+		}
+		c.removeLocked(back.Value.(*tableEntry))
+	}
+}
+
+// removeLocked drops the cache's reference to e. REQUIRES: c.mu held.
+func (c *tableCache) removeLocked(e *tableEntry) {
+	if e.evicted {
+		return
+	}
+	e.evicted = true
+	c.lru.Remove(e.elem)
+	delete(c.entries, e.num)
+	e.refs--
+	if e.refs == 0 {
+		go c.closeEntry(e)
+	}
+}
+
+func (c *tableCache) closeEntry(e *tableEntry) {
+	<-e.ready
+	if e.r != nil {
+		e.r.Close()
+	}
+}
+
+// release drops a reference taken by get.
+func (c *tableCache) release(e *tableEntry) {
+	c.mu.Lock()
+	e.refs--
+	last := e.refs == 0
+	c.mu.Unlock()
+	if last {
+		c.closeEntry(e)
+	}
+}
+
+// evict forgets a table that is being deleted, and its cached blocks.
+func (c *tableCache) evict(num uint64) {
+	c.mu.Lock()
+	if e, ok := c.entries[num]; ok {
+		c.removeLocked(e)
+	}
+	c.mu.Unlock()
+	if c.cache != nil {
+		c.cache.EvictFile(num)
+	}
+}
+
+// close closes every reader not in use.
+func (c *tableCache) close() {
+	c.mu.Lock()
+	for _, e := range c.entries {
+		c.removeLocked(e)
+	}
+	c.mu.Unlock()
+}
+
+// policies lists the filter policies of every column family, for decoding
+// tables' filter blocks.
+func (r *cfRegistry) policies() []filter.Policy {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []filter.Policy
+	for _, st := range r.byID {
+		if st.filterPolicy != nil {
+			out = append(out, st.filterPolicy)
+		}
+	}
+	return out
+}
