@@ -14,15 +14,15 @@ import (
 type dbMetrics struct {
 	walBytes, walRecords, walSyncs atomic.Int64
 
-	gets, tablesProbed                                                    atomic.Int64
+	gets, tablesProbed                                                       atomic.Int64
 	filterChecks, filterNegatives, filterFalsePositives, filterTruePositives atomic.Int64
-	filterUnknown                                                         atomic.Int64
-	blocksRead, blockCacheHits, blockFileReads, blockBytesRead           atomic.Int64
+	filterUnknown                                                            atomic.Int64
+	blocksRead, blockCacheHits, blockFileReads, blockBytesRead               atomic.Int64
 
-	flushes, flushBytes                                          atomic.Int64
-	compactions, compactBytesRead, compactBytesWritten, moves     atomic.Int64
-	levelBytesIn, levelBytesRead, levelBytesWritten              [manifest.NumLevels]atomic.Int64
-	stalls, stallNanos                                           atomic.Int64
+	flushes, flushBytes                                       atomic.Int64
+	compactions, compactBytesRead, compactBytesWritten, moves atomic.Int64
+	levelBytesIn, levelBytesRead, levelBytesWritten           [manifest.NumLevels]atomic.Int64
+	stalls, stallNanos                                        atomic.Int64
 }
 
 func (m *dbMetrics) addReadStats(s *sstable.ReadStats) {
