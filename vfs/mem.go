@@ -272,8 +272,9 @@ func (fs *MemFS) Remove(name string) error {
 	return nil
 }
 
-// Rename implements FS. Like rename(2), it replaces an existing file, or an
-// empty directory when oldname is a directory.
+// Rename implements FS. Like os.Rename on Linux, it replaces an existing
+// file, fails with EEXIST when newname is a directory, and moves a directory
+// to a name that does not exist yet (not into its own subtree).
 func (fs *MemFS) Rename(oldname, newname string) error {
 	fs.mu.Lock()
 	err := fs.rename(oldname, newname)
@@ -305,14 +306,12 @@ func (fs *MemFS) rename(oldname, newname string) error {
 	switch {
 	case src == nil:
 		return fail(syscall.ENOENT)
+	case dst != nil && dst.isDir:
+		return fail(syscall.EEXIST) // as os.Rename, which refuses any directory as newname
 	case src == dst:
 		return nil // rename(2) of a name onto itself does nothing
-	case !src.isDir && dst != nil && dst.isDir:
-		return fail(syscall.EISDIR)
-	case src.isDir && dst != nil && !dst.isDir:
+	case src.isDir && dst != nil:
 		return fail(syscall.ENOTDIR)
-	case src.isDir && dst != nil && len(dst.children) > 0:
-		return fail(syscall.ENOTEMPTY)
 	case src.isDir && isPrefix(splitPath(oldname), splitPath(newname)):
 		return fail(syscall.EINVAL) // a directory into its own subtree
 	}

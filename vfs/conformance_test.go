@@ -1,0 +1,364 @@
+package vfs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The conformance suite runs the same scripts against Default (in a
+// temporary directory) and against a MemFS (under the same absolute path),
+// and holds both to the same expected output, so MemFS behaves as the
+// operating system does wherever the engine can tell.
+//
+// Script commands, one per line: paths are relative to the test directory;
+// a handle is named by the path that opened it, or by a trailing "@name".
+//
+//	create P [@h] | open P [@h] | openrw P [@h]  -> ok | err E
+//	write H DATA | sync H | truncate H N | close H -> ok | err E
+//	readat H OFF LEN     -> "bytes" (quoted) [EOF] | err E
+//	size H               -> N
+//	remove P | rename P Q | mkdir P | syncdir P  -> ok | err E
+//	list P               -> names separated by spaces, or (empty)
+//	stat P               -> file N | dir
+//	lock P [@h] | unlock H -> ok | err E
+//
+// Errors print as the errno's name (ENOENT, ...), "locked" for ErrLocked
+// and "closed" for os.ErrClosed.
+var conformanceScripts = []struct {
+	name   string
+	script string
+}{
+	{"write read size", `
+create a                -> ok
+write a hello           -> ok
+write a _world          -> ok
+readat a 0 5            -> "hello"
+readat a 6 20           -> "world" EOF
+readat a 11 4           -> "" EOF
+readat a 50 4           -> "" EOF
+readat a -1 4           -> err negative offset
+size a                  -> 11
+stat a                  -> file 11
+list .                  -> a
+open a @r               -> ok
+readat r 0 11           -> "hello_world"
+write r x               -> err EBADF
+truncate r 1            -> err EINVAL
+sync r                  -> ok
+close r                 -> ok
+close a                 -> ok
+close a                 -> err closed
+write a x               -> err closed
+readat a 0 1            -> err closed
+sync a                  -> err closed
+size a                  -> err closed
+`},
+	{"missing things", `
+open nope               -> err ENOENT
+openrw nope             -> err ENOENT
+create nodir/a          -> err ENOENT
+remove nope             -> err ENOENT
+rename nope b           -> err ENOENT
+list nodir              -> err ENOENT
+stat nope               -> err ENOENT
+syncdir nodir           -> err ENOENT
+lock nodir/LOCK         -> err ENOENT
+create a                -> ok
+rename a nodir/b        -> err ENOENT
+list .                  -> a
+`},
+	{"files and directories mixed up", `
+create f                -> ok
+mkdir d/e               -> ok
+create f/g              -> err ENOTDIR
+mkdir f/g               -> err ENOTDIR
+list f                  -> err ENOTDIR
+create d                -> err EISDIR
+openrw d                -> err EISDIR
+remove d                -> err ENOTEMPTY
+rename f d              -> err EEXIST
+rename d f              -> err ENOTDIR
+rename d d/e/x          -> err EINVAL
+mkdir x/y               -> ok
+rename x d              -> err EEXIST
+rename x x              -> err EEXIST
+rename x d/e/x          -> ok
+stat d/e/x/y            -> dir
+stat d                  -> dir
+list .                  -> d f
+`},
+	{"append and truncate", `
+create a                -> ok
+write a 0123456789      -> ok
+truncate a 4            -> ok
+write a X               -> ok
+readat a 0 10           -> "0123X" EOF
+truncate a 7            -> ok
+readat a 0 10           -> "0123X\x00\x00" EOF
+write a Y               -> ok
+size a                  -> 8
+truncate a -1           -> err EINVAL
+close a                 -> ok
+openrw a                -> ok
+write a Z               -> ok
+readat a 0 20           -> "0123X\x00\x00YZ" EOF
+close a                 -> ok
+`},
+	{"create truncates the same inode", `
+create a @w             -> ok
+write w 12345           -> ok
+open a @r               -> ok
+create a @w2            -> ok
+readat r 0 5            -> "" EOF
+write w2 ab             -> ok
+readat r 0 5            -> "ab" EOF
+write w cd              -> ok
+readat r 0 5            -> "abcd" EOF
+`},
+	{"rename keeps data and replaces", `
+create a                -> ok
+write a new             -> ok
+create b                -> ok
+write b old             -> ok
+open b @oldb            -> ok
+rename a b              -> ok
+list .                  -> b
+readat oldb 0 10        -> "old" EOF
+open b @newb            -> ok
+readat newb 0 10        -> "new" EOF
+write a +               -> ok
+readat newb 0 10        -> "new+" EOF
+rename b b              -> ok
+stat a                  -> err ENOENT
+mkdir d/sub             -> ok
+create d/sub/f          -> ok
+rename d e              -> ok
+list e/sub              -> f
+mkdir empty             -> ok
+rename e empty          -> err EEXIST
+list .                  -> b e empty
+`},
+	{"removed file stays open", `
+create a                -> ok
+write a data            -> ok
+open a @r               -> ok
+remove a                -> ok
+list .                  -> (empty)
+stat a                  -> err ENOENT
+readat r 0 10           -> "data" EOF
+write a more            -> ok
+sync a                  -> ok
+readat r 0 10           -> "datamore" EOF
+size r                  -> 8
+create a @fresh         -> ok
+size fresh              -> 0
+`},
+	{"directories", `
+mkdir x/y/z             -> ok
+mkdir x/y/z             -> ok
+mkdir x/y/../w          -> ok
+list x                  -> w y
+list x/y/z              -> (empty)
+stat x/y                -> dir
+create x/y/z/f          -> ok
+syncdir x/y/z           -> ok
+syncdir .               -> ok
+remove x/y/z            -> err ENOTEMPTY
+remove x/y/z/f          -> ok
+remove x/y/z            -> ok
+list x/y                -> (empty)
+list ./x/../x           -> w y
+`},
+	{"locks", `
+lock LOCK @l1           -> ok
+lock LOCK @l2           -> err locked
+lock ./LOCK @l3         -> err locked
+list .                  -> LOCK
+stat LOCK               -> file 0
+unlock l1               -> ok
+unlock l1               -> err closed
+lock LOCK @l4           -> ok
+lock OTHER              -> ok
+unlock l4               -> ok
+unlock OTHER            -> ok
+mkdir d                 -> ok
+lock d                  -> err EISDIR
+`},
+}
+
+func TestConformance(t *testing.T) {
+	for _, sc := range conformanceScripts {
+		t.Run(sc.name, func(t *testing.T) {
+			root := t.TempDir()
+			mem := NewMem()
+			require.NoError(t, mem.MkdirAll(root, 0o755))
+			for _, impl := range []struct {
+				name string
+				fs   FS
+			}{{"os", Default}, {"mem", mem}} {
+				t.Run(impl.name, func(t *testing.T) {
+					runScript(t, impl.fs, filepath.Join(root, impl.name), sc.script)
+				})
+			}
+		})
+	}
+}
+
+func runScript(t *testing.T, fs FS, dir, script string) {
+	require.NoError(t, fs.MkdirAll(dir, 0o755))
+	r := &scriptRunner{fs: fs, dir: dir, files: map[string]File{}, locks: map[string]io.Closer{}}
+	defer r.closeAll()
+	for i, line := range strings.Split(strings.TrimSpace(script), "\n") {
+		in, want, ok := strings.Cut(line, "->")
+		require.True(t, ok, "line %d: %q has no ->", i+1, line)
+		in, want = strings.TrimSpace(in), strings.TrimSpace(want)
+		require.Equal(t, want, r.run(strings.Fields(in)), "line %d: %s", i+1, in)
+	}
+}
+
+type scriptRunner struct {
+	fs    FS
+	dir   string
+	files map[string]File
+	locks map[string]io.Closer
+}
+
+func (r *scriptRunner) closeAll() {
+	for _, f := range r.files {
+		f.Close()
+	}
+	for _, l := range r.locks {
+		l.Close()
+	}
+}
+
+func (r *scriptRunner) path(p string) string { return filepath.Join(r.dir, p) }
+
+// handle returns the handle name of an opening command: "@h" if given,
+// else the path.
+func handle(args []string) string {
+	if last := args[len(args)-1]; strings.HasPrefix(last, "@") {
+		return last[1:]
+	}
+	return args[1]
+}
+
+func (r *scriptRunner) run(args []string) string {
+	num := func(i int) int64 {
+		n, err := strconv.ParseInt(args[i], 10, 64)
+		if err != nil {
+			panic(err)
+		}
+		return n
+	}
+	open := func(f File, err error) string {
+		if err == nil {
+			r.files[handle(args)] = f
+		}
+		return errString(err)
+	}
+	switch args[0] {
+	case "create":
+		return open(r.fs.Create(r.path(args[1])))
+	case "open":
+		return open(r.fs.Open(r.path(args[1])))
+	case "openrw":
+		return open(r.fs.OpenReadWrite(r.path(args[1])))
+	case "write":
+		_, err := r.files[args[1]].Write([]byte(args[2]))
+		return errString(err)
+	case "sync":
+		return errString(r.files[args[1]].Sync())
+	case "truncate":
+		return errString(r.files[args[1]].Truncate(num(2)))
+	case "close":
+		return errString(r.files[args[1]].Close())
+	case "readat":
+		buf := make([]byte, num(3))
+		n, err := r.files[args[1]].ReadAt(buf, num(2))
+		switch {
+		case err == io.EOF:
+			return strconv.Quote(string(buf[:n])) + " EOF"
+		case err != nil:
+			return errString(err)
+		}
+		return strconv.Quote(string(buf[:n]))
+	case "size":
+		n, err := r.files[args[1]].Size()
+		if err != nil {
+			return errString(err)
+		}
+		return strconv.FormatInt(n, 10)
+	case "remove":
+		return errString(r.fs.Remove(r.path(args[1])))
+	case "rename":
+		return errString(r.fs.Rename(r.path(args[1]), r.path(args[2])))
+	case "mkdir":
+		return errString(r.fs.MkdirAll(r.path(args[1]), 0o755))
+	case "syncdir":
+		return errString(r.fs.SyncDir(r.path(args[1])))
+	case "list":
+		names, err := r.fs.List(r.path(args[1]))
+		switch {
+		case err != nil:
+			return errString(err)
+		case len(names) == 0:
+			return "(empty)"
+		}
+		return strings.Join(names, " ")
+	case "stat":
+		fi, err := r.fs.Stat(r.path(args[1]))
+		switch {
+		case err != nil:
+			return errString(err)
+		case fi.IsDir():
+			return "dir"
+		}
+		if fi.Name() != filepath.Base(args[1]) {
+			return "wrong name " + fi.Name()
+		}
+		return fmt.Sprintf("file %d", fi.Size())
+	case "lock":
+		l, err := r.fs.Lock(r.path(args[1]))
+		if err == nil {
+			r.locks[handle(args)] = l
+		}
+		return errString(err)
+	case "unlock":
+		return errString(r.locks[args[1]].Close())
+	}
+	panic("unknown command " + args[0])
+}
+
+var errnoNames = map[syscall.Errno]string{
+	syscall.ENOENT: "ENOENT", syscall.EEXIST: "EEXIST", syscall.ENOTDIR: "ENOTDIR",
+	syscall.EISDIR: "EISDIR", syscall.ENOTEMPTY: "ENOTEMPTY", syscall.EBADF: "EBADF",
+	syscall.EINVAL: "EINVAL", syscall.EBUSY: "EBUSY", syscall.EIO: "EIO",
+	syscall.ENOSPC: "ENOSPC",
+}
+
+func errString(err error) string {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, ErrLocked):
+		return "err locked"
+	case errors.Is(err, os.ErrClosed):
+		return "err closed"
+	case strings.Contains(err.Error(), "negative offset"):
+		return "err negative offset"
+	case errors.As(err, &errno) && errnoNames[errno] != "":
+		return "err " + errnoNames[errno]
+	}
+	return "err " + err.Error()
+}
