@@ -29,7 +29,8 @@ const (
 	// KeepUnsyncedSectors keeps each unsynced sector independently with
 	// probability KeepUnsyncedFraction, so a later sector may survive
 	// while an earlier one is lost (the page cache writes back out of
-	// order). The file is as long as the last surviving sector reaches.
+	// order). The file keeps its synced length, or more if a surviving
+	// sector reaches further (with zeros in lost sectors before it).
 	KeepUnsyncedSectors
 	// ZeroUnsynced is KeepUnsyncedSectors where the lost sectors read as
 	// zeros and the file keeps its current length: the size reached the

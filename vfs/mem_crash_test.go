@@ -208,8 +208,8 @@ func TestCrashCloneUnsyncedModes(t *testing.T) {
 				require.Equal(t, cur[:len(got)], got)
 				require.True(t, sectorEnd(len(got), 512), "length %d", len(got))
 			},
-			seen: func(got []byte) string { return map[bool]string{true: "none", false: "some"}[len(got) == synced] + fmt.Sprint(len(got) == total) },
-			want: []string{"nonefalse", "somefalse", "sometrue"},
+			seen: func(got []byte) string { return prefixKind(len(got), synced, total) },
+			want: []string{"none", "part", "all"},
 		},
 		{
 			opts: CrashOptions{Unsynced: KeepUnsyncedPrefix, SectorSize: 4096},
@@ -291,6 +291,16 @@ func TestCrashCloneUnsyncedModes(t *testing.T) {
 			}
 		})
 	}
+}
+
+func prefixKind(n, synced, total int) string {
+	switch n {
+	case synced:
+		return "none"
+	case total:
+		return "all"
+	}
+	return "part"
 }
 
 func isZero(b []byte) bool { return !slices.ContainsFunc(b, func(c byte) bool { return c != 0 }) }

@@ -1,17 +1,51 @@
 // Package vfs is the file-system interface through which sieve performs
 // every file operation, with an implementation over the operating system
 // (Default), an in-memory one that tracks what has been made durable
-// (NewMem), and fault-injecting wrappers for crash and error tests.
+// (NewMem), and fault-injecting wrappers for crash and error tests
+// (NewErrorFS, NewSkipSyncFS). Only sieve's own packages and tests are
+// expected to call it, but it is a plain public API.
 //
-// Durability model (what the in-memory FS simulates on a crash, and what the
-// engine must therefore do on a real disk):
-//   - file data is durable only up to the last File.Sync;
+// # Durability model
+//
+// What MemFS simulates on a crash (power loss: the page cache is gone), and
+// therefore what the engine must do on a real disk:
+//   - file data is durable only up to the last File.Sync of the file
+//     (through any of its handles); that includes a Truncate;
 //   - a directory entry (a created, renamed or removed name) is durable only
-//     after SyncDir on its parent directory.
+//     after SyncDir on its parent directory, and then it points at the same
+//     file (inode) it points at in memory: a rename never moves data, a file
+//     removed without a SyncDir comes back with its synced content;
+//   - directories made by MkdirAll are durable at once (a simplification:
+//     the engine makes its directory once, before anything it must keep).
 //
-// Concurrency: an FS may be used from many goroutines at once. A File may be
-// read with ReadAt from many goroutines at once, but Write, Sync, Truncate
-// and Close must not run concurrently with each other on the same File.
+// So a new file is safe after File.Sync and a SyncDir of its directory,
+// and "write temp, Sync, Rename over the old name, SyncDir" replaces a
+// file atomically. A failed Sync must not be retried: the data's state is
+// unknown (an ErrorFS-injected failure leaves it unsynced; a real kernel may
+// have dropped the dirty pages and cleared the error).
+//
+// MemFS.CrashClone returns the state a crash could leave, strictly (only
+// what the rules above make durable) or with a random part of the unsynced
+// data, zeros or garbage in unsynced regions, and a random prefix of the
+// un-synced directory operations (see CrashOptions). MemFS's durability hook
+// lets a test take a clone after every mutation.
+//
+// # Fault injection
+//
+// ErrorFS counts operations by kind (Op) and fails the Nth chosen one, once
+// or from then on, with an error wrapping ErrInjected, and can run out of
+// space (ENOSPC). SkipSyncFS turns the Nth sync into a silent no-op, to show
+// that a crash test notices each missing fsync. Both wrap the Files they
+// open, so reads, writes and syncs through them are counted too.
+//
+// # Concurrency
+//
+// An FS may be used from many goroutines at once. A File may be read with
+// ReadAt and Size from many goroutines at once, also while one goroutine
+// writes it; but Write, Sync, Truncate and Close must not run concurrently
+// with each other on the same File, and nothing may use a File once Close
+// has begun. MemFS's test helpers (CrashClone, Corrupt, ...) may be called
+// at any time from any goroutine.
 package vfs
 
 import (
@@ -60,7 +94,8 @@ type FS interface {
 	// Stat describes the named file.
 	Stat(name string) (os.FileInfo, error)
 	// Lock takes an exclusive lock on the named file, creating it if
-	// needed. It fails if the lock is held, by this process or another.
+	// needed. It fails if the lock is held, by this process or another,
+	// with an error wrapping ErrLocked.
 	// Closing the returned Closer releases the lock.
 	Lock(name string) (io.Closer, error)
 	// SyncDir makes the entries of dir (creations, renames, removals)

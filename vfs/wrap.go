@@ -122,7 +122,11 @@ func (f *wrapFile) Write(p []byte) (int, error) {
 		return 0, pathErr("write", f.name, err)
 	}
 	k, rerr := f.ic.reserve(f.name, len(p))
-	n, err := f.inner.Write(p[:k])
+	var n int
+	var err error
+	if k > 0 || rerr == nil {
+		n, err = f.inner.Write(p[:k])
+	}
 	if err == nil && rerr != nil {
 		err = pathErr("write", f.name, rerr)
 	}
