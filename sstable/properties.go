@@ -160,7 +160,7 @@ func (f *propField) decodeValue(v []byte, p *Properties) error {
 
 // encodeProperties returns the contents of a properties block.
 func encodeProperties(p *Properties) []byte {
-	bw := blockWriter{restartInterval: 1}
+	bw := blockWriter{restartInterval: 16} // names share the "sieve." prefix
 	var val []byte
 	for i := range propFields {
 		f := &propFields[i]

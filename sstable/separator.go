@@ -10,16 +10,20 @@ import (
 // shortSeparator returns a user key u with a < u < b that is shorter than a,
 // appended to dst, and ok=false when it finds none. REQUIRES: a < b.
 //
-// Where a and b first differ (index n), a[n] < b[n]. If a[n]+1 < b[n],
-// a[:n]+(a[n]+1) is between them. Otherwise any key a[:i]+(a[i]+1) with
-// i > n and a[i] < 0xff is: larger than a at i, and still below b at n.
+// Where a and b first differ (index n), a[n] < b[n]. If a[n]+1 < b[n], or
+// a[n]+1 == b[n] and b goes on after n, a[:n]+(a[n]+1) is between them
+// (in the second case it is a proper prefix of b). Otherwise any key
+// a[:i]+(a[i]+1) with i > n and a[i] < 0xff is: larger than a at i, and
+// still below b at n.
 func shortSeparator(dst, a, b []byte) ([]byte, bool) {
 	n := sharedPrefixLen(a, b)
 	if n >= len(a) || n >= len(b) {
 		return dst, false // a is a prefix of b: nothing shorter than a lies between
 	}
 	i := n
-	if a[n]+1 >= b[n] {
+	// a[:n]+(a[n]+1) is below b unless it equals b: when a[n]+1 == b[n] it
+	// must be a proper prefix of b.
+	if a[n]+1 == b[n] && n+1 == len(b) {
 		for i = n + 1; i < len(a) && a[i] == 0xff; i++ {
 		}
 	}
