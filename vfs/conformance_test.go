@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -262,9 +264,22 @@ func (r *scriptRunner) run(args []string) string {
 	}
 	open := func(f File, err error) string {
 		if err == nil {
+			if old := r.files[handle(args)]; old != nil {
+				old.Close()
+			}
 			r.files[handle(args)] = f
 		}
 		return errString(err)
+	}
+	switch args[0] {
+	case "write", "sync", "truncate", "close", "readat", "size":
+		if r.files[args[1]] == nil {
+			return "no handle"
+		}
+	case "unlock":
+		if r.locks[args[1]] == nil {
+			return "no handle"
+		}
 	}
 	switch args[0] {
 	case "create":
@@ -361,4 +376,98 @@ func errString(err error) string {
 		return "err " + errnoNames[errno]
 	}
 	return "err " + err.Error()
+}
+
+// TestConformanceRandom runs random scripts against both file systems and
+// requires the same output from each, command by command. File and
+// directory names are kept apart so that no command can turn one into the
+// other (Open of a directory is where the two may differ).
+func TestConformanceRandom(t *testing.T) {
+	seed := uint64(testutil.Seed(t))
+	rng := rand.New(rand.NewPCG(seed, 2))
+	files := []string{"a", "b", "d/a", "d/b", "e/f/x"}
+	dirs := []string{"d", "e", "e/f"}
+	handles := []string{"@h0", "@h1", "@h2", "@h3"}
+	pick := func(s []string) string { return s[rng.IntN(len(s))] }
+	h := func() string { return pick(handles)[1:] }
+	gen := func() string {
+		switch rng.IntN(16) {
+		case 0, 1:
+			return "create " + pick(files) + " " + pick(handles)
+		case 2:
+			return "open " + pick(files) + " " + pick(handles)
+		case 3:
+			return "openrw " + pick(files) + " " + pick(handles)
+		case 4, 5:
+			return fmt.Sprintf("write %s %s", h(), strings.Repeat(string(rune('a'+rng.IntN(26))), 1+rng.IntN(20)))
+		case 6:
+			return fmt.Sprintf("readat %s %d %d", h(), rng.IntN(40), 1+rng.IntN(40)) // os.File.ReadAt of nothing skips its closed check
+		case 7:
+			return fmt.Sprintf("truncate %s %d", h(), rng.IntN(30))
+		case 8:
+			return "sync " + h()
+		case 9:
+			return "close " + h()
+		case 10:
+			return "size " + h()
+		case 11:
+			return "remove " + pick(append(files, dirs...))
+		case 12:
+			return "rename " + pick(files) + " " + pick(files)
+		case 13:
+			return "mkdir " + pick(dirs)
+		case 14:
+			return "list " + pick(append(dirs, "."))
+		default:
+			return "stat " + pick(files)
+		}
+	}
+	root := t.TempDir()
+	mem := NewMem()
+	require.NoError(t, mem.MkdirAll(root, 0o755))
+	var runners []*scriptRunner
+	for _, fs := range []FS{Default, mem} {
+		dir := filepath.Join(root, fmt.Sprintf("%T", fs))
+		require.NoError(t, fs.MkdirAll(dir, 0o755))
+		r := &scriptRunner{fs: fs, dir: dir, files: map[string]File{}, locks: map[string]io.Closer{}}
+		defer r.closeAll()
+		runners = append(runners, r)
+	}
+	var history []string
+	for range 2000 {
+		cmd := gen()
+		history = append(history, cmd)
+		osOut, memOut := runners[0].run(strings.Fields(cmd)), runners[1].run(strings.Fields(cmd))
+		if osOut != memOut {
+			t.Fatalf("after:\n%s\nos: %s\nmem: %s", strings.Join(history[max(0, len(history)-30):], "\n"), osOut, memOut)
+		}
+	}
+}
+
+// TestErrorsLikeOS checks the errors.Is and errors.As properties callers
+// rely on, on both file systems.
+func TestErrorsLikeOS(t *testing.T) {
+	for _, fs := range []FS{Default, NewMem()} {
+		t.Run(fmt.Sprintf("%T", fs), func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, fs.MkdirAll(filepath.Join(dir, "sub"), 0o755))
+			missing := filepath.Join(dir, "missing")
+			_, err := fs.Open(missing)
+			require.ErrorIs(t, err, os.ErrNotExist)
+			var pe *os.PathError
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, missing, pe.Path)
+			_, err = fs.Stat(missing)
+			require.ErrorIs(t, err, os.ErrNotExist)
+			require.ErrorIs(t, fs.Remove(missing), os.ErrNotExist)
+
+			f, err := fs.Create(filepath.Join(dir, "f"))
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			err = fs.Rename(filepath.Join(dir, "f"), filepath.Join(dir, "sub"))
+			require.ErrorIs(t, err, os.ErrExist)
+			var le *os.LinkError
+			require.ErrorAs(t, err, &le)
+		})
+	}
 }
