@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -174,11 +175,13 @@ func TestCrashCloneAtomicUnderWrites(t *testing.T) {
 		return binary.LittleEndian.Uint64(data[len(data)-8:])
 	}
 
-	var stop atomic.Bool
+	// The writer runs until the cloner has taken its clones (or a cap on
+	// the file size is reached).
+	var stop, writerDone atomic.Bool
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		defer stop.Store(true)
-		for i := uint64(1); i <= 2000; i++ {
+		defer writerDone.Store(true)
+		for i := uint64(1); i <= 1_000_000 && !stop.Load(); i++ {
 			rec := binary.LittleEndian.AppendUint64(nil, i)
 			for _, f := range []File{a, b} {
 				if _, err := f.Write(rec); err != nil {
@@ -192,10 +195,10 @@ func TestCrashCloneAtomicUnderWrites(t *testing.T) {
 			}
 		}
 	})
-	var hookClones atomic.Int64
+	var hookSyncs atomic.Int64
 	fs.SetDurabilityHook(func(op Op, name string) {
 		// From the hook too: cloning here must neither deadlock nor race.
-		if op == OpSync && name == "B" && hookClones.Add(1)%100 == 0 {
+		if op == OpSync && name == "B" && hookSyncs.Add(1)%500 == 0 {
 			c := fs.CrashClone(CrashOptions{})
 			ga, _ := c.ReadFile("A")
 			gb, _ := c.ReadFile("B")
@@ -204,16 +207,19 @@ func TestCrashCloneAtomicUnderWrites(t *testing.T) {
 			}
 		}
 	})
-	clones := 0
-	for !stop.Load() {
+	clones, states := 0, map[uint64]bool{}
+	for ; (clones < 100 || len(states) < 20) && !writerDone.Load(); clones++ {
 		c := fs.CrashClone(CrashOptions{})
 		ga, err := c.ReadFile("A")
 		require.NoError(t, err)
 		gb, err := c.ReadFile("B")
 		require.NoError(t, err)
 		require.LessOrEqual(t, last(gb), last(ga), "clone %d", clones)
-		clones++
+		states[last(ga)] = true
+		runtime.Gosched()
 	}
+	stop.Store(true)
 	wg.Wait()
-	t.Logf("%d concurrent clones, %d from the hook", clones, hookClones.Load()/100)
+	require.GreaterOrEqual(t, len(states), 10, "the clones must have raced with the writer")
+	t.Logf("%d concurrent clones (%d distinct states), %d from the hook", clones, len(states), hookSyncs.Load()/500)
 }
