@@ -77,9 +77,11 @@ func (t chunkType) String() string {
 
 // isBodyType reports whether t may appear after the file header: the
 // record chunk types and the EOF trailer.
-func (t chunkType) isBodyType() bool {
-	return (t >= chunkFull && t <= chunkLast) || t == chunkEOF
-}
+func (t chunkType) isBodyType() bool { return bodyTypes[t] }
+
+// bodyTypes is isBodyType as a table: the tail search asks it of every
+// byte.
+var bodyTypes = [256]bool{chunkFull: true, chunkFirst: true, chunkMiddle: true, chunkLast: true, chunkEOF: true}
 
 // Offsets of the header fields.
 const (

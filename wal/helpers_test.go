@@ -151,7 +151,8 @@ func reseal(data []byte, off int64, seed uint64) {
 }
 
 // appendRawChunk appends a chunk with arbitrary fields, sealed with the
-// log's seed, padding the block first as the writer would.
+// log number as seed (whatever the type), padding the block first as the
+// writer would.
 func appendRawChunk(data []byte, t chunkType, synced int64, payload []byte) []byte {
 	if room := BlockSize - len(data)%BlockSize; room < headerSize {
 		data = append(data, make([]byte, room)...)
@@ -160,7 +161,7 @@ func appendRawChunk(data []byte, t chunkType, synced int64, payload []byte) []by
 	data = append(data, make([]byte, headerSize)...)
 	data = append(data, payload...)
 	putHeaderFields(data[start:], len(payload), t, synced)
-	reseal(data, int64(start), seedFor(t, testLogNum))
+	reseal(data, int64(start), testLogNum)
 	return data
 }
 

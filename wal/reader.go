@@ -157,20 +157,13 @@ func (r *Reader) readFileHeader() error {
 	if err := r.loadBlock(0); err != nil {
 		return err
 	}
-	if r.size < fileHeaderSize {
-		return r.stop(0, "file shorter than its header")
-	}
-	c := r.block[:fileHeaderSize]
-	if isZero(c[:headerSize]) {
-		return r.stop(0, "zeroed file header")
-	}
-	h := decodeHeader(c)
-	if h.checksum != chunkChecksum(&r.digest, seedFor(chunkFileHeader, 0), c) {
-		return r.stop(0, "file header checksum mismatch")
+	c, h, failed := r.checkChunk(r.block, 0, seedFor(chunkFileHeader, 0))
+	if failed != "" {
+		return r.stop(0, "file header: "+failed)
 	}
 	p := c[headerSize:]
 	switch {
-	case h.typ != chunkFileHeader || h.length != fileHeaderPayloadSize || h.synced != 0:
+	case h.typ != chunkFileHeader || len(p) != fileHeaderPayloadSize || h.synced != 0:
 		return corruptionf(0, "bad file header chunk (type %s, length %d, synced offset %d)", h.typ, h.length, h.synced)
 	case string(p[:len(magic)]) != magic:
 		return corruptionf(0, "bad magic %q in file header", p[:len(magic)])
@@ -205,7 +198,7 @@ func (r *Reader) nextChunk() (h header, payload []byte, off int64, err error) {
 			r.pos = BlockSize
 			continue
 		}
-		c, h, reason := r.checkChunk(r.block[r.pos:], off)
+		c, h, reason := r.checkChunk(r.block[r.pos:], off, r.logNum)
 		if reason != "" {
 			return h, nil, off, r.stop(off, reason)
 		}
@@ -218,9 +211,9 @@ func (r *Reader) nextChunk() (h header, payload []byte, off int64, err error) {
 }
 
 // checkChunk checks the chunk at the start of b (the rest of its block
-// present in the file), at file offset off. It returns the chunk, its
-// header, and which check failed, if one did.
-func (r *Reader) checkChunk(b []byte, off int64) (chunk []byte, h header, failed string) {
+// present in the file), at file offset off, against checksum seed seed. It
+// returns the chunk, its header, and which check failed, if one did.
+func (r *Reader) checkChunk(b []byte, off int64, seed uint64) (chunk []byte, h header, failed string) {
 	if len(b) < headerSize {
 		return nil, h, "truncated chunk header"
 	}
@@ -236,7 +229,7 @@ func (r *Reader) checkChunk(b []byte, off int64) (chunk []byte, h header, failed
 		return nil, h, "truncated chunk payload"
 	}
 	chunk = b[:n]
-	if h.checksum != chunkChecksum(&r.digest, r.logNum, chunk) {
+	if h.checksum != chunkChecksum(&r.digest, seed, chunk) {
 		return nil, h, "chunk checksum mismatch"
 	}
 	return chunk, h, ""
