@@ -3,4 +3,4 @@ package sieve
 import "github.com/sievedb/sieve/filter"
 
 // defaultFilterPolicy is the filter of column families that set none.
-func defaultFilterPolicy() filter.Policy { return nil }
+func defaultFilterPolicy() filter.Policy { return filter.Bloom(10) }

@@ -1,0 +1,38 @@
+# Developer commands. CI runs .ci/run (vet, gofmt, go test ./..., race).
+GO ?= go
+FUZZTIME ?= 60s
+
+.PHONY: test test-race lint fuzz bench bench-peers crash-long run
+
+test:
+	$(GO) test ./...
+
+test-race:
+	$(GO) test -race ./...
+
+lint:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	@command -v staticcheck >/dev/null && staticcheck ./... || echo "staticcheck not installed; skipped"
+
+# Runs every fuzz target for FUZZTIME each (go test -fuzz runs one target at a time).
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
+
+bench-peers:
+	../shared/peerbench/compare.sh -n=1000000
+
+# Long crash test: more operations and crash points than the default run.
+crash-long:
+	SIEVE_CRASH_OPS=20000 $(GO) test -run 'TestCrash' -timeout 60m -v .
+
+run:
+	$(GO) run ./cmd/lsmbench
