@@ -73,17 +73,23 @@ func (b *block) decodeEntry(off, prevLen int) (entry, error) {
 	if off < 0 || off >= end {
 		return entry{}, fmt.Errorf("entry offset %d outside entries [0,%d)", off, end)
 	}
-	shared, p, ok1 := uvarintAt(b.data, off, end)
-	var unshared, vlen uint64
-	var ok2, ok3 bool
-	if ok1 {
-		unshared, p, ok2 = uvarintAt(b.data, p, end)
-	}
-	if ok2 {
-		vlen, p, ok3 = uvarintAt(b.data, p, end)
-	}
-	if !ok3 {
-		return entry{}, fmt.Errorf("entry at offset %d: malformed header", off)
+	var shared, unshared, vlen uint64
+	var p int
+	if h := b.data[off:min(off+3, end)]; len(h) == 3 && h[0]|h[1]|h[2] < 0x80 {
+		// Fast path: all three lengths fit one byte each (most entries).
+		shared, unshared, vlen, p = uint64(h[0]), uint64(h[1]), uint64(h[2]), off+3
+	} else {
+		var ok1, ok2, ok3 bool
+		shared, p, ok1 = uvarintAt(b.data, off, end)
+		if ok1 {
+			unshared, p, ok2 = uvarintAt(b.data, p, end)
+		}
+		if ok2 {
+			vlen, p, ok3 = uvarintAt(b.data, p, end)
+		}
+		if !ok3 {
+			return entry{}, fmt.Errorf("entry at offset %d: malformed header", off)
+		}
 	}
 	if shared > uint64(prevLen) {
 		return entry{}, fmt.Errorf("entry at offset %d shares %d bytes of a %d-byte key", off, shared, prevLen)

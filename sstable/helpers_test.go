@@ -116,3 +116,13 @@ func openTable(t testing.TB, data []byte, o ReaderOptions) *Reader {
 	require.NoError(t, err)
 	return r
 }
+
+// fuzzPolicies are the policies the fuzz targets decode filters with.
+func fuzzPolicies() []filter.Policy { return testPolicies() }
+
+// seedFilterOptions are extra writer options for fuzz seed tables (one per
+// real filter policy).
+func seedFilterOptions() map[string]WriterOptions { return nil }
+
+// benchPolicies are the filter policies benchmarks compare.
+func benchPolicies() []filter.Policy { return testPolicies() }

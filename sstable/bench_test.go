@@ -1,0 +1,162 @@
+package sstable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
+	"github.com/stretchr/testify/require"
+)
+
+// benchKVs are n entries with 16-byte user keys and 100-byte values, the
+// shape of the project's peer benchmark.
+func benchKVs(n int) []kv {
+	kvs := make([]kv, n)
+	val := bytes.Repeat([]byte("0123456789"), 10)
+	for i := range kvs {
+		kvs[i] = kv{ikey(fmt.Sprintf("%016d", i*2), uint64(i+1), base.KindSet), val}
+	}
+	return kvs
+}
+
+func benchReader(tb testing.TB, kvs []kv, policy filter.Policy) *Reader {
+	data, _ := buildTable(tb, kvs, WriterOptions{FilterPolicy: policy})
+	r := openTable(tb, data, ReaderOptions{FileNum: 1, Cache: cache.New(256 << 20), Policies: benchPolicies()})
+	it := r.NewIter(nil, nil) // warm the cache
+	for ok := it.First(); ok; ok = it.Next() {
+	}
+	require.NoError(tb, it.Close())
+	return r
+}
+
+func TestGetDoesNotAllocateOnCacheHit(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	kvs := benchKVs(10000)
+	r := benchReader(t, kvs, nil)
+	var stats ReadStats
+	found := 0
+	fn := func(k base.InternalKey, v []byte) bool { found++; return false }
+	i := 0
+	allocs := testing.AllocsPerRun(2000, func() {
+		i = (i + 7919) % len(kvs)
+		if err := r.Get(kvs[i].key.UserKey, base.SeqNumMax, &stats, fn); err != nil {
+			panic(err)
+		}
+	})
+	require.Zero(t, allocs)
+	require.Equal(t, 2001, found)
+	require.Zero(t, stats.FileReads)
+}
+
+func BenchmarkGet(b *testing.B) {
+	kvs := benchKVs(100_000)
+	r := benchReader(b, kvs, nil)
+	rng := rand.New(rand.NewPCG(1, 1))
+	var stats ReadStats
+	b.ReportAllocs()
+	b.Run("present", func(b *testing.B) {
+		for b.Loop() {
+			k := kvs[rng.IntN(len(kvs))].key.UserKey
+			_ = r.Get(k, base.SeqNumMax, &stats, func(base.InternalKey, []byte) bool { return false })
+		}
+	})
+	b.Run("absent", func(b *testing.B) {
+		absent := make([][]byte, 1024)
+		for i := range absent {
+			absent[i] = []byte(fmt.Sprintf("%016d", rng.IntN(len(kvs))*2+1))
+		}
+		i := 0
+		for b.Loop() {
+			_ = r.Get(absent[i%len(absent)], base.SeqNumMax, &stats, func(base.InternalKey, []byte) bool { return false })
+			i++
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.RunParallel(func(pb *testing.PB) {
+			rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+			var stats ReadStats
+			for pb.Next() {
+				k := kvs[rng.IntN(len(kvs))].key.UserKey
+				_ = r.Get(k, base.SeqNumMax, &stats, func(base.InternalKey, []byte) bool { return false })
+			}
+		})
+	})
+}
+
+func BenchmarkMayContain(b *testing.B) {
+	kvs := benchKVs(100_000)
+	probes := make([][]byte, 4096)
+	for i := range probes {
+		probes[i] = []byte(fmt.Sprintf("%016d", i*2+1))
+	}
+	for _, p := range benchPolicies() {
+		b.Run(p.Name(), func(b *testing.B) {
+			r := benchReader(b, kvs, p)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				r.MayContain(probes[i&4095])
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkWriter(b *testing.B) {
+	kvs := benchKVs(100_000)
+	for _, comp := range []Compression{NoCompression, SnappyCompression} {
+		for _, p := range append([]filter.Policy{nil}, benchPolicies()...) {
+			name := "nofilter"
+			if p != nil {
+				name = p.Name()
+			}
+			b.Run(fmt.Sprintf("%s/%s", comp, name), func(b *testing.B) {
+				var buf bytes.Buffer
+				for b.Loop() {
+					buf.Reset()
+					w := NewWriter(&buf, WriterOptions{Compression: comp, FilterPolicy: p})
+					for _, e := range kvs {
+						if err := w.Add(e.key, e.value); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if _, err := w.Finish(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(kvs)), "ns/key")
+				b.SetBytes(int64(buf.Len()))
+			})
+		}
+	}
+}
+
+func BenchmarkIterScan(b *testing.B) {
+	kvs := benchKVs(100_000)
+	r := benchReader(b, kvs, nil)
+	b.ReportAllocs()
+	b.Run("forward", func(b *testing.B) {
+		for b.Loop() {
+			it := r.NewIter(nil, nil)
+			for ok := it.First(); ok; ok = it.Next() {
+			}
+			_ = it.Close()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(kvs)), "ns/key")
+	})
+	b.Run("backward", func(b *testing.B) {
+		for b.Loop() {
+			it := r.NewIter(nil, nil)
+			for ok := it.Last(); ok; ok = it.Prev() {
+			}
+			_ = it.Close()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(kvs)), "ns/key")
+	})
+}
