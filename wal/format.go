@@ -139,17 +139,3 @@ func seedFor(t chunkType, logNum uint64) uint64 {
 	}
 	return logNum
 }
-
-// appendFileHeader appends the file header chunk for logNum to b.
-func appendFileHeader(d *xxhash.Digest, b []byte, logNum uint64) []byte {
-	start := len(b)
-	b = append(b, make([]byte, fileHeaderSize)...)
-	c := b[start:]
-	putHeaderFields(c, fileHeaderPayloadSize, chunkFileHeader, 0)
-	p := c[headerSize:]
-	copy(p, magic)
-	p[len(magic)] = byte(formatVersionCurrent)
-	binary.LittleEndian.PutUint64(p[len(magic)+1:], logNum)
-	sealChunk(d, seedFor(chunkFileHeader, logNum), c)
-	return b
-}

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"fmt"
 	"io"
 
@@ -146,35 +145,6 @@ func (r *Reader) appendRec(p []byte) {
 		r.rec = grown
 	}
 	r.rec = append(r.rec, p...)
-}
-
-// readFileHeader checks the file header chunk at offset 0 (FORMAT.md rules
-// 6 and 7).
-func (r *Reader) readFileHeader() error {
-	if r.size == 0 {
-		return r.stop(0, "")
-	}
-	if err := r.loadBlock(0); err != nil {
-		return err
-	}
-	c, h, failed := r.checkChunk(r.block, 0, seedFor(chunkFileHeader, 0))
-	if failed != "" {
-		return r.stop(0, "file header: "+failed)
-	}
-	p := c[headerSize:]
-	switch {
-	case h.typ != chunkFileHeader || len(p) != fileHeaderPayloadSize || h.synced != 0:
-		return corruptionf(0, "bad file header chunk (type %s, length %d, synced offset %d)", h.typ, h.length, h.synced)
-	case string(p[:len(magic)]) != magic:
-		return corruptionf(0, "bad magic %q in file header", p[:len(magic)])
-	case FormatVersion(p[len(magic)]) != FormatVersion1:
-		return corruptionf(0, "unsupported log format version %d", p[len(magic)])
-	}
-	if n := binary.LittleEndian.Uint64(p[len(magic)+1:]); n != r.logNum {
-		return corruptionf(0, "file header is for log %d, expected log %d", n, r.logNum)
-	}
-	r.pos, r.validEnd = fileHeaderSize, fileHeaderSize
-	return nil
 }
 
 // nextChunk returns the next valid chunk after skipping block padding. On
