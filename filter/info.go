@@ -1,0 +1,108 @@
+package filter
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// BlockInfo describes a filter block: what Inspect decodes from its
+// trailer. Tools print it next to a table's measured false positives.
+type BlockInfo struct {
+	Format    Format // 0 for the empty block of None
+	SizeBytes int    // the whole block, trailer included
+	Keys      uint64 // keys added, after skipping repeats of the previous key
+	// FilterBits is the size of the bit array (Bloom) or bucket table
+	// (cuckoo) in bits, without the trailer.
+	FilterBits uint64
+
+	Probes       int    // Bloom: k
+	Lines        uint32 // blocked Bloom: 64-byte lines
+	SelectorBits int    // blocked Bloom: pattern-selector bits per line
+
+	Buckets         uint32 // cuckoo
+	FingerprintBits int    // cuckoo: f
+	Entries         uint64 // cuckoo: fingerprints stored (≤ Keys)
+}
+
+// Inspect validates a filter block as OpenBlock does and returns its
+// parameters.
+func Inspect(data []byte) (BlockInfo, error) {
+	if _, err := OpenBlock(data); err != nil {
+		return BlockInfo{}, err
+	}
+	info := BlockInfo{SizeBytes: len(data)}
+	if len(data) == 0 {
+		return info, nil
+	}
+	info.Format = blockFormat(data)
+	le := binary.LittleEndian
+	switch info.Format {
+	case FormatBlockedBloom:
+		t := data[len(data)-blockedTrailerLen:]
+		info.Keys = le.Uint64(t[0:])
+		info.Lines = le.Uint32(t[8:])
+		info.Probes, info.SelectorBits = int(t[12]), int(t[13])
+		info.FilterBits = uint64(info.Lines) * lineBits
+	case FormatStandardBloom:
+		t := data[len(data)-standardTrailerLen:]
+		info.Keys = le.Uint64(t[0:])
+		info.FilterBits = le.Uint64(t[8:])
+		info.Probes = int(t[16])
+	case FormatCuckoo:
+		t := data[len(data)-cuckooTrailerLen:]
+		info.Keys = le.Uint64(t[0:])
+		info.Entries = le.Uint64(t[8:])
+		info.Buckets = le.Uint32(t[16:])
+		info.FingerprintBits = int(t[20])
+		info.FilterBits = 8 * uint64(info.Buckets) * newCuckooLayout(info.FingerprintBits).stride
+	}
+	return info, nil
+}
+
+// BitsPerKey returns the filter's size per key, trailer excluded.
+func (b BlockInfo) BitsPerKey() float64 {
+	if b.Keys == 0 {
+		return 0
+	}
+	return float64(b.FilterBits) / float64(b.Keys)
+}
+
+// ExpectedFPR returns the false-positive rate the block is expected to show
+// for keys that were not added, from its own geometry: the blocked-Bloom
+// model of blocked_math.go, (1 − e^(−kn/m))^k, or the cuckoo rate at the
+// block's load. It is 1 for the empty block of None.
+func (b BlockInfo) ExpectedFPR() float64 {
+	switch {
+	case b.Format == 0:
+		return 1
+	case b.Keys == 0:
+		return 0
+	}
+	switch b.Format {
+	case FormatBlockedBloom:
+		return blockedFPR(float64(b.Keys)/float64(b.Lines), b.Probes, b.SelectorBits)
+	case FormatStandardBloom:
+		return StandardFPR(b.BitsPerKey(), b.Probes)
+	case FormatCuckoo:
+		return CuckooFPR(b.FingerprintBits, float64(b.Entries)/float64(bucketSlots*uint64(b.Buckets)))
+	}
+	return 1
+}
+
+func (b BlockInfo) String() string {
+	switch b.Format {
+	case 0:
+		return "no filter"
+	case FormatBlockedBloom:
+		return fmt.Sprintf("blocked-bloom: %d keys, %d lines, k=%d, %d selector bits, %.2f bits/key, %d bytes",
+			b.Keys, b.Lines, b.Probes, b.SelectorBits, b.BitsPerKey(), b.SizeBytes)
+	case FormatStandardBloom:
+		return fmt.Sprintf("standard-bloom: %d keys, m=%d, k=%d, %.2f bits/key, %d bytes",
+			b.Keys, b.FilterBits, b.Probes, b.BitsPerKey(), b.SizeBytes)
+	case FormatCuckoo:
+		return fmt.Sprintf("cuckoo: %d keys, %d entries, %d buckets, f=%d, load %.1f%%, %.2f bits/key, %d bytes",
+			b.Keys, b.Entries, b.Buckets, b.FingerprintBits,
+			100*float64(b.Entries)/float64(bucketSlots*max(1, uint64(b.Buckets))), b.BitsPerKey(), b.SizeBytes)
+	}
+	return b.Format.String()
+}
