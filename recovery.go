@@ -30,6 +30,9 @@ func (db *DB) recover() error {
 		}
 	}
 	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
+	if err := db.checkTablesPresent(names); err != nil {
+		return err
+	}
 
 	db.logSeq = db.versions.LastSeq()
 	var recovered []*memGroup
@@ -154,6 +157,30 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte) error {
 		g.size.Add(int64(n))
 		db.logSeq = seq + count - 1
 		rec = rec[n:]
+	}
+	return nil
+}
+
+// checkTablesPresent fails Open when a table the manifest names is missing
+// from the directory.
+func (db *DB) checkTablesPresent(names []string) error {
+	onDisk := map[uint64]bool{}
+	for _, name := range names {
+		if t, num, ok := base.ParseFilename(name); ok && t == base.FileTypeTable {
+			onDisk[num] = true
+		}
+	}
+	v := db.versions.Current()
+	defer v.Unref()
+	for cf, lv := range v.CFs {
+		for level, files := range lv {
+			for _, f := range files {
+				if !onDisk[f.FileNum] {
+					return fmt.Errorf("sieve: table %s (column family %d, L%d) named by the manifest is missing from %s",
+						base.FileName(base.FileTypeTable, f.FileNum), cf, level, db.dirname)
+				}
+			}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,415 @@
+package sieve
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// IterOptions bound an iterator to user keys in [LowerBound, UpperBound);
+// nil bounds are open.
+type IterOptions struct {
+	LowerBound []byte
+	UpperBound []byte
+}
+
+// Iterator walks the user keys of a consistent view (the moment it was
+// created, or its snapshot) in order, forward or backward, resolving merge
+// operands and hiding deleted keys. It pins the memtables and tables it
+// reads: they are not freed or deleted until Close.
+//
+// Positioning methods (First, Last, SeekGE, SeekLT, Next, Prev) report
+// whether the iterator is at a key; Key and Value are valid until the next
+// positioning call or Close. When one returns false check Error. An Iterator
+// is not safe for concurrent use.
+type Iterator struct {
+	db    *DB
+	cf    uint32
+	iter  base.InternalIterator
+	seq   uint64
+	lower []byte
+	upper []byte
+
+	// release drops the resources the iterator pins (read state); run
+	// once by Close.
+	release func()
+
+	key, value []byte
+	valid      bool
+	// forward is the direction of the last move: when valid and forward,
+	// iter is at the first entry after the current key's entries; when
+	// valid and backward, at the last entry before them.
+	forward bool
+	// iterPositioned records whether iter was left at an entry by the
+	// last move (false: it ran off the end in the direction of travel).
+	iterPositioned bool
+	err            error
+	closed  bool
+
+	// scratch for merge resolution
+	operands [][]byte
+	opBuf    []byte
+	baseBuf  []byte
+}
+
+var errIterClosed = errors.New("sieve: iterator closed")
+
+func (it *Iterator) inBounds(k []byte) bool {
+	return (it.lower == nil || bytes.Compare(k, it.lower) >= 0) && (it.upper == nil || bytes.Compare(k, it.upper) < 0)
+}
+
+func (it *Iterator) fail(err error) bool {
+	if it.err == nil {
+		it.err = err
+	}
+	it.valid = false
+	return false
+}
+
+// checkInternal records the internal iterator's error after it ran out.
+func (it *Iterator) checkInternal() bool {
+	if err := it.iter.Error(); err != nil {
+		return it.fail(err)
+	}
+	it.valid = false
+	return false
+}
+
+func (it *Iterator) usable() bool {
+	if it.closed {
+		it.err = errIterClosed
+		return false
+	}
+	return it.err == nil
+}
+
+// First moves to the first key.
+func (it *Iterator) First() bool {
+	if !it.usable() {
+		return false
+	}
+	ok := it.iter.First()
+	return it.findNext(ok)
+}
+
+// Last moves to the last key.
+func (it *Iterator) Last() bool {
+	if !it.usable() {
+		return false
+	}
+	ok := it.iter.Last()
+	return it.findPrev(ok)
+}
+
+// SeekGE moves to the first key >= key.
+func (it *Iterator) SeekGE(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	return it.findNext(it.iter.SeekGE(key))
+}
+
+// SeekLT moves to the last key < key.
+func (it *Iterator) SeekLT(key []byte) bool {
+	if !it.usable() {
+		return false
+	}
+	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
+		key = it.upper
+	}
+	return it.findPrev(it.iter.SeekLT(key))
+}
+
+// Next moves to the following key.
+func (it *Iterator) Next() bool {
+	if !it.usable() || !it.valid {
+		return false
+	}
+	if it.forward {
+		// iter is already past the current key's entries; a false from
+		// the last move is represented by iter being unpositioned.
+		return it.findNext(it.iterPositioned)
+	}
+	// Switch direction: go to the first entry after the current key.
+	succ := append(append(it.opBuf[:0], it.key...), 0)
+	it.opBuf = succ
+	return it.findNext(it.iter.SeekGE(succ))
+}
+
+// Prev moves to the preceding key.
+func (it *Iterator) Prev() bool {
+	if !it.usable() || !it.valid {
+		return false
+	}
+	if !it.forward {
+		return it.findPrev(it.iterPositioned)
+	}
+	return it.findPrev(it.iter.SeekLT(it.key))
+}
+
+// Valid reports whether the iterator is at a key.
+func (it *Iterator) Valid() bool { return it.valid }
+
+// Key returns the current key.
+func (it *Iterator) Key() []byte { return it.key }
+
+// Value returns the current value.
+func (it *Iterator) Value() []byte { return it.value }
+
+// Error returns the error that stopped the iterator, if any.
+func (it *Iterator) Error() error { return it.err }
+
+// Close releases the iterator. It returns Error().
+func (it *Iterator) Close() error {
+	if it.closed {
+		return it.err
+	}
+	it.closed = true
+	it.valid = false
+	if err := it.iter.Close(); err != nil && it.err == nil {
+		it.err = err
+	}
+	if it.release != nil {
+		it.release()
+	}
+	if errors.Is(it.err, errIterClosed) {
+		return nil
+	}
+	return it.err
+}
+
+// All returns a range-over-func form of a forward scan from First:
+//
+//	for k, v := range it.All() { ... }
+//	if err := it.Error(); err != nil { ... }
+//
+// k and v are valid only for one loop iteration.
+func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		for ok := it.First(); ok; ok = it.Next() {
+			if !yield(it.key, it.value) {
+				return
+			}
+		}
+	}
+}
+
+// findNext moves forward from the internal iterator's position (ok tells
+// whether it is positioned) to the next visible user key, and leaves iter
+// past that key's entries.
+func (it *Iterator) findNext(ok bool) bool {
+	it.forward = true
+	for ok {
+		k := it.iter.Key()
+		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
+			it.iterPositioned = false
+			it.valid = false
+			return false
+		}
+		if k.SeqNum() > it.seq {
+			ok = it.iter.Next()
+			continue
+		}
+		switch k.Kind() {
+		case base.KindSet:
+			it.key = append(it.key[:0], k.UserKey...)
+			it.value = append(it.value[:0], it.iter.Value()...)
+			ok = it.skipKey(it.key)
+			it.iterPositioned = ok
+			return it.yield()
+		case base.KindDelete:
+			it.key = append(it.key[:0], k.UserKey...)
+			ok = it.skipKey(it.key)
+		case base.KindMerge:
+			it.key = append(it.key[:0], k.UserKey...)
+			var err error
+			ok, err = it.mergeForward()
+			if err != nil {
+				return it.fail(err)
+			}
+			it.iterPositioned = ok
+			return it.yield()
+		default:
+			return it.fail(base.CorruptionErrorf("iterator: key %s of unknown kind", k))
+		}
+	}
+	it.iterPositioned = false
+	return it.checkInternal()
+}
+
+func (it *Iterator) yield() bool {
+	if it.err != nil {
+		return false
+	}
+	if it.iter.Error() != nil {
+		return it.fail(it.iter.Error())
+	}
+	it.valid = true
+	return true
+}
+
+// skipKey advances iter past every entry of ukey.
+func (it *Iterator) skipKey(ukey []byte) bool {
+	for {
+		if !it.iter.Next() {
+			return false
+		}
+		if !bytes.Equal(it.iter.Key().UserKey, ukey) {
+			return true
+		}
+	}
+}
+
+// mergeForward resolves the merge stack of it.key starting at the current
+// (visible, Merge) entry and leaves iter past the key's entries.
+func (it *Iterator) mergeForward() (bool, error) {
+	it.operands = it.operands[:0]
+	it.opBuf = it.opBuf[:0]
+	var offs []int
+	hasBase := false
+	it.baseBuf = it.baseBuf[:0]
+	ok := true
+	for ok {
+		k := it.iter.Key()
+		if !bytes.Equal(k.UserKey, it.key) {
+			break
+		}
+		if k.SeqNum() <= it.seq {
+			done := false
+			switch k.Kind() {
+			case base.KindMerge:
+				offs = append(offs, len(it.opBuf))
+				it.opBuf = append(it.opBuf, it.iter.Value()...)
+			case base.KindSet:
+				it.baseBuf = append(it.baseBuf, it.iter.Value()...)
+				hasBase, done = true, true
+			case base.KindDelete:
+				done = true
+			}
+			if done {
+				ok = it.skipKey(it.key)
+				break
+			}
+		}
+		ok = it.iter.Next()
+	}
+	// Operands were gathered newest first; FullMerge wants oldest first.
+	for i := len(offs) - 1; i >= 0; i-- {
+		end := len(it.opBuf)
+		if i+1 < len(offs) {
+			end = offs[i+1]
+		}
+		it.operands = append(it.operands, it.opBuf[offs[i]:end])
+	}
+	v, err := it.db.fullMerge(it.cf, it.key, it.baseBuf, hasBase, it.operands)
+	if err != nil {
+		return false, err
+	}
+	it.value = append(it.value[:0], v...)
+	return ok, nil
+}
+
+// findPrev moves backward from the internal iterator's position to the
+// previous visible user key, leaving iter at the last entry before that
+// key's entries. Walking backward meets a key's versions oldest first, so
+// the state is rebuilt as if replaying them.
+func (it *Iterator) findPrev(ok bool) bool {
+	it.forward = false
+	for ok {
+		k := it.iter.Key()
+		if it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
+			break
+		}
+		it.key = append(it.key[:0], k.UserKey...)
+		// Replay this key's visible versions, oldest first.
+		var (
+			present  bool
+			hasBase  bool
+			merging  bool
+			opCount  int
+			offs     []int
+			anyEntry bool
+		)
+		it.opBuf, it.baseBuf = it.opBuf[:0], it.baseBuf[:0]
+		for ok {
+			k = it.iter.Key()
+			if !bytes.Equal(k.UserKey, it.key) {
+				break
+			}
+			if k.SeqNum() <= it.seq {
+				anyEntry = true
+				switch k.Kind() {
+				case base.KindSet:
+					it.baseBuf = append(it.baseBuf[:0], it.iter.Value()...)
+					present, hasBase, merging, opCount = true, true, false, 0
+					it.opBuf, offs = it.opBuf[:0], offs[:0]
+				case base.KindDelete:
+					present, hasBase, merging, opCount = false, false, false, 0
+					it.opBuf, offs = it.opBuf[:0], offs[:0]
+				case base.KindMerge:
+					offs = append(offs, len(it.opBuf))
+					it.opBuf = append(it.opBuf, it.iter.Value()...)
+					present, merging = true, true
+					opCount++
+				default:
+					return it.fail(base.CorruptionErrorf("iterator: key %s of unknown kind", k))
+				}
+			}
+			ok = it.iter.Prev()
+		}
+		if !anyEntry || !present {
+			continue
+		}
+		it.iterPositioned = ok
+		if !merging {
+			it.value = append(it.value[:0], it.baseBuf...)
+			return it.yield()
+		}
+		it.operands = it.operands[:0]
+		for i := range offs {
+			end := len(it.opBuf)
+			if i+1 < len(offs) {
+				end = offs[i+1]
+			}
+			it.operands = append(it.operands, it.opBuf[offs[i]:end])
+		}
+		v, err := it.db.fullMerge(it.cf, it.key, it.baseBuf, hasBase, it.operands)
+		if err != nil {
+			return it.fail(err)
+		}
+		it.value = append(it.value[:0], v...)
+		return it.yield()
+	}
+	it.iterPositioned = false
+	if err := it.iter.Error(); err != nil {
+		return it.fail(err)
+	}
+	it.valid = false
+	return false
+}
+
+// fullMerge resolves operands (oldest first) with column family cf's merger.
+func (db *DB) fullMerge(cf uint32, key, baseVal []byte, hasBase bool, operands [][]byte) ([]byte, error) {
+	st := db.cfs.get(cf)
+	if st == nil || st.merger == nil {
+		name := ""
+		if st != nil {
+			name = st.recordedMerger
+		}
+		return nil, fmt.Errorf("%w: key %q has merge operands; merger %q not supplied", ErrNoMerger, key, name)
+	}
+	if !hasBase {
+		baseVal = nil
+	}
+	v, err := st.merger.FullMerge(key, baseVal, hasBase, operands)
+	if err != nil {
+		return nil, fmt.Errorf("sieve: merger %q failed on key %q: %w", st.merger.Name(), key, err)
+	}
+	return v, nil
+}

@@ -1,0 +1,38 @@
+package sstable
+
+import "sort"
+
+// BlockInfo locates one block of a table: its kind ("data", "index",
+// "filter", "properties", "metaindex", "footer"), its offset and its stored
+// length including the trailer.
+type BlockInfo struct {
+	Kind           string
+	Offset, Length uint64
+}
+
+// Layout lists the table's blocks in file order, footer last. Tests use it
+// to damage each kind of block.
+func (r *Reader) Layout() []BlockInfo {
+	var out []BlockInfo
+	add := func(kind string, h blockHandle) {
+		out = append(out, BlockInfo{Kind: kind, Offset: h.offset, Length: h.length + blockTrailerLen})
+	}
+	for i := range r.index {
+		add("data", r.index[i].h)
+	}
+	for name, h := range r.metaHandles {
+		switch name {
+		case "sieve.filter":
+			add("filter", h)
+		case "sieve.properties":
+			add("properties", h)
+		default:
+			add(name, h)
+		}
+	}
+	add("metaindex", r.footer.metaindex)
+	add("index", r.footer.index)
+	sort.Slice(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
+	out = append(out, BlockInfo{Kind: "footer", Offset: uint64(r.size) - footerLen, Length: footerLen})
+	return out
+}
