@@ -47,7 +47,7 @@ type Iterator struct {
 	// last move (false: it ran off the end in the direction of travel).
 	iterPositioned bool
 	err            error
-	closed  bool
+	closed         bool
 
 	// scratch for merge resolution
 	operands [][]byte
