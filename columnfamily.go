@@ -50,27 +50,35 @@ func (r *cfRegistry) load() error {
 // bind supplies a merger and filter policy to a column family, recording
 // the merger's name in the manifest the first time one is supplied.
 func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy) error {
+	r.db.versionMu.Lock()
+	defer r.db.versionMu.Unlock()
+	return r.bindLocked(st, m, p)
+}
+
+// bindLocked is bind. States are copied on write: readers hold a *cfState
+// without locks. REQUIRES: db.versionMu held.
+func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy) error {
+	st := *old
 	if p != nil {
 		st.filterPolicy = p
 	}
-	if m == nil {
-		return nil
-	}
-	if st.recordedMerger != "" && st.recordedMerger != m.Name() {
-		return fmt.Errorf("sieve: column family %q was written with merger %q; %q supplied",
-			st.name, st.recordedMerger, m.Name())
-	}
-	if st.recordedMerger == "" && !r.db.opts.ReadOnly {
-		e := &manifest.VersionEdit{SetMergers: []manifest.ColumnFamily{{ID: st.id, Merger: m.Name()}}}
-		r.db.versionMu.Lock()
-		err := r.db.versions.LogAndApply(e)
-		r.db.versionMu.Unlock()
-		if err != nil {
-			return err
+	if m != nil {
+		if st.recordedMerger != "" && st.recordedMerger != m.Name() {
+			return fmt.Errorf("sieve: column family %q was written with merger %q; %q supplied",
+				st.name, st.recordedMerger, m.Name())
 		}
-		st.recordedMerger = m.Name()
+		if st.recordedMerger == "" && !r.db.opts.ReadOnly {
+			e := &manifest.VersionEdit{SetMergers: []manifest.ColumnFamily{{ID: st.id, Merger: m.Name()}}}
+			if err := r.db.versions.LogAndApply(e); err != nil {
+				return err
+			}
+			st.recordedMerger = m.Name()
+		}
+		st.merger = m
 	}
-	st.merger = m
+	r.mu.Lock()
+	r.byID[st.id], r.byName[st.name] = &st, &st
+	r.mu.Unlock()
 	return nil
 }
 

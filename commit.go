@@ -186,13 +186,42 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 	seq := b.seq()
 	br := batchReader{data: b.data[batchHeaderLen:], left: b.count}
 	for e, ok := br.next(); ok; e, ok = br.next() {
-		g.tableForWrite(e.cf).Add(seq, e.kind, e.key, e.value)
+		t := g.tableForWrite(e.cf)
+		if e.kind == base.KindMerge && db.opts.MaxSuccessiveMerges > 0 &&
+			t.SuccessiveMerges(e.key, db.opts.MaxSuccessiveMerges) >= db.opts.MaxSuccessiveMerges {
+			if v, ok := db.collapseMerge(e.cf, e.key, e.value, seq); ok {
+				t.Add(seq, base.KindSet, e.key, v)
+				seq++
+				continue
+			}
+		}
+		t.Add(seq, e.kind, e.key, e.value)
 		seq++
 	}
 	if br.err != nil {
 		// The batch was built by Batch methods; a decode failure is a bug.
 		panic(fmt.Sprintf("sieve: committed batch does not decode: %v", br.err))
 	}
+}
+
+// collapseMerge resolves key's value as of seq-1 with operand on top, so
+// that a long operand stack in the memtable is replaced by one value
+// (RocksDB's max_successive_merges). ok is false when the value cannot be
+// computed (no merger, a merger or read error): the operand is then kept.
+// REQUIRES: leader; every entry before seq is applied.
+func (db *DB) collapseMerge(cf uint32, key, operand []byte, seq uint64) ([]byte, bool) {
+	prev := seq - 1
+	st, err := db.lookup(cf, key, prev)
+	if err != nil {
+		return nil, false
+	}
+	st.operands = append([][]byte{operand}, st.operands...)
+	v, err := db.resolve(cf, &st)
+	if err != nil {
+		return nil, false
+	}
+	db.metrics.mergesCollapsed.Add(1)
+	return v, true
 }
 
 // makeRoomForWrite rotates the memtable group when the mutable one is full,

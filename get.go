@@ -66,6 +66,15 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 	if snapSeq != nil {
 		seq = *snapSeq
 	}
+	st, err := db.lookup(cf, key, seq)
+	if err != nil {
+		return nil, err
+	}
+	return db.resolve(cf, &st)
+}
+
+// lookup gathers what the memtables and tables hold for key as of seq.
+func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
 	rs := db.loadReadState()
 	defer rs.unref()
 	st := getState{key: key}
@@ -79,10 +88,10 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 	}
 	if !st.done {
 		if err := db.getFromVersion(rs.version, cf, key, seq, &st); err != nil {
-			return nil, err
+			return st, err
 		}
 	}
-	return db.resolve(cf, &st)
+	return st, nil
 }
 
 // resolve turns what a lookup found into the answer.

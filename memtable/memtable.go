@@ -150,3 +150,18 @@ func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []
 		return fn(base.InternalKey{UserKey: e.ukey, Trailer: e.trailer}, e.value)
 	})
 }
+
+// SuccessiveMerges counts the merge operands at the top of ukey's stack in
+// this memtable (the newest entries, up to the first non-merge), stopping
+// at limit.
+func (m *MemTable) SuccessiveMerges(ukey []byte, limit int) int {
+	n := 0
+	m.Get(ukey, base.SeqNumMax, func(k base.InternalKey, _ []byte) bool {
+		if k.Kind() != base.KindMerge {
+			return false
+		}
+		n++
+		return n < limit
+	})
+	return n
+}

@@ -1,0 +1,158 @@
+package sieve
+
+import (
+	"fmt"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+)
+
+// ColumnFamilyOptions configure a column family. Zero fields take the
+// database's options.
+type ColumnFamilyOptions struct {
+	// Merger resolves the family's merge operands. Its Name is recorded in
+	// the manifest; reopening with another name is an error, and a family
+	// whose recorded merger is not supplied fails reads of merge operands
+	// and is not compacted.
+	Merger Merger
+	// FilterPolicy builds the family's table filters (default: the DB's).
+	FilterPolicy filter.Policy
+}
+
+// ColumnFamily is a handle on a column family: a keyspace with its own
+// memtables, levels, merger and filter policy, sharing the database's WAL
+// and manifest. Handles are safe for concurrent use and stay valid until
+// the DB is closed.
+type ColumnFamily struct {
+	db   *DB
+	id   uint32
+	name string
+}
+
+// Name returns the family's name.
+func (cf *ColumnFamily) Name() string { return cf.name }
+
+// OpenColumnFamily opens the column family name, creating it (durably, in
+// the manifest) if it does not exist. "default" is the family the DB
+// methods use.
+func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFamily, error) {
+	if err := db.checkOpen(); err != nil {
+		return nil, err
+	}
+	if name == "" || len(name) > 255 {
+		return nil, fmt.Errorf("sieve: column family name %q: must be 1 to 255 bytes", name)
+	}
+	var co ColumnFamilyOptions
+	if o != nil {
+		co = *o
+	}
+	r := db.cfs
+	// Serialize creations and bindings with each other.
+	db.versionMu.Lock()
+	defer db.versionMu.Unlock()
+	r.mu.RLock()
+	st := r.byName[name]
+	r.mu.RUnlock()
+	if st == nil {
+		if db.opts.ReadOnly {
+			return nil, fmt.Errorf("sieve: column family %q does not exist (read-only)", name)
+		}
+		var id uint32
+		r.mu.RLock()
+		for existing := range r.byID {
+			id = max(id, existing+1)
+		}
+		r.mu.RUnlock()
+		cf := manifest.ColumnFamily{ID: id, Name: name}
+		if co.Merger != nil {
+			cf.Merger = co.Merger.Name()
+		}
+		if err := db.versions.LogAndApply(&manifest.VersionEdit{AddedCFs: []manifest.ColumnFamily{cf}}); err != nil {
+			db.setBackgroundError(err)
+			return nil, err
+		}
+		st = &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: db.opts.FilterPolicy}
+		if co.FilterPolicy != nil {
+			st.filterPolicy = co.FilterPolicy
+		}
+		r.mu.Lock()
+		r.byID[id], r.byName[name] = st, st
+		r.mu.Unlock()
+		db.mu.Lock()
+		db.updateReadState()
+		db.mu.Unlock()
+	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy); err != nil {
+		return nil, err
+	}
+	return &ColumnFamily{db: db, id: st.id, name: name}, nil
+}
+
+// Put sets key to value in the family.
+func (cf *ColumnFamily) Put(key, value []byte, o *WriteOptions) error {
+	if err := cf.db.checkOpen(); err != nil {
+		return err
+	}
+	return cf.db.writeOne(base.KindSet, cf.id, key, value, o)
+}
+
+// Delete removes key from the family.
+func (cf *ColumnFamily) Delete(key []byte, o *WriteOptions) error {
+	if err := cf.db.checkOpen(); err != nil {
+		return err
+	}
+	return cf.db.writeOne(base.KindDelete, cf.id, key, nil, o)
+}
+
+// Merge adds a merge operand for key; the family's merger resolves it.
+func (cf *ColumnFamily) Merge(key, operand []byte, o *WriteOptions) error {
+	if err := cf.db.checkOpen(); err != nil {
+		return err
+	}
+	if err := cf.db.cfs.checkMerge(cf.id); err != nil {
+		return err
+	}
+	return cf.db.writeOne(base.KindMerge, cf.id, key, operand, o)
+}
+
+// Get returns a copy of key's value in the family, or ErrNotFound.
+func (cf *ColumnFamily) Get(key []byte) ([]byte, error) { return cf.db.getCF(cf.id, key, nil) }
+
+// NewIter returns an iterator over the family as of now.
+func (cf *ColumnFamily) NewIter(o *IterOptions) *Iterator {
+	return cf.db.newIter(cf.id, o, cf.db.visibleSeq.Load())
+}
+
+// Metrics returns the database metrics with the levels of this family.
+func (cf *ColumnFamily) Metrics() *Metrics { return cf.db.metricsFor(cf.id) }
+
+// PutCF sets key to value in column family cf.
+func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) error {
+	return b.add(base.KindSet, cf.id, key, value)
+}
+
+// DeleteCF removes key from column family cf.
+func (b *Batch) DeleteCF(cf *ColumnFamily, key []byte) error {
+	return b.add(base.KindDelete, cf.id, key, nil)
+}
+
+// MergeCF adds a merge operand for key in column family cf.
+func (b *Batch) MergeCF(cf *ColumnFamily, key, operand []byte) error {
+	return b.add(base.KindMerge, cf.id, key, operand)
+}
+
+// GetCF returns key's value in column family cf as of the snapshot.
+func (s *Snapshot) GetCF(cf *ColumnFamily, key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.db.getCF(cf.id, key, &s.seq)
+}
+
+// NewIterCF returns an iterator over column family cf as of the snapshot.
+func (s *Snapshot) NewIterCF(cf *ColumnFamily, o *IterOptions) *Iterator {
+	if s.closed.Load() {
+		return &Iterator{err: ErrClosed, iter: emptyIter{}}
+	}
+	return s.db.newIter(cf.id, o, s.seq)
+}
