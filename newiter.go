@@ -1,0 +1,86 @@
+package sieve
+
+import (
+	"github.com/sievedb/sieve/compaction"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+)
+
+// NewIter returns an iterator over the default column family as of now.
+func (db *DB) NewIter(o *IterOptions) *Iterator {
+	if err := db.checkOpen(); err != nil {
+		return &Iterator{err: err, iter: emptyIter{}}
+	}
+	return db.newIter(0, o, db.visibleSeq.Load())
+}
+
+// newIter builds the iterator stack for column family cf as of seq: the
+// memtables (newest first), each L0 table, and one level iterator per
+// deeper level, merged.
+func (db *DB) newIter(cf uint32, o *IterOptions, seq uint64) *Iterator {
+	if err := db.checkOpen(); err != nil {
+		return &Iterator{err: err, iter: emptyIter{}}
+	}
+	var lower, upper []byte
+	if o != nil {
+		lower, upper = o.LowerBound, o.UpperBound
+	}
+	rs := db.loadReadState()
+	var children []base.InternalIterator
+	if t := rs.mem.table(cf); t != nil {
+		children = append(children, t.NewIter(lower, upper))
+	}
+	for i := len(rs.imm) - 1; i >= 0; i-- {
+		if t := rs.imm[i].table(cf); t != nil {
+			children = append(children, t.NewIter(lower, upper))
+		}
+	}
+	copts := compaction.IterOptions{LowerBound: lower, UpperBound: upper}
+	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper}
+	openTable := func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+		e, err := db.tables.get(f)
+		if err != nil {
+			return nil, err
+		}
+		return &tableIter{InternalIterator: e.r.NewIter(lower, upper), db: db, e: e}, nil
+	}
+	if lv := rs.version.Levels(cf); lv != nil {
+		for i, f := range lv[0] {
+			if !f.Overlaps(lower, upperInclusive(upper)) {
+				continue
+			}
+			children = append(children, compaction.NewLevelIter(copts, lv[0][i:i+1], openTable))
+		}
+		for level := 1; level < manifest.NumLevels && it.err == nil; level++ {
+			if len(lv[level]) == 0 {
+				continue
+			}
+			children = append(children, compaction.NewLevelIter(copts, lv[level], openTable))
+		}
+	}
+	it.iter = compaction.NewMergingIter(copts, children...)
+	it.release = rs.unref
+	return it
+}
+
+// upperInclusive converts an exclusive upper bound for Overlaps, which
+// takes inclusive ranges; a table starting exactly at upper is opened in
+// vain but harmlessly.
+func upperInclusive(upper []byte) []byte { return upper }
+
+// tableIter releases its table-cache reference on Close.
+type tableIter struct {
+	base.InternalIterator
+	db     *DB
+	e      *tableEntry
+	closed bool
+}
+
+func (t *tableIter) Close() error {
+	err := t.InternalIterator.Close()
+	if !t.closed {
+		t.closed = true
+		t.db.tables.release(t.e)
+	}
+	return err
+}
