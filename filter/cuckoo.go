@@ -11,7 +11,7 @@ const cuckooTrailerLen = 22 // keys u64, entries u64, buckets u32, f u8, format 
 
 // Cuckoo returns the cuckoo-filter policy with fingerprintBits-bit
 // fingerprints, clamped to [4, 16]. Tables are sized for 95% load; a table
-// whose keys cannot all be placed within 500 kicks each is rebuilt with 1%
+// whose keys cannot all be placed within 2000 kicks each is rebuilt with 1%
 // more buckets, so a build never fails and never drops a key. Its Name is
 // "sieve.cuckoo/<fingerprintBits>". The false-positive rate is at most
 // 2·4/2^f (0.195% at f = 12).
@@ -54,10 +54,19 @@ func (b *cuckooBuilder) Add(key []byte) { b.c.add(key) }
 // Finish returns the block and resets the builder.
 func (b *cuckooBuilder) Finish() []byte {
 	hs := b.c.take()
-	l := newCuckooLayout(b.p.f)
 	var n uint32
 	if len(hs) > 0 {
 		n = cuckooBuckets(uint64(len(hs)), cuckooTargetLoad)
+	}
+	return buildCuckoo(hs, b.p.f, n)
+}
+
+// buildCuckoo builds the block of hs with n buckets, or with 1% more each
+// time some key cannot be placed, until every key is.
+func buildCuckoo(hs []uint64, f int, n uint32) []byte {
+	l := newCuckooLayout(f)
+	if len(hs) > 0 {
+		n = max(n, 1)
 	}
 	for {
 		out, entries, ok := tryBuildCuckoo(hs, &l, n)

@@ -43,7 +43,7 @@ const (
 )
 
 // ErrFull is returned by CuckooFilter.Add when no place is found for a key
-// within 500 evictions. The filter is left exactly as it was.
+// within 2000 evictions. The filter is left exactly as it was.
 var ErrFull = errors.New("filter: cuckoo filter is full")
 
 // NewCuckooFilter returns an empty cuckoo filter with fingerprintBits-bit
