@@ -1,0 +1,104 @@
+package compaction
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// elideArg turns elide=all|none|k1,k2 into an ElideTombstone predicate
+// that also records the keys it was asked about.
+func elideArg(d *ddCase, asked *[]string) func([]byte) bool {
+	vals, ok := d.arg("elide")
+	if !ok {
+		return nil
+	}
+	return func(ukey []byte) bool {
+		*asked = append(*asked, string(ukey))
+		if len(vals) == 0 || (len(vals) == 1 && vals[0] == "all") {
+			return true
+		}
+		for _, v := range vals {
+			if v == string(ukey) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func formatStats(s GCStats) string {
+	parts := []string{fmt.Sprintf("in=%d", s.EntriesIn), fmt.Sprintf("out=%d", s.EntriesOut)}
+	add := func(name string, n int64) {
+		if n != 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", name, n))
+		}
+	}
+	add("shadowed", s.DroppedShadowed)
+	add("tombstones", s.DroppedTombstones)
+	add("full-merges", s.FullMerges)
+	add("partial-merges", s.PartialMerges)
+	add("operands-merged", s.OperandsMerged)
+	add("partial-declined", s.PartialMergesDeclined)
+	add("merge-errors", s.MergeErrors)
+	return "stats: " + strings.Join(parts, " ")
+}
+
+// formatByUserKey prints entries one line per user key.
+func formatByUserKey(es []entry) string {
+	var sb strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			if bytes.Equal(es[i-1].key.UserKey, e.key.UserKey) {
+				sb.WriteByte(' ')
+			} else {
+				sb.WriteByte('\n')
+			}
+		}
+		sb.WriteString(e.String())
+	}
+	if len(es) == 0 {
+		return "(empty)"
+	}
+	return sb.String()
+}
+
+// TestGCDataDriven runs testdata/gc: each case is a compaction iterator
+// over the entries given as input (sorted for it) with
+//
+//	snapshots=s1,s2  open snapshot seqnums
+//	elide[=all|k1,k2] ElideTombstone: true for all keys, or for those listed
+//	merger=append|append-refuse-odd|counter|none
+//	asked            also print the keys ElideTombstone was asked about
+func TestGCDataDriven(t *testing.T) {
+	runDataDriven(t, "testdata/gc", func(t *testing.T, d *ddCase) string {
+		if d.cmd != "gc" {
+			t.Fatalf("%s: unknown command %q", d.pos, d.cmd)
+		}
+		es, err := parseEntries(strings.Fields(strings.Join(d.input, " ")))
+		if err != nil {
+			t.Fatalf("%s: %v", d.pos, err)
+		}
+		sortEntries(es)
+		m, err := mergerByName(d.str("merger", "none"))
+		if err != nil {
+			t.Fatalf("%s: %v", d.pos, err)
+		}
+		var asked []string
+		it := NewIter(newSliceIter(es), GCOptions{
+			Snapshots:      d.uints(t, "snapshots"),
+			ElideTombstone: elideArg(d, &asked),
+			Merger:         m,
+		})
+		out := collect(t, it)
+		if err := it.Close(); err != nil {
+			t.Fatalf("%s: close: %v", d.pos, err)
+		}
+		s := formatByUserKey(out) + "\n" + formatStats(it.Stats())
+		if d.has("asked") {
+			s += "\nasked: " + strings.Join(asked, " ")
+		}
+		return s
+	})
+}

@@ -1,0 +1,258 @@
+package compaction
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+)
+
+// TableOpener opens an iterator over one table. The iterator need not be
+// bounded; LevelIter enforces its own bounds. An opener that knows the
+// bounds (a closure over IterOptions) may pass them to the table iterator
+// to save it work.
+type TableOpener func(f *manifest.FileMetadata) (base.InternalIterator, error)
+
+// LevelIter is a base.InternalIterator over one sorted level whose tables'
+// user-key ranges do not overlap (L1..L6, or a single L0 table). It keeps
+// at most one table open: moving past the end of a table closes it and
+// opens its neighbour through the TableOpener. SeekGE and SeekLT find the
+// table by binary search on the tables' largest and smallest user keys;
+// tables entirely outside the bounds are never opened.
+//
+// Errors from the opener, from a table iterator, or from closing a table
+// fail the iterator; the error is sticky.
+//
+// A LevelIter is not safe for concurrent use. The files slice and its
+// FileMetadata are only read. Key and Value are valid until the next
+// positioning call.
+type LevelIter struct {
+	opts  IterOptions
+	files []*manifest.FileMetadata
+	open  TableOpener
+
+	index int                   // index in files of the open table; -1 when none is open
+	iter  base.InternalIterator // the open table, nil when none
+	valid bool                  // positioned at an entry of iter
+	// checkUpper and checkLower are set when the open table straddles
+	// that bound, so only then does each entry pay a comparison.
+	checkUpper, checkLower bool
+	err                    error
+}
+
+var _ base.InternalIterator = (*LevelIter)(nil)
+
+// NewLevelIter returns an iterator over files, which must be sorted by key
+// and non-overlapping. It opens nothing until positioned.
+func NewLevelIter(opts IterOptions, files []*manifest.FileMetadata, open TableOpener) *LevelIter {
+	return &LevelIter{opts: opts, files: files, open: open, index: -1}
+}
+
+// openTable makes files[i] the open table, reusing it if it already is.
+func (l *LevelIter) openTable(i int) bool {
+	if l.index == i {
+		return true
+	}
+	if !l.closeTable() {
+		return false
+	}
+	it, err := l.open(l.files[i])
+	if err != nil {
+		l.err = err
+		return false
+	}
+	f := l.files[i]
+	l.index, l.iter = i, it
+	l.checkUpper = l.opts.UpperBound != nil && bytes.Compare(f.Largest.UserKey, l.opts.UpperBound) >= 0
+	l.checkLower = l.opts.LowerBound != nil && bytes.Compare(f.Smallest.UserKey, l.opts.LowerBound) < 0
+	return true
+}
+
+func (l *LevelIter) closeTable() bool {
+	if l.iter == nil {
+		return l.err == nil
+	}
+	err := l.iter.Close()
+	l.iter, l.index = nil, -1
+	if err != nil && l.err == nil {
+		l.err = err
+	}
+	return l.err == nil
+}
+
+// exhausted unpositions the iterator. It keeps the table open, so that a
+// seek landing in it again does not reopen it.
+func (l *LevelIter) exhausted() bool {
+	l.valid = false
+	return false
+}
+
+// forwardFrom settles a forward move: ok is the open table's result; while
+// it is false and no error occurred, the next table is opened at its first
+// entry.
+func (l *LevelIter) forwardFrom(ok bool) bool {
+	for {
+		if ok {
+			if l.checkUpper && l.opts.aboveUpper(l.iter.Key().UserKey) {
+				return l.exhausted()
+			}
+			l.valid = true
+			return true
+		}
+		if err := l.iter.Error(); err != nil {
+			l.err = err
+			return l.exhausted()
+		}
+		next := l.index + 1
+		if next >= len(l.files) || l.opts.aboveUpper(l.files[next].Smallest.UserKey) {
+			return l.exhausted()
+		}
+		if !l.openTable(next) {
+			return l.exhausted()
+		}
+		ok = l.iter.First()
+	}
+}
+
+// backwardFrom is forwardFrom's mirror image.
+func (l *LevelIter) backwardFrom(ok bool) bool {
+	for {
+		if ok {
+			if l.checkLower && l.opts.belowLower(l.iter.Key().UserKey) {
+				return l.exhausted()
+			}
+			l.valid = true
+			return true
+		}
+		if err := l.iter.Error(); err != nil {
+			l.err = err
+			return l.exhausted()
+		}
+		prev := l.index - 1
+		if prev < 0 || l.opts.belowLower(l.files[prev].Largest.UserKey) {
+			return l.exhausted()
+		}
+		if !l.openTable(prev) {
+			return l.exhausted()
+		}
+		ok = l.iter.Last()
+	}
+}
+
+// First implements base.InternalIterator.
+func (l *LevelIter) First() bool {
+	if l.opts.LowerBound != nil {
+		return l.SeekGE(l.opts.LowerBound)
+	}
+	l.valid = false
+	if l.err != nil || len(l.files) == 0 || l.opts.aboveUpper(l.files[0].Smallest.UserKey) {
+		return false
+	}
+	if !l.openTable(0) {
+		return false
+	}
+	return l.forwardFrom(l.iter.First())
+}
+
+// Last implements base.InternalIterator.
+func (l *LevelIter) Last() bool {
+	if l.opts.UpperBound != nil {
+		return l.SeekLT(l.opts.UpperBound)
+	}
+	l.valid = false
+	n := len(l.files)
+	if l.err != nil || n == 0 || l.opts.belowLower(l.files[n-1].Largest.UserKey) {
+		return false
+	}
+	if !l.openTable(n - 1) {
+		return false
+	}
+	return l.backwardFrom(l.iter.Last())
+}
+
+// SeekGE implements base.InternalIterator. The table searched is the first
+// whose largest user key is >= ukey.
+func (l *LevelIter) SeekGE(ukey []byte) bool {
+	l.valid = false
+	if l.err != nil {
+		return false
+	}
+	if l.opts.belowLower(ukey) {
+		ukey = l.opts.LowerBound
+	}
+	i := sort.Search(len(l.files), func(i int) bool {
+		return bytes.Compare(l.files[i].Largest.UserKey, ukey) >= 0
+	})
+	if i == len(l.files) || l.opts.aboveUpper(l.files[i].Smallest.UserKey) {
+		return false
+	}
+	if !l.openTable(i) {
+		return false
+	}
+	return l.forwardFrom(l.iter.SeekGE(ukey))
+}
+
+// SeekLT implements base.InternalIterator. The table searched is the last
+// whose smallest user key is < ukey.
+func (l *LevelIter) SeekLT(ukey []byte) bool {
+	l.valid = false
+	if l.err != nil {
+		return false
+	}
+	if l.opts.aboveUpper(ukey) {
+		ukey = l.opts.UpperBound
+	}
+	i := sort.Search(len(l.files), func(i int) bool {
+		return bytes.Compare(l.files[i].Smallest.UserKey, ukey) >= 0
+	}) - 1
+	if i < 0 || l.opts.belowLower(l.files[i].Largest.UserKey) {
+		return false
+	}
+	if !l.openTable(i) {
+		return false
+	}
+	return l.backwardFrom(l.iter.SeekLT(ukey))
+}
+
+// Next implements base.InternalIterator.
+func (l *LevelIter) Next() bool {
+	if !l.valid {
+		return false
+	}
+	return l.forwardFrom(l.iter.Next())
+}
+
+// Prev implements base.InternalIterator.
+func (l *LevelIter) Prev() bool {
+	if !l.valid {
+		return false
+	}
+	return l.backwardFrom(l.iter.Prev())
+}
+
+// Key implements base.InternalIterator.
+func (l *LevelIter) Key() base.InternalKey {
+	if !l.valid {
+		return base.InternalKey{}
+	}
+	return l.iter.Key()
+}
+
+// Value implements base.InternalIterator.
+func (l *LevelIter) Value() []byte {
+	if !l.valid {
+		return nil
+	}
+	return l.iter.Value()
+}
+
+// Error implements base.InternalIterator.
+func (l *LevelIter) Error() error { return l.err }
+
+// Close closes the open table, if any, and returns the iterator's error.
+func (l *LevelIter) Close() error {
+	l.valid = false
+	l.closeTable()
+	return l.err
+}

@@ -1,0 +1,375 @@
+package compaction
+
+import (
+	"bytes"
+
+	"github.com/sievedb/sieve/internal/base"
+)
+
+// IterOptions bound the read iterators of this package (MergingIter and
+// LevelIter) to user keys in [LowerBound, UpperBound); a nil bound is no
+// bound. The bounds are retained, not copied: the caller must not modify
+// them while the iterator is in use.
+type IterOptions struct {
+	LowerBound []byte
+	UpperBound []byte
+}
+
+func (o IterOptions) aboveUpper(ukey []byte) bool {
+	return o.UpperBound != nil && bytes.Compare(ukey, o.UpperBound) >= 0
+}
+
+func (o IterOptions) belowLower(ukey []byte) bool {
+	return o.LowerBound != nil && bytes.Compare(ukey, o.LowerBound) < 0
+}
+
+// direction of a MergingIter: which heap order its items are in.
+type direction int8
+
+const (
+	unpositioned direction = iota
+	forward
+	backward
+)
+
+// mergingItem is one child in the heap, with its current key cached so that
+// heap comparisons make no interface calls.
+type mergingItem struct {
+	index int // position of the child in MergingIter.children
+	key   base.InternalKey
+}
+
+// MergingIter is a base.InternalIterator over the union of its children's
+// entries, in CompareInternal order: user keys ascending, and for one user
+// key the newest version first. Two children holding the very same internal
+// key (which a consistent LSM never produces) come out lower child index
+// first when moving forward, and in the reverse order when moving backward,
+// so that Next and Prev are exact inverses.
+//
+// It keeps a binary heap of the positioned children: a min-heap while
+// moving forward, a max-heap while moving backward. Every child other than
+// the one at the top is positioned at its entry just after (forward) or
+// just before (backward) the current entry. Switching direction therefore
+// repositions every other child relative to the current key (SeekGE on the
+// current user key, then steps) — the LevelDB/Pebble approach — and costs
+// one seek per child; runs in one direction cost one child step and
+// O(log n) comparisons per entry.
+//
+// Bounds (IterOptions) are enforced on the merged stream; the children may
+// also be bounded, which saves them work but is not required.
+//
+// Errors: a child that fails (a positioning call returns false with a
+// non-nil Error) fails the whole iterator, since skipping it would return
+// wrong results. The error is sticky: every later positioning call returns
+// false and Error returns it.
+//
+// A MergingIter is not safe for concurrent use. Key and Value are valid
+// until the next positioning call.
+type MergingIter struct {
+	opts     IterOptions
+	children []base.InternalIterator
+	heap     []mergingItem
+	dir      direction
+	err      error
+}
+
+var _ base.InternalIterator = (*MergingIter)(nil)
+
+// NewMergingIter returns an iterator over the union of children. It takes
+// ownership of the children: Close closes them. Order the children from
+// newest data to oldest (memtables, then L0 newest first, then L1..L6); the
+// order only matters for identical internal keys.
+func NewMergingIter(opts IterOptions, children ...base.InternalIterator) *MergingIter {
+	return &MergingIter{
+		opts:     opts,
+		children: children,
+		heap:     make([]mergingItem, 0, len(children)),
+	}
+}
+
+// less is the heap order: the item that should be at the top comes first.
+func (m *MergingIter) less(a, b *mergingItem) bool {
+	c := base.CompareInternal(a.key, b.key)
+	if m.dir == backward {
+		return c > 0 || (c == 0 && a.index > b.index)
+	}
+	return c < 0 || (c == 0 && a.index < b.index)
+}
+
+// before reports whether child index ai at key a precedes child index bi at
+// key b in the forward total order.
+func before(a base.InternalKey, ai int, b base.InternalKey, bi int) bool {
+	c := base.CompareInternal(a, b)
+	return c < 0 || (c == 0 && ai < bi)
+}
+
+func (m *MergingIter) siftDown(i int) {
+	h := m.heap
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		j := l
+		if r := l + 1; r < n && m.less(&h[r], &h[l]) {
+			j = r
+		}
+		if !m.less(&h[j], &h[i]) {
+			return
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+}
+
+// settle records the result of a positioning call on child i; it returns
+// false when the child failed, after recording the error.
+func (m *MergingIter) settle(i int, ok bool) bool {
+	if ok {
+		m.heap = append(m.heap, mergingItem{index: i, key: m.children[i].Key()})
+		return true
+	}
+	if err := m.children[i].Error(); err != nil {
+		m.err = err
+		return false
+	}
+	return true
+}
+
+// build heapifies the items collected by settle in direction dir and
+// applies the bound that direction runs into.
+func (m *MergingIter) build(dir direction) bool {
+	if m.err != nil {
+		return m.fail()
+	}
+	m.dir = dir
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.siftDown(i)
+	}
+	return m.checkTop()
+}
+
+// checkTop reports whether the iterator is positioned at an entry within
+// bounds, and unpositions it otherwise.
+func (m *MergingIter) checkTop() bool {
+	if len(m.heap) == 0 {
+		m.dir = unpositioned
+		return false
+	}
+	top := m.heap[0].key.UserKey
+	if (m.dir == forward && m.opts.aboveUpper(top)) || (m.dir == backward && m.opts.belowLower(top)) {
+		m.heap = m.heap[:0]
+		m.dir = unpositioned
+		return false
+	}
+	return true
+}
+
+func (m *MergingIter) fail() bool {
+	m.heap = m.heap[:0]
+	m.dir = unpositioned
+	return false
+}
+
+// First implements base.InternalIterator.
+func (m *MergingIter) First() bool {
+	if m.opts.LowerBound != nil {
+		return m.SeekGE(m.opts.LowerBound)
+	}
+	if m.err != nil {
+		return false
+	}
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if !m.settle(i, c.First()) {
+			break
+		}
+	}
+	return m.build(forward)
+}
+
+// Last implements base.InternalIterator.
+func (m *MergingIter) Last() bool {
+	if m.opts.UpperBound != nil {
+		return m.SeekLT(m.opts.UpperBound)
+	}
+	if m.err != nil {
+		return false
+	}
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if !m.settle(i, c.Last()) {
+			break
+		}
+	}
+	return m.build(backward)
+}
+
+// SeekGE implements base.InternalIterator. A key below the lower bound
+// seeks to the lower bound.
+func (m *MergingIter) SeekGE(ukey []byte) bool {
+	if m.err != nil {
+		return false
+	}
+	if m.opts.belowLower(ukey) {
+		ukey = m.opts.LowerBound
+	}
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if !m.settle(i, c.SeekGE(ukey)) {
+			break
+		}
+	}
+	return m.build(forward)
+}
+
+// SeekLT implements base.InternalIterator. A key above the upper bound
+// seeks to the upper bound.
+func (m *MergingIter) SeekLT(ukey []byte) bool {
+	if m.err != nil {
+		return false
+	}
+	if m.opts.aboveUpper(ukey) {
+		ukey = m.opts.UpperBound
+	}
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if !m.settle(i, c.SeekLT(ukey)) {
+			break
+		}
+	}
+	return m.build(backward)
+}
+
+// Next implements base.InternalIterator.
+func (m *MergingIter) Next() bool {
+	switch m.dir {
+	case unpositioned:
+		return false
+	case backward:
+		return m.switchToForward()
+	}
+	return m.step(m.children[m.heap[0].index].Next())
+}
+
+// Prev implements base.InternalIterator.
+func (m *MergingIter) Prev() bool {
+	switch m.dir {
+	case unpositioned:
+		return false
+	case forward:
+		return m.switchToBackward()
+	}
+	return m.step(m.children[m.heap[0].index].Prev())
+}
+
+// step settles the top child after it moved in the current direction.
+func (m *MergingIter) step(ok bool) bool {
+	top := &m.heap[0]
+	if ok {
+		top.key = m.children[top.index].Key()
+		m.siftDown(0)
+		return m.checkTop()
+	}
+	if err := m.children[top.index].Error(); err != nil {
+		m.err = err
+		return m.fail()
+	}
+	last := len(m.heap) - 1
+	m.heap[0] = m.heap[last]
+	m.heap = m.heap[:last]
+	m.siftDown(0)
+	return m.checkTop()
+}
+
+// switchToForward turns a backward iterator at entry K (child cur) into a
+// forward one at the entry after K: every other child moves to its first
+// entry after K in the forward total order, cur moves to its next entry.
+func (m *MergingIter) switchToForward() bool {
+	cur := m.heap[0].index
+	key := m.heap[0].key
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if i == cur {
+			continue
+		}
+		ok := c.SeekGE(key.UserKey)
+		for ok && !before(key, cur, c.Key(), i) {
+			ok = c.Next()
+		}
+		if !m.settle(i, ok) {
+			return m.fail()
+		}
+	}
+	if !m.settle(cur, m.children[cur].Next()) {
+		return m.fail()
+	}
+	return m.build(forward)
+}
+
+// switchToBackward is switchToForward's mirror image: every other child
+// moves to its last entry before K, cur to its previous entry. With only
+// user-key seeks available, a child is placed at its first entry after K
+// (SeekGE, then steps over newer versions of K's user key) and then steps
+// back once; a child with nothing after K steps back from its end (Last).
+func (m *MergingIter) switchToBackward() bool {
+	cur := m.heap[0].index
+	key := m.heap[0].key
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if i == cur {
+			continue
+		}
+		ok := c.SeekGE(key.UserKey)
+		for ok && before(c.Key(), i, key, cur) {
+			ok = c.Next()
+		}
+		if ok {
+			ok = c.Prev()
+		} else if c.Error() == nil {
+			ok = c.Last()
+		}
+		if !m.settle(i, ok) {
+			return m.fail()
+		}
+	}
+	if !m.settle(cur, m.children[cur].Prev()) {
+		return m.fail()
+	}
+	return m.build(backward)
+}
+
+// Key implements base.InternalIterator.
+func (m *MergingIter) Key() base.InternalKey {
+	if m.dir == unpositioned {
+		return base.InternalKey{}
+	}
+	return m.heap[0].key
+}
+
+// Value implements base.InternalIterator.
+func (m *MergingIter) Value() []byte {
+	if m.dir == unpositioned {
+		return nil
+	}
+	return m.children[m.heap[0].index].Value()
+}
+
+// Error implements base.InternalIterator.
+func (m *MergingIter) Error() error { return m.err }
+
+// Close closes every child. It returns the iterator's error if it failed,
+// else the first error a child's Close returned.
+func (m *MergingIter) Close() error {
+	err := m.err
+	for _, c := range m.children {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}
+	m.children = nil
+	m.heap = nil
+	m.dir = unpositioned
+	return err
+}

@@ -1,0 +1,246 @@
+package compaction
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/sievedb/sieve/internal/manifest"
+)
+
+// PickerOptions configure a Picker. Zero fields take the defaults of
+// sieve.Options, noted per field.
+type PickerOptions struct {
+	// L0CompactionTrigger is the L0 table count at which L0's score
+	// reaches 1. Default 4.
+	L0CompactionTrigger int
+	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	LBaseMaxBytes int64
+	// LevelMultiplier is the size ratio of adjacent levels' targets.
+	// Default 10.
+	LevelMultiplier int
+	// TargetFileSize is the size of compaction output tables. Default 4 MiB.
+	TargetFileSize int64
+	// MaxGrandparentOverlapBytes bounds how much of the level below its
+	// output level one output table (or a trivially moved table) may
+	// overlap. Default 10 × TargetFileSize.
+	MaxGrandparentOverlapBytes int64
+	// MaxExpandedBytes bounds the input size up to which a compaction
+	// takes more start-level tables when that does not add output-level
+	// tables. Default 25 × TargetFileSize.
+	MaxExpandedBytes int64
+}
+
+// WithDefaults returns o with its zero fields set to their defaults.
+func (o PickerOptions) WithDefaults() PickerOptions {
+	if o.L0CompactionTrigger <= 0 {
+		o.L0CompactionTrigger = 4
+	}
+	if o.LBaseMaxBytes <= 0 {
+		o.LBaseMaxBytes = 64 << 20
+	}
+	if o.LevelMultiplier <= 0 {
+		o.LevelMultiplier = 10
+	}
+	if o.TargetFileSize <= 0 {
+		o.TargetFileSize = 4 << 20
+	}
+	if o.MaxGrandparentOverlapBytes <= 0 {
+		o.MaxGrandparentOverlapBytes = 10 * o.TargetFileSize
+	}
+	if o.MaxExpandedBytes <= 0 {
+		o.MaxExpandedBytes = 25 * o.TargetFileSize
+	}
+	return o
+}
+
+// ErrInputsCompacting is returned by PickManual when a table it must take
+// is already an input of a running compaction; wait for that one to finish
+// and pick again.
+var ErrInputsCompacting = errors.New("compaction: inputs are already being compacted")
+
+// Picker chooses leveled compactions for one column family, in the manner
+// of LevelDB: every level has a score, the level with the highest score
+// above 1 compacts first, and within a level Ln (n >= 1) tables are taken
+// round-robin by a cursor key, so every part of the key space is
+// compacted in turn.
+//
+// A Picker reads Levels and the Compacting flags of their tables, and
+// keeps its cursors; it changes nothing else. REQUIRES: the caller
+// serializes all calls and holds the lock that guards Compacting (the DB
+// mutex), and marks the returned compaction's inputs Compacting under that
+// same lock before calling the Picker again.
+type Picker struct {
+	opts   PickerOptions
+	cursor [manifest.NumLevels][]byte // largest user key of the last compaction picked at each level
+}
+
+// NewPicker returns a Picker with the given options (zero fields take
+// their defaults).
+func NewPicker(opts PickerOptions) *Picker {
+	return &Picker{opts: opts.WithDefaults()}
+}
+
+// Options returns the picker's options, defaults applied.
+func (p *Picker) Options() PickerOptions { return p.opts }
+
+// LevelMaxBytes returns the target size of level (1..6):
+// LBaseMaxBytes × LevelMultiplier^(level−1).
+func (p *Picker) LevelMaxBytes(level int) float64 {
+	return float64(p.opts.LBaseMaxBytes) * math.Pow(float64(p.opts.LevelMultiplier), float64(level-1))
+}
+
+// Scores returns the compaction score of every level: for L0 the table
+// count divided by L0CompactionTrigger, for L1..L5 the level's size
+// divided by its target (LevelMaxBytes). The bottom level, L6, has no
+// target and scores 0. A level with score > 1 needs a compaction.
+func (p *Picker) Scores(levels *manifest.Levels) [manifest.NumLevels]float64 {
+	var s [manifest.NumLevels]float64
+	s[0] = float64(len(levels[0])) / float64(p.opts.L0CompactionTrigger)
+	for l := 1; l < manifest.NumLevels-1; l++ {
+		s[l] = float64(levels.Size(l)) / p.LevelMaxBytes(l)
+	}
+	return s
+}
+
+// Pick returns the compaction to run next, or nil when no level scores
+// above 1 or every candidate would take a table that is already
+// compacting. Levels are tried by descending score (ties: the upper level
+// first).
+func (p *Picker) Pick(levels *manifest.Levels) *Compaction {
+	scores := p.Scores(levels)
+	var order []int
+	for l := 0; l < manifest.NumLevels-1; l++ {
+		if scores[l] > 1 {
+			order = append(order, l)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return scores[order[i]] > scores[order[j]] })
+	for _, l := range order {
+		var c *Compaction
+		if l == 0 {
+			c = p.pickL0(levels)
+		} else {
+			c = p.pickLevel(levels, l)
+		}
+		if c != nil {
+			c.Score = scores[l]
+			return c
+		}
+	}
+	return nil
+}
+
+// pickL0 takes the oldest L0 table that is not compacting, every L0 table
+// overlapping it transitively, and the L1 tables they overlap.
+func (p *Picker) pickL0(levels *manifest.Levels) *Compaction {
+	files := levels[0]
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		if f.Compacting {
+			continue
+		}
+		in0 := levels.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
+		if c := p.setup(levels, 0, 1, in0); c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// pickLevel takes the first table of level after the level's cursor (wrapping
+// around), skipping tables whose compaction would conflict with a running
+// one, and advances the cursor past the compaction's start-level inputs.
+func (p *Picker) pickLevel(levels *manifest.Levels, level int) *Compaction {
+	files := levels[level]
+	start := 0
+	if cur := p.cursor[level]; cur != nil {
+		start = sort.Search(len(files), func(i int) bool {
+			return bytes.Compare(files[i].Largest.UserKey, cur) > 0
+		})
+	}
+	for t := 0; t < len(files); t++ {
+		f := files[(start+t)%len(files)]
+		if f.Compacting {
+			continue
+		}
+		if c := p.setup(levels, level, level+1, []*manifest.FileMetadata{f}); c != nil {
+			_, largest := keyRange(c.Inputs[0], nil)
+			p.cursor[level] = append(p.cursor[level][:0], largest...)
+			return c
+		}
+	}
+	return nil
+}
+
+// setup completes a compaction from its start-level inputs in0: it adds
+// the output-level tables overlapping them, takes more start-level tables
+// if the combined range covers them without adding output-level tables
+// (and the inputs stay under MaxExpandedBytes), and finds the
+// grandparents. It returns nil if any input is compacting.
+func (p *Picker) setup(levels *manifest.Levels, start, output int, in0 []*manifest.FileMetadata) *Compaction {
+	if anyCompacting(in0) {
+		return nil
+	}
+	var in1 []*manifest.FileMetadata
+	if output != start {
+		smallest, largest := keyRange(in0, nil)
+		in1 = levels.Overlapping(output, smallest, largest)
+		if anyCompacting(in1) {
+			return nil
+		}
+	}
+	if len(in1) > 0 {
+		smallest, largest := keyRange(in0, in1)
+		exp0 := levels.Overlapping(start, smallest, largest)
+		if len(exp0) > len(in0) && !anyCompacting(exp0) &&
+			totalSize(exp0)+totalSize(in1) < uint64(p.opts.MaxExpandedBytes) {
+			es, el := keyRange(exp0, nil)
+			if len(levels.Overlapping(output, es, el)) == len(in1) {
+				in0 = exp0
+			}
+		}
+	}
+	c := &Compaction{StartLevel: start, OutputLevel: output, Inputs: [2][]*manifest.FileMetadata{in0, in1}}
+	c.Smallest, c.Largest = keyRange(in0, in1)
+	if output+1 < manifest.NumLevels {
+		c.Grandparents = levels.Overlapping(output+1, c.Smallest, c.Largest)
+	}
+	c.IsMove = start != output && len(in0) == 1 && len(in1) == 0 &&
+		totalSize(c.Grandparents) <= uint64(p.opts.MaxGrandparentOverlapBytes)
+	return c
+}
+
+// PickManual returns the compaction of level's tables overlapping the
+// user-key range [start, end] (both inclusive; nil = unbounded) into the
+// next level: one step of db.Compact, which calls it for L0, L1, ... L5
+// in turn, running each result before picking the next, so the range
+// ends up in L6. For L0 the tables are taken transitively. level may be
+// the bottom level, L6: that compaction rewrites L6's tables in place
+// (dropping what no snapshot needs), which the DB may do or skip.
+//
+// It returns nil, nil when level holds nothing in the range, and
+// ErrInputsCompacting when a table it needs is compacting. The result is a
+// trivial move (IsMove) only when its output level is not the bottom one,
+// so the final step always rewrites, and garbage-collects, the range.
+func (p *Picker) PickManual(levels *manifest.Levels, level int, start, end []byte) (*Compaction, error) {
+	if level < 0 || level >= manifest.NumLevels {
+		return nil, fmt.Errorf("compaction: manual compaction of level %d out of range", level)
+	}
+	in0 := levels.Overlapping(level, start, end)
+	if len(in0) == 0 {
+		return nil, nil
+	}
+	output := min(level+1, manifest.NumLevels-1)
+	c := p.setup(levels, level, output, in0)
+	if c == nil {
+		return nil, ErrInputsCompacting
+	}
+	c.Manual = true
+	if output == manifest.NumLevels-1 {
+		c.IsMove = false
+	}
+	return c, nil
+}
