@@ -136,13 +136,13 @@ type weirdPolicy struct{}
 func (weirdPolicy) Name() string               { return "test.weird" }
 func (weirdPolicy) NewBuilder() filter.Builder { return &weirdBuilder{} }
 func (weirdPolicy) NewReader([]byte) (filter.Reader, error) {
-	return nil, fmt.Errorf("test.weird: %w", errUnknownFilterType)
+	return nil, fmt.Errorf("test.weird: %w", filter.ErrUnknownType)
 }
 
 type weirdBuilder struct{}
 
 func (*weirdBuilder) Add([]byte)     {}
-func (*weirdBuilder) Finish() []byte { return []byte{0xee, 1, 2, 3} }
+func (*weirdBuilder) Finish() []byte { return []byte{1, 2, 3, 0xee} } // format code 0xee, last byte
 
 func TestUnknownFilterType(t *testing.T) {
 	kvs := []kv{{ikey("a", 1, base.KindSet), []byte("1")}, {ikey("b", 1, base.KindSet), []byte("2")}}

@@ -49,7 +49,7 @@ func (exactPolicy) NewReader(data []byte) (filter.Reader, error) {
 
 func openExact(data []byte) (filter.Reader, error) {
 	if len(data) < 1 || data[0] != exactFilterType {
-		return nil, fmt.Errorf("test.exact: %w", errUnknownFilterType)
+		return nil, fmt.Errorf("test.exact: %w", filter.ErrUnknownType)
 	}
 	if (len(data)-1)%8 != 0 {
 		return nil, fmt.Errorf("test.exact: %d bytes", len(data))
@@ -105,7 +105,11 @@ func buildTable(t testing.TB, kvs []kv, o WriterOptions) ([]byte, *WriterMetadat
 	return buf.Bytes(), meta
 }
 
-func testPolicies() []filter.Policy { return []filter.Policy{exactPolicy{}} }
+// testPolicies are the policies tables are built with in round-trip tests:
+// the package's real ones plus exactPolicy, which depends on nothing.
+func testPolicies() []filter.Policy {
+	return []filter.Policy{exactPolicy{}, filter.Bloom(10), filter.StandardBloom(10), filter.Cuckoo(12), filter.None}
+}
 
 func openTable(t testing.TB, data []byte, o ReaderOptions) *Reader {
 	t.Helper()
@@ -122,7 +126,15 @@ func fuzzPolicies() []filter.Policy { return testPolicies() }
 
 // seedFilterOptions are extra writer options for fuzz seed tables (one per
 // real filter policy).
-func seedFilterOptions() map[string]WriterOptions { return nil }
+func seedFilterOptions() map[string]WriterOptions {
+	return map[string]WriterOptions{
+		"bloom":    {BlockSize: 256, FilterPolicy: filter.Bloom(10)},
+		"standard": {BlockSize: 256, FilterPolicy: filter.StandardBloom(10)},
+		"cuckoo":   {BlockSize: 256, FilterPolicy: filter.Cuckoo(12)},
+	}
+}
 
 // benchPolicies are the filter policies benchmarks compare.
-func benchPolicies() []filter.Policy { return testPolicies() }
+func benchPolicies() []filter.Policy {
+	return []filter.Policy{filter.Bloom(10), filter.StandardBloom(10), filter.Cuckoo(12)}
+}

@@ -285,18 +285,7 @@ func (r *Reader) readFilter() error {
 	if err != nil {
 		return err
 	}
-	var fr filter.Reader
-	decoded := false
-	for _, p := range r.opts.Policies {
-		if p != nil && p.Name() == r.props.FilterPolicy {
-			fr, err = p.NewReader(data)
-			decoded = true
-			break
-		}
-	}
-	if !decoded {
-		fr, err = openFilterBlock(data)
-	}
+	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
 	switch {
 	case err == nil && fr != nil:
 		r.filter, r.filterData, r.filterState = fr, data, FilterLoaded

@@ -251,13 +251,18 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	var meta blockWriter
 	meta.restartInterval = 1
 	if w.filter != nil {
-		fb := w.filter.Finish()
-		h := w.writeBlock(fb)
-		w.props.FilterSize = uint64(len(fb))
-		if w.props.FilterKeys > 0 {
-			w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(w.props.FilterKeys)
+		// A policy that builds nothing (filter.None) gets no filter block,
+		// and the table records no policy.
+		if fb := w.filter.Finish(); len(fb) > 0 {
+			h := w.writeBlock(fb)
+			w.props.FilterSize = uint64(len(fb))
+			if w.props.FilterKeys > 0 {
+				w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(w.props.FilterKeys)
+			}
+			meta.add([]byte("sieve.filter"), appendHandle(nil, h))
+		} else {
+			w.props.FilterPolicy, w.props.FilterKeys = "", 0
 		}
-		meta.add([]byte("sieve.filter"), appendHandle(nil, h))
 	}
 
 	// The properties record the index size, so compress the index first.
