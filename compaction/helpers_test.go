@@ -67,7 +67,7 @@ func parseEntries(fields []string) ([]entry, error) {
 
 func formatEntry(k base.InternalKey, v []byte) string {
 	s := fmt.Sprintf("%s.%s.%d", k.UserKey, k.Kind(), k.SeqNum())
-	if len(v) > 0 || k.Kind() != base.KindDelete {
+	if len(v) > 0 {
 		s += ":" + string(v)
 	}
 	return s
@@ -84,14 +84,14 @@ func sortEntries(es []entry) {
 // not positioned. failAt > 0 makes the failAt-th positioning call fail
 // with errInjected.
 type sliceIter struct {
-	es     []entry
-	pos    int // -1 or len(es) when unpositioned
-	lower  []byte
-	upper  []byte
-	calls  int
-	failAt int
-	err    error
-	closed bool
+	es      []entry
+	pos     int // -1 or len(es) when unpositioned
+	lower   []byte
+	upper   []byte
+	calls   int
+	failAt  int
+	err     error
+	closed  bool
 	onClose func()
 }
 

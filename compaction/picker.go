@@ -63,7 +63,7 @@ var ErrInputsCompacting = errors.New("compaction: inputs are already being compa
 
 // Picker chooses leveled compactions for one column family, in the manner
 // of LevelDB: every level has a score, the level with the highest score
-// above 1 compacts first, and within a level Ln (n >= 1) tables are taken
+// of at least 1 compacts first, and within a level Ln (n >= 1) tables are taken
 // round-robin by a cursor key, so every part of the key space is
 // compacted in turn.
 //
@@ -95,7 +95,8 @@ func (p *Picker) LevelMaxBytes(level int) float64 {
 // Scores returns the compaction score of every level: for L0 the table
 // count divided by L0CompactionTrigger, for L1..L5 the level's size
 // divided by its target (LevelMaxBytes). The bottom level, L6, has no
-// target and scores 0. A level with score > 1 needs a compaction.
+// target and scores 0. A level with score >= 1 needs a compaction: L0 as
+// soon as it holds L0CompactionTrigger tables, as in LevelDB and Pebble.
 func (p *Picker) Scores(levels *manifest.Levels) [manifest.NumLevels]float64 {
 	var s [manifest.NumLevels]float64
 	s[0] = float64(len(levels[0])) / float64(p.opts.L0CompactionTrigger)
@@ -106,14 +107,14 @@ func (p *Picker) Scores(levels *manifest.Levels) [manifest.NumLevels]float64 {
 }
 
 // Pick returns the compaction to run next, or nil when no level scores
-// above 1 or every candidate would take a table that is already
+// 1 or more, or every candidate would take a table that is already
 // compacting. Levels are tried by descending score (ties: the upper level
 // first).
 func (p *Picker) Pick(levels *manifest.Levels) *Compaction {
 	scores := p.Scores(levels)
 	var order []int
 	for l := 0; l < manifest.NumLevels-1; l++ {
-		if scores[l] > 1 {
+		if scores[l] >= 1 {
 			order = append(order, l)
 		}
 	}
