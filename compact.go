@@ -1,14 +1,442 @@
 package sieve
 
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sievedb/sieve/compaction"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
+	"github.com/sievedb/sieve/vfs"
+)
+
 // compactState is guarded by db.mu.
 type compactState struct {
 	running int
+	// pickers keep each column family's round-robin cursors.
+	pickers map[uint32]*compaction.Picker
+	// lastErr is the error of the last failed background compaction; the
+	// next Compact call returns it.
+	lastErr error
 }
 
-// maybeScheduleCompactionLocked starts background compactions when a level
-// needs one. REQUIRES: db.mu held.
-func (db *DB) maybeScheduleCompactionLocked() {}
+func (db *DB) picker(cf uint32) *compaction.Picker {
+	if db.compact.pickers == nil {
+		db.compact.pickers = map[uint32]*compaction.Picker{}
+	}
+	p, ok := db.compact.pickers[cf]
+	if !ok {
+		p = compaction.NewPicker(compaction.PickerOptions{
+			L0CompactionTrigger: db.opts.L0CompactionTrigger,
+			LBaseMaxBytes:       db.opts.LBaseMaxBytes,
+			LevelMultiplier:     db.opts.LevelMultiplier,
+			TargetFileSize:      db.opts.TargetFileSize,
+		})
+		db.compact.pickers[cf] = p
+	}
+	return p
+}
+
+// compactable reports whether column family cf may be compacted: a family
+// whose recorded merger is not supplied is left alone, since its operands
+// could not be collapsed.
+func (db *DB) compactable(cf uint32) bool {
+	st := db.cfs.get(cf)
+	return st != nil && (st.recordedMerger == "" || st.merger != nil)
+}
+
+// maybeScheduleCompactionLocked starts background compactions while a
+// level needs one and a slot is free. REQUIRES: db.mu held.
+func (db *DB) maybeScheduleCompactionLocked() {
+	for db.compact.running < db.opts.MaxConcurrentCompactions {
+		if db.mu.bgErr != nil || db.closed.Load() || db.opts.ReadOnly {
+			return
+		}
+		v := db.versions.Current()
+		var picked *compaction.Compaction
+		var cf uint32
+		for id, lv := range v.CFs {
+			if !db.compactable(id) {
+				continue
+			}
+			if c := db.picker(id).Pick(lv); c != nil && (picked == nil || c.Score > picked.Score) {
+				picked, cf = c, id
+			}
+		}
+		if picked == nil {
+			v.Unref()
+			return
+		}
+		setCompacting(picked, true)
+		db.compact.running++
+		db.bg.Add(1)
+		go func() {
+			defer db.bg.Done()
+			err := db.runCompaction(cf, picked, v)
+			v.Unref()
+			db.mu.Lock()
+			db.finishCompactionLocked(picked, err)
+			db.maybeScheduleCompactionLocked()
+			db.mu.Unlock()
+		}()
+	}
+}
+
+func setCompacting(c *compaction.Compaction, on bool) {
+	for _, f := range c.InputFiles() {
+		f.Compacting = on
+	}
+}
+
+// finishCompactionLocked releases a compaction's inputs and records its
+// error. REQUIRES: db.mu held.
+func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
+	setCompacting(c, false)
+	db.compact.running--
+	if err != nil && !errors.Is(err, ErrClosed) {
+		db.compact.lastErr = err
+		db.opts.Logger.Error("compaction failed", "compaction", c.String(), "err", err)
+		if errors.Is(err, ErrCorruption) {
+			// Refuse writes rather than compact garbage into new tables.
+			db.setBackgroundErrorLocked(err)
+		}
+	}
+	db.updateReadState()
+	db.mu.cond.Broadcast()
+}
+
+// runCompaction executes c on column family cf, picked from version v, and
+// installs its result. The inputs must be marked Compacting.
+func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Version) error {
+	start := time.Now()
+	if c.IsMove {
+		f := c.Inputs[0][0]
+		edit := &manifest.VersionEdit{
+			DeletedFiles: []manifest.DeletedFile{{CF: cf, Level: c.StartLevel, FileNum: f.FileNum}},
+			NewFiles:     []manifest.NewFile{{CF: cf, Level: c.OutputLevel, Meta: f}},
+		}
+		if err := db.logAndApply(edit); err != nil {
+			return err
+		}
+		db.metrics.moves.Add(1)
+		db.opts.Logger.Info("compaction move", "compaction", c.String())
+		return nil
+	}
+	db.mu.Lock()
+	snapshots := db.mu.snapshots.all()
+	db.mu.Unlock()
+	lv := v.Levels(cf)
+	opts := compaction.GCOptions{
+		Snapshots: snapshots,
+		ElideTombstone: func(ukey []byte) bool {
+			for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
+				if len(lv.Overlapping(level, ukey, ukey)) > 0 {
+					return false
+				}
+			}
+			return true
+		},
+	}
+	if st := db.cfs.get(cf); st != nil && st.merger != nil {
+		opts.Merger = st.merger
+	}
+	input := c.NewInputIter(db.compactionOpener())
+	it := compaction.NewIter(input, opts)
+	out := &compactionOutput{db: db, cf: cf}
+	splitter := c.NewSplitter(db.opts.TargetFileSize)
+	var err error
+	for ok := it.First(); ok && err == nil; ok = it.Next() {
+		if db.closed.Load() {
+			err = ErrClosed
+			break
+		}
+		k := it.Key()
+		if out.w != nil && splitter.ShouldSplitBefore(k, out.w.EstimatedSize()) {
+			err = out.finish()
+		} else if out.w == nil {
+			splitter.ShouldSplitBefore(k, 0)
+		}
+		if err == nil && out.w == nil {
+			err = out.start()
+		}
+		if err == nil {
+			err = out.w.Add(k, it.Value())
+		}
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && out.w != nil {
+		err = out.finish()
+	}
+	if err == nil && len(out.metas) > 0 {
+		err = db.fs.SyncDir(db.dirname)
+	}
+	if err != nil {
+		out.abandon()
+		return fmt.Errorf("compaction %s: %w", c, err)
+	}
+	edit := &manifest.VersionEdit{}
+	for i, files := range c.Inputs {
+		level := c.StartLevel
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{CF: cf, Level: level, FileNum: f.FileNum})
+		}
+	}
+	var written uint64
+	for _, m := range out.metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: m})
+		written += m.Size
+	}
+	if err := db.logAndApply(edit); err != nil {
+		out.abandon()
+		return err
+	}
+	read := c.InputBytes()
+	m := &db.metrics
+	m.compactions.Add(1)
+	m.compactBytesRead.Add(int64(read))
+	m.compactBytesWritten.Add(int64(written))
+	m.levelBytesIn[c.OutputLevel].Add(int64(totalSize(c.Inputs[0])))
+	m.levelBytesRead[c.OutputLevel].Add(int64(read))
+	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
+	stats := it.Stats()
+	m.mergeErrors.Add(stats.MergeErrors)
+	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(out.metas),
+		"read", read, "written", written, "dropped", stats.DroppedShadowed+stats.DroppedTombstones, "took", time.Since(start))
+	return nil
+}
+
+func totalSize(files []*manifest.FileMetadata) uint64 {
+	var n uint64
+	for _, f := range files {
+		n += f.Size
+	}
+	return n
+}
+
+// logAndApply records an edit and publishes the version it makes.
+func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
+	db.versionMu.Lock()
+	err := db.versions.LogAndApply(edit)
+	db.versionMu.Unlock()
+	if err != nil {
+		db.setBackgroundError(fmt.Errorf("manifest write: %w", err))
+		return err
+	}
+	db.mu.Lock()
+	db.updateReadState()
+	db.mu.Unlock()
+	return nil
+}
+
+// compactionOpener opens input tables through the table cache; the
+// returned iterators release their reference on Close.
+func (db *DB) compactionOpener() compaction.TableOpener {
+	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+		e, err := db.tables.get(f)
+		if err != nil {
+			return nil, err
+		}
+		return &tableIter{InternalIterator: e.r.NewIter(nil, nil), db: db, e: e}, nil
+	}
+}
+
+// compactionOutput writes the output tables of one compaction or flush.
+type compactionOutput struct {
+	db    *DB
+	cf    uint32
+	num   uint64
+	f     vfs.File
+	w     *sstable.Writer
+	metas []*manifest.FileMetadata
+	files []uint64 // every table created, for cleanup
+}
+
+func (o *compactionOutput) start() error {
+	db := o.db
+	db.versionMu.Lock()
+	o.num = db.versions.NextFileNum()
+	db.versionMu.Unlock()
+	f, err := db.fs.Create(base.MakeFilename(db.dirname, base.FileTypeTable, o.num))
+	if err != nil {
+		return err
+	}
+	o.files = append(o.files, o.num)
+	o.f = f
+	o.w = sstable.NewWriter(f, db.writerOptions(o.cf))
+	return nil
+}
+
+// finish completes, syncs and closes the current table.
+func (o *compactionOutput) finish() error {
+	md, err := o.w.Finish()
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	o.w, o.f = nil, nil
+	if err != nil {
+		return err
+	}
+	o.metas = append(o.metas, &manifest.FileMetadata{
+		FileNum: o.num, Size: md.Size,
+		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
+		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
+	})
+	return nil
+}
+
+// abandon removes every table the output created.
+func (o *compactionOutput) abandon() {
+	if o.f != nil {
+		o.f.Close()
+	}
+	o.db.removeFiles(o.files)
+}
 
 // maybeStallForL0Locked blocks the commit leader while L0 holds
-// L0StopWritesTrigger tables or more. REQUIRES: db.mu held.
-func (db *DB) maybeStallForL0Locked() error { return nil }
+// L0StopWritesTrigger tables or more, and slows writes down (1 ms each)
+// from L0StopWritesTrigger-4 on. REQUIRES: db.mu held.
+func (db *DB) maybeStallForL0Locked() error {
+	slowed := false
+	for {
+		if db.mu.bgErr != nil {
+			return db.mu.bgErr
+		}
+		if db.closed.Load() {
+			return ErrClosed
+		}
+		n := db.maxL0Files()
+		if n >= db.opts.L0StopWritesTrigger {
+			db.maybeScheduleCompactionLocked()
+			if db.compact.running == 0 {
+				// Nothing can reduce L0 (e.g. a family without its
+				// merger): do not deadlock the writer.
+				return nil
+			}
+			db.stallWait("L0 tables")
+			continue
+		}
+		if !slowed && n >= max(db.opts.L0StopWritesTrigger-4, db.opts.L0CompactionTrigger+1) {
+			slowed = true
+			db.metrics.slowdowns.Add(1)
+			db.mu.Unlock()
+			time.Sleep(time.Millisecond)
+			db.mu.Lock()
+			continue
+		}
+		return nil
+	}
+}
+
+// maxL0Files is the largest L0 table count over column families.
+func (db *DB) maxL0Files() int {
+	db.rsMu.RLock()
+	v := db.rs.version
+	n := 0
+	for _, lv := range v.CFs {
+		n = max(n, len(lv[0]))
+	}
+	db.rsMu.RUnlock()
+	return n
+}
+
+// Compact flushes the memtables, then compacts the key range [start, end]
+// (nil = unbounded) of the default column family level by level down to
+// the bottom level, and waits for it.
+func (db *DB) Compact(start, end []byte) error {
+	return db.compactCF(0, start, end)
+}
+
+// Compact compacts the range [start, end] of the column family down to the
+// bottom level (see DB.Compact).
+func (cf *ColumnFamily) Compact(start, end []byte) error {
+	return cf.db.compactCF(cf.id, start, end)
+}
+
+func (db *DB) compactCF(cf uint32, start, end []byte) error {
+	if err := db.Flush(); err != nil {
+		return err
+	}
+	if !db.compactable(cf) {
+		return fmt.Errorf("%w: column family %d cannot be compacted until its merger is supplied", ErrNoMerger, cf)
+	}
+	if start != nil && end != nil && bytes.Compare(start, end) > 0 {
+		return fmt.Errorf("sieve: Compact: start %q > end %q", start, end)
+	}
+	db.mu.Lock()
+	if err := db.compact.lastErr; err != nil {
+		db.compact.lastErr = nil
+		db.mu.Unlock()
+		return err
+	}
+	db.mu.Unlock()
+	for level := 0; level < manifest.NumLevels-1; level++ {
+		for {
+			c, v, err := db.pickManual(cf, level, start, end)
+			if err != nil {
+				return err
+			}
+			if c == nil {
+				break
+			}
+			err = db.runCompaction(cf, c, v)
+			v.Unref()
+			db.mu.Lock()
+			db.finishCompactionLocked(c, err)
+			db.maybeScheduleCompactionLocked()
+			db.mu.Unlock()
+			if err != nil {
+				return err
+			}
+			if level > 0 {
+				break // Ln -> Ln+1 took the whole range at once
+			}
+		}
+	}
+	return nil
+}
+
+// pickManual picks the manual compaction of level in [start, end], waiting
+// while its inputs are busy in a background compaction. It returns the
+// version it was picked from, referenced.
+func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.Compaction, *manifest.Version, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for {
+		if db.mu.bgErr != nil {
+			return nil, nil, db.mu.bgErr
+		}
+		if db.closed.Load() {
+			return nil, nil, ErrClosed
+		}
+		v := db.versions.Current()
+		lv := v.Levels(cf)
+		if lv == nil {
+			v.Unref()
+			return nil, nil, nil
+		}
+		c, err := db.picker(cf).PickManual(lv, level, start, end)
+		switch {
+		case errors.Is(err, compaction.ErrInputsCompacting):
+			v.Unref()
+			db.mu.cond.Wait()
+			continue
+		case err != nil || c == nil:
+			v.Unref()
+			return nil, nil, err
+		}
+		setCompacting(c, true)
+		db.compact.running++
+		return c, v, nil
+	}
+}

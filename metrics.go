@@ -23,7 +23,7 @@ type dbMetrics struct {
 	compactions, compactBytesRead, compactBytesWritten, moves atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten           [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                        atomic.Int64
-	mergesCollapsed                                           atomic.Int64
+	mergesCollapsed, mergeErrors, slowdowns                   atomic.Int64
 }
 
 func (m *dbMetrics) addReadStats(s *sstable.ReadStats) {
