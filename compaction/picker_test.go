@@ -1,0 +1,265 @@
+package compaction
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"sort"
+	"testing"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+func rkey(i int) []byte { return []byte(fmt.Sprintf("%04d", i)) }
+
+func fileMeta(num uint64, smallest, largest []byte, smallSeq, largeSeq uint64, size uint64) *manifest.FileMetadata {
+	return &manifest.FileMetadata{
+		FileNum:     num,
+		Size:        size,
+		Smallest:    base.MakeInternalKey(append([]byte(nil), smallest...), largeSeq, base.KindSet),
+		Largest:     base.MakeInternalKey(append([]byte(nil), largest...), smallSeq, base.KindSet),
+		SmallestSeq: smallSeq,
+		LargestSeq:  largeSeq,
+	}
+}
+
+// randomLSM builds a valid random version: overlapping L0 tables (newest
+// first), sorted non-overlapping tables in L1..L6, seqnums decreasing with
+// depth.
+func randomLSM(t *testing.T, rng *rand.Rand) (*manifest.Version, uint64) {
+	edit := &manifest.VersionEdit{}
+	num := uint64(1)
+	seq := uint64(1_000_000)
+	for level := manifest.NumLevels - 1; level >= 1; level-- {
+		n := rng.Intn(12)
+		bounds := rng.Perm(1000)[:2*n]
+		sort.Ints(bounds)
+		for i := 0; i < n; i++ {
+			lo, hi := bounds[2*i], bounds[2*i+1]
+			m := fileMeta(num, rkey(lo), rkey(hi), seq-100, seq, uint64(1+rng.Intn(3000)))
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: level, Meta: m})
+			num++
+		}
+		seq += 1000
+	}
+	for i := rng.Intn(10); i > 0; i-- {
+		lo := rng.Intn(1000)
+		hi := lo + rng.Intn(300)
+		m := fileMeta(num, rkey(lo), rkey(hi), seq, seq+10, uint64(1+rng.Intn(300)))
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: 0, Meta: m})
+		num++
+		seq += 100
+	}
+	v, err := (&manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}).Apply(edit, nil)
+	require.NoError(t, err)
+	return v, num
+}
+
+// footprint is what a compaction reads and writes in one level: its input
+// tables there, and its whole key range in its output level.
+func footprint(c *Compaction, level int) [][2][]byte {
+	var out [][2][]byte
+	for i, files := range c.Inputs {
+		l := c.StartLevel
+		if i == 1 {
+			l = c.OutputLevel
+		}
+		if l != level {
+			continue
+		}
+		for _, f := range files {
+			out = append(out, [2][]byte{f.Smallest.UserKey, f.Largest.UserKey})
+		}
+	}
+	if level == c.OutputLevel {
+		out = append(out, [2][]byte{c.Smallest, c.Largest})
+	}
+	return out
+}
+
+func rangesOverlap(a, b [][2][]byte) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if bytes.Compare(x[0], y[1]) <= 0 && bytes.Compare(y[0], x[1]) <= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func sameFiles(a, b []*manifest.FileMetadata) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkCompaction checks one picked compaction against the LSM it was
+// picked from.
+func checkCompaction(t *testing.T, lv *manifest.Levels, c *Compaction, opts PickerOptions) {
+	require.Equal(t, c.OutputLevel, c.StartLevel+1, c.String())
+	require.NotEmpty(t, c.Inputs[0], c.String())
+	for _, f := range c.InputFiles() {
+		require.False(t, f.Compacting, "%s takes compacting table %06d", c, f.FileNum)
+	}
+	for i, files := range c.Inputs {
+		l := c.StartLevel + i
+		for _, f := range files {
+			require.Contains(t, lv[l], f, "%s: %06d not in L%d", c, f.FileNum, l)
+		}
+	}
+	smallest, largest := keyRange(c.Inputs[0], c.Inputs[1])
+	require.Equal(t, smallest, c.Smallest, c.String())
+	require.Equal(t, largest, c.Largest, c.String())
+	s0, l0 := keyRange(c.Inputs[0], nil)
+	require.True(t, sameFiles(c.Inputs[1], lv.Overlapping(c.OutputLevel, s0, l0)),
+		"%s: output-level inputs are not exactly the tables under the start-level inputs", c)
+	if c.StartLevel == 0 {
+		for _, f := range lv[0] {
+			for _, in := range c.Inputs[0] {
+				if f.Overlaps(in.Smallest.UserKey, in.Largest.UserKey) {
+					require.Contains(t, c.Inputs[0], f, "%s leaves overlapping L0 table %06d", c, f.FileNum)
+				}
+			}
+		}
+	}
+	if c.OutputLevel+1 < manifest.NumLevels {
+		require.True(t, sameFiles(c.Grandparents, lv.Overlapping(c.OutputLevel+1, c.Smallest, c.Largest)), c.String())
+	}
+	if c.IsMove {
+		require.Len(t, c.Inputs[0], 1, c.String())
+		require.Empty(t, c.Inputs[1], c.String())
+		require.LessOrEqual(t, totalSize(c.Grandparents), uint64(opts.MaxGrandparentOverlapBytes), c.String())
+	}
+}
+
+// TestPickerRandom picks compactions from random LSMs as a DB with many
+// concurrent compactions would — marking each one's inputs compacting and
+// picking again until nothing is left — checks every pick, checks that no
+// two running compactions touch the same key range of a level, then
+// installs them all (an output table spanning each compaction's whole key
+// range, the worst case) and checks that the LSM stays valid, for several
+// rounds.
+func TestPickerRandom(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	for trial := 0; trial < 200; trial++ {
+		v, nextNum := randomLSM(t, rng)
+		p := NewPicker(PickerOptions{
+			L0CompactionTrigger: 1 + rng.Intn(4),
+			LBaseMaxBytes:       int64(1000 + rng.Intn(5000)),
+			LevelMultiplier:     2 + rng.Intn(9),
+			TargetFileSize:      int64(50 + rng.Intn(500)),
+		})
+		for round := 0; round < 5; round++ {
+			lv := v.Levels(0)
+			var running []*Compaction
+			for {
+				c := p.Pick(lv)
+				if c == nil {
+					break
+				}
+				checkCompaction(t, lv, c, p.Options())
+				for _, r := range running {
+					for l := 0; l < manifest.NumLevels; l++ {
+						if rangesOverlap(footprint(c, l), footprint(r, l)) {
+							t.Fatalf("trial %d: %s and running %s overlap in L%d\n%s", trial, c, r, l, v)
+						}
+					}
+				}
+				for _, f := range c.InputFiles() {
+					f.Compacting = true
+				}
+				running = append(running, c)
+			}
+			if len(running) == 0 {
+				break
+			}
+			edit := &manifest.VersionEdit{}
+			for _, c := range running {
+				var small, large uint64 = base.SeqNumMax, 0
+				var size uint64
+				for i, files := range c.Inputs {
+					for _, f := range files {
+						f.Compacting = false
+						small, large = min(small, f.SmallestSeq), max(large, f.LargestSeq)
+						size += f.Size
+						edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: c.StartLevel + i, FileNum: f.FileNum})
+					}
+				}
+				out := fileMeta(nextNum, c.Smallest, c.Largest, small, large, size)
+				if c.IsMove {
+					out = c.Inputs[0][0]
+				}
+				nextNum++
+				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: out})
+			}
+			nv, err := v.Apply(edit, nil)
+			require.NoError(t, err, "trial %d round %d", trial, round)
+			v = nv
+		}
+	}
+}
+
+func TestPickerScores(t *testing.T) {
+	v, _ := randomLSM(t, rand.New(rand.NewSource(1)))
+	lv := v.Levels(0)
+	p := NewPicker(PickerOptions{L0CompactionTrigger: 4, LBaseMaxBytes: 1000, LevelMultiplier: 10})
+	s := p.Scores(lv)
+	require.InDelta(t, float64(len(lv[0]))/4, s[0], 1e-9)
+	for l := 1; l < manifest.NumLevels-1; l++ {
+		want := float64(lv.Size(l)) / (1000 * float64(pow10(l-1)))
+		require.InDelta(t, want, s[l], 1e-9, "L%d", l)
+	}
+	require.Zero(t, s[manifest.NumLevels-1])
+	require.Equal(t, PickerOptions{L0CompactionTrigger: 4, LBaseMaxBytes: 64 << 20, LevelMultiplier: 10,
+		TargetFileSize: 4 << 20, MaxGrandparentOverlapBytes: 40 << 20, MaxExpandedBytes: 100 << 20},
+		PickerOptions{}.WithDefaults())
+}
+
+func pow10(n int) int {
+	r := 1
+	for ; n > 0; n-- {
+		r *= 10
+	}
+	return r
+}
+
+// TestElider compares NewElider with a direct scan of the deeper levels,
+// for ascending and random key orders.
+func TestElider(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	for trial := 0; trial < 40; trial++ {
+		v, _ := randomLSM(t, rng)
+		lv := v.Levels(0)
+		keys := make([]int, 200)
+		for i := range keys {
+			keys[i] = rng.Intn(1100)
+		}
+		if rng.Intn(2) == 0 {
+			sort.Ints(keys)
+		}
+		for level := -1; level < manifest.NumLevels; level++ {
+			e := NewElider(lv, level)
+			for _, k := range keys {
+				want := true
+				for l := level + 1; l < manifest.NumLevels; l++ {
+					for _, f := range lv[l] {
+						if f.Overlaps(rkey(k), rkey(k)) {
+							want = false
+						}
+					}
+				}
+				require.Equal(t, want, e(rkey(k)), "trial %d level %d key %d", trial, level, k)
+			}
+		}
+	}
+}
