@@ -123,9 +123,6 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if !key.Kind().Valid() {
 		return fmt.Errorf("sstable: Add %s: invalid kind", key)
 	}
-	if key.SeqNum() > base.SeqNumMax {
-		return fmt.Errorf("sstable: Add %s: sequence number out of range", key)
-	}
 	w.keyBuf = key.AppendEncoded(w.keyBuf[:0])
 	if w.props.NumEntries > 0 && base.CompareEncoded(w.lastKey, w.keyBuf) >= 0 {
 		last, _ := base.DecodeInternalKey(w.lastKey)
