@@ -87,7 +87,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 	if it == nil {
 		it = new(blockIter)
 	}
-	defer r.getPool.Put(it)
+	defer r.putGetIter(it)
 	for ; i < len(r.index); i++ {
 		blk, err := r.dataBlock(i, stats)
 		if err != nil {
@@ -113,4 +113,12 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 		}
 	}
 	return nil
+}
+
+// putGetIter returns a Get iterator to the pool without the block it points
+// at, so that pooled iterators do not pin evicted blocks in memory.
+func (r *Reader) putGetIter(it *blockIter) {
+	it.blk = block{}
+	it.key, it.val = nil, nil
+	r.getPool.Put(it)
 }

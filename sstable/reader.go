@@ -2,9 +2,11 @@ package sstable
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
@@ -82,7 +84,10 @@ type Reader struct {
 	filterErr   error
 
 	getPool sync.Pool // *blockIter for Get
+	closed  atomic.Bool
 }
+
+var errReaderClosed = errors.New("sstable: reader closed")
 
 // NewReader opens the table held by f, whose length is size. It reads and
 // checks the footer, metaindex, properties, index and filter blocks; the
@@ -134,6 +139,9 @@ func (r *Reader) readFooter() error {
 // readAt reads exactly len(buf) bytes at off; a short read is corruption
 // (the file is truncated), other errors are returned as I/O errors.
 func (r *Reader) readAt(buf []byte, off uint64, ctx errCtx) error {
+	if r.closed.Load() {
+		return errReaderClosed
+	}
 	n, err := r.f.ReadAt(buf, int64(off))
 	if n == len(buf) {
 		return nil
@@ -327,13 +335,12 @@ func (r *Reader) ResidentSize() (index, filter int) {
 // FileNum returns the file number the Reader was opened with.
 func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
 
-// Close closes the file. It must not be called while other methods run or
-// iterators are open.
+// Close closes the file. Reads after Close fail with an error (blocks
+// already in the cache are still served). Close must not race with reads
+// that the caller still expects to succeed.
 func (r *Reader) Close() error {
-	if r.f == nil {
-		return nil
+	if r.closed.Swap(true) {
+		return errReaderClosed
 	}
-	err := r.f.Close()
-	r.f = nil
-	return err
+	return r.f.Close()
 }

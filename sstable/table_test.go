@@ -436,3 +436,15 @@ func TestConcurrentReaders(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+func TestReadAfterClose(t *testing.T) {
+	kvs := benchKVs(1000)
+	data, _ := buildTable(t, kvs, WriterOptions{})
+	r := openTable(t, data, ReaderOptions{})
+	require.NoError(t, r.Close())
+	require.Error(t, r.Close())
+	it := r.NewIter(nil, nil)
+	require.False(t, it.First())
+	require.Error(t, it.Error())
+	require.Error(t, r.Get(kvs[0].key.UserKey, base.SeqNumMax, nil, func(base.InternalKey, []byte) bool { return true }))
+}
