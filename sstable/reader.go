@@ -22,7 +22,9 @@ type ReadableFile interface {
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
-	// FileNum names the table in errors and keys its blocks in Cache.
+	// FileNum names the table in errors and keys its blocks in Cache. It
+	// must be unique among the tables that share a Cache: two tables under
+	// one number would be served each other's blocks.
 	FileNum uint64
 	// Cache holds data blocks; nil reads every data block from the file.
 	Cache *cache.Cache
