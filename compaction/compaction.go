@@ -37,6 +37,8 @@ type Compaction struct {
 	Score float64
 	// Smallest and Largest bound the user keys of all inputs (inclusive).
 	Smallest, Largest []byte
+
+	opts PickerOptions // of the Picker that picked it
 }
 
 // InputFiles returns every input table: Inputs[0] then Inputs[1].
@@ -68,9 +70,14 @@ func (c *Compaction) NewInputIter(open TableOpener) *MergingIter {
 	return NewMergingIter(IterOptions{}, children...)
 }
 
-// NewSplitter returns the output splitter for this compaction.
-func (c *Compaction) NewSplitter(targetFileSize int64) *Splitter {
-	return NewSplitter(SplitterOptions{TargetFileSize: targetFileSize, Grandparents: c.Grandparents})
+// NewSplitter returns the output splitter for this compaction, with the
+// picker's TargetFileSize and MaxGrandparentOverlapBytes.
+func (c *Compaction) NewSplitter() *Splitter {
+	return NewSplitter(SplitterOptions{
+		TargetFileSize:             c.opts.TargetFileSize,
+		MaxGrandparentOverlapBytes: c.opts.MaxGrandparentOverlapBytes,
+		Grandparents:               c.Grandparents,
+	})
 }
 
 // String renders the compaction for logs and tests, e.g.

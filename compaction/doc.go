@@ -32,7 +32,7 @@
 //	else:
 //	  it := compaction.NewIter(c.NewInputIter(openTable), compaction.GCOptions{
 //	      Snapshots: snaps, ElideTombstone: compaction.NewElider(levels, c.OutputLevel), Merger: m})
-//	  sp := c.NewSplitter(opts.TargetFileSize)
+//	  sp := c.NewSplitter()
 //	  for ok := it.First(); ok; ok = it.Next() {
 //	      if sp.ShouldSplitBefore(it.Key(), w.EstimatedSize()) { finish w; start a new table }
 //	      w.Add(it.Key(), it.Value())

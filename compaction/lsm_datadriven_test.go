@@ -322,8 +322,10 @@ func (s *lsm) compact(d *ddCase) string {
 			elide = func([]byte) bool { return all }
 		}
 		it := NewIter(c.NewInputIter(s.opener), GCOptions{Snapshots: d.uints(t, "snapshots"), ElideTombstone: elide, Merger: m})
-		target := d.int(t, "target-file-size", s.picker.Options().TargetFileSize)
-		sp := NewSplitter(SplitterOptions{TargetFileSize: target, MaxGrandparentOverlapBytes: s.picker.Options().MaxGrandparentOverlapBytes, Grandparents: c.Grandparents})
+		sp := c.NewSplitter()
+		if d.has("target-file-size") {
+			sp = NewSplitter(SplitterOptions{TargetFileSize: d.int(t, "target-file-size", 0), Grandparents: c.Grandparents})
+		}
 		var cur []entry
 		var size uint64
 		finish := func() {

@@ -204,7 +204,7 @@ func (p *Picker) setup(levels *manifest.Levels, start, output int, in0 []*manife
 			}
 		}
 	}
-	c := &Compaction{StartLevel: start, OutputLevel: output, Inputs: [2][]*manifest.FileMetadata{in0, in1}}
+	c := &Compaction{StartLevel: start, OutputLevel: output, Inputs: [2][]*manifest.FileMetadata{in0, in1}, opts: p.opts}
 	c.Smallest, c.Largest = keyRange(in0, in1)
 	if output+1 < manifest.NumLevels {
 		c.Grandparents = levels.Overlapping(output+1, c.Smallest, c.Largest)

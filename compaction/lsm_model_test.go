@@ -1,0 +1,188 @@
+package compaction
+
+import (
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCompactionModel drives the whole package as a DB would — flushes to
+// L0, Picker.Pick and PickManual, NewInputIter, NewElider, Iter, Splitter,
+// trivial moves, installing edits in a manifest.Version — while snapshots
+// open and close, and after every compaction checks, for every open
+// snapshot and the latest state, that each key reads as in a model holding
+// every write ever made; and that each key's versions are ordered newest
+// first from L0 down to L6 (what a point lookup relies on).
+func TestCompactionModel(t *testing.T) {
+	for _, mergerName := range []string{"counter", "append"} {
+		t.Run(mergerName, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(testutil.Seed(t)))
+			for trial := 0; trial < 10; trial++ {
+				runCompactionModel(t, rng, mergerName)
+			}
+		})
+	}
+}
+
+func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
+	m, err := mergerByName(mergerName)
+	require.NoError(t, err)
+	s := &lsm{t: t, version: &manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}, tables: map[uint64][]entry{}, nextFile: 1}
+	s.picker = NewPicker(PickerOptions{
+		L0CompactionTrigger: 2 + rng.Intn(3),
+		LBaseMaxBytes:       int64(300 + rng.Intn(600)),
+		LevelMultiplier:     2 + rng.Intn(3),
+		TargetFileSize:      int64(100 + rng.Intn(300)),
+	})
+	nKeys := 5 + rng.Intn(40)
+	var model []entry // every write, any order
+	var snapshots []uint64
+	seq := uint64(0)
+	compactions := 0
+
+	for step := 0; step < 200; step++ {
+		switch r := rng.Intn(10); {
+		case r < 4: // flush a batch of writes to L0
+			var batch []entry
+			for n := 1 + rng.Intn(20); n > 0; n-- {
+				seq++
+				ukey := []byte(fmt.Sprintf("k%02d", rng.Intn(nKeys)))
+				e := entry{key: base.MakeInternalKey(ukey, seq, kinds[rng.Intn(len(kinds))])}
+				if e.key.Kind() != base.KindDelete {
+					e.value = []byte(strconv.Itoa(rng.Intn(10)))
+					if mergerName == "append" {
+						e.value = []byte(fmt.Sprintf("<%d>", seq))
+					}
+				}
+				batch = append(batch, e)
+				model = append(model, e)
+			}
+			sortEntries(batch)
+			if rng.Intn(2) == 0 { // a flush may drop what no snapshot needs
+				it := NewIter(newSliceIter(batch), GCOptions{Snapshots: snapshots, Merger: m})
+				batch = collect(t, it)
+				require.NoError(t, it.Close())
+			}
+			if len(batch) > 0 {
+				f := s.newTable(s.nextFile, batch, 0)
+				require.NoError(t, s.apply(&manifest.VersionEdit{NewFiles: []manifest.NewFile{{Level: 0, Meta: f}}}))
+			}
+		case r < 5:
+			snapshots = append(snapshots, seq)
+			sort.Slice(snapshots, func(i, j int) bool { return snapshots[i] < snapshots[j] })
+		case r < 6:
+			if len(snapshots) > 0 {
+				i := rng.Intn(len(snapshots))
+				snapshots = append(snapshots[:i], snapshots[i+1:]...)
+			}
+		case r < 9:
+			if s.last = s.picker.Pick(s.levels()); s.last != nil {
+				runModelCompaction(t, s, snapshots, m)
+				compactions++
+				checkModel(t, s, model, snapshots, seq, m)
+			}
+		default:
+			level := rng.Intn(manifest.NumLevels)
+			var start, end []byte
+			if rng.Intn(2) == 0 {
+				start = []byte(fmt.Sprintf("k%02d", rng.Intn(nKeys)))
+				end = []byte(fmt.Sprintf("k%02d", rng.Intn(nKeys)))
+				if string(start) > string(end) {
+					start, end = end, start
+				}
+			}
+			c, err := s.picker.PickManual(s.levels(), level, start, end)
+			require.NoError(t, err)
+			if s.last = c; c != nil {
+				runModelCompaction(t, s, snapshots, m)
+				compactions++
+				checkModel(t, s, model, snapshots, seq, m)
+			}
+		}
+	}
+	require.NotZero(t, compactions)
+}
+
+// runModelCompaction runs s.last as the DB would and installs its result.
+func runModelCompaction(t *testing.T, s *lsm, snapshots []uint64, m Merger) {
+	c := s.last
+	edit := &manifest.VersionEdit{}
+	for i, files := range c.Inputs {
+		level := c.StartLevel
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: level, FileNum: f.FileNum})
+		}
+	}
+	if c.IsMove {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: c.Inputs[0][0]})
+	} else {
+		it := NewIter(c.NewInputIter(s.opener), GCOptions{
+			Snapshots:      snapshots,
+			ElideTombstone: NewElider(s.levels(), c.OutputLevel),
+			Merger:         m,
+		})
+		sp := c.NewSplitter()
+		var cur []entry
+		var size uint64
+		finish := func() {
+			if len(cur) > 0 {
+				f := s.newTable(s.nextFile, cur, 0)
+				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: f})
+			}
+			cur, size = nil, 0
+		}
+		for ok := it.First(); ok; ok = it.Next() {
+			if sp.ShouldSplitBefore(it.Key(), size) {
+				finish()
+			}
+			cur = append(cur, entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)})
+			size += uint64(it.Key().Size() + len(it.Value()))
+		}
+		finish()
+		require.NoError(t, it.Close())
+		require.Zero(t, s.open, "tables left open")
+	}
+	require.NoError(t, s.apply(edit), "installing %s", c)
+}
+
+// checkModel reads every key of the model at every snapshot and at the
+// latest seqnum through the LSM and compares.
+func checkModel(t *testing.T, s *lsm, model []entry, snapshots []uint64, latest uint64, m Merger) {
+	// Each key's versions in lookup order: L0 tables newest first, then
+	// L1..L6.
+	inLSM := map[string][]entry{}
+	for _, files := range s.levels() {
+		for _, f := range files {
+			for _, e := range s.tables[f.FileNum] {
+				uk := string(e.key.UserKey)
+				if vs := inLSM[uk]; len(vs) > 0 && vs[len(vs)-1].key.SeqNum() <= e.key.SeqNum() {
+					t.Fatalf("key %s: version #%d found below #%d\n%s", uk, e.key.SeqNum(), vs[len(vs)-1].key.SeqNum(), s.describe(false))
+				}
+				inLSM[uk] = append(inLSM[uk], e)
+			}
+		}
+	}
+	all := append([]entry(nil), model...)
+	sortEntries(all)
+	want := byUserKey(all)
+	for uk, versions := range want {
+		for _, r := range append(append([]uint64(nil), snapshots...), latest) {
+			v1, ok1, err1 := resolveAt([]byte(uk), versions, r, m)
+			v2, ok2, err2 := resolveAt([]byte(uk), inLSM[uk], r, m)
+			if v1 != v2 || ok1 != ok2 || (err1 != nil) != (err2 != nil) {
+				t.Fatalf("key %s at #%d (snapshots %v): model (%q, %v, %v), LSM (%q, %v, %v)\nLSM:\n%s",
+					uk, r, snapshots, v1, ok1, err1, v2, ok2, err2, s.describe(false))
+			}
+		}
+	}
+}
