@@ -1,5 +1,10 @@
 package sketchcol
 
+import (
+	"bytes"
+	"fmt"
+)
+
 // PFCountValues returns PFCOUNT over HLL values: for one value its cached
 // cardinality when valid (computed otherwise), for several the estimate
 // of their union (no cache involved, as in Redis). Missing keys are
@@ -7,6 +12,9 @@ package sketchcol
 func PFCountValues(values ...[]byte) (int64, error) {
 	present := values[:0:0]
 	for _, v := range values {
+		if err := expectKind(v, KindHLL); err != nil {
+			return 0, err
+		}
 		if v != nil {
 			present = append(present, v)
 		}
@@ -57,4 +65,90 @@ func hllCountCached(v []byte) (n int64, computed bool, err error) {
 		return 0, false, err
 	}
 	return histo.estimate(), true, nil
+}
+
+// expectKind checks that a stored value (nil = missing key) holds want:
+// ErrWrongType when it holds another kind of sketch, an error wrapping
+// ErrCorruption when it is no sketch value at all.
+func expectKind(cur []byte, want Kind) error {
+	if cur == nil {
+		return nil
+	}
+	k, err := KindOf(cur)
+	if err != nil {
+		return err
+	}
+	if k != want {
+		return fmt.Errorf("%w: key holds a %s, not a %s", ErrWrongType, k, want)
+	}
+	return nil
+}
+
+// PFAddOp returns the blind merge operand of PFADD key elems...: the
+// (index, rank) pairs of the elements. Applied to a missing key it
+// creates an empty HyperLogLog first, as PFADD does even with no
+// elements.
+func PFAddOp(elems ...[]byte) []byte { return appendHLLOp(nil, hllOpOf(elems)) }
+
+// PFAddReply returns PFADD's reply for adding elems to the current value
+// cur (nil for a missing key): true when the key is created or a register
+// rises. Write PFAddOp(elems...) after it (or skip the write when the
+// reply is false: the operand would change nothing).
+func PFAddReply(cur []byte, elems ...[]byte) (bool, error) {
+	if cur == nil {
+		return true, nil
+	}
+	if err := expectKind(cur, KindHLL); err != nil {
+		return false, err
+	}
+	var reg [hllRegisters]uint8
+	if _, err := decodeHLLRegisters(cur, &reg); err != nil {
+		return false, err
+	}
+	for _, e := range elems {
+		if i, r := hllPosition(e); r > reg[i] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// PFMergeOp returns the merge operand that raises a key's registers to
+// the union of srcs (HLL values; nil entries are missing keys and are
+// skipped): PFMERGE dst srcs... written blind, dst being a source by
+// construction. Redis's PFMERGE makes the result dense when a source is
+// dense; sieve's value stays canonical (FORMAT.md).
+func PFMergeOp(srcs ...[]byte) ([]byte, error) {
+	var reg [hllRegisters]uint8
+	for _, v := range srcs {
+		if v == nil {
+			continue
+		}
+		if err := expectKind(v, KindHLL); err != nil {
+			return nil, err
+		}
+		var r [hllRegisters]uint8
+		if _, err := decodeHLLRegisters(v, &r); err != nil {
+			return nil, err
+		}
+		for i, x := range r {
+			reg[i] = max(reg[i], x)
+		}
+	}
+	return appendHLLOp(nil, newHLLOp(&reg)), nil
+}
+
+// RefreshHLL returns the cardinality of one HLL value and, when its cache
+// was stale, the value with the cache refreshed (nil when it was valid):
+// what Redis's PFCOUNT writes back. Values written by FullMerge always
+// have a valid cache.
+func RefreshHLL(value []byte) (n int64, refreshed []byte, err error) {
+	if err := expectKind(value, KindHLL); err != nil {
+		return 0, nil, err
+	}
+	n, computed, err := hllCountCached(value)
+	if err != nil || !computed {
+		return n, nil, err
+	}
+	return n, setHLLCache(bytes.Clone(value), n), nil
 }

@@ -1,0 +1,166 @@
+package sketchcol
+
+import "github.com/sievedb/sieve"
+
+// Per-command helpers for cuckoo values; see bloom_ops.go for the
+// Reply/Op pattern.
+
+func cuckooSpecOrDefault(spec *CuckooSpec) (CuckooSpec, error) {
+	if spec == nil {
+		return DefaultCuckooSpec(), nil
+	}
+	return spec.normalized(), spec.Validate()
+}
+
+// CFReserveOp returns the operand of CF.RESERVE: create a filter of spec
+// if the key is missing.
+func CFReserveOp(spec CuckooSpec) ([]byte, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	return appendCuckooOp(nil, &cuckooOp{spec: spec.normalized()}), nil
+}
+
+func cuckooRecordsOp(spec *CuckooSpec, kind byte, items [][]byte) ([]byte, error) {
+	s, err := cuckooSpecOrDefault(spec)
+	if err != nil {
+		return nil, err
+	}
+	o := &cuckooOp{spec: s, recs: make([]cuckooRecord, len(items))}
+	for i, it := range items {
+		o.recs[i] = cuckooRecord{op: kind, hash: itemHash(it)}
+	}
+	return appendCuckooOp(nil, o), nil
+}
+
+// CFAddOp returns the operand of CF.ADD/CF.INSERT of items: one copy of
+// each, creating a filter of spec (nil: the defaults, capacity 1024) if
+// the key is missing. A blind add that finds the filter full when merged
+// is dropped and counted (CFInfo.ItemsDropped).
+func CFAddOp(spec *CuckooSpec, items ...[]byte) ([]byte, error) {
+	return cuckooRecordsOp(spec, cuckooAdd, items)
+}
+
+// CFAddNXOp returns the operand of CF.ADDNX/CF.INSERTNX: add each item
+// unless it is possibly present when the operand is merged.
+func CFAddNXOp(spec *CuckooSpec, items ...[]byte) ([]byte, error) {
+	return cuckooRecordsOp(spec, cuckooAddNX, items)
+}
+
+// CFDelOp returns the operand of CF.DEL item: remove one copy, newest
+// sub-filter first, if there is one when the operand is merged. CF.DEL
+// reads first (its reply says whether it found the item), so the
+// operand meets a missing key only if the key is deleted in between; it
+// then leaves an empty filter of the default geometry.
+func CFDelOp(item []byte) []byte {
+	b, _ := cuckooRecordsOp(nil, cuckooDel, [][]byte{item})
+	return b
+}
+
+// CFAddReply simulates CF.ADD/CF.INSERT of items in order on cur (nil:
+// a new filter of spec, nil spec the defaults) and returns how many were
+// added; at the first that does not fit it returns an error wrapping
+// ErrFilterFull. Write CFAddOp of the items added.
+func CFAddReply(cur []byte, spec *CuckooSpec, items ...[]byte) (int, error) {
+	c, err := cuckooOrNew(cur, spec)
+	if err != nil {
+		return 0, err
+	}
+	for i, it := range items {
+		if err := c.Add(it); err != nil {
+			return i, err
+		}
+	}
+	return len(items), nil
+}
+
+// CFAddNXReply returns CF.ADDNX's answers for items in order: true when
+// an item was absent and is added.
+func CFAddNXReply(cur []byte, spec *CuckooSpec, items ...[]byte) ([]bool, error) {
+	c, err := cuckooOrNew(cur, spec)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, 0, len(items))
+	for _, it := range items {
+		added, err := c.AddNX(it)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, added)
+	}
+	return out, nil
+}
+
+// CFDelReply returns CF.DEL's answer: whether a copy of item's
+// fingerprint is there to remove (false for a missing key).
+func CFDelReply(cur []byte, item []byte) (bool, error) {
+	if cur == nil {
+		return false, nil
+	}
+	c, err := parseCuckooKey(cur)
+	if err != nil {
+		return false, err
+	}
+	return c.Exists(item), nil
+}
+
+// CFExistsReply returns CF.EXISTS/CF.MEXISTS for items.
+func CFExistsReply(cur []byte, items ...[]byte) ([]bool, error) {
+	out := make([]bool, len(items))
+	if cur == nil {
+		return out, nil
+	}
+	c, err := parseCuckooKey(cur)
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		out[i] = c.Exists(it)
+	}
+	return out, nil
+}
+
+// CFCountReply returns CF.COUNT of item (it may over-count).
+func CFCountReply(cur []byte, item []byte) (int64, error) {
+	if cur == nil {
+		return 0, nil
+	}
+	c, err := parseCuckooKey(cur)
+	if err != nil {
+		return 0, err
+	}
+	return c.Count(item), nil
+}
+
+// CFInfoReply returns CF.INFO of a value.
+func CFInfoReply(cur []byte) (CFInfo, error) {
+	c, err := parseCuckooKey(cur)
+	if err != nil {
+		return CFInfo{}, err
+	}
+	info := c.Info()
+	info.Size = int64(len(cur))
+	return info, nil
+}
+
+func parseCuckooKey(cur []byte) (*CuckooFilter, error) {
+	if cur == nil {
+		return nil, sieve.ErrNotFound
+	}
+	if err := expectKind(cur, KindCuckoo); err != nil {
+		return nil, err
+	}
+	return ParseCuckoo(cur)
+}
+
+func cuckooOrNew(cur []byte, spec *CuckooSpec) (*CuckooFilter, error) {
+	if cur != nil {
+		return parseCuckooKey(cur)
+	}
+	s, err := cuckooSpecOrDefault(spec)
+	if err != nil {
+		return nil, err
+	}
+	return NewCuckooFilter(s)
+}

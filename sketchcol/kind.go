@@ -1,0 +1,91 @@
+package sketchcol
+
+// Every value and operand of the sketch column family starts with a kind
+// byte; all but the HyperLogLog value (whose first byte is the 'H' of
+// Redis's "HYLL") follow it with a version byte. The codes are one linear
+// enum, never reused (FORMAT.md, "Kinds").
+const (
+	kindSet         = 0x01 // operand: replace the value (Restore)
+	kindHLLOp       = 0x10 // operand: raise HLL registers
+	kindBloomValue  = 0x20 // value: scalable Bloom filter
+	kindBloomOp     = 0x21 // operand: Bloom adds
+	kindCuckooValue = 0x30 // value: scalable cuckoo filter
+	kindCuckooOp    = 0x31 // operand: cuckoo add/addnx/delete records
+	kindHLLValue    = 'H'  // value: Redis HyperLogLog ("HYLL" magic)
+
+	version1 = 1
+)
+
+// Kind is the kind of sketch a key holds.
+type Kind uint8
+
+const (
+	KindNone   Kind = iota // no value
+	KindHLL                // HyperLogLog (Redis format)
+	KindBloom              // scalable Bloom filter
+	KindCuckoo             // scalable cuckoo filter
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindHLL:
+		return "hyperloglog"
+	case KindBloom:
+		return "bloom"
+	case KindCuckoo:
+		return "cuckoo"
+	}
+	return "none"
+}
+
+// kindName names a kind byte in error messages.
+func kindName(b byte) string {
+	switch b {
+	case kindSet:
+		return "set operand"
+	case kindHLLOp:
+		return "HLL operand"
+	case kindBloomValue:
+		return "Bloom value"
+	case kindBloomOp:
+		return "Bloom operand"
+	case kindCuckooValue:
+		return "cuckoo value"
+	case kindCuckooOp:
+		return "cuckoo operand"
+	case kindHLLValue:
+		return "HLL value"
+	}
+	return "unknown kind"
+}
+
+// checkValueKind checks the kind and version bytes of one of sieve's own
+// values or operands.
+func checkValueKind(data []byte, want byte) error {
+	switch {
+	case len(data) < 2:
+		return corruptf("%s of %d bytes has no kind and version", kindName(want), len(data))
+	case data[0] != want:
+		return corruptf("%s expected, found %s (kind byte %#02x)", kindName(want), kindName(data[0]), data[0])
+	case data[1] != version1:
+		return corruptf("%s has unknown version %d", kindName(want), data[1])
+	}
+	return nil
+}
+
+// KindOf returns the kind of sketch a stored value holds, from its first
+// byte only; ValidateValue checks the whole value.
+func KindOf(value []byte) (Kind, error) {
+	if len(value) == 0 {
+		return KindNone, corruptf("empty sketch value")
+	}
+	switch value[0] {
+	case kindHLLValue:
+		return KindHLL, nil
+	case kindBloomValue:
+		return KindBloom, nil
+	case kindCuckooValue:
+		return KindCuckoo, nil
+	}
+	return KindNone, corruptf("not a sketch value: %s (kind byte %#02x)", kindName(value[0]), value[0])
+}

@@ -1,0 +1,111 @@
+package sketchcol
+
+import (
+	"fmt"
+
+	"github.com/sievedb/sieve"
+)
+
+// Merger is the merge operator of the sketch column family. It is
+// stateless, deterministic and safe for concurrent use. doc.go states the
+// algebra it implements.
+type Merger struct{}
+
+var _ sieve.Merger = Merger{}
+
+// MergerName is recorded in the manifest for the sketch column family.
+const MergerName = "sieve.sketchcol"
+
+// Name returns MergerName.
+func (Merger) Name() string { return MergerName }
+
+// FullMerge applies operands (oldest first) to base, or to a missing key
+// when hasBase is false, and returns the collapsed value: an HLL in
+// canonical Redis encoding with a valid cached cardinality, a Bloom or a
+// cuckoo value. A malformed base or operand fails this key only, with an
+// error wrapping ErrCorruption. An operand for another kind of sketch
+// than the key holds is dropped (see doc.go, "Wrong types").
+func (Merger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
+	var s sketch
+	if hasBase {
+		var err error
+		if s, err = decodeValue(base); err != nil {
+			return nil, fmt.Errorf("sketchcol: key %q: base value: %w", clip(key), err)
+		}
+	}
+	for i, raw := range operands {
+		o, err := decodeOperand(raw)
+		if err != nil {
+			return nil, fmt.Errorf("sketchcol: key %q: operand %d of %d: %w", clip(key), i+1, len(operands), err)
+		}
+		if s, err = applyOp(s, o); err != nil {
+			return nil, fmt.Errorf("sketchcol: key %q: operand %d of %d: %w", clip(key), i+1, len(operands), err)
+		}
+	}
+	if s == nil {
+		return nil, fmt.Errorf("sketchcol: key %q: full merge of no base and no operands", clip(key))
+	}
+	return s.appendValue(nil), nil
+}
+
+// PartialMerge combines adjacent operands (oldest first) into one:
+//
+//   - from the newest set operand on, everything collapses into one set
+//     operand of the resulting value (what came before it is dead);
+//   - otherwise operands of one kind fold: HLL by register-wise max,
+//     Bloom by ordered union of hashes, cuckoo by concatenation.
+//
+// It declines (ok=false) when an operand is malformed — so the error
+// surfaces on reads of that key alone — or when operands of different
+// kinds meet without a set operand (which of them applies depends on the
+// base, unknown here).
+func (Merger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
+	if len(operands) == 0 {
+		return nil, false
+	}
+	ops := make([]op, len(operands))
+	lastSet := -1
+	for i, raw := range operands {
+		o, err := decodeOperand(raw)
+		if err != nil {
+			return nil, false
+		}
+		ops[i] = o
+		if _, ok := o.(*setOp); ok {
+			lastSet = i
+		}
+	}
+	if lastSet >= 0 {
+		var s sketch
+		for _, o := range ops[lastSet:] {
+			var err error
+			if s, err = applyOp(s, o); err != nil {
+				return nil, false
+			}
+		}
+		return appendSetOp(nil, s), true
+	}
+	k := ops[0].kind()
+	for _, o := range ops[1:] {
+		if o.kind() != k {
+			return nil, false
+		}
+	}
+	switch k {
+	case KindHLL:
+		return appendHLLOp(nil, foldHLLOps(ops)), true
+	case KindBloom:
+		return appendBloomOp(nil, foldBloomOps(ops)), true
+	case KindCuckoo:
+		return appendCuckooOp(nil, foldCuckooOps(ops)), true
+	}
+	return nil, false
+}
+
+// clip shortens a key for an error message.
+func clip(key []byte) []byte {
+	if len(key) > 64 {
+		return key[:64]
+	}
+	return key
+}
