@@ -47,10 +47,14 @@
 // # Reading
 //
 // A DB iterator is a MergingIter whose children are, newest first, the
-// memtables, one LevelIter per L0 table (or the table's own iterator), and
-// one LevelIter per non-empty level L1..L6; the DB's iterator above it
-// hides versions newer than its sequence number, shadowed versions and
-// tombstones, and resolves merge operands.
+// memtables, one LevelIter per L0 table, and one LevelIter per non-empty
+// level L1..L6 (LevelIters builds these):
+//
+//	children := append(memtableIters, compaction.LevelIters(levels, openTable, opts)...)
+//	it := compaction.NewMergingIter(opts, children...)
+//
+// The DB's iterator above it hides versions newer than its sequence
+// number, shadowed versions and tombstones, and resolves merge operands.
 //
 // # Garbage-collection rules
 //

@@ -24,7 +24,8 @@ type Merger interface {
 // GCOptions configure the compaction iterator.
 type GCOptions struct {
 	// Snapshots are the sequence numbers of the open snapshots, in
-	// ascending order (duplicates allowed). A snapshot at s reads the
+	// ascending order (duplicates allowed; an unsorted list is sorted into
+	// a copy). A snapshot at s reads the
 	// versions with seq <= s. Taken once when the compaction starts:
 	// snapshots opened later see every input version anyway.
 	Snapshots []uint64
@@ -113,6 +114,10 @@ type Iter struct {
 // entries in CompareInternal order; only its First and Next are used. The
 // Iter owns input from then on: Close closes it.
 func NewIter(input base.InternalIterator, opts GCOptions) *Iter {
+	if !sort.SliceIsSorted(opts.Snapshots, func(a, b int) bool { return opts.Snapshots[a] < opts.Snapshots[b] }) {
+		opts.Snapshots = append([]uint64(nil), opts.Snapshots...)
+		sort.Slice(opts.Snapshots, func(a, b int) bool { return opts.Snapshots[a] < opts.Snapshots[b] })
+	}
 	return &Iter{in: input, opts: opts}
 }
 

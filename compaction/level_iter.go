@@ -256,3 +256,22 @@ func (l *LevelIter) Close() error {
 	l.closeTable()
 	return l.err
 }
+
+// LevelIters returns the children a read iterator over levels needs, in
+// the order NewMergingIter wants them (newest data first): a LevelIter for
+// each L0 table, newest first (each opens its table lazily), then one
+// LevelIter for each non-empty level L1..L6. The DB puts its memtable
+// iterators in front of them. Every LevelIter gets opts; open may bound
+// the table iterators it creates with the same bounds.
+func LevelIters(levels *manifest.Levels, open TableOpener, opts IterOptions) []base.InternalIterator {
+	var its []base.InternalIterator
+	for _, f := range levels[0] {
+		its = append(its, NewLevelIter(opts, []*manifest.FileMetadata{f}, open))
+	}
+	for l := 1; l < manifest.NumLevels; l++ {
+		if len(levels[l]) > 0 {
+			its = append(its, NewLevelIter(opts, levels[l], open))
+		}
+	}
+	return its
+}

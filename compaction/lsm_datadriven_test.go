@@ -192,16 +192,7 @@ func (s *lsm) newIter(d *ddCase) base.InternalIterator {
 	if d.has("level") {
 		return NewLevelIter(opts, lv[d.int(s.t, "level", 0)], s.opener)
 	}
-	var children []base.InternalIterator
-	for _, f := range lv[0] {
-		children = append(children, NewLevelIter(opts, []*manifest.FileMetadata{f}, s.opener))
-	}
-	for l := 1; l < manifest.NumLevels; l++ {
-		if len(lv[l]) > 0 {
-			children = append(children, NewLevelIter(opts, lv[l], s.opener))
-		}
-	}
-	return NewMergingIter(opts, children...)
+	return NewMergingIter(opts, LevelIters(lv, s.opener, opts)...)
 }
 
 // runIter executes iterator commands, one per input line, printing each
