@@ -239,3 +239,21 @@ func TestVerifyKeyOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestLayoutCoversFile checks that Layout's blocks tile the whole file.
+func TestLayoutCoversFile(t *testing.T) {
+	data, _ := corruptionTestTable(t, SnappyCompression)
+	r := openTable(t, data, ReaderOptions{})
+	var end uint64
+	kinds := map[string]int{}
+	for _, b := range r.Layout() {
+		require.Equal(t, end, b.Offset, "%s block", b.Kind)
+		end = b.Offset + b.Length
+		kinds[b.Kind]++
+	}
+	require.EqualValues(t, len(data), end)
+	require.EqualValues(t, r.Properties().NumDataBlocks, kinds["data"])
+	for _, k := range []string{"filter", "properties", "metaindex", "index", "footer"} {
+		require.Equal(t, 1, kinds[k], k)
+	}
+}
