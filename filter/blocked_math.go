@@ -8,34 +8,33 @@ import (
 // The exact expected false-positive rate of the blocked Bloom filter, used to
 // choose k and by ExpectedFPR. gen_fpr_table.go checks it against simulation.
 //
-// Model: the keys per line are Poisson with mean λ = n/lines. A key sets k
-// distinct uniformly random bits among the B = 512 − c usable bits of its
-// line, so a line with s bits set gains j new ones with the hypergeometric
-// probability C(B−s, j)·C(s, k−j)/C(B, k). A line with x keys is built under
+// Model: the keys per line are Poisson with mean λ = n/lines. Each of a
+// key's k probes lands on one of the 512 bits of its line uniformly and
+// independently; the B = 512 − c plain bits it hits are set, the c selector
+// bits read as set anyway. So one probe turns a line with s plain bits set
+// into s+1 with probability (B − s)/512. A line with x keys is built under
 // each of the T = 2^c selectors independently and keeps the one with the
-// fewest bits set, S_min; an absent key (one pattern, k distinct bits) then
-// passes with probability C(S_min, k)/C(B, k). Summing over the distribution
-// of x and S_min gives the rate. Unlike (1 − e^(−kn/m))^k this accounts for
-// the uneven load of the lines, which is what costs a blocked filter its
-// accuracy.
+// fewest plain bits set, S_min; an absent key then passes all k probes with
+// probability ((S_min + c)/512)^k. Summing over the distribution of x and
+// S_min gives the rate. Unlike (1 − e^(−kn/m))^k this accounts for the
+// uneven load of the lines, which is what costs a blocked filter its
+// accuracy, and for the bits a key's own probes set twice.
 
 // blockedFPR returns the expected false-positive rate of a blocked Bloom
 // filter with keysPerLine keys per line on average, k probes and c selector
 // bits.
 func blockedFPR(keysPerLine float64, k, c int) float64 {
 	B := lineBits - c
-	if k < 1 || k > B || keysPerLine < 0 || math.IsNaN(keysPerLine) {
+	if k < 1 || k > maxProbes || c < 0 || c > maxChoiceBits || keysPerLine < 0 || math.IsNaN(keysPerLine) {
 		return math.NaN()
 	}
 	if keysPerLine == 0 {
 		return 0
 	}
-	lgBk := lchoose(B, k)
-	pass := make([]float64, B+1) // C(s,k)/C(B,k)
-	for s := k; s <= B; s++ {
-		pass[s] = math.Exp(lchoose(s, k) - lgBk)
+	pass := make([]float64, B+1)
+	for s := range pass {
+		pass[s] = math.Pow(float64(s+c)/lineBits, float64(k))
 	}
-	trans := hypergeometricTable(B, k, lgBk)
 	dist := make([]float64, B+1)
 	next := make([]float64, B+1)
 	tail := make([]float64, B+2)
@@ -47,8 +46,10 @@ func blockedFPR(keysPerLine float64, k, c int) float64 {
 		lgP, _ := math.Lgamma(float64(x) + 1)
 		px := math.Exp(-lam + float64(x)*math.Log(lam) - lgP)
 		fpr += px * minOfChoices(dist, tail, pass, c)
-		addKey(dist, next, trans, k)
-		dist, next = next, dist
+		for range k {
+			probe(dist, next)
+			dist, next = next, dist
+		}
 	}
 	return fpr
 }
@@ -69,48 +70,25 @@ func minOfChoices(dist, tail, pass []float64, c int) float64 {
 	}
 	var e float64
 	for s := 0; s <= B; s++ {
-		if pass[s] != 0 {
-			e += (pow(tail[s]) - pow(tail[s+1])) * pass[s]
-		}
+		e += (pow(tail[s]) - pow(tail[s+1])) * pass[s]
 	}
 	return e
 }
 
-// hypergeometricTable returns t[s*(k+1)+j] = P(a key adds j new bits to a
-// line with s of B bits set).
-func hypergeometricTable(B, k int, lgBk float64) []float64 {
-	t := make([]float64, (B+1)*(k+1))
-	for s := 0; s <= B; s++ {
-		for j := 0; j <= k; j++ {
-			if j <= B-s && k-j <= s {
-				t[s*(k+1)+j] = math.Exp(lchoose(B-s, j) + lchoose(s, k-j) - lgBk)
-			}
-		}
-	}
-	return t
-}
-
-func addKey(dist, next, trans []float64, k int) {
+// probe advances the distribution of plain bits set by one probe.
+func probe(dist, next []float64) {
+	B := len(dist) - 1
 	clear(next)
 	for s, d := range dist {
 		if d < 1e-300 {
 			continue
 		}
-		row := trans[s*(k+1) : (s+1)*(k+1)]
-		for j, t := range row {
-			if t != 0 {
-				next[s+j] += d * t
-			}
+		up := float64(B-s) / lineBits
+		next[s] += d * (1 - up)
+		if s < B {
+			next[s+1] += d * up
 		}
 	}
-}
-
-// lchoose returns ln C(n, k).
-func lchoose(n, k int) float64 {
-	a, _ := math.Lgamma(float64(n) + 1)
-	b, _ := math.Lgamma(float64(k) + 1)
-	c, _ := math.Lgamma(float64(n-k) + 1)
-	return a - b - c
 }
 
 var probesMemo sync.Map // float64 bits/key -> int

@@ -4,12 +4,13 @@ import "encoding/binary"
 
 // blockedReader probes a FormatBlockedBloom block in place.
 type blockedReader struct {
-	data      []byte // the whole block; lines start at offset 0
-	lines     uint32
-	k         int
-	drawLimit int
-	usable    uint64 // probe positions are below usable = 512 - c
-	selShift  uint   // selector = last byte of the line >> selShift (8 when c = 0)
+	data     []byte // the whole block; lines start at offset 0
+	lines    uint32
+	k        int
+	selShift uint // selector = last byte of the line >> selShift (8 when c = 0)
+	// selBits[i] has the selector bits of byte i of a line (only byte 63
+	// has any); a probe ORs them in, so selector bits read as set.
+	selBits [lineBytes]byte
 }
 
 func openBlocked(data []byte) (Reader, error) {
@@ -32,36 +33,22 @@ func openBlocked(data []byte) (Reader, error) {
 	case lines == 0:
 		return emptyFilter{}, nil
 	}
-	return &blockedReader{
-		data:      data,
-		lines:     lines,
-		k:         k,
-		drawLimit: probeDrawLimit(k),
-		usable:    uint64(lineBits - c),
-		selShift:  uint(8 - c),
-	}, nil
+	r := &blockedReader{data: data, lines: lines, k: k, selShift: uint(8 - c)}
+	r.selBits[lineBytes-1] = ^byte(0xFF >> c)
+	return r, nil
 }
 
-// MayContain walks the probe sequence of addPattern and stops at the first
-// clear bit; an absent key usually stops after one or two probes.
+// MayContain tests all k bits without branching on them: on a line that is
+// in cache, a mispredicted early exit would cost more than the probes it
+// saves.
 func (r *blockedReader) MayContain(key []byte) bool {
 	h := hashKey(key)
 	line := (*[lineBytes]byte)(r.data[uint64(lineOf(h, r.lines))*lineBytes:])
-	sel := uint64(line[lineBytes-1] >> r.selShift)
-	var seen [8]uint64
-	g := (h ^ sel*choiceSalt) | 1
-	for n, draws := 0, 0; n < r.k && draws < r.drawLimit; draws++ {
-		g *= golden64
-		p := g >> 55
-		w, bit := p>>6, uint64(1)<<(p&63)
-		if p >= r.usable || seen[w]&bit != 0 {
-			continue
-		}
-		if line[p>>3]&(1<<(p&7)) == 0 {
-			return false
-		}
-		seen[w] |= bit
-		n++
+	g := patternStart(h, uint64(line[lineBytes-1]>>r.selShift))
+	acc := byte(1)
+	for _, m := range probeMul[:r.k] {
+		p := (g * m) >> 55
+		acc &= (line[p>>3] | r.selBits[p>>3]) >> (p & 7)
 	}
-	return true
+	return acc&1 != 0
 }

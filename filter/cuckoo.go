@@ -164,13 +164,12 @@ func openCuckoo(data []byte) (Reader, error) {
 	return &cuckooReader{data: data, n: n, l: l}, nil
 }
 
-// MayContain loads both buckets before testing either, so that their two
-// cache misses overlap.
+// MayContain loads both buckets and tests them together, without a branch
+// between them, so that their two cache misses overlap.
 func (r *cuckooReader) MayContain(key []byte) bool {
 	h := hashKey(key)
 	fp := r.l.fingerprint(h)
 	i1 := homeBucket(h, r.n)
 	i2 := altBucket(i1, fp, r.n)
-	w1, w2 := r.l.load(r.data, i1), r.l.load(r.data, i2)
-	return r.l.has(w1, fp) || r.l.has(w2, fp)
+	return r.l.matches(r.l.load(r.data, i1), fp)|r.l.matches(r.l.load(r.data, i2), fp) != 0
 }

@@ -87,11 +87,18 @@ func (l *cuckooLayout) store(data []byte, i uint32, w uint64) {
 }
 
 // has reports whether any slot of bucket w holds fp (fp = 0 finds an empty
-// slot). It XORs fp into every slot and tests for a zero slot with the
-// borrow trick (v − lo) & ^v & hi, which is exact for "any slot is zero".
-func (l *cuckooLayout) has(w, fp uint64) bool {
+// slot).
+func (l *cuckooLayout) has(w, fp uint64) bool { return l.matches(w, fp) != 0 }
+
+// matches is non-zero if and only if a slot of w holds fp. It XORs fp into
+// every slot and looks for a zero slot with the borrow trick
+// (v − lo) & ^v & hi, which is exact for "some slot is zero" (it may flag
+// the wrong slot above the first zero one, never a slot when none is zero).
+// Bits above the bucket are set first, so a neighbour's bytes in w do not
+// matter.
+func (l *cuckooLayout) matches(w, fp uint64) uint64 {
 	v := (w ^ fp*l.lo) | ^l.mask
-	return (v-l.lo)&^v&l.hi != 0
+	return (v - l.lo) &^ v & l.hi
 }
 
 func (l *cuckooLayout) slot(w uint64, j uint) uint64 { return w >> (j * l.f) & l.fpMax }

@@ -35,7 +35,7 @@ func StandardFPR(bitsPerKey float64, k int) float64 {
 }
 
 // BloomFPR returns the exact expected false-positive rate of Bloom(bitsPerKey)
-// for many keys (the line rounding of small tables aside): 0.82% at 10
+// for many keys (the line rounding of small tables aside): 0.83% at 10
 // bits/key. See blocked_math.go for the model. It costs about a millisecond.
 func BloomFPR(bitsPerKey float64) float64 {
 	bpk := clampBitsPerKey(bitsPerKey)
