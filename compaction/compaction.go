@@ -73,9 +73,10 @@ func (c *Compaction) NewInputIter(open TableOpener) *MergingIter {
 // NewSplitter returns the output splitter for this compaction, with the
 // picker's TargetFileSize and MaxGrandparentOverlapBytes.
 func (c *Compaction) NewSplitter() *Splitter {
+	o := c.opts.WithDefaults() // a Compaction not made by a Picker gets the defaults
 	return NewSplitter(SplitterOptions{
-		TargetFileSize:             c.opts.TargetFileSize,
-		MaxGrandparentOverlapBytes: c.opts.MaxGrandparentOverlapBytes,
+		TargetFileSize:             o.TargetFileSize,
+		MaxGrandparentOverlapBytes: o.MaxGrandparentOverlapBytes,
 		Grandparents:               c.Grandparents,
 	})
 }
