@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// lsmbench filters: the filter laboratory. Three experiments on the filter
+// package alone (no database):
+//
+//   - sweep: every policy × size on n keys — measured FPR beside the
+//     policy's theory, bytes/key, build ns/key, probe ns for hits and misses.
+//   - k: a classic Bloom filter at a fixed m/n for k = 1..kmax — the
+//     fraction of bits set and the FPR, minimal at k = (m/n)·ln 2.
+//   - overfill: a standalone Bloom filter sized for n at rate p holding
+//     more and more keys (1% becomes 44% at 3n), beside a cuckoo filter of
+//     the same capacity, which refuses keys instead.
+//
+// Tables go to stdout (or one JSON document with -json); CSV files and SVG
+// charts go to -out.
+
+type filterLabConfig struct {
+	N           int       `json:"n"`
+	Probes      int       `json:"probes"`
+	KeySize     int       `json:"key_size"`
+	Policies    []string  `json:"policies"`
+	Bits        []float64 `json:"bits_per_key"`
+	FPBits      []int     `json:"fingerprint_bits"`
+	KBits       float64   `json:"k_sweep_bits_per_key"`
+	KMax        int       `json:"k_max"`
+	Overfill    []float64 `json:"overfill"`
+	OverfillP   float64   `json:"overfill_rate"`
+	Sections    []string  `json:"sections"`
+	Out         string    `json:"out"`
+	Seed        uint64    `json:"seed"`
+	JSON        bool      `json:"-"`
+	Progress    string    `json:"-"`
+	outProvided bool
+}
+
+func defaultFilterLabConfig() filterLabConfig {
+	return filterLabConfig{
+		N: 1_000_000, Probes: 1_000_000, KeySize: 16,
+		Policies: []string{"bloom", "standardbloom", "cuckoo"},
+		Bits:     []float64{2, 4, 6, 8, 10, 12, 14, 16, 20},
+		FPBits:   []int{4, 6, 8, 10, 12, 14, 16},
+		KBits:    10, KMax: 16,
+		Overfill:  []float64{0.5, 1, 1.5, 2, 2.5, 3},
+		OverfillP: 0.01,
+		Sections:  []string{"sweep", "k", "overfill"},
+		Seed:      1, Progress: "auto",
+	}
+}
+
+func newFilterFlags(c *filterLabConfig, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("lsmbench filters", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.Var((*countFlag)(&c.N), "n", "keys per filter (`n`)")
+	fs.Var((*countFlag)(&c.Probes), "probes", "absent keys probed per filter (`n`)")
+	fs.IntVar(&c.KeySize, "key_size", c.KeySize, "key size in `bytes` (>= 8)")
+	fs.Func("policies", "`list` of policies for the sweep: bloom, standardbloom, cuckoo (default bloom,standardbloom,cuckoo)", func(s string) error {
+		return setList(&c.Policies, s, []string{"bloom", "standardbloom", "cuckoo"})
+	})
+	fs.Func("bits", "bits per key `list` for bloom and standardbloom (default 2,4,6,8,10,12,14,16,20)", func(s string) error {
+		v, err := parseFloats(s, 1, 64)
+		c.Bits = v
+		return err
+	})
+	fs.Func("fingerprint_bits", "fingerprint bits `list` for cuckoo, each 4..16 (default 4,6,8,10,12,14,16)", func(s string) error {
+		v, err := parseFloats(s, 4, 16)
+		if err != nil {
+			return err
+		}
+		var fps []int
+		for _, f := range v {
+			if f != float64(int(f)) {
+				return fmt.Errorf("%v is not a whole number of bits", f)
+			}
+			fps = append(fps, int(f))
+		}
+		c.FPBits = fps
+		return nil
+	})
+	fs.Float64Var(&c.KBits, "k_bits", c.KBits, "m/n (`bits` per key) of the k-sweep")
+	fs.IntVar(&c.KMax, "k_max", c.KMax, "largest k of the k-sweep (`k`)")
+	fs.Func("overfill", "`list` of fills (keys held / capacity) for the overfill experiment (default 0.5,1,1.5,2,2.5,3)", func(s string) error {
+		v, err := parseFloats(s, 0.01, 100)
+		c.Overfill = v
+		return err
+	})
+	fs.Float64Var(&c.OverfillP, "overfill_rate", c.OverfillP, "target false-positive `rate` the overfilled filter is sized for")
+	fs.Func("sections", "`list` of experiments to run: sweep, k, overfill (default all)", func(s string) error {
+		return setList(&c.Sections, s, []string{"sweep", "k", "overfill"})
+	})
+	fs.StringVar(&c.Out, "out", c.Out, "`directory` for the CSV files and SVG charts (default: a new temporary directory)")
+	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` (the keys themselves are fixed; see the engine benchmark)")
+	fs.BoolVar(&c.JSON, "json", c.JSON, "print the results as one JSON document instead of tables")
+	fs.StringVar(&c.Progress, "progress", c.Progress, "progress bars: `auto`, on or off")
+	return fs
+}
+
+func parseFilterFlags(args []string, out io.Writer) (filterLabConfig, error) {
+	c := defaultFilterLabConfig()
+	fs := newFilterFlags(&c, out)
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, err
+		}
+		return c, &usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return c, usagef("unexpected argument %q", fs.Arg(0))
+	}
+	fs.Visit(func(f *flag.Flag) { c.outProvided = c.outProvided || f.Name == "out" })
+	switch {
+	case c.N < 1:
+		return c, usagef("-n must be at least 1")
+	case c.Probes < 1:
+		return c, usagef("-probes must be at least 1")
+	case c.KeySize < 8 || c.KeySize > 1<<16:
+		return c, usagef("-key_size must be in [8, 65536], got %d", c.KeySize)
+	case !(c.KBits >= 1 && c.KBits <= 64):
+		return c, usagef("-k_bits must be in [1, 64], got %v", c.KBits)
+	case c.KMax < 1 || c.KMax > 64:
+		return c, usagef("-k_max must be in [1, 64], got %d", c.KMax)
+	case !(c.OverfillP > 0 && c.OverfillP < 1):
+		return c, usagef("-overfill_rate must be in (0, 1), got %v", c.OverfillP)
+	case !slices.Contains([]string{"auto", "on", "off"}, c.Progress):
+		return c, usagef("-progress must be auto, on or off, got %q", c.Progress)
+	}
+	slices.Sort(c.Overfill)
+	return c, nil
+}
+
+func setList(dst *[]string, s string, known []string) error {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if !slices.Contains(known, v) {
+			return fmt.Errorf("unknown %q (known: %s)", v, strings.Join(known, ", "))
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return errors.New("empty list")
+	}
+	*dst = out
+	return nil
+}
+
+func parseFloats(s string, lo, hi float64) ([]float64, error) {
+	var out []float64
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", v)
+		}
+		if !(f >= lo && f <= hi) {
+			return nil, fmt.Errorf("%v is outside [%v, %v]", f, lo, hi)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+// filterLabReport is the -json document of lsmbench filters.
+type filterLabReport struct {
+	Schema   string           `json:"schema"`
+	Config   *filterLabConfig `json:"config"`
+	Sweep    []sweepRow       `json:"sweep,omitempty"`
+	KSweep   *kSweep          `json:"k_sweep,omitempty"`
+	Overfill *overfill        `json:"overfill,omitempty"`
+	Files    []string         `json:"files"`
+	Seconds  float64          `json:"seconds"`
+}
+
+func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	c, err := parseFilterFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if !c.outProvided {
+		if c.Out, err = os.MkdirTemp("", "lsmbench-filters-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(c.Out, 0o755); err != nil {
+		return err
+	}
+	start, cpuStart, loadStart := time.Now(), cpuTime(), loadAverage()
+	lab := &filterLab{cfg: c, ctx: ctx, prog: newProgress(c.Progress, c.JSON, stdout, stderr)}
+	lab.makeKeys()
+	rep := &filterLabReport{Schema: "sieve.lsmbench.filters.v1", Config: &lab.cfg, Files: []string{}}
+	text := func(f func(io.Writer)) {
+		if !c.JSON {
+			f(stdout)
+		}
+	}
+	text(func(w io.Writer) {
+		fmt.Fprintf(w, "filter lab: %s keys of %d B per filter, %s absent keys probed per filter\n\n",
+			commas(int64(c.N)), c.KeySize, commas(int64(c.Probes)))
+	})
+	for _, s := range c.Sections {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch s {
+		case "sweep":
+			if rep.Sweep, err = lab.sweep(); err != nil {
+				return err
+			}
+			text(func(w io.Writer) { printSweep(w, rep.Sweep) })
+		case "k":
+			rep.KSweep = lab.kSweep()
+			text(func(w io.Writer) { printKSweep(w, rep.KSweep) })
+		case "overfill":
+			rep.Overfill, err = lab.overfill()
+			if err != nil {
+				return err
+			}
+			text(func(w io.Writer) { printOverfill(w, rep.Overfill) })
+		}
+	}
+	if rep.Files, err = writeFilterFiles(c.Out, rep); err != nil {
+		return err
+	}
+	rep.Seconds = time.Since(start).Seconds()
+	if c.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	fmt.Fprintf(stdout, "files (open the .svg in a browser):\n")
+	for _, f := range rep.Files {
+		fmt.Fprintf(stdout, "  %s\n", f)
+	}
+	fmt.Fprintf(stdout, "wall time %s, CPU time %s\n", seconds(rep.Seconds), seconds((cpuTime() - cpuStart).Seconds()))
+	if warn := busyWarning(max(loadStart, loadAverage())); warn != "" {
+		fmt.Fprintf(stdout, "warning: %s\n", warn)
+	}
+	return nil
+}
+
+func filtersUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: lsmbench filters [flags]
+
+The filter laboratory (no database): a sweep of policies × bits/key on n keys
+(measured FPR and its 95% interval beside theory, bytes/key, build and probe
+cost), a k-sweep of a classic Bloom filter at fixed m/n, and the overfill
+experiment. Writes filters_*.csv and fpr_vs_bits.svg, fpr_vs_k.svg,
+overfill.svg to -out.
+
+Flags:
+`)
+	c := defaultFilterLabConfig()
+	newFilterFlags(&c, w).PrintDefaults()
+}
+
+// writeFile creates dir/name with the output of write and returns its path.
+func writeFile(dir, name string, write func(io.Writer) error) (string, error) {
+	path := filepath.Join(dir, name)
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return path, f.Close()
+}
