@@ -146,7 +146,7 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	input := c.NewInputIter(db.compactionOpener())
 	it := compaction.NewIter(input, opts)
 	out := &compactionOutput{db: db, cf: cf}
-	splitter := c.NewSplitter(db.opts.TargetFileSize)
+	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
 		if db.closed.Load() {

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/testutil"
@@ -67,17 +68,27 @@ func TestCrashRecovery(t *testing.T) {
 
 	fs := vfs.NewMem()
 	var ops []crashOp
+	// The hook runs on the workload's goroutine and on the flush and
+	// compaction goroutines: mu guards what it shares. The acknowledged
+	// bound is read before the clone and the in-flight bound after it, so
+	// that both hold for the cloned state.
+	var mu sync.Mutex
 	ackedSync, inFlight := 0, 0
 	var points []crashPoint
 	events := 0
 	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		mu.Lock()
 		events++
-		mode := modes[events%len(modes)]
+		ev, acked := events, ackedSync
+		mu.Unlock()
+		mode := modes[ev%len(modes)]
+		clone := fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(ev)})
+		mu.Lock()
 		points = append(points, crashPoint{
-			fs:        fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(events)}),
-			event:     fmt.Sprintf("%s %s", op, name),
-			ackedSync: ackedSync, inFlight: inFlight, unsynced: mode, cloneIndex: events,
+			fs: clone, event: fmt.Sprintf("%s %s", op, name),
+			ackedSync: acked, inFlight: inFlight, unsynced: mode, cloneIndex: ev,
 		})
+		mu.Unlock()
 	})
 	db, err := Open("/db", &Options{FS: fs, MemTableSize: 64 << 10, L0CompactionTrigger: 1000, L0StopWritesTrigger: 1000})
 	require.NoError(t, err)
@@ -101,15 +112,19 @@ func TestCrashRecovery(t *testing.T) {
 				require.NoError(t, b.Put([]byte(k), []byte(v)))
 			}
 		}
+		mu.Lock()
 		ops = append(ops, op)
 		inFlight = len(ops)
+		mu.Unlock()
 		wo := NoSync
 		if op.sync {
 			wo = Sync
 		}
 		require.NoError(t, db.Apply(b, wo))
 		if op.sync {
+			mu.Lock()
 			ackedSync = len(ops)
+			mu.Unlock()
 		}
 	}
 	fs.SetDurabilityHook(nil)
