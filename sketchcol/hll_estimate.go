@@ -33,7 +33,11 @@ func (histo *hllHisto) estimate() int64 {
 		z *= 0.5
 	}
 	z += m * hllSigma(float64(histo[0])/m)
-	return int64(math.Round(hllAlphaInf * m * m / z))
+	e := math.Round(hllAlphaInf * m * m / z)
+	if !(e < math.MaxInt64) { // z = 0: every register at 51, beyond any real input
+		return math.MaxInt64
+	}
+	return int64(e)
 }
 
 // hllSigma is σ(x) = x + Σ_{k≥1} x^(2^k)·2^(k−1), summed until the sum

@@ -205,3 +205,22 @@ func TestHLLRedisNonCanonical(t *testing.T) {
 	s.mustOK(t, "SET", "nc2", ours)
 	require.Equal(t, want, s.mustInt(t, "PFCOUNT", "nc2"))
 }
+
+// TestHLLRedisPositions checks hllPositionGolden against redis-server: a
+// key with one element has exactly that register set.
+func TestHLLRedisPositions(t *testing.T) {
+	s := startRedis(t)
+	for k, g := range hllPositionGolden {
+		key := fmt.Sprintf("pos%d", k)
+		require.Equal(t, int64(1), s.mustInt(t, "PFADD", key, g.elem))
+		h, err := ParseHLL(s.mustBytes(t, "GET", key))
+		require.NoError(t, err)
+		for i := range hllRegisters {
+			want := uint8(0)
+			if i == g.index {
+				want = g.rank
+			}
+			require.Equal(t, want, h.Register(i), "%q: register %d", g.elem, i)
+		}
+	}
+}
