@@ -126,7 +126,7 @@ func TestGCModel(t *testing.T) {
 		for _, withSnapshots := range []bool{false, true} {
 			t.Run(fmt.Sprintf("merger=%s/snapshots=%v", mergerName, withSnapshots), func(t *testing.T) {
 				rng := rand.New(rand.NewSource(testutil.Seed(t)))
-				for trial := 0; trial < 1000; trial++ {
+				for trial := 0; trial < trials(1000); trial++ {
 					sc := randomScenario(rng, mergerName, withSnapshots)
 					checkGC(t, trial, sc, mergerName)
 				}

@@ -299,3 +299,13 @@ func collect(t testing.TB, it *Iter) []entry {
 	}
 	return out
 }
+
+// trials scales a randomized test's trial count down under the race
+// detector, which makes each trial several times slower; the plain run
+// keeps the full count.
+func trials(n int) int {
+	if raceEnabled {
+		return max(1, n/3)
+	}
+	return n
+}

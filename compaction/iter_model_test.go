@@ -275,7 +275,7 @@ func checkAgainstModel(t *testing.T, rng *rand.Rand, it base.InternalIterator, m
 // under random bounds, seeks and direction changes.
 func TestMergingIterModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	for trial := 0; trial < 150; trial++ {
+	for trial := 0; trial < trials(150); trial++ {
 		nKeys := 1 + rng.Intn(40)
 		all := randomEntries(rng, rng.Intn(300), nKeys)
 		nChildren := 1 + rng.Intn(8)
@@ -307,7 +307,7 @@ func TestMergingIterModel(t *testing.T) {
 // TestLevelIterModel compares LevelIter with a sorted model.
 func TestLevelIterModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	for trial := 0; trial < 200; trial++ {
+	for trial := 0; trial < trials(200); trial++ {
 		nKeys := 1 + rng.Intn(60)
 		all := randomEntries(rng, 1+rng.Intn(200), nKeys)
 		sortEntries(all)
@@ -327,7 +327,7 @@ func TestLevelIterModel(t *testing.T) {
 // the merging iterator, which stays failed and reports that error.
 func TestMergingIterErrors(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	for trial := 0; trial < 300; trial++ {
+	for trial := 0; trial < trials(300); trial++ {
 		all := randomEntries(rng, 50, 10)
 		parts := make([][]entry, 3)
 		for _, e := range all {

@@ -24,7 +24,7 @@ func TestCompactionModel(t *testing.T) {
 	for _, mergerName := range []string{"counter", "append"} {
 		t.Run(mergerName, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(testutil.Seed(t)))
-			for trial := 0; trial < 10; trial++ {
+			for trial := 0; trial < trials(10); trial++ {
 				runCompactionModel(t, rng, mergerName)
 			}
 		})

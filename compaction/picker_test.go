@@ -151,7 +151,7 @@ func checkCompaction(t *testing.T, lv *manifest.Levels, c *Compaction, opts Pick
 // rounds.
 func TestPickerRandom(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	for trial := 0; trial < 200; trial++ {
+	for trial := 0; trial < trials(200); trial++ {
 		v, nextNum := randomLSM(t, rng)
 		p := NewPicker(PickerOptions{
 			L0CompactionTrigger: 1 + rng.Intn(4),
