@@ -10,7 +10,8 @@ import (
 
 func TestSketchLab(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, errs := runCLI(t, "sketches", "-n=100000", "-capacity=2000", "-probes=20000", "-out="+out, "-json", "-progress=off")
+	code, stdout, errs := runCLI(t, "sketches", "-n=100000", "-capacity=2000", "-probes=20000", "-hll_max=100000", "-hll_trials=8",
+		"-out="+out, "-json", "-progress=off")
 	require.Equal(t, 0, code, errs)
 	var rep sketchLabReport
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
@@ -29,15 +30,36 @@ func TestSketchLab(t *testing.T) {
 	require.NotNil(t, bs)
 	last := bs.Rows[len(bs.Rows)-1]
 	require.Greater(t, last.SingleFPR, 0.5, "one filter at 8× capacity is mostly ones")
-	require.Less(t, last.StackedFPR, 3*bs.Rate, "stacking keeps the rate bounded")
-	require.Greater(t, last.Layers, 1)
-	require.Greater(t, last.StackedBytes, last.SingleBytes)
+	require.Less(t, last.ScalableFPR, 3*bs.Rate, "stacking keeps the rate bounded")
+	require.Less(t, last.ScalableExpect, 2*bs.Rate)
+	require.Greater(t, last.Layers, int64(1))
+	require.Greater(t, last.ScalableBytes, int64(last.SingleBytes))
+	require.Equal(t, int64(2000), bs.NonScalingFullAt, "a non-scaling value refuses past its capacity")
 
 	cl := rep.Cuckoo
 	require.NotNil(t, cl)
 	require.Greater(t, cl.FullAt, int64(1900))
 	require.Zero(t, cl.AfterDeleteFalseNegatives)
 	require.Less(t, cl.AfterDeleteLoad, cl.FullLoad)
+	require.Len(t, cl.Scalable, len(scalingFills))
+	require.Greater(t, cl.Scalable[len(cl.Scalable)-1].SubFilters, int64(1), "the cuckoo value grows")
+
+	hs := rep.HLL
+	require.NotNil(t, hs)
+	require.InDelta(t, 0.0081, hs.StdErr, 0.0001)
+	var ns []int64
+	for _, r := range hs.Rows {
+		ns = append(ns, r.N)
+		require.Len(t, r.Errors, 8)
+		require.Less(t, r.RMSError, 5*hs.StdErr, "n=%d", r.N)
+	}
+	require.Equal(t, []int64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000}, ns)
+	require.Equal(t, "sparse", hs.Rows[0].Encoding)
+	require.Equal(t, "dense", hs.Rows[len(hs.Rows)-1].Encoding)
+	require.Equal(t, 12304, hs.Rows[len(hs.Rows)-1].ValueBytes)
+	require.Zero(t, hs.Rows[0].MaxAbsError, "one element is counted exactly")
+	require.Len(t, rep.Files, 7)
+	require.NotEmpty(t, rep.Missing)
 
 	for _, f := range rep.Files {
 		b, err := os.ReadFile(f)

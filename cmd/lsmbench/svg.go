@@ -15,7 +15,7 @@ import (
 
 type chart struct {
 	Title, XLabel, YLabel string
-	LogY                  bool
+	LogX, LogY            bool
 	// XMin..YMax fix the axes; a zero-width range is computed from the
 	// data (with YMin/YMax snapped to decades on a log axis).
 	XMin, XMax, YMin, YMax float64
@@ -54,8 +54,8 @@ var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#
 func (c *chart) writeSVG(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	c.fitAxes()
-	x0, x1, y0, y1 := c.XMin, c.XMax, c.yt(c.YMin), c.yt(c.YMax)
-	px := func(x float64) float64 { return padLeft + (x-x0)/(x1-x0)*plotW }
+	x0, x1, y0, y1 := c.xt(c.XMin), c.xt(c.XMax), c.yt(c.YMin), c.yt(c.YMax)
+	px := func(x float64) float64 { return padLeft + (c.xt(x)-x0)/(x1-x0)*plotW }
 	py := func(y float64) float64 { return padTop + plotH - (c.yt(y)-y0)/(y1-y0)*plotH }
 
 	fmt.Fprintf(bw, `<?xml version="1.0" encoding="UTF-8"?>`+"\n")
@@ -66,7 +66,7 @@ func (c *chart) writeSVG(w io.Writer) error {
 	fmt.Fprintf(bw, `<text x="%d" y="28" font-size="16" font-weight="bold">%s</text>`+"\n", padLeft, esc(c.Title))
 	c.writeAxes(bw, px, py)
 	for _, r := range c.VLines {
-		if r.At >= x0 && r.At <= x1 {
+		if v := c.xt(r.At); v >= x0 && v <= x1 && (!c.LogX || r.At > 0) {
 			x := px(r.At)
 			fmt.Fprintf(bw, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#555" stroke-dasharray="6 4"/>`+"\n", x, padTop, x, padTop+plotH)
 			fmt.Fprintf(bw, `<text x="%.1f" y="%d" fill="#555">%s</text>`+"\n", x+4, padTop+14, esc(r.Label))
@@ -89,18 +89,21 @@ func (c *chart) writeSVG(w io.Writer) error {
 	return bw.Flush()
 }
 
-// yt maps a y value to axis space: log10 on a log axis.
-func (c *chart) yt(y float64) float64 {
-	if c.LogY {
-		return math.Log10(y)
+// xt and yt map a value to axis space: log10 on a log axis.
+func (c *chart) xt(x float64) float64 { return axisT(x, c.LogX) }
+func (c *chart) yt(y float64) float64 { return axisT(y, c.LogY) }
+
+func axisT(v float64, log bool) float64 {
+	if log {
+		return math.Log10(v)
 	}
-	return y
+	return v
 }
 
 // drawable reports whether p can be placed on the axes.
 func (c *chart) drawable(p point) bool {
 	ok := !math.IsNaN(p.X) && !math.IsNaN(p.Y) && !math.IsInf(p.X, 0) && !math.IsInf(p.Y, 0)
-	return ok && (!c.LogY || p.Y > 0)
+	return ok && (!c.LogY || p.Y > 0) && (!c.LogX || p.X > 0)
 }
 
 func (c *chart) fitAxes() {
@@ -114,15 +117,21 @@ func (c *chart) fitAxes() {
 		}
 	}
 	if math.IsInf(xmin, 0) { // nothing to draw
-		xmin, xmax, ymin, ymax = 0, 1, 0.1, 1
+		xmin, xmax, ymin, ymax = 0.1, 1, 0.1, 1
 		if !c.LogY {
 			ymin = 0
 		}
 	}
 	if c.XMin == c.XMax {
 		c.XMin, c.XMax = xmin, xmax
+		if c.LogX {
+			c.XMin, c.XMax = math.Pow(10, math.Floor(math.Log10(xmin))), math.Pow(10, math.Ceil(math.Log10(xmax)))
+		}
 		if c.XMin == c.XMax {
 			c.XMin, c.XMax = c.XMin-1, c.XMax+1
+			if c.LogX {
+				c.XMin, c.XMax = c.XMax/10, c.XMax*10
+			}
 		}
 	}
 	if c.YMin == c.YMax {
@@ -168,13 +177,22 @@ func niceStep(raw float64) float64 {
 func (c *chart) writeAxes(w io.Writer, px, py func(float64) float64) {
 	xf, yf := fmtOr(c.XFormat), fmtOr(c.YFormat)
 	fmt.Fprintf(w, `<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#333"/>`+"\n", padLeft, padTop, plotW, plotH)
-	_, _, xstep := niceRange(c.XMin, c.XMax)
-	for x := math.Ceil(c.XMin/xstep-1e-9) * xstep; x <= c.XMax+xstep*1e-9; x += xstep {
-		X := px(x)
-		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", X, padTop, X, padTop+plotH)
-		fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X, padTop+plotH+18, esc(xf(cleanZero(x))))
+	for _, t := range ticks(c.XMin, c.XMax, c.LogX) {
+		X := px(t.v)
+		stroke := "#e5e5e5"
+		if !t.major {
+			stroke = "#f3f3f3"
+		}
+		fmt.Fprintf(w, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>`+"\n", X, padTop, X, padTop+plotH, stroke)
+		if t.major {
+			v := t.v
+			if !c.LogX {
+				v = cleanZero(v)
+			}
+			fmt.Fprintf(w, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", X, padTop+plotH+18, esc(xf(v)))
+		}
 	}
-	for _, t := range c.yTicks() {
+	for _, t := range ticks(c.YMin, c.YMax, c.LogY) {
 		Y := py(t.v)
 		stroke := "#e5e5e5"
 		if !t.major {
@@ -198,23 +216,25 @@ type tick struct {
 	major bool
 }
 
-func (c *chart) yTicks() []tick {
+// ticks returns the ticks of an axis over [lo, hi]: 1-2-5 steps on a
+// linear axis; decades (major) and their multiples 2..9 (minor) on a log
+// axis.
+func ticks(lo, hi float64, log bool) []tick {
 	var ts []tick
-	if c.LogY {
-		lo, hi := math.Floor(math.Log10(c.YMin)), math.Ceil(math.Log10(c.YMax))
-		for d := lo; d <= hi; d++ {
+	if log {
+		for d := math.Floor(math.Log10(lo)); d <= math.Ceil(math.Log10(hi)); d++ {
 			base := math.Pow(10, d)
 			for m := 1.0; m < 10; m++ {
-				if v := m * base; v >= c.YMin*(1-1e-9) && v <= c.YMax*(1+1e-9) {
+				if v := m * base; v >= lo*(1-1e-9) && v <= hi*(1+1e-9) {
 					ts = append(ts, tick{v, m == 1})
 				}
 			}
 		}
 		return ts
 	}
-	_, _, step := niceRange(c.YMin, c.YMax)
-	for y := math.Ceil(c.YMin/step-1e-9) * step; y <= c.YMax+step*1e-9; y += step {
-		ts = append(ts, tick{y, true})
+	_, _, step := niceRange(lo, hi)
+	for v := math.Ceil(lo/step-1e-9) * step; v <= hi+step*1e-9; v += step {
+		ts = append(ts, tick{v, true})
 	}
 	return ts
 }

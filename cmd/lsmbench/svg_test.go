@@ -72,6 +72,9 @@ func TestChartEdgeCases(t *testing.T) {
 		{Title: "all zero on log", LogY: true, Series: []series{{Name: "z", Points: []point{{1, 0}, {2, 0}}, Line: true}}},
 		{Title: "flat", Series: []series{{Name: "f", Points: []point{{0, 3}, {5, 3}}, Line: true}}},
 		{Title: "negative", Series: []series{{Name: "n", Points: []point{{-5, -3}, {5, 3}}, Line: true}}},
+		{Title: "log x", LogX: true, Series: []series{{Name: "x", Points: []point{{0, 1}, {1, 2}, {1e6, 3}}, Line: true}},
+			VLines: []refLine{{At: 0, Label: "not on a log axis"}, {At: 100, Label: "100"}}},
+		{Title: "log x one point", LogX: true, Series: []series{{Name: "x", Points: []point{{50, 1}}, Marker: "circle"}}},
 	} {
 		var buf bytes.Buffer
 		require.NoError(t, c.writeSVG(&buf), c.Title)

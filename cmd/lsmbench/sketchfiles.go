@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+
+	"github.com/sievedb/sieve/filter"
+)
+
+// The sketch lab's files: CSV per experiment and its chart.
+
+func writeSketchFiles(dir string, rep *sketchLabReport) ([]string, error) {
+	type file struct {
+		name  string
+		write func(io.Writer) error
+	}
+	var files []file
+	if rep.Memory != nil {
+		files = append(files, file{"sketch_memory.csv", func(w io.Writer) error { return memoryCSV(w, rep.Memory) }})
+	}
+	if bs := rep.Bloom; bs != nil {
+		files = append(files,
+			file{"bloom_scaling.csv", func(w io.Writer) error { return bloomScalingCSV(w, bs) }},
+			file{"bloom_scaling.svg", func(w io.Writer) error { return bloomScalingChart(bs).writeSVG(w) }})
+	}
+	if cl := rep.Cuckoo; cl != nil {
+		files = append(files,
+			file{"cuckoo_load.csv", func(w io.Writer) error { return cuckooCSV(w, cl) }},
+			file{"cuckoo_load.svg", func(w io.Writer) error { return cuckooLoadChart(cl).writeSVG(w) }})
+	}
+	if hs := rep.HLL; hs != nil {
+		files = append(files,
+			file{"hll_error.csv", func(w io.Writer) error { return hllCSV(w, hs) }},
+			file{"hll_error.svg", func(w io.Writer) error { return hllChart(hs).writeSVG(w) }})
+	}
+	var paths []string
+	for _, f := range files {
+		p, err := writeFile(dir, f.name, f.write)
+		if err != nil {
+			return paths, err
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func memoryCSV(w io.Writer, rows []memoryRow) error {
+	var out [][]string
+	for _, r := range rows {
+		out = append(out, []string{r.Structure, ff(r.Bytes), ff(r.BitsPerID), r.Answers, r.How})
+	}
+	return writeRows(w, []string{"structure", "bytes", "bits_per_id", "answers", "how"}, out)
+}
+
+func bloomScalingCSV(w io.Writer, bs *bloomScaling) error {
+	var out [][]string
+	for _, r := range bs.Rows {
+		out = append(out, []string{ff(r.Fill), fi(r.Keys), ff(r.SingleFPR), fi(int64(r.SingleBytes)), ff(r.SingleFill),
+			ff(r.ScalableFPR), ff(r.ScalableExpect), fi(r.ScalableBytes), fi(r.Layers)})
+	}
+	return writeRows(w, []string{"fill", "items", "single_fpr", "single_bytes", "single_fill_ratio",
+		"scalable_fpr", "scalable_expected_fpr", "scalable_bytes", "scalable_sub_filters"}, out)
+}
+
+func cuckooCSV(w io.Writer, cl *cuckooLoad) error {
+	var out [][]string
+	for _, r := range cl.Rows {
+		out = append(out, []string{"filter.CuckooFilter", "", fi(r.Keys), ff(r.Load), ff(r.MeasuredFPR), ff(r.TheoryFPR), "1", fi(int64(cl.Bytes))})
+	}
+	for _, r := range cl.Scalable {
+		out = append(out, []string{"sketchcol.CuckooFilter", ff(r.Fill), fi(r.Keys), "", ff(r.FPR), "", fi(r.SubFilters), fi(r.Bytes)})
+	}
+	return writeRows(w, []string{"value", "fill", "items", "load", "measured_fpr", "theory_fpr", "sub_filters", "bytes"}, out)
+}
+
+func hllCSV(w io.Writer, hs *hllSweep) error {
+	var out [][]string
+	for _, r := range hs.Rows {
+		out = append(out, []string{fi(r.N), ff(r.MeanEstimate), ff(r.Bias), ff(r.RMSError), ff(r.MaxAbsError),
+			ff(r.WithinStdErr), strconv.Itoa(r.ValueBytes), r.Encoding, strconv.Itoa(len(r.Errors))})
+	}
+	return writeRows(w, []string{"n", "mean_estimate", "bias", "rms_err", "max_abs_err", "within_std_err",
+		"value_bytes", "encoding", "trials"}, out)
+}
+
+func bloomScalingChart(bs *bloomScaling) *chart {
+	c := &chart{Title: fmt.Sprintf("Bloom values sized for %s items at %s, filled past capacity", commas(int64(bs.Capacity)), pct(bs.Rate)),
+		XLabel: "items added / capacity", YLabel: "false-positive rate (log scale)", LogY: true, YFormat: fpct, XMin: 0}
+	var single, scalable, expect []point
+	for _, r := range bs.Rows {
+		single = append(single, point{r.Fill, r.SingleFPR})
+		scalable = append(scalable, point{r.Fill, r.ScalableFPR})
+		expect = append(expect, point{r.Fill, r.ScalableExpect})
+		c.XMax = math.Max(c.XMax, math.Ceil(r.Fill)+0.5)
+	}
+	c.Series = []series{
+		{Name: "one filter.BloomFilter", Points: single, Line: true, Marker: "circle"},
+		{Name: "sketchcol.ScalableBloom", Points: scalable, Line: true, Marker: "square"},
+		{Name: "ScalableBloom.ExpectedFPR", Points: expect, Line: true, Dashed: true},
+	}
+	c.HLines = []refLine{{At: bs.Rate, Label: "sized for " + pct(bs.Rate)}, {At: 2 * bs.Rate, Label: "scalable bound 2p"}}
+	return c
+}
+
+func cuckooLoadChart(cl *cuckooLoad) *chart {
+	c := &chart{Title: fmt.Sprintf("filter.CuckooFilter, f = %d: false positives against load", cl.FingerprintBits),
+		XLabel: "load (fingerprints / slots)", YLabel: "false-positive rate", YFormat: fpct, XFormat: fpct, XMin: 0, XMax: 1}
+	var measured, theory []point
+	for _, r := range cl.Rows {
+		measured = append(measured, point{r.Load, r.MeasuredFPR})
+	}
+	for x := 0.0; x <= 1.0001; x += 0.05 {
+		theory = append(theory, point{x, filter.CuckooFPR(cl.FingerprintBits, x)})
+	}
+	c.Series = []series{
+		{Name: "1 − (1 − load/(2^f−1))^8", Points: theory, Line: true, Dashed: true, Color: palette[1]},
+		{Name: "measured", Points: measured, Marker: "circle", Color: palette[0]},
+	}
+	c.HLines = []refLine{{At: 8 / math.Exp2(float64(cl.FingerprintBits)), Label: "bound 8/2^f"}}
+	return c
+}
