@@ -132,12 +132,12 @@ func (b *blockedBuilder) Add(key []byte) { b.c.add(key) }
 // Finish returns the block and resets the builder.
 func (b *blockedBuilder) Finish() []byte {
 	hs := b.c.take()
-	lines := blockedLines(len(hs), b.p.bitsPerKey)
+	lines := blockedLines(hs.len(), b.p.bitsPerKey)
 	body := uint64(lines) * lineBytes
 	out := make([]byte, body+blockedTrailerLen)
 	fillBlocked(out[:body], hs, lines, b.p.probes, b.p.choiceBits)
 	t := out[body:]
-	binary.LittleEndian.PutUint64(t[0:], uint64(len(hs)))
+	binary.LittleEndian.PutUint64(t[0:], uint64(hs.len()))
 	binary.LittleEndian.PutUint32(t[8:], lines)
 	t[12] = byte(b.p.probes)
 	t[13] = byte(b.p.choiceBits)
@@ -145,43 +145,65 @@ func (b *blockedBuilder) Finish() []byte {
 	return out
 }
 
-// fillBlocked sets the bits of every hash in body (lines·64 bytes). For
-// each line it builds all 2^c candidate lines side by side, then keeps the
-// one with the fewest bits set and records its selector in the line's top c
-// bits.
-func fillBlocked(body []byte, hs []uint64, lines uint32, k, c int) {
+// fillBlocked sets the bits of every hash in body (lines·64 bytes). It
+// groups the hashes by line first (a counting sort), so that each line is
+// then built in registers: for each selector, the union of its keys'
+// patterns; the union with the fewest bits set is written with its
+// selector in the line's top c bits.
+func fillBlocked(body []byte, hs hashList, lines uint32, k, c int) {
 	if lines == 0 {
 		return
 	}
-	choices := 1 << c
-	cand := make([][8]uint64, uint64(lines)*uint64(choices))
-	for _, h := range hs {
-		base := uint64(lineOf(h, lines)) * uint64(choices)
-		for s := range choices {
-			addPattern(&cand[base+uint64(s)], h, uint64(s), k)
-		}
-	}
+	start, sorted := groupByLine(hs, lines)
 	selMask := ^uint64(0) << (64 - c) // the selector bits in word 7
 	if c == 0 {
 		selMask = 0
 	}
-	for l := range uint64(lines) {
-		group := cand[l*uint64(choices) : (l+1)*uint64(choices)]
-		best, bestBits := 0, lineBits+1
-		for s := range group {
-			group[s][7] &^= selMask // probes on selector bits set nothing
-			if n := popcount(&group[s]); n < bestBits {
-				best, bestBits = s, n
+	for l := range lines {
+		keys := sorted[start[l]:start[l+1]]
+		var best [8]uint64
+		bestSel, bestBits := 0, lineBits+1
+		for s := range 1 << c {
+			var u [8]uint64
+			for _, h := range keys {
+				addPattern(&u, h, uint64(s), k)
+			}
+			u[7] &^= selMask // probes on selector bits set nothing
+			if n := popcount(&u); n < bestBits {
+				best, bestSel, bestBits = u, s, n
 			}
 		}
-		line := body[l*lineBytes : (l+1)*lineBytes]
-		for w, word := range group[best] {
+		best[7] |= uint64(bestSel) << (64 - c) & selMask
+		line := body[uint64(l)*lineBytes:]
+		for w, word := range best {
 			binary.LittleEndian.PutUint64(line[8*w:], word)
 		}
-		if c > 0 {
-			line[lineBytes-1] |= byte(best) << (8 - c)
+	}
+}
+
+// groupByLine returns hs ordered by line, and start, where the hashes of
+// line l are sorted[start[l]:start[l+1]].
+func groupByLine(hs hashList, lines uint32) (start []int, sorted []uint64) {
+	start = make([]int, lines+1)
+	for _, ch := range hs.chunks {
+		for _, h := range ch {
+			start[lineOf(h, lines)+1]++
 		}
 	}
+	for l := range lines {
+		start[l+1] += start[l]
+	}
+	next := make([]int, lines)
+	copy(next, start)
+	sorted = make([]uint64, hs.len())
+	for _, ch := range hs.chunks {
+		for _, h := range ch {
+			l := lineOf(h, lines)
+			sorted[next[l]] = h
+			next[l]++
+		}
+	}
+	return start, sorted
 }
 
 func lineOf(h uint64, lines uint32) uint32 { return reduce32(uint32(h>>32), lines) }

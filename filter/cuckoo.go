@@ -55,24 +55,24 @@ func (b *cuckooBuilder) Add(key []byte) { b.c.add(key) }
 func (b *cuckooBuilder) Finish() []byte {
 	hs := b.c.take()
 	var n uint32
-	if len(hs) > 0 {
-		n = cuckooBuckets(uint64(len(hs)), cuckooTargetLoad)
+	if hs.len() > 0 {
+		n = cuckooBuckets(uint64(hs.len()), cuckooTargetLoad)
 	}
 	return buildCuckoo(hs, b.p.f, n)
 }
 
 // buildCuckoo builds the block of hs with n buckets, or with 1% more each
 // time some key cannot be placed, until every key is.
-func buildCuckoo(hs []uint64, f int, n uint32) []byte {
+func buildCuckoo(hs hashList, f int, n uint32) []byte {
 	l := newCuckooLayout(f)
-	if len(hs) > 0 {
+	if hs.len() > 0 {
 		n = max(n, 1)
 	}
 	for {
 		out, entries, ok := tryBuildCuckoo(hs, &l, n)
 		if ok {
 			t := out[uint64(n)*l.stride:]
-			binary.LittleEndian.PutUint64(t[0:], uint64(len(hs)))
+			binary.LittleEndian.PutUint64(t[0:], uint64(hs.len()))
 			binary.LittleEndian.PutUint64(t[8:], entries)
 			binary.LittleEndian.PutUint32(t[16:], n)
 			t[20] = byte(l.f)
@@ -86,28 +86,43 @@ func buildCuckoo(hs []uint64, f int, n uint32) []byte {
 // tryBuildCuckoo inserts every hash into n buckets and returns the block
 // with its trailer bytes still zero, the number of fingerprints stored, and
 // false if some key could not be placed.
-func tryBuildCuckoo(hs []uint64, l *cuckooLayout, n uint32) ([]byte, uint64, bool) {
+func tryBuildCuckoo(hs hashList, l *cuckooLayout, n uint32) ([]byte, uint64, bool) {
 	out := make([]byte, uint64(n)*l.stride+cuckooTrailerLen)
 	rng := kickRand(n)
 	var entries uint64
-	for _, h := range hs {
-		fp := l.fingerprint(h)
-		i1 := homeBucket(h, n)
-		i2 := altBucket(i1, fp, n)
-		w1, w2 := l.load(out, i1), l.load(out, i2)
-		if l.has(w1, fp) || l.has(w2, fp) {
-			continue
+	for _, ch := range hs.chunks {
+		for _, h := range ch {
+			stored, ok := insertTableKey(out, l, n, h, &rng)
+			if !ok {
+				return nil, 0, false
+			}
+			if stored {
+				entries++
+			}
 		}
-		if w, ok := l.put(w1, fp); ok {
-			l.store(out, i1, w)
-		} else if w, ok := l.put(w2, fp); ok {
-			l.store(out, i2, w)
-		} else if !kickIn(out, l, n, i1, i2, fp, &rng) {
-			return nil, 0, false
-		}
-		entries++
 	}
 	return out, entries, true
+}
+
+// insertTableKey adds the key of hash h to a table under construction. It
+// reports whether a fingerprint was stored (false when the key's fingerprint
+// was there already), and false in ok when the key could not be placed.
+func insertTableKey(out []byte, l *cuckooLayout, n uint32, h uint64, rng *kickRand) (stored, ok bool) {
+	fp := l.fingerprint(h)
+	i1 := homeBucket(h, n)
+	i2 := altBucket(i1, fp, n)
+	w1, w2 := l.load(out, i1), l.load(out, i2)
+	if l.has(w1, fp) || l.has(w2, fp) {
+		return false, true
+	}
+	if w, ok := l.put(w1, fp); ok {
+		l.store(out, i1, w)
+	} else if w, ok := l.put(w2, fp); ok {
+		l.store(out, i2, w)
+	} else if !kickIn(out, l, n, i1, i2, fp, rng) {
+		return false, false
+	}
+	return true, true
 }
 
 // kickIn places fp, whose buckets i1 and i2 are both full, by the random

@@ -64,7 +64,7 @@ func TestCuckooRebuildKeepsEveryKey(t *testing.T) {
 	for i := range hs {
 		hs[i] = hashKey(ks.at(i))
 	}
-	data := buildCuckoo(hs, 8, 1)
+	data := buildCuckoo(hashListOf(hs), 8, 1)
 	r, err := Cuckoo(8).NewReader(data)
 	require.NoError(t, err)
 	requireNoFalseNegatives(t, r, ks)
@@ -81,7 +81,7 @@ func TestCuckooBuildFailsWhenFull(t *testing.T) {
 		hs[i] = hashKey(ks.at(i))
 	}
 	l := newCuckooLayout(12)
-	_, _, ok := tryBuildCuckoo(hs, &l, 200) // 800 slots for 1000 keys
+	_, _, ok := tryBuildCuckoo(hashListOf(hs), &l, 200) // 800 slots for 1000 keys
 	require.False(t, ok)
 }
 

@@ -28,24 +28,58 @@ func reduce64(x, n uint64) uint64 {
 
 // hashCollector is the part every table-filter builder shares: it keeps one
 // hash per key until Finish, when the key count (and so the geometry) is
-// known. A key equal to the previous one is skipped, because an SSTable adds
-// each version of a user key in a row; other duplicates cost some space but
+// known. Hashes go into fixed-size chunks, so that collecting n keys
+// allocates 8n bytes once instead of regrowing (and copying) one slice.
+//
+// A key equal to the previous one is skipped, because an SSTable adds each
+// version of a user key in a row; other duplicates cost some space but
 // never correctness.
 type hashCollector struct {
-	hashes []uint64
+	chunks [][]uint64
+	n      int
 }
+
+const hashChunk = 1 << 13 // hashes per chunk (64 KiB)
 
 func (c *hashCollector) add(key []byte) {
 	h := hashKey(key)
-	if n := len(c.hashes); n > 0 && c.hashes[n-1] == h {
-		return
+	last := len(c.chunks) - 1
+	if last >= 0 {
+		ch := c.chunks[last]
+		if ch[len(ch)-1] == h {
+			return
+		}
+		if len(ch) < cap(ch) {
+			c.chunks[last] = append(ch, h)
+			c.n++
+			return
+		}
 	}
-	c.hashes = append(c.hashes, h)
+	ch := make([]uint64, 1, hashChunk)
+	ch[0] = h
+	c.chunks = append(c.chunks, ch)
+	c.n++
 }
 
 // take returns the collected hashes and resets the collector for reuse.
-func (c *hashCollector) take() []uint64 {
-	hs := c.hashes
-	c.hashes = nil
-	return hs
+func (c *hashCollector) take() hashList {
+	l := hashList{chunks: c.chunks, n: c.n}
+	*c = hashCollector{}
+	return l
+}
+
+// hashList is the hashes of one table, in the order the keys were added.
+type hashList struct {
+	chunks [][]uint64
+	n      int
+}
+
+func (l hashList) len() int { return l.n }
+
+// hashListOf is a hashList over one slice, for tests and tools.
+func hashListOf(hs []uint64) hashList {
+	if len(hs) == 0 {
+		return hashList{}
+	}
+	return hashList{chunks: [][]uint64{hs}, n: len(hs)}
 }

@@ -76,17 +76,19 @@ func (b *standardBuilder) Add(key []byte) { b.c.add(key) }
 // Finish returns the block and resets the builder.
 func (b *standardBuilder) Finish() []byte {
 	hs := b.c.take()
-	m := standardBits(len(hs), b.p.bitsPerKey)
+	m := standardBits(hs.len(), b.p.bitsPerKey)
 	words := make([]uint64, m/64)
-	for _, h := range hs {
-		setKM(words, m, b.p.k, h)
+	for _, ch := range hs.chunks {
+		for _, h := range ch {
+			setKM(words, m, b.p.k, h)
+		}
 	}
 	out := make([]byte, m/8+standardTrailerLen)
 	for i, w := range words {
 		binary.LittleEndian.PutUint64(out[8*i:], w)
 	}
 	t := out[m/8:]
-	binary.LittleEndian.PutUint64(t[0:], uint64(len(hs)))
+	binary.LittleEndian.PutUint64(t[0:], uint64(hs.len()))
 	binary.LittleEndian.PutUint64(t[8:], m)
 	t[16] = byte(b.p.k)
 	t[17] = byte(FormatStandardBloom)
