@@ -99,3 +99,31 @@ func BenchmarkSyncWriters(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFillRandomCompact loads b.N random 16-byte keys with 100-byte
+// values (NoSync), then flushes and compacts everything: the peerbench
+// fillrandom + flush+compact workload, for profiling.
+func BenchmarkFillRandomCompact(b *testing.B) {
+	db := openBench(b, nil)
+	key := make([]byte, 16)
+	val := make([]byte, 100)
+	rng := rand.New(rand.NewSource(1))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rng.Read(val[:50])
+		if err := db.Put(benchKey(key, uint64(rng.Int63n(int64(b.N)*4))), val, NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	m := db.Metrics()
+	b.ReportMetric(m.WriteAmp, "write-amp")
+	b.ReportMetric(float64(m.Stall.Duration.Milliseconds()), "stall-ms")
+}
