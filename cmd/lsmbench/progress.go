@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"sync"
@@ -79,24 +80,30 @@ func (ph *phase) finish() {
 	ph.wg.Wait()
 }
 
+// draw shows the bar once the phase has run for progressDelay. The rate in
+// the description is the phase's own (done / elapsed): the library's rate
+// would count the operations done before the bar appeared as one burst.
 func (ph *phase) draw(w io.Writer, desc string) {
 	defer ph.wg.Done()
+	start := time.Now()
 	select {
 	case <-ph.stop:
 		return
 	case <-time.After(progressDelay):
 	}
-	bar := progressbar.NewOptions64(ph.total,
+	opts := []progressbar.Option{
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionSetWidth(30),
-		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("ops"),
 		progressbar.OptionThrottle(progressRedraw),
 		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetPredictTime(true),
-	)
+	}
+	if ph.total >= 0 {
+		opts = append(opts, progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true))
+	} else {
+		opts = append(opts, progressbar.OptionSpinnerType(14))
+	}
+	bar := progressbar.NewOptions64(ph.total, opts...)
 	tick := time.NewTicker(progressRedraw)
 	defer tick.Stop()
 	for {
@@ -108,9 +115,11 @@ func (ph *phase) draw(w io.Writer, desc string) {
 		case <-tick.C:
 			if ph.total < 0 {
 				_ = bar.Add(1) // spinner
-			} else {
-				_ = bar.Set64(ph.done.Load())
+				continue
 			}
+			done := ph.done.Load()
+			_ = bar.Set64(done)
+			bar.Describe(fmt.Sprintf("%s %s ops/s", desc, commas(int64(float64(done)/time.Since(start).Seconds()))))
 		}
 	}
 }
