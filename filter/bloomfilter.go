@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"encoding"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -196,3 +197,12 @@ func checkValueFormat(data []byte, want Format) error {
 		return fmt.Errorf("%w: format code %d, want %s", ErrUnknownType, uint8(got), want)
 	}
 }
+
+var (
+	_ encoding.BinaryMarshaler   = (*BloomFilter)(nil)
+	_ encoding.BinaryUnmarshaler = (*BloomFilter)(nil)
+	_ encoding.BinaryAppender    = (*BloomFilter)(nil)
+	_ encoding.BinaryMarshaler   = (*CuckooFilter)(nil)
+	_ encoding.BinaryUnmarshaler = (*CuckooFilter)(nil)
+	_ encoding.BinaryAppender    = (*CuckooFilter)(nil)
+)

@@ -116,7 +116,9 @@ func (f Format) String() string {
 
 // OpenBlock returns a reader for any filter block written by this package,
 // dispatching on the format code in the block's last byte. An empty block is
-// what None writes; its reader reports every key as possibly present.
+// what None writes; its reader reports every key as possibly present. The
+// reader uses data in place: data must not change while the reader is in
+// use.
 //
 // An unknown code returns an error wrapping ErrUnknownType; a known code with
 // inconsistent bytes returns an error wrapping ErrMalformed. OpenBlock never
