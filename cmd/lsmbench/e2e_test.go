@@ -70,6 +70,7 @@ func TestEndToEndJSON(t *testing.T) {
 		require.NotNil(t, l, r.Name)
 		require.True(t, l.Min <= l.P50 && l.P50 <= l.P90 && l.P90 <= l.P99 && l.P99 <= l.P999 && l.P999 <= l.Max, "%s: %+v", r.Name, l)
 		require.GreaterOrEqual(t, r.SampleEvery, 1)
+		require.Positive(t, r.CPUMicrosPerOp, r.Name)
 	}
 	require.Contains(t, resultByName(t, &rep, "pfadd", 0).Skipped, "not yet available")
 
@@ -142,8 +143,8 @@ func TestJSONSchema(t *testing.T) {
 		"fingerprint_bits", "cache_size", "memtable_size", "compression", "sync", "threads", "seed", "use_existing_db"})
 	results := doc["results"].([]any)
 	require.Len(t, results, 4)
-	require.Equal(t, []string{"found", "latency_sample_every", "latency_us", "mb_per_sec", "name", "not_found", "ops", "ops_per_sec",
-		"point_lookups", "seconds", "threads", "us_per_op"}, keys(results[2]))
+	require.Equal(t, []string{"cpu_seconds", "cpu_us_per_op", "found", "latency_sample_every", "latency_us", "mb_per_sec", "name",
+		"not_found", "ops", "ops_per_sec", "point_lookups", "seconds", "threads", "us_per_op"}, keys(results[2]))
 	require.Equal(t, []string{"max", "mean", "min", "p50", "p90", "p99", "p99_9"}, keys(results[2].(map[string]any)["latency_us"]))
 	require.Equal(t, []string{"block_cache_hit_rate", "block_cache_hits", "bytes_read", "data_blocks_per_get", "data_blocks_read",
 		"expected_fpr", "expected_fpr_at_keys_per_table", "file_reads", "filter_checks", "filter_false_positives", "filter_negatives",

@@ -40,7 +40,7 @@ func writeJSON(w io.Writer, r *benchReport) error {
 // csvHeader is the first row of -csv output; writeCSV writes one row per
 // result below it. Empty cells mean "not applicable".
 var csvHeader = []string{
-	"benchmark", "ops", "threads", "seconds", "ops_per_sec", "us_per_op", "mb_per_sec",
+	"benchmark", "ops", "threads", "seconds", "ops_per_sec", "us_per_op", "mb_per_sec", "cpu_us_per_op",
 	"p50_us", "p99_us", "p99_9_us", "max_us", "found", "not_found",
 	"tables_per_get", "filter_checks", "filter_negatives", "filter_false_positives", "filter_true_positives",
 	"measured_fpr", "expected_fpr", "data_blocks_per_get", "block_cache_hit_rate",
@@ -64,7 +64,7 @@ func writeCSV(w io.Writer, rs []result) error {
 func csvRow(r *result) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	i := func(v int64) string { return strconv.FormatInt(v, 10) }
-	row := []string{r.Name, i(r.Ops), strconv.Itoa(r.Threads), f(r.Seconds), f(r.OpsPerSec), f(r.MicrosPerOp), f(r.MBPerSec)}
+	row := []string{r.Name, i(r.Ops), strconv.Itoa(r.Threads), f(r.Seconds), f(r.OpsPerSec), f(r.MicrosPerOp), f(r.MBPerSec), f(r.CPUMicrosPerOp)}
 	if l := r.Latency; l != nil {
 		row = append(row, f(l.P50), f(l.P99), f(l.P999), f(l.Max))
 	} else {

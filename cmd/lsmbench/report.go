@@ -20,10 +20,16 @@ type result struct {
 	MicrosPerOp float64 `json:"us_per_op"`
 	// MBPerSec is the key and value bytes written, or read by Gets and
 	// scans that found their key, per second (10^6 bytes).
-	MBPerSec float64         `json:"mb_per_sec"`
-	Found    int64           `json:"found"`
-	NotFound int64           `json:"not_found"`
-	Latency  *latencySummary `json:"latency_us,omitempty"`
+	MBPerSec float64 `json:"mb_per_sec"`
+	// CPUSeconds is the process's CPU time (user + system, every thread,
+	// background flushes and compactions included) during the benchmark;
+	// CPUMicrosPerOp divides it by Ops. Unlike wall time it hardly moves
+	// when other processes compete for the CPUs.
+	CPUSeconds     float64         `json:"cpu_seconds"`
+	CPUMicrosPerOp float64         `json:"cpu_us_per_op"`
+	Found          int64           `json:"found"`
+	NotFound       int64           `json:"not_found"`
+	Latency        *latencySummary `json:"latency_us,omitempty"`
 	// SampleEvery is the latency sampling stride: 1 when every operation
 	// was timed, S when one in S was (the clock was slow against the
 	// operation; see sampleEvery).
@@ -96,7 +102,7 @@ func (t textReport) result(r *result) {
 		return
 	case r.Latency == nil:
 		what := map[string]string{"flush": "flush", "compact": "flush + compact"}[r.Name]
-		fmt.Fprintf(w, rowFormat, r.Name, "-", "-", "-", "-", "-", fmt.Sprintf("%s in %s", what, seconds(r.Seconds)))
+		fmt.Fprintf(w, rowFormat, r.Name, "-", "-", "-", "-", "-", fmt.Sprintf("%s in %s (CPU %s)", what, seconds(r.Seconds), seconds(r.CPUSeconds)))
 	default:
 		l := r.Latency
 		fmt.Fprintf(w, rowFormat, r.Name, micros(r.MicrosPerOp), commas(int64(r.OpsPerSec+0.5)),
@@ -115,7 +121,7 @@ func (t textReport) result(r *result) {
 
 // detail is the tail of a benchmark's row: counts and throughput.
 func (t textReport) detail(r *result) string {
-	s := fmt.Sprintf("%s ops in %s", commas(r.Ops), seconds(r.Seconds))
+	s := fmt.Sprintf("%s ops in %s, CPU %s µs/op", commas(r.Ops), seconds(r.Seconds), micros(r.CPUMicrosPerOp))
 	switch {
 	case isWrite(r.Name):
 		s += fmt.Sprintf(", %.1f MB/s", r.MBPerSec)

@@ -137,10 +137,16 @@ func (b *bench) run(name string) result {
 	mk, ops, threads := b.workload(name)
 	before := b.db.Metrics()
 	ph := b.prog.start(name, int64(ops))
+	cpu := cpuTime()
 	ls := b.runThreads(ph, threads, mk)
+	cpu = cpuTime() - cpu
 	ph.finish()
 	after := b.db.Metrics()
 	r := b.timedResult(name, threads, ls)
+	r.CPUSeconds = cpu.Seconds()
+	if r.Ops > 0 {
+		r.CPUMicrosPerOp = r.CPUSeconds * 1e6 / float64(r.Ops)
+	}
 	if isPointLookup(name) {
 		r.Lookups = lookupDelta(before, after, b.cfg.policy(), b.cfg.Num, r.Ops)
 	}
@@ -152,11 +158,11 @@ func (b *bench) run(name string) result {
 func (b *bench) step(name string, f func() ([]string, error)) result {
 	before := shapeOf(b.db.Metrics())
 	ph := b.prog.start(name, -1)
-	start := time.Now()
+	start, cpu := time.Now(), cpuTime()
 	notes, err := f()
 	wall := time.Since(start)
 	ph.finish()
-	r := result{Name: name, Seconds: wall.Seconds(), Threads: 1, Notes: notes}
+	r := result{Name: name, Seconds: wall.Seconds(), CPUSeconds: (cpuTime() - cpu).Seconds(), Threads: 1, Notes: notes}
 	if err != nil {
 		r.Error = err.Error()
 	}
