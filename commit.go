@@ -3,6 +3,7 @@ package sieve
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -100,7 +101,9 @@ func (db *DB) apply(b *Batch, sync bool) error {
 	// Leader: take a group from the head of the queue.
 	group, groupSync, size := 1, w.sync, len(b.data)
 	for _, f := range p.queue[1:] {
-		if size+len(f.batch.data) > maxGroupBytes && group > 0 {
+		// A writer without a batch took the pipeline with acquire: it
+		// runs alone, after this group.
+		if f.batch == nil || size+len(f.batch.data) > maxGroupBytes {
 			break
 		}
 		size += len(f.batch.data)
@@ -156,9 +159,21 @@ func (db *DB) commitGroup(writers []*writer, sync bool, size int) (err error) {
 		db.commit.buf = buf
 		record = buf
 	}
-	if _, err := db.log.w.WriteRecord(record); err != nil {
-		db.setBackgroundError(fmt.Errorf("WAL %06d write: %w", db.log.num, err))
-		return err
+	var werr error
+	if sync {
+		_, werr = db.log.w.WriteRecord(record)
+	} else {
+		// Unsynced groups are buffered and written in 64 KiB pieces (or
+		// by the flush timer): a write system call per record would
+		// dominate small NoSync writes.
+		werr = db.log.w.BufferRecord(record)
+		if werr == nil && db.log.w.Buffered() > 0 {
+			db.scheduleWALFlush()
+		}
+	}
+	if werr != nil {
+		db.setBackgroundError(fmt.Errorf("WAL %06d write: %w", db.log.num, werr))
+		return werr
 	}
 	db.metrics.walBytes.Add(int64(len(record)))
 	db.metrics.walRecords.Add(1)
@@ -179,6 +194,33 @@ func (db *DB) commitGroup(writers []*writer, sync bool, size int) (err error) {
 	db.logSeq = seq + count - 1
 	db.visibleSeq.Store(db.logSeq)
 	return nil
+}
+
+// walFlushDelay bounds how long an unsynced write may sit in the WAL
+// writer's buffer before it is handed to the OS.
+const walFlushDelay = 2 * time.Millisecond
+
+// scheduleWALFlush arms the timer that writes buffered WAL records.
+// REQUIRES: leader.
+func (db *DB) scheduleWALFlush() {
+	if db.walFlushPending.Swap(true) {
+		return
+	}
+	time.AfterFunc(walFlushDelay, db.flushWALBuffer)
+}
+
+// flushWALBuffer writes the WAL writer's buffered records, taking the
+// commit pipeline so that it runs between commits.
+func (db *DB) flushWALBuffer() {
+	db.commit.acquire()
+	defer db.commit.release()
+	db.walFlushPending.Store(false)
+	if db.log.w == nil || db.closed.Load() {
+		return
+	}
+	if err := db.log.w.Flush(); err != nil {
+		db.setBackgroundError(fmt.Errorf("WAL %06d write: %w", db.log.num, err))
+	}
 }
 
 // applyToMemtable inserts a committed batch. REQUIRES: leader.

@@ -40,6 +40,8 @@ type DB struct {
 	// sequence number.
 	log    walHandle
 	logSeq uint64
+	// walFlushPending is set while a timer to write the WAL buffer is armed.
+	walFlushPending atomic.Bool
 
 	// visibleSeq is the highest sequence number whose write is fully
 	// applied; readers read as of it.

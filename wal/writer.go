@@ -74,6 +74,39 @@ func (w *Writer) WriteRecord(p []byte) (endOffset int64, err error) {
 	return w.offset.Load(), nil
 }
 
+// BufferRecord appends p as one record to the Writer's buffer without
+// writing it, unless the buffer has reached flushThreshold bytes; Flush,
+// Sync, a later WriteRecord or Close writes it. It lets a caller that does
+// not need each record in the OS at once (unsynced writes) save a write
+// system call per record. Records reach the file in order either way.
+func (w *Writer) BufferRecord(p []byte) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	w.appendRecord(p)
+	if len(w.buf) >= flushThreshold {
+		return w.write()
+	}
+	return nil
+}
+
+// flushThreshold is the buffered size at which BufferRecord writes.
+const flushThreshold = 64 << 10
+
+// Flush writes buffered records to the file (not syncing them).
+func (w *Writer) Flush() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if len(w.buf) == 0 {
+		return nil
+	}
+	return w.write()
+}
+
+// Buffered returns the bytes buffered and not yet written to the file.
+func (w *Writer) Buffered() int { return len(w.buf) }
+
 // appendRecord appends the chunks of record p to w.buf.
 func (w *Writer) appendRecord(p []byte) {
 	first := true
@@ -162,6 +195,11 @@ func (w *Writer) Sync() error {
 }
 
 func (w *Writer) sync() error {
+	if len(w.buf) > 0 {
+		if err := w.write(); err != nil {
+			return err
+		}
+	}
 	off := w.offset.Load()
 	if off == w.synced.Load() {
 		return nil

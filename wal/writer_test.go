@@ -188,3 +188,42 @@ func TestReaderIOErrors(t *testing.T) {
 	_, err = r.Next()
 	require.ErrorIs(t, err, io.ErrUnexpectedEOF, "file shorter than the size given")
 }
+
+// TestBufferRecord checks that buffered records reach the file in order
+// on Flush, Sync, WriteRecord and Close, and read back like written ones.
+func TestBufferRecord(t *testing.T) {
+	var f memFile
+	w, err := NewWriter(&f, 7)
+	require.NoError(t, err)
+	var want [][]byte
+	for i := 0; i < 3000; i++ {
+		rec := bytes.Repeat([]byte{byte(i)}, i%200)
+		want = append(want, rec)
+		switch i % 500 {
+		case 499:
+			_, err = w.WriteRecord(rec)
+		default:
+			err = w.BufferRecord(rec)
+		}
+		require.NoError(t, err)
+		if i == 1000 {
+			require.NoError(t, w.Flush())
+			require.Zero(t, w.Buffered())
+		}
+		if i == 2000 {
+			require.NoError(t, w.Sync())
+			require.Zero(t, w.Buffered())
+			require.Equal(t, int64(len(f.data)), w.SyncedOffset())
+		}
+	}
+	require.NoError(t, w.Close())
+	r := NewReader(bytes.NewReader(f.data), int64(len(f.data)), 7)
+	for i, rec := range want {
+		got, err := r.Next()
+		require.NoError(t, err, "record %d", i)
+		require.Equal(t, rec, got, "record %d", i)
+	}
+	_, err = r.Next()
+	require.ErrorIs(t, err, io.EOF)
+	require.False(t, r.TornTail())
+}
