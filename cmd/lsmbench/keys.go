@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/binary"
+	"math"
 	"math/rand/v2"
 	"slices"
 )
@@ -94,38 +95,42 @@ func split(n, t, threads int) (lo, hi int) {
 	return n * t / threads, n * (t + 1) / threads
 }
 
-// valueSource hands out values that compress to about ratio of their size,
-// like db_bench's RandomGenerator: a pool made of random pieces, each
-// repeated to fill 1/ratio times its length, read at a moving offset.
+// valueSource hands out values that each compress to about ratio of
+// their size, like db_bench's and peerbench's: a value is ⌈ratio·size⌉
+// random printable bytes followed by copies of them. Values are slots of a
+// pool (at least 1 MiB, at least two slots) handed out in turn.
 type valueSource struct {
 	pool []byte
-	pos  int
 	size int
+	next int // next slot
 }
 
 const valuePoolSize = 1 << 20
 
 func newValueSource(size int, ratio float64, seed uint64) *valueSource {
 	rng := rand.New(rand.NewPCG(seed, 0x7a1))
-	total := valuePoolSize + size
-	pool := make([]byte, 0, total+100)
-	piece := max(1, min(100, size))
-	raw := make([]byte, max(1, int(float64(piece)*ratio)))
-	for len(pool) < total {
-		for i := range raw {
-			raw[i] = byte(' ' + rng.IntN(95))
+	slots := max(2, valuePoolSize/max(1, size))
+	pool := make([]byte, slots*size)
+	raw := max(1, int(math.Ceil(ratio*float64(size))))
+	for off := 0; off < len(pool); off += size {
+		v := pool[off : off+size]
+		for j := 0; j < min(raw, size); j++ {
+			v[j] = byte(' ' + rng.IntN(95))
 		}
-		for n := 0; n < piece; n += len(raw) {
-			pool = append(pool, raw[:min(len(raw), piece-n)]...)
+		for j := raw; j < size; j += raw {
+			copy(v[j:], v[:raw])
 		}
 	}
-	return &valueSource{pool: pool[:total], size: size, pos: int(seed % valuePoolSize)}
+	return &valueSource{pool: pool, size: size, next: int(seed % uint64(slots))}
 }
 
-// next returns the next value, a slice of the pool: fine for Put, which
+// value returns the next value, a slice of the pool: fine for Put, which
 // copies it.
-func (v *valueSource) next() []byte {
-	b := v.pool[v.pos : v.pos+v.size]
-	v.pos = (v.pos + v.size) % valuePoolSize
-	return b
+func (v *valueSource) value() []byte {
+	off := v.next * v.size
+	v.next++
+	if (v.next+1)*v.size > len(v.pool) {
+		v.next = 0
+	}
+	return v.pool[off : off+v.size : off+v.size]
 }

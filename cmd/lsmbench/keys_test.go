@@ -110,15 +110,25 @@ func TestValuesCompressAsAsked(t *testing.T) {
 		vs := newValueSource(100, ratio, 1)
 		var raw []byte
 		for range 1000 {
-			v := vs.next()
+			v := vs.value()
 			require.Len(t, v, 100)
+			got := float64(len(snappy.Encode(nil, v))) / 100
+			require.InDelta(t, ratio, got, 0.12, "ratio %v: each value on its own", ratio)
 			raw = append(raw, v...)
 		}
 		got := float64(len(snappy.Encode(nil, raw))) / float64(len(raw))
-		require.InDelta(t, ratio, got, 0.15, "ratio %v", ratio)
+		require.InDelta(t, ratio, got, 0.12, "ratio %v", ratio)
 	}
-	require.Empty(t, newValueSource(0, 0.5, 1).next())
+	require.Empty(t, newValueSource(0, 0.5, 1).value())
 	big := newValueSource(3<<20, 0.5, 1)
-	require.Len(t, big.next(), 3<<20)
-	require.Len(t, big.next(), 3<<20)
+	a, b := big.value(), big.value()
+	require.Len(t, a, 3<<20)
+	require.Len(t, b, 3<<20)
+	require.NotEqual(t, a[:64], b[:64], "two slots")
+	small := newValueSource(7, 0.5, 3)
+	seen := map[string]bool{}
+	for range 1000 {
+		seen[string(small.value())] = true
+	}
+	require.Greater(t, len(seen), 100, "values vary")
 }

@@ -67,7 +67,7 @@ func (b *bench) fill(order []uint64) threadMaker {
 		key := make([]byte, b.cfg.KeySize)
 		vals := newValueSource(b.cfg.ValueSize, b.cfg.CompressRatio, b.cfg.Seed+uint64(t))
 		return thread{n: len(mine), op: func(i int) (bool, error) {
-			return false, b.db.Put(b.ks.encode(key, mine[i]), vals.next(), wo)
+			return false, b.db.Put(b.ks.encode(key, mine[i]), vals.value(), wo)
 		}}
 	}
 }
@@ -80,7 +80,7 @@ func (b *bench) overwrite() threadMaker {
 		key := make([]byte, b.cfg.KeySize)
 		vals := newValueSource(b.cfg.ValueSize, b.cfg.CompressRatio, b.cfg.Seed+uint64(t)+1000)
 		return thread{n: hi - lo, op: func(int) (bool, error) {
-			return false, b.db.Put(b.ks.present(key, r.Uint64N(uint64(b.ks.num))), vals.next(), wo)
+			return false, b.db.Put(b.ks.present(key, r.Uint64N(uint64(b.ks.num))), vals.value(), wo)
 		}}
 	}
 }
