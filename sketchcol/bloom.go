@@ -40,6 +40,10 @@ const (
 	// 2 it is never reached (2^63 items); with expansion 1 it caps the
 	// filter at 64 × capacity, beyond which it behaves as non-scaling.
 	maxBloomLayers = 64
+	// maxBloomLayerBits bounds the first sub-filter (4 GiB of bits), below
+	// the filter package's own limit, so that Validate can answer without
+	// allocating and NewBloomFilter never refuses a validated spec.
+	maxBloomLayerBits = 1 << 35
 )
 
 // Validate checks the ranges RedisBloom documents.
@@ -52,8 +56,9 @@ func (s BloomSpec) Validate() error {
 	case !s.NonScaling && (s.Expansion < 1 || s.Expansion > maxBloomExpansion):
 		return fmt.Errorf("%w: Bloom expansion %d must be in 1..%d", ErrInvalidArgument, s.Expansion, maxBloomExpansion)
 	}
-	if _, err := filter.NewBloomFilter(uint64(s.Capacity), s.ErrorRate); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidArgument, err)
+	if bits := float64(s.Capacity) * filter.BitsPerKey(s.ErrorRate); !(bits <= maxBloomLayerBits) {
+		return fmt.Errorf("%w: a Bloom filter of %d items at %v needs %.3g bits, more than %d",
+			ErrInvalidArgument, s.Capacity, s.ErrorRate, bits, uint64(maxBloomLayerBits))
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ const (
 	// maxCuckooBytes bounds one value (16 GiB) so that a corrupt header
 	// can never ask for more.
 	maxCuckooBytes      = 1 << 34
+	maxCuckooFirstBytes = 1 << 32 // the first sub-filter: 4 GiB
 	maxCuckooExpansion  = 32768
 	maxCuckooIterations = 65535
 )
@@ -58,7 +59,7 @@ func (s CuckooSpec) Validate() error {
 	case s.Capacity < 2*int64(s.BucketSize):
 		return fmt.Errorf("%w: cuckoo capacity %d must be at least twice the bucket size (%d)", ErrInvalidArgument, s.Capacity, 2*s.BucketSize)
 	}
-	if lb := cuckooLog2Buckets(s.Capacity, s.BucketSize); lb > cuckoo.MaxLog2Buckets || uint64(s.BucketSize)<<lb > maxCuckooBytes {
+	if lb := cuckooLog2Buckets(s.Capacity, s.BucketSize); lb > cuckoo.MaxLog2Buckets || uint64(s.BucketSize)<<lb > maxCuckooFirstBytes {
 		return fmt.Errorf("%w: cuckoo capacity %d is too large", ErrInvalidArgument, s.Capacity)
 	}
 	return nil

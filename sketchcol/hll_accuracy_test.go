@@ -83,7 +83,7 @@ func TestHLLAccuracy(t *testing.T) {
 	seqs, limit, realLimit := 24, 10_000_000, 1_000_000
 	if long {
 		seqs, realLimit = 400, 10_000_000
-	} else if testing.Short() {
+	} else if testing.Short() || raceEnabled {
 		seqs, limit, realLimit = 4, 1_000_000, 100_000
 	}
 	seed := uint64(testutil.Seed(t))

@@ -98,18 +98,28 @@ func walkSparse(p []byte, fn func(start, n int, v uint8)) error {
 	return nil
 }
 
-// walkDense calls fn for every register of a dense body of exactly 12288
-// bytes: registers are 6 bits each, packed from the least significant bit
-// of byte 0, so 3 bytes hold 4 registers.
-func walkDense(p []byte, fn func(i int, v uint8)) {
+// unpackDense fills reg from a dense body of exactly 12288 bytes:
+// registers are 6 bits each, packed from the least significant bit of byte
+// 0, so 3 bytes hold 4 registers.
+func unpackDense(p []byte, reg *[hllRegisters]uint8) {
 	_ = p[hllRegisters*6/8-1]
 	for g := 0; g < hllRegisters/4; g++ {
 		w := uint32(p[3*g]) | uint32(p[3*g+1])<<8 | uint32(p[3*g+2])<<16
-		fn(4*g, uint8(w&63))
-		fn(4*g+1, uint8(w>>6&63))
-		fn(4*g+2, uint8(w>>12&63))
-		fn(4*g+3, uint8(w>>18&63))
+		reg[4*g] = uint8(w & 63)
+		reg[4*g+1] = uint8(w >> 6 & 63)
+		reg[4*g+2] = uint8(w >> 12 & 63)
+		reg[4*g+3] = uint8(w >> 18 & 63)
 	}
+}
+
+// checkRanks refuses registers above 51, which no hash produces.
+func checkRanks(reg *[hllRegisters]uint8) error {
+	for i, v := range reg {
+		if v > hllMaxRank {
+			return corruptf("dense HLL register %d holds %d, above the largest possible rank %d", i, v, hllMaxRank)
+		}
+	}
+	return nil
 }
 
 // decodeHLLRegisters fills reg from a whole value and returns its header.
@@ -126,17 +136,8 @@ func decodeHLLRegisters(b []byte, reg *[hllRegisters]uint8) (hllHeader, error) {
 			}
 		})
 	}
-	bad := -1
-	walkDense(b[hllHeaderLen:], func(i int, v uint8) {
-		reg[i] = v
-		if v > hllMaxRank && bad < 0 {
-			bad = i
-		}
-	})
-	if bad >= 0 {
-		return hdr, corruptf("dense HLL register %d holds %d, above the largest possible rank %d", bad, reg[bad], hllMaxRank)
-	}
-	return hdr, nil
+	unpackDense(b[hllHeaderLen:], reg)
+	return hdr, checkRanks(reg)
 }
 
 // hllHistogram validates a value and returns its register histogram,
@@ -151,16 +152,13 @@ func hllHistogram(b []byte) (hllHisto, error) {
 		err := walkSparse(b[hllHeaderLen:], func(_, n int, v uint8) { histo[v] += n })
 		return histo, err
 	}
-	bad := false
-	walkDense(b[hllHeaderLen:], func(_ int, v uint8) {
-		if v > hllMaxRank {
-			bad = true
-			return
-		}
+	var reg [hllRegisters]uint8
+	unpackDense(b[hllHeaderLen:], &reg)
+	if err := checkRanks(&reg); err != nil {
+		return histo, err
+	}
+	for _, v := range reg {
 		histo[v]++
-	})
-	if bad {
-		return histo, corruptf("dense HLL has a register above the largest possible rank %d", hllMaxRank)
 	}
 	return histo, nil
 }

@@ -224,3 +224,14 @@ func TestHLLRedisPositions(t *testing.T) {
 		}
 	}
 }
+
+func TestHLLRedisWorkedExample(t *testing.T) {
+	s := startRedis(t)
+	args := []any{"PFADD", "k"}
+	for _, e := range workedExample.elems {
+		args = append(args, e)
+	}
+	require.Equal(t, int64(1), s.mustInt(t, args...))
+	require.Equal(t, int64(3), s.mustInt(t, "PFCOUNT", "k"))
+	require.Equal(t, workedExample.value, fmt.Sprintf("% x", s.mustBytes(t, "GET", "k")))
+}

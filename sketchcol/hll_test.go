@@ -278,3 +278,27 @@ func TestHLLEstimatorEdges(t *testing.T) {
 	require.False(t, h.Add([]byte("x")))
 	require.Equal(t, int64(1), h.Count())
 }
+
+// workedExample is FORMAT.md's worked example: PFADD k hello world sieve.
+var workedExample = struct {
+	elems   [][]byte
+	value   string // after PFCOUNT
+	operand string
+}{
+	elems:   [][]byte{[]byte("hello"), []byte("world"), []byte("sieve")},
+	value:   "48 59 4c 4c 01 00 00 00 03 00 00 00 00 00 00 00 4a b5 88 53 72 84 45 d4 80 5b fe",
+	operand: "10 01 00 03 b6 ca 00 2a 9e 00 00 64 00",
+}
+
+func TestHLLWorkedExample(t *testing.T) {
+	h := NewHLL()
+	for _, e := range workedExample.elems {
+		h.Add(e)
+	}
+	require.Equal(t, workedExample.value, fmt.Sprintf("% x", h.Bytes()))
+	require.Equal(t, workedExample.operand, fmt.Sprintf("% x", PFAddOp(workedExample.elems...)))
+	var m Merger
+	v, err := m.FullMerge(nil, nil, false, [][]byte{PFAddOp(workedExample.elems...)})
+	require.NoError(t, err)
+	require.Equal(t, workedExample.value, fmt.Sprintf("% x", v))
+}

@@ -1,0 +1,102 @@
+// Package sketchcol is sieve's sketch column family: probabilistic values
+// — HyperLogLog (byte-compatible with Redis), scalable Bloom filters and
+// cuckoo filters (with RedisBloom's semantics) — written as merge operands
+// and collapsed by compaction, so that counting distinct visitors or
+// guarding a cache never needs a read-modify-write.
+//
+// This phase provides the values and their codecs, the merge operator
+// (Merger) and, per command, a Reply function that computes Redis's
+// answer from the current value and an Op function that builds the
+// operand to write. The Store (Open, PFAdd, BFAdd, CFDel, ...) is built on
+// them: a command whose answer needs the value reads, calls the Reply,
+// then merges the Op; its blind variant merges the Op alone.
+//
+// FORMAT.md specifies every byte of every value and operand.
+//
+// # Choosing a sketch
+//
+//   - HyperLogLog counts distinct elements in 12 KB (0.81% standard
+//     error); it cannot say whether an element was seen.
+//   - A Bloom filter answers "possibly present" or "certainly not"; it
+//     cannot delete. A scalable one grows by stacking sub-filters.
+//   - A cuckoo filter answers the same and can delete, but only items
+//     that were added: deleting a false positive removes another item.
+//
+// None of them may decide permissions or billing: a false positive is a
+// legal answer.
+//
+// # Concurrency
+//
+// Package-level functions and Merger are pure and safe for concurrent use.
+// HLL, ScalableBloom and CuckooFilter values are not safe for concurrent
+// mutation.
+//
+// # The merge algebra
+//
+// A key's state is either missing (⊥) or one value. Every operand denotes
+// a function from states to states, and
+//
+//	FullMerge(base, o1 … on) = encode(on(… o1(base)))
+//	PartialMerge(oi … oj)    = an operand denoting oj ∘ … ∘ oi
+//
+// so, function composition being associative, every grouping the engine
+// may choose — partial merges of any adjacent runs, nested, in memtables
+// and compactions, and full merges onto a base at any point — yields the
+// same bytes as applying the commands one at a time. Encodings are
+// canonical (an HLL value is a function of its registers, FORMAT.md), so
+// "the same state" means "the same bytes". TestMergeAlgebra checks this
+// property on random histories mixing all operand kinds.
+//
+// The operands and how they fold:
+//
+//   - HLL operand R, a set of (register, rank) pairs: v ↦ max(v, R)
+//     register-wise (⊥ as the empty sketch). Max is associative,
+//     commutative and idempotent: HLL operands fold by register-wise max
+//     in any order. PFADD writes the pairs of its elements, PFMERGE the
+//     union of its sources (the destination being a source of its own
+//     max).
+//   - Bloom operand (geometry, h1 … hk): on ⊥ create a filter of the
+//     geometry, then BF.ADD each item hash in order. Folding keeps the
+//     first operand's geometry (after it the key exists, so later ones
+//     find it) and concatenates the hashes, dropping any repeat of an
+//     earlier one (a repeated add finds its item present: a no-op). The
+//     fold is associative and idempotent but deliberately not commutative:
+//     a bitwise OR of filters is order-free only for one sub-filter of
+//     fixed geometry, while RedisBloom's count and the sub-filter an item
+//     lands in depend on the order of adds (an item that is a false
+//     positive is not counted; an add past capacity opens a sub-filter).
+//     Once a fold meets the value itself (a base or a set operand) the
+//     hashes collapse into its bits.
+//   - Cuckoo operand (geometry, records): add, addnx and delete records
+//     applied in order; they do not commute (add-then-delete is not
+//     delete-then-add), so cuckoo operands fold by concatenation.
+//   - Set operand V (Restore): the constant function V. o ∘ Set(V) =
+//     Set(o(V)) and Set(V) ∘ o = Set(V): everything before the newest set
+//     operand of a group is dead.
+//
+// # Wrong types
+//
+// A key's kind changes only through a set operand. An operand of another
+// kind than the key's current value denotes the identity (it is dropped,
+// as Redis refuses a WRONGTYPE command and leaves the value alone); the
+// Store's reading commands return ErrWrongType instead. Whether an operand
+// is of the wrong kind depends on the base, so PartialMerge declines to
+// fold operands of different kinds unless a set operand among them fixes
+// the kind.
+//
+// # Corruption
+//
+// A malformed base or operand makes FullMerge fail for its own key with an
+// error wrapping ErrCorruption; PartialMerge declines such a group, so the
+// bad operand stays where it is and fails only reads of that key.
+//
+// # Blind writes that cannot succeed
+//
+// An operand merged later cannot fail its writer. A Bloom add into a full
+// non-scaling filter overfills the newest sub-filter (more false
+// positives, never a false negative). A cuckoo add with no room left is
+// dropped and counted in CFInfo.ItemsDropped. A cuckoo delete that reaches
+// a missing key (deleted between CF.DEL's read and its write) leaves an
+// empty filter of the default geometry. The Reply functions report these
+// cases as ErrFilterFull before anything is written.
+package sketchcol

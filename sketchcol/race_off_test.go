@@ -1,0 +1,5 @@
+//go:build !race
+
+package sketchcol
+
+const raceEnabled = false
