@@ -175,25 +175,13 @@ func (b *bench) step(name string, f func() ([]string, error)) result {
 	return r
 }
 
-// compacter is the manual-compaction method of the engine's public API
-// (DB.Compact(start, end), DESIGN.md). It is asserted at run time rather
-// than called directly so that lsmbench builds against engine versions that
-// do not have it yet; there, "compact" only flushes and says so.
-type compacter interface {
-	Compact(start, end []byte) error
-}
-
-var errNoCompact = errors.New("sieve.DB has no Compact method in this build: only flushed, the LSM is left as is")
-
+// flushAndCompact flushes the memtables, then compacts the whole key space
+// down to the bottom level (DB.Compact(nil, nil)).
 func (b *bench) flushAndCompact() ([]string, error) {
 	if err := b.db.Flush(); err != nil {
 		return nil, fmt.Errorf("flush: %w", err)
 	}
-	c, ok := any(b.db).(compacter)
-	if !ok {
-		return []string{errNoCompact.Error()}, nil
-	}
-	if err := c.Compact(nil, nil); err != nil {
+	if err := b.db.Compact(nil, nil); err != nil {
 		return nil, fmt.Errorf("compact: %w", err)
 	}
 	return nil, nil
