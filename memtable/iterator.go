@@ -117,7 +117,7 @@ func (it *Iterator) SeekGE(ukey []byte) bool {
 		ukey = it.lower
 	}
 	// The smallest internal key for ukey has the largest trailer.
-	return it.fillForward(entry{ukey: ukey, trailer: ^uint64(0)}, true, false)
+	return it.fillForward(makeEntry(ukey, ^uint64(0)), true, false)
 }
 
 // SeekLT implements base.InternalIterator.
@@ -127,7 +127,7 @@ func (it *Iterator) SeekLT(ukey []byte) bool {
 	}
 	// Every internal key of ukey is greater than (ukey, max trailer)...
 	// except that one itself, which no real entry has; descend strictly.
-	return it.fillBackward(entry{ukey: ukey, trailer: ^uint64(0)}, true, true)
+	return it.fillBackward(makeEntry(ukey, ^uint64(0)), true, true)
 }
 
 // Next implements base.InternalIterator.

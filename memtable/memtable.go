@@ -16,6 +16,7 @@ package memtable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync"
 	"sync/atomic"
 
@@ -32,16 +33,44 @@ const entryOverhead = 64
 const arenaChunkSize = 256 << 10
 
 type entry struct {
+	// p0 and p1 are the first 16 bytes of ukey as two big-endian words,
+	// zero-padded: when two entries' words differ they order the entries
+	// as their keys do (a shorter key pads with zeros, which sort first),
+	// so most comparisons are one or two integer comparisons.
+	p0, p1  uint64
 	ukey    []byte
 	trailer uint64
 	value   []byte
 }
 
+// keyWord returns bytes [off, off+8) of k as a big-endian word, padded
+// with zeros past the end of k.
+func keyWord(k []byte, off int) uint64 {
+	if len(k) >= off+8 {
+		return binary.BigEndian.Uint64(k[off:])
+	}
+	var p uint64
+	for i := off; i < len(k); i++ {
+		p |= uint64(k[i]) << (56 - 8*(i-off))
+	}
+	return p
+}
+
 func lessEntry(a, b entry) bool {
+	if a.p0 != b.p0 {
+		return a.p0 < b.p0
+	}
+	if a.p1 != b.p1 {
+		return a.p1 < b.p1
+	}
 	if c := bytes.Compare(a.ukey, b.ukey); c != 0 {
 		return c < 0
 	}
 	return a.trailer > b.trailer
+}
+
+func makeEntry(ukey []byte, trailer uint64) entry {
+	return entry{p0: keyWord(ukey, 0), p1: keyWord(ukey, 8), ukey: ukey, trailer: trailer}
 }
 
 // MemTable is a sorted table of internal keys. The zero value is not usable;
@@ -91,7 +120,8 @@ func (m *MemTable) alloc(b []byte) []byte {
 // Add inserts one entry. The key and value are copied. REQUIRES: no other
 // Add runs concurrently; (ukey, seq) is new to this memtable.
 func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
-	e := entry{ukey: m.alloc(ukey), trailer: base.MakeTrailer(seq, kind), value: m.alloc(value)}
+	e := makeEntry(m.alloc(ukey), base.MakeTrailer(seq, kind))
+	e.value = m.alloc(value)
 	m.mu.Lock()
 	m.tree.ReplaceOrInsert(e)
 	m.mu.Unlock()
@@ -140,7 +170,7 @@ func (m *MemTable) Stats() Stats {
 // passed to fn stay valid for the memtable's lifetime and must not be
 // modified. fn runs under the table's read lock: it must not call Add.
 func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []byte) bool) {
-	pivot := entry{ukey: ukey, trailer: base.MakeTrailer(seq, base.KindMax)}
+	pivot := makeEntry(ukey, base.MakeTrailer(seq, base.KindMax))
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	m.tree.AscendGreaterOrEqual(pivot, func(e entry) bool {

@@ -245,3 +245,24 @@ func BenchmarkGet(b *testing.B) {
 		m.Get(keys[i%len(keys)], base.SeqNumMax, func(base.InternalKey, []byte) bool { return false })
 	}
 }
+
+// TestLessEntryMatchesCompareInternal checks the word-prefix fast path of
+// lessEntry against base.CompareInternal on keys built from bytes that
+// stress zero padding (0x00, 0x01, 0xff) at lengths 0..20.
+func TestLessEntryMatchesCompareInternal(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	alphabet := []byte{0x00, 0x01, 0xff}
+	mk := func() entry {
+		k := make([]byte, rng.Intn(21))
+		for i := range k {
+			k[i] = alphabet[rng.Intn(len(alphabet))]
+		}
+		return makeEntry(k, uint64(rng.Intn(4)))
+	}
+	for i := 0; i < 200000; i++ {
+		a, b := mk(), mk()
+		want := base.CompareInternal(base.InternalKey{UserKey: a.ukey, Trailer: a.trailer},
+			base.InternalKey{UserKey: b.ukey, Trailer: b.trailer}) < 0
+		require.Equal(t, want, lessEntry(a, b), "%x#%d vs %x#%d", a.ukey, a.trailer, b.ukey, b.trailer)
+	}
+}
