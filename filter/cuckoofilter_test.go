@@ -42,13 +42,17 @@ func TestCuckooFilterBasics(t *testing.T) {
 // least its multiplicity, and Len is the multiset's size.
 func TestCuckooFilterModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 4))
+	steps := 20_000
+	if raceEnabled || testing.Short() {
+		steps = 4_000
+	}
 	for _, f := range []int{4, 8, 12, 16} {
 		c, err := NewCuckooFilter(2000, f)
 		require.NoError(t, err)
 		universe := randomKeyList(rng, 3000)
 		model := map[string]int{}
 		total := 0
-		for step := range 20_000 {
+		for step := range steps {
 			k := universe[rng.IntN(len(universe))]
 			switch {
 			case rng.IntN(3) > 0 && total < 1900:

@@ -91,7 +91,7 @@ type Format uint8
 
 const (
 	formatReserved      Format = 0 // never written
-	FormatBlockedBloom  Format = 1 // v1: 64-byte lines, k distinct probes, per-line pattern choice
+	FormatBlockedBloom  Format = 1 // v1: k probes in one 64-byte line, per-line pattern choice
 	FormatStandardBloom Format = 2 // v1: classic Bloom, Kirsch–Mitzenmacher double hashing
 	FormatCuckoo        Format = 3 // v1: 4-slot buckets, f-bit fingerprints, reflected alternate bucket
 	FormatBloomValue    Format = 4 // v1: standalone BloomFilter.MarshalBinary
