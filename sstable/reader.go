@@ -162,15 +162,25 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if !ok || end > uint64(r.size) {
 		return nil, ctx.corruptf("block of %d bytes runs past the end of the %d-byte file", h.length, r.size)
 	}
-	buf := make([]byte, h.length+blockTrailerLen)
+	buf, pooled := getReadBuf(int(h.length + blockTrailerLen))
 	if err := r.readAt(buf, h.offset, ctx); err != nil {
+		putReadBuf(pooled)
 		return nil, err
 	}
 	n := int(h.length)
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), blockChecksum(buf[:n+1]); got != want {
+		putReadBuf(pooled)
 		return nil, ctx.corruptf("checksum mismatch (stored %#08x, computed %#08x)", got, want)
 	}
-	data, err := decompressBlock(blockType(buf[n]), buf[:n:n])
+	t := blockType(buf[n])
+	if t == blockTypeNone {
+		// The block is returned as read: it must not go back to the pool.
+		buf = append([]byte(nil), buf[:n]...)
+		putReadBuf(pooled)
+		return buf, nil
+	}
+	data, err := decompressBlock(t, buf[:n:n])
+	putReadBuf(pooled)
 	if err != nil {
 		return nil, ctx.corrupt(err)
 	}
@@ -345,4 +355,28 @@ func (r *Reader) Close() error {
 		return errReaderClosed
 	}
 	return r.f.Close()
+}
+
+// readBufPool recycles the buffers compressed blocks are read into (the
+// decompressed block is a fresh allocation that the cache may keep).
+var readBufPool sync.Pool
+
+// getReadBuf returns a buffer of n bytes and the pool handle to return it
+// with (nil when the buffer is too large to pool).
+func getReadBuf(n int) ([]byte, *[]byte) {
+	if n > 64<<10 {
+		return make([]byte, n), nil
+	}
+	p, _ := readBufPool.Get().(*[]byte)
+	if p == nil || cap(*p) < n {
+		b := make([]byte, n, max(n, 8<<10))
+		p = &b
+	}
+	return (*p)[:n], p
+}
+
+func putReadBuf(p *[]byte) {
+	if p != nil {
+		readBufPool.Put(p)
+	}
 }

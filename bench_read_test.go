@@ -1,0 +1,111 @@
+package sieve
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+// The read benchmarks share one database of benchReadN keys ("key%013d" of
+// even numbers scattered, as peerbench does), built once per process in a
+// temporary directory, flushed and compacted.
+const benchReadN = 1000000
+
+var (
+	benchReadOnce sync.Once
+	benchReadDir  string
+	benchReadErr  error
+)
+
+func putBenchKey(dst []byte, n uint64) []byte {
+	copy(dst, "key")
+	for i := 15; i >= 3; i-- {
+		dst[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return dst[:16]
+}
+
+// scatter maps i to a pseudo-random position in [0, n) (an affine bijection).
+func scatter(i, n uint64) uint64 { return (i*2654435761 + 12345) % n }
+
+func benchReadDB(b *testing.B) *DB {
+	benchReadOnce.Do(func() {
+		benchReadDir, benchReadErr = os.MkdirTemp("", "sieve-bench-read")
+		if benchReadErr != nil {
+			return
+		}
+		db, err := Open(filepath.Join(benchReadDir, "db"), nil)
+		if err != nil {
+			benchReadErr = err
+			return
+		}
+		key := make([]byte, 16)
+		val := make([]byte, 100)
+		for i := uint64(0); i < benchReadN; i++ {
+			binary.LittleEndian.PutUint64(val, i)
+			if err := db.Put(putBenchKey(key, 2*scatter(i, benchReadN)), val, NoSync); err != nil {
+				benchReadErr = err
+				return
+			}
+		}
+		if err := db.Flush(); err != nil {
+			benchReadErr = err
+			return
+		}
+		if err := db.Compact(nil, nil); err != nil {
+			benchReadErr = err
+			return
+		}
+		benchReadErr = db.Close()
+	})
+	if benchReadErr != nil {
+		b.Fatal(benchReadErr)
+	}
+	db, err := Open(filepath.Join(benchReadDir, "db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+func BenchmarkReadRandom(b *testing.B) {
+	db := benchReadDB(b)
+	key := make([]byte, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReadMissing(b *testing.B) {
+	db := benchReadDB(b)
+	key := make([]byte, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)+1)); err != ErrNotFound {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSeekRandom(b *testing.B) {
+	db := benchReadDB(b)
+	key := make([]byte, 16)
+	it := db.NewIter(nil)
+	defer it.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))) {
+			b.Fatal("seek ran off the end", it.Error())
+		}
+	}
+}
