@@ -148,3 +148,20 @@ func TestBloomClampsParameters(t *testing.T) {
 	require.Equal(t, "sieve.cuckoo/12", Cuckoo(12).Name())
 	require.Equal(t, "sieve.none", None.Name())
 }
+
+func TestStandardBlockSize(t *testing.T) {
+	for _, bpk := range []float64{1, 6, 9.5, 10, 16, 64} {
+		for _, n := range []int{0, 1, 7, 1000, 12345} {
+			data := build(StandardBloom(bpk), randomKeys(uint64(n), n))
+			m := 0
+			if n > 0 {
+				m = max(64, (int(math.Ceil(float64(n)*bpk))+63)/64*64)
+			}
+			require.Equal(t, m/8+standardTrailerLen, len(data), "bpk=%v n=%d", bpk, n)
+			info, err := Inspect(data)
+			require.NoError(t, err)
+			require.Equal(t, uint64(m), info.FilterBits)
+			require.Equal(t, OptimalK(bpk), info.Probes)
+		}
+	}
+}
