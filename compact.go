@@ -380,7 +380,15 @@ func (db *DB) compactCF(cf uint32, start, end []byte) error {
 		return err
 	}
 	db.mu.Unlock()
-	for level := 0; level < manifest.NumLevels-1; level++ {
+	ran := false
+	for level := 0; level < manifest.NumLevels; level++ {
+		if level == manifest.NumLevels-1 && ran {
+			// The range was just rewritten into the bottom level; a
+			// second pass over it would only copy it again. When nothing
+			// was above the bottom level, rewrite the bottom level in
+			// place, to drop what snapshots no longer need.
+			break
+		}
 		for {
 			c, v, err := db.pickManual(cf, level, start, end)
 			if err != nil {
@@ -391,6 +399,7 @@ func (db *DB) compactCF(cf uint32, start, end []byte) error {
 			}
 			err = db.runCompaction(cf, c, v)
 			v.Unref()
+			ran = true
 			db.mu.Lock()
 			db.finishCompactionLocked(c, err)
 			db.maybeScheduleCompactionLocked()

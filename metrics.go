@@ -110,6 +110,9 @@ type Metrics struct {
 	}
 	Compaction struct {
 		Count, Moves, BytesRead, BytesWritten int64
+		// MergeErrors counts keys whose operands compaction copied
+		// through because the merger failed on them.
+		MergeErrors int64
 	}
 	// WriteAmp is (flush bytes + compaction bytes written) / WAL bytes.
 	WriteAmp float64
@@ -151,6 +154,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
 	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
+	out.Compaction.MergeErrors = m.mergeErrors.Load()
 	if out.WAL.Bytes > 0 {
 		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)
 	}

@@ -1,0 +1,206 @@
+package sieve
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/sstable"
+	"github.com/sievedb/sieve/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// tableEntriesFor counts the entries of key in every live table of cf.
+func tableEntriesFor(t *testing.T, db *DB, cf uint32, key []byte) (n int, kinds []base.Kind) {
+	v := db.versions.Current()
+	defer v.Unref()
+	for _, files := range v.Levels(cf) {
+		for _, f := range files {
+			e, err := db.tables.get(f)
+			require.NoError(t, err)
+			it := e.r.NewIter(nil, nil)
+			for ok := it.SeekGE(key); ok && string(it.Key().UserKey) == string(key); ok = it.Next() {
+				n++
+				kinds = append(kinds, it.Key().Kind())
+			}
+			require.NoError(t, it.Close())
+			db.tables.release(e)
+		}
+	}
+	return n, kinds
+}
+
+// TestMergeStackCollapsesInCompaction stacks 10,000 operands on one key
+// with the memtable cap off: after Flush and Compact one value is left in
+// the tables and Get reads it.
+func TestMergeStackCollapsesInCompaction(t *testing.T) {
+	db, _ := openMem(t, &Options{Merger: counterMerger{}, MaxSuccessiveMerges: -1})
+	defer db.Close()
+	k := []byte("hot")
+	for i := 1; i <= 10000; i++ {
+		require.NoError(t, db.Merge(k, []byte("1"), nil))
+	}
+	st, err := db.lookup(0, k, db.visibleSeq.Load())
+	require.NoError(t, err)
+	require.Len(t, st.operands, 10000, "cap off: the memtable holds every operand")
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Compact(nil, nil))
+	n, kinds := tableEntriesFor(t, db, 0, k)
+	require.Equal(t, 1, n)
+	require.Equal(t, []base.Kind{base.KindSet}, kinds, "collapsed at the bottom into a value")
+	v, err := db.Get(k)
+	require.NoError(t, err)
+	require.Equal(t, "10000", string(v))
+}
+
+// TestMergeSnapshotBoundary: operands on both sides of an open snapshot
+// are not merged together by compaction; the snapshot reads its own answer.
+func TestMergeSnapshotBoundary(t *testing.T) {
+	db, _ := openMem(t, &Options{Merger: appendMerger{}})
+	defer db.Close()
+	k := []byte("k")
+	require.NoError(t, db.Put(k, []byte("base"), nil))
+	require.NoError(t, db.Merge(k, []byte("a"), nil))
+	require.NoError(t, db.Merge(k, []byte("b"), nil))
+	snap := db.NewSnapshot()
+	require.NoError(t, db.Merge(k, []byte("c"), nil))
+	require.NoError(t, db.Merge(k, []byte("d"), nil))
+	snap2 := db.NewSnapshot()
+	require.NoError(t, db.Merge(k, []byte("e"), nil))
+
+	check := func() {
+		v, err := snap.Get(k)
+		require.NoError(t, err)
+		require.Equal(t, "base,a,b", string(v))
+		v, err = snap2.Get(k)
+		require.NoError(t, err)
+		require.Equal(t, "base,a,b,c,d", string(v))
+		v, err = db.Get(k)
+		require.NoError(t, err)
+		require.Equal(t, "base,a,b,c,d,e", string(v))
+	}
+	check()
+	require.NoError(t, db.Compact(nil, nil))
+	check()
+	_, kinds := tableEntriesFor(t, db, 0, k)
+	require.Equal(t, []base.Kind{base.KindMerge, base.KindMerge, base.KindSet}, kinds,
+		"one collapsed entry per snapshot stripe: e | c,d | base,a,b")
+	require.NoError(t, snap.Close())
+	require.NoError(t, snap2.Close())
+	require.NoError(t, db.Compact(nil, nil))
+	_, kinds = tableEntriesFor(t, db, 0, k)
+	require.Equal(t, []base.Kind{base.KindSet}, kinds, "no snapshot left: one value")
+	check2, err := db.Get(k)
+	require.NoError(t, err)
+	require.Equal(t, "base,a,b,c,d,e", string(check2))
+}
+
+// TestMergeErrorInCompaction: a merger that fails on one key leaves that
+// key's operands uncollapsed (and counted); other keys collapse.
+func TestMergeErrorInCompaction(t *testing.T) {
+	db, _ := openMem(t, &Options{Merger: failingMerger{}})
+	defer db.Close()
+	require.NoError(t, db.Merge([]byte("bad"), []byte("x"), nil))
+	require.NoError(t, db.Merge([]byte("bad"), []byte("bad"), nil))
+	require.NoError(t, db.Merge([]byte("good"), []byte("x"), nil))
+	require.NoError(t, db.Merge([]byte("good"), []byte("y"), nil))
+	require.NoError(t, db.Compact(nil, nil))
+	require.Positive(t, db.Metrics().Compaction.MergeErrors)
+	n, _ := tableEntriesFor(t, db, 0, []byte("bad"))
+	require.Equal(t, 2, n, "operands copied through")
+	_, err := db.Get([]byte("bad"))
+	require.ErrorContains(t, err, "bad operand")
+	v, err := db.Get([]byte("good"))
+	require.NoError(t, err)
+	require.Equal(t, "x,y", string(v))
+	n, _ = tableEntriesFor(t, db, 0, []byte("good"))
+	require.Equal(t, 1, n)
+}
+
+// TestColumnFamilyFilterPolicyInProperties: each family's tables carry its
+// own filter policy.
+func TestColumnFamilyFilterPolicyInProperties(t *testing.T) {
+	db, _ := openMem(t, &Options{FilterPolicy: filter.Bloom(10)})
+	defer db.Close()
+	cu, err := db.OpenColumnFamily("cuckoo", &ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)})
+	require.NoError(t, err)
+	none, err := db.OpenColumnFamily("nofilter", &ColumnFamilyOptions{FilterPolicy: filter.None})
+	require.NoError(t, err)
+	for i := 0; i < 100; i++ {
+		k := []byte(fmt.Sprintf("k%03d", i))
+		require.NoError(t, db.Put(k, k, nil))
+		require.NoError(t, cu.Put(k, k, nil))
+		require.NoError(t, none.Put(k, k, nil))
+	}
+	require.NoError(t, db.Flush())
+	v := db.versions.Current()
+	defer v.Unref()
+	policy := func(cf *ColumnFamily, id uint32) (string, sstable.FilterState) {
+		f := v.Levels(id)[0][0]
+		e, err := db.tables.get(f)
+		require.NoError(t, err)
+		defer db.tables.release(e)
+		return e.r.Properties().FilterPolicy, e.r.FilterState()
+	}
+	p, st := policy(nil, 0)
+	require.Equal(t, filter.Bloom(10).Name(), p)
+	require.Equal(t, sstable.FilterLoaded, st)
+	p, st = policy(cu, cu.id)
+	require.Equal(t, filter.Cuckoo(12).Name(), p)
+	require.Equal(t, sstable.FilterLoaded, st)
+	_, st = policy(none, none.id)
+	require.Equal(t, sstable.FilterNone, st)
+}
+
+// TestCrossFamilyBatchCrash: a batch spanning families is all or nothing
+// after a crash at any durability event.
+func TestCrossFamilyBatchCrash(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: fs, MemTableSize: 64 << 10})
+	require.NoError(t, err)
+	a, err := db.OpenColumnFamily("a", nil)
+	require.NoError(t, err)
+	b, err := db.OpenColumnFamily("b", nil)
+	require.NoError(t, err)
+	var clones []*vfs.MemFS
+	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		clones = append(clones, fs.CrashClone(vfs.CrashOptions{Unsynced: vfs.KeepUnsyncedSectors, KeepUnsyncedFraction: 0.5, Seed: uint64(len(clones))}))
+	})
+	for i := 0; i < 300; i++ {
+		batch := db.NewBatch()
+		v := []byte(strconv.Itoa(i) + string(make([]byte, 300)))
+		require.NoError(t, batch.PutCF(a, []byte("x"), v))
+		require.NoError(t, batch.PutCF(b, []byte("x"), v))
+		require.NoError(t, batch.Put([]byte("x"), v))
+		o := NoSync
+		if i%10 == 0 {
+			o = Sync
+		}
+		require.NoError(t, db.Apply(batch, o))
+	}
+	fs.SetDurabilityHook(nil)
+	require.NoError(t, db.Close())
+	require.NotEmpty(t, clones)
+	for i, c := range clones {
+		db, err := Open("/db", &Options{FS: c})
+		require.NoError(t, err, "clone %d", i)
+		a, err := db.OpenColumnFamily("a", nil)
+		if err != nil {
+			// The family's creation itself was not durable yet.
+			require.NoError(t, db.Close())
+			continue
+		}
+		b, err := db.OpenColumnFamily("b", nil)
+		require.NoError(t, err)
+		v0, e0 := db.Get([]byte("x"))
+		va, ea := a.Get([]byte("x"))
+		vb, eb := b.Get([]byte("x"))
+		require.Equal(t, e0 == nil, ea == nil, "clone %d", i)
+		require.Equal(t, e0 == nil, eb == nil, "clone %d", i)
+		require.Equal(t, v0, va, "clone %d", i)
+		require.Equal(t, v0, vb, "clone %d", i)
+		require.NoError(t, db.Close())
+	}
+}
