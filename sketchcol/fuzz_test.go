@@ -20,6 +20,11 @@ func FuzzHLLDecode(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > hllHeaderLen {
+			body := data[hllHeaderLen:]
+			require.Equal(t, walkSparse(body, func(int, int, uint8) {}) == nil, validateSparse(body) == nil,
+				"the fast sparse check disagrees with walkSparse")
+		}
 		h, err := ParseHLL(data)
 		histo, herr := hllHistogram(data)
 		if err != nil {

@@ -54,7 +54,7 @@ func hllCountCached(v []byte) (n int64, computed bool, err error) {
 		if hdr.encoding == hllEncSparse {
 			// Cheap (≤ a few KB) and keeps the promise that a malformed
 			// value is never answered from.
-			if err := walkSparse(v[hllHeaderLen:], func(int, int, uint8) {}); err != nil {
+			if err := validateSparse(v[hllHeaderLen:]); err != nil {
 				return 0, false, err
 			}
 		}

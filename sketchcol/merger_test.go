@@ -230,6 +230,18 @@ func (g *histGen) cuckooOp(t *testing.T) histOp {
 // sometimes non-canonical: dense with few registers, as Redis's PFMERGE
 // writes).
 func (g *histGen) setOp(t *testing.T, fam Kind) histOp {
+	v := g.value(t, fam)
+	o, err := SetOp(v)
+	require.NoError(t, err)
+	return histOp{"restore-" + fam.String(), o, func(t *testing.T, _ sketch) sketch {
+		s, err := decodeValue(v)
+		require.NoError(t, err)
+		return s
+	}}
+}
+
+// value returns a value of family fam built in memory.
+func (g *histGen) value(t *testing.T, fam Kind) []byte {
 	var v []byte
 	switch fam {
 	case KindHLL:
@@ -257,23 +269,16 @@ func (g *histGen) setOp(t *testing.T, fam Kind) histOp {
 		}
 		v, _ = c.MarshalBinary()
 	}
-	o, err := SetOp(v)
-	require.NoError(t, err)
-	return histOp{"restore-" + fam.String(), o, func(t *testing.T, _ sketch) sketch {
-		s, err := decodeValue(v)
-		require.NoError(t, err)
-		return s
-	}}
+	return v
 }
 
 // mergeInAnyGrouping collapses operands the way an LSM may: cut into
 // segments, each first partially merged over random adjacent runs
 // (nested), then full-merged onto the value of the segments before it.
 // It returns the value after every segment.
-func mergeInAnyGrouping(t *testing.T, rng *rand.Rand, ops [][]byte) (values [][]byte, cuts []int) {
+func mergeInAnyGrouping(t *testing.T, rng *rand.Rand, base []byte, ops [][]byte) (values [][]byte, cuts []int) {
 	var m Merger
-	var base []byte
-	hasBase := false
+	hasBase := base != nil
 	for start := 0; start < len(ops); {
 		end := start + 1 + rng.IntN(len(ops)-start)
 		seg := append([][]byte(nil), ops[start:end]...)
@@ -315,15 +320,24 @@ func TestMergeAlgebra(t *testing.T) {
 			hist[i] = g.next(t)
 			ops[i] = hist[i].operand
 		}
+		// The key starts missing, or (a third of the time) with a value
+		// stored by a Put (Restore), possibly of another kind.
+		var base []byte
+		var s sketch
+		if rng.IntN(3) == 0 {
+			base = g.value(t, Kind(1+rng.IntN(3)))
+			var err error
+			s, err = decodeValue(base)
+			require.NoError(t, err)
+		}
 		// The reference: one command at a time, in memory.
 		want := make([][]byte, n+1)
-		var s sketch
 		for i, op := range hist {
 			s = op.apply(t, s)
 			want[i+1] = s.appendValue(nil)
 		}
 		for grouping := range 4 {
-			values, cuts := mergeInAnyGrouping(t, rng, ops)
+			values, cuts := mergeInAnyGrouping(t, rng, base, ops)
 			for k, v := range values {
 				if string(v) != string(want[cuts[k]]) {
 					names := make([]string, n)
