@@ -5,6 +5,7 @@ package sieve
 // back what a (crashed) file system recovers to, and the prefix oracle.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -74,18 +75,26 @@ func (s relState) apply(op relOp) {
 	}
 }
 
-// hash is an order-independent fingerprint of the state.
+// hash is a fingerprint of the state.
 func (s relState) hash() uint64 {
 	d := xxhash.New()
+	var buf [8]byte
+	str := func(x string) {
+		binary.LittleEndian.PutUint64(buf[:], uint64(len(x)))
+		d.Write(buf[:])
+		d.WriteString(x)
+	}
 	for cf := range s {
 		keys := make([]string, 0, len(s[cf]))
 		for k := range s[cf] {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		fmt.Fprintf(d, "cf%d:%d;", cf, len(keys))
+		binary.LittleEndian.PutUint64(buf[:], uint64(len(keys)))
+		d.Write(buf[:])
 		for _, k := range keys {
-			fmt.Fprintf(d, "%d:%s=%d:%s;", len(k), k, len(s[cf][k]), s[cf][k])
+			str(k)
+			str(s[cf][k])
 		}
 	}
 	return d.Sum64()
@@ -174,7 +183,10 @@ func newRelHistory(ops []relOp) *relHistory {
 // match returns the largest n in [lo, hi] whose prefix state equals got,
 // or -1.
 func (h *relHistory) match(got relState, lo, hi int) int {
-	g := got.hash()
+	return h.matchHash(got.hash(), lo, hi)
+}
+
+func (h *relHistory) matchHash(g uint64, lo, hi int) int {
 	for n := min(hi, len(h.ops)); n >= lo; n-- {
 		if h.hashes[n] == g {
 			return n
@@ -213,6 +225,7 @@ func (h *relHistory) explain(got relState, lo, hi int) string {
 // recovered is what a database recovers to on a file system.
 type recovered struct {
 	state relState
+	hash  uint64 // state.hash()
 	// mergers are the merger names the manifest records for the default
 	// column family and relCF.
 	mergers [2]string
@@ -232,6 +245,7 @@ func readRecovered(fs vfs.FS) recovered {
 	var r recovered
 	if _, err := fs.Stat("/db/CURRENT"); errors.Is(err, os.ErrNotExist) {
 		r.state = newRelState()
+		r.hash = r.state.hash()
 		return r
 	}
 	o := relOptions(fs)
@@ -243,6 +257,7 @@ func readRecovered(fs vfs.FS) recovered {
 	}
 	defer db.Close()
 	r.state, r.mergers, r.err = scanDB(db)
+	r.hash = r.state.hash()
 	if r.err == nil {
 		if err := db.CheckInvariants(true); err != nil {
 			r.err = fmt.Errorf("CheckInvariants: %w", err)
@@ -293,13 +308,15 @@ func fsHash(fs *vfs.MemFS) uint64 {
 	if err != nil {
 		return 0
 	}
+	var buf [8]byte
 	for _, n := range names {
+		d.WriteString(n)
 		data, err := fs.ReadFile("/db/" + n)
+		binary.LittleEndian.PutUint64(buf[:], uint64(len(data)))
 		if err != nil {
-			fmt.Fprintf(d, "%s:dir;", n)
-			continue
+			buf[7] = 0xff // not a file
 		}
-		fmt.Fprintf(d, "%s:%d:", n, len(data))
+		d.Write(buf[:])
 		d.Write(data)
 	}
 	return d.Sum64()
@@ -333,7 +350,7 @@ func checkRecovered(h *relHistory, r recovered, lo, hi int) string {
 	if r.err != nil {
 		return fmt.Sprintf("recovery failed: %v", r.err)
 	}
-	n := h.match(r.state, lo, hi)
+	n := h.matchHash(r.hash, lo, hi)
 	if n < 0 {
 		return h.explain(r.state, lo, hi)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sieve
+
+const relRaceEnabled = false
