@@ -17,8 +17,11 @@ import (
 // abandoned.
 type Compaction struct {
 	// StartLevel is the level whose tables are compacted; OutputLevel is
-	// the level written: StartLevel+1, or StartLevel itself for a manual
-	// compaction of the bottom level.
+	// the level written: StartLevel+1 for the base level and below; for
+	// L0, a level being drained and a manual compaction, the first level
+	// below StartLevel that holds data overlapping Inputs[0] (or the base
+	// level, or L6 for a manual one), the levels in between holding nothing
+	// there; StartLevel itself for a manual compaction of the bottom level.
 	StartLevel, OutputLevel int
 	// Inputs[0] are the start-level tables (L0: newest first, as in the
 	// version); Inputs[1] the output-level tables they overlap (sorted).

@@ -257,6 +257,30 @@ func (s *lsm) pickResult(c *Compaction, err error) string {
 	return c.String()
 }
 
+// targets prints Picker.Targets and the scores: the base level, the
+// expected bottom size, and per level its size, target and score.
+func (s *lsm) targets() string {
+	lv := s.levels()
+	tg, sc := s.picker.Targets(lv), s.picker.Scores(lv)
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "base=L%d bottom=%.0f\n", tg.BaseLevel, tg.Bottom)
+	for l := 0; l < manifest.NumLevels; l++ {
+		size := lv.Size(l)
+		switch {
+		case l == 0 && len(lv[0]) > 0:
+			fmt.Fprintf(&sb, "  L0: %d tables, score %.2f\n", len(lv[0]), sc[0])
+		case l == 0:
+		case l == manifest.NumLevels-1:
+			fmt.Fprintf(&sb, "  L%d: size %d\n", l, size)
+		case l < tg.BaseLevel && len(lv[l]) > 0:
+			fmt.Fprintf(&sb, "  L%d: size %d, above the base level, score %.2f\n", l, size, sc[l])
+		case l >= tg.BaseLevel:
+			fmt.Fprintf(&sb, "  L%d: size %d, target %.0f, score %.2f\n", l, size, tg.MaxBytes[l], sc[l])
+		}
+	}
+	return sb.String()
+}
+
 func (s *lsm) scores() string {
 	sc := s.picker.Scores(s.levels())
 	parts := make([]string, 0, manifest.NumLevels)
@@ -357,6 +381,7 @@ func (s *lsm) compact(d *ddCase) string {
 //	iter [level=n] [lower=k] [upper=k] [trace]
 //	  first | last | next | prev | seek-ge k | seek-lt k, one per line
 //	scores
+//	targets                          Picker.Targets: base level, bottom, per-level targets and scores
 //	pick [mark]                      Picker.Pick; mark sets Compacting on its inputs
 //	pick-manual level=n [start=k] [end=k] [mark]
 //	compact [snapshots=] [merger=] [elide=true|false] [target-file-size=n] [sizes]
@@ -384,6 +409,8 @@ func TestLSMDataDriven(t *testing.T) {
 					return out
 				case "scores":
 					return s.scores()
+				case "targets":
+					return s.targets()
 				case "pick":
 					out := s.pickResult(s.picker.Pick(s.levels()), nil)
 					if d.has("mark") {

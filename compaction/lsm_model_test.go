@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"sort"
@@ -20,6 +21,15 @@ import (
 // snapshot and the latest state, that each key reads as in a model holding
 // every write ever made; and that each key's versions are ordered newest
 // first from L0 down to L6 (what a point lookup relies on).
+//
+// Up to three compactions are pending at once, as with concurrent
+// background compactions: each is picked with its inputs then marked
+// compacting, and later run with the snapshots open at that time and an
+// elider over the version it was picked from, and installed into the
+// version as it is by then (flushes and other compactions having happened
+// in between). Now and then the picker is replaced by one with other
+// options, as a reopen with new options would, which leaves data above
+// the new base level to be drained.
 func TestCompactionModel(t *testing.T) {
 	for _, mergerName := range []string{"counter", "append"} {
 		t.Run(mergerName, func(t *testing.T) {
@@ -31,25 +41,56 @@ func TestCompactionModel(t *testing.T) {
 	}
 }
 
+// pendingCompaction is a picked compaction waiting to run, with the levels
+// of the version it was picked from.
+type pendingCompaction struct {
+	c      *Compaction
+	levels *manifest.Levels
+}
+
+func randomModelPicker(rng *rand.Rand) *Picker {
+	return NewPicker(PickerOptions{
+		L0CompactionTrigger: 2 + rng.Intn(3),
+		LBaseMaxBytes:       int64(50 + rng.Intn(800)),
+		LevelMultiplier:     2 + rng.Intn(3),
+		TargetFileSize:      int64(100 + rng.Intn(300)),
+	})
+}
+
 func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 	m, err := mergerByName(mergerName)
 	require.NoError(t, err)
 	s := &lsm{t: t, version: &manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}, tables: map[uint64][]entry{}, nextFile: 1}
-	s.picker = NewPicker(PickerOptions{
-		L0CompactionTrigger: 2 + rng.Intn(3),
-		LBaseMaxBytes:       int64(300 + rng.Intn(600)),
-		LevelMultiplier:     2 + rng.Intn(3),
-		TargetFileSize:      int64(100 + rng.Intn(300)),
-	})
+	s.picker = randomModelPicker(rng)
 	nKeys := 5 + rng.Intn(40)
+	maxPending := 1 + rng.Intn(3)
 	var model []entry // every write, any order
 	var snapshots []uint64
+	var pending []pendingCompaction
 	seq := uint64(0)
 	compactions := 0
+	complete := func() {
+		i := rng.Intn(len(pending))
+		pc := pending[i]
+		pending = append(pending[:i], pending[i+1:]...)
+		s.last = pc.c
+		runModelCompaction(t, s, pc.levels, snapshots, m)
+		compactions++
+		checkModel(t, s, model, snapshots, seq, m)
+	}
+	queue := func(c *Compaction) {
+		for _, f := range c.InputFiles() {
+			f.Compacting = true
+		}
+		pending = append(pending, pendingCompaction{c, s.levels()})
+		for len(pending) >= maxPending || (len(pending) > 0 && rng.Intn(2) == 0) {
+			complete()
+		}
+	}
 
 	for step := 0; step < 200; step++ {
-		switch r := rng.Intn(10); {
-		case r < 4: // flush a batch of writes to L0
+		switch r := rng.Intn(20); {
+		case r < 8: // flush a batch of writes to L0
 			var batch []entry
 			for n := 1 + rng.Intn(20); n > 0; n-- {
 				seq++
@@ -74,21 +115,21 @@ func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 				f := s.newTable(s.nextFile, batch, 0)
 				require.NoError(t, s.apply(&manifest.VersionEdit{NewFiles: []manifest.NewFile{{Level: 0, Meta: f}}}))
 			}
-		case r < 5:
+		case r < 10:
 			snapshots = append(snapshots, seq)
 			sort.Slice(snapshots, func(i, j int) bool { return snapshots[i] < snapshots[j] })
-		case r < 6:
+		case r < 12:
 			if len(snapshots) > 0 {
 				i := rng.Intn(len(snapshots))
 				snapshots = append(snapshots[:i], snapshots[i+1:]...)
 			}
-		case r < 9:
-			if s.last = s.picker.Pick(s.levels()); s.last != nil {
-				runModelCompaction(t, s, snapshots, m)
-				compactions++
-				checkModel(t, s, model, snapshots, seq, m)
+		case r < 17:
+			if c := s.picker.Pick(s.levels()); c != nil {
+				queue(c)
+			} else if len(pending) > 0 {
+				complete()
 			}
-		default:
+		case r < 19:
 			level := rng.Intn(manifest.NumLevels)
 			var start, end []byte
 			if rng.Intn(2) == 0 {
@@ -99,19 +140,28 @@ func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 				}
 			}
 			c, err := s.picker.PickManual(s.levels(), level, start, end)
-			require.NoError(t, err)
-			if s.last = c; c != nil {
-				runModelCompaction(t, s, snapshots, m)
-				compactions++
-				checkModel(t, s, model, snapshots, seq, m)
+			if errors.Is(err, ErrInputsCompacting) {
+				require.NotEmpty(t, pending)
+				complete()
+				break
 			}
+			require.NoError(t, err)
+			if c != nil {
+				queue(c)
+			}
+		default:
+			s.picker = randomModelPicker(rng)
 		}
+	}
+	for len(pending) > 0 {
+		complete()
 	}
 	require.NotZero(t, compactions)
 }
 
-// runModelCompaction runs s.last as the DB would and installs its result.
-func runModelCompaction(t *testing.T, s *lsm, snapshots []uint64, m Merger) {
+// runModelCompaction runs s.last, picked from levels, as the DB would and
+// installs its result.
+func runModelCompaction(t *testing.T, s *lsm, levels *manifest.Levels, snapshots []uint64, m Merger) {
 	c := s.last
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
@@ -120,6 +170,7 @@ func runModelCompaction(t *testing.T, s *lsm, snapshots []uint64, m Merger) {
 			level = c.OutputLevel
 		}
 		for _, f := range files {
+			f.Compacting = false
 			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: level, FileNum: f.FileNum})
 		}
 	}
@@ -128,7 +179,7 @@ func runModelCompaction(t *testing.T, s *lsm, snapshots []uint64, m Merger) {
 	} else {
 		it := NewIter(c.NewInputIter(s.opener), GCOptions{
 			Snapshots:      snapshots,
-			ElideTombstone: NewElider(s.levels(), c.OutputLevel),
+			ElideTombstone: NewElider(levels, c.OutputLevel),
 			Merger:         m,
 		})
 		sp := c.NewSplitter()

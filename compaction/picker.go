@@ -16,10 +16,14 @@ type PickerOptions struct {
 	// L0CompactionTrigger is the L0 table count at which L0's score
 	// reaches 1. Default 4.
 	L0CompactionTrigger int
-	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	// LBaseMaxBytes is the target size of the base level, the level L0
+	// compacts into; a level is used as the base level once the bottom
+	// level is large enough for its share to exceed LBaseMaxBytes /
+	// LevelMultiplier (see Targets). Default 64 MiB.
 	LBaseMaxBytes int64
-	// LevelMultiplier is the size ratio of adjacent levels' targets.
-	// Default 10.
+	// LevelMultiplier is the expected size ratio of the bottom level to the
+	// level above it, and so on up to the base level (the targets between
+	// the base level and the bottom are smoothed). Default 10.
 	LevelMultiplier int
 	// TargetFileSize is the size of compaction output tables. Default 4 MiB.
 	TargetFileSize int64
@@ -61,11 +65,14 @@ func (o PickerOptions) WithDefaults() PickerOptions {
 // and pick again.
 var ErrInputsCompacting = errors.New("compaction: inputs are already being compacted")
 
-// Picker chooses leveled compactions for one column family, in the manner
-// of LevelDB: every level has a score, the level with the highest score
-// of at least 1 compacts first, and within a level Ln (n >= 1) tables are taken
-// round-robin by a cursor key, so every part of the key space is
-// compacted in turn.
+// Picker chooses leveled compactions for one column family: every level
+// has a score, the level with the highest score of at least 1 compacts
+// first, and within a level Ln (n >= 1) tables are taken round-robin by a
+// cursor key, so every part of the key space is compacted in turn. Level
+// targets are sized dynamically from the bottom level up (see Targets):
+// L0 compacts into the base level, each level from the base level down
+// into the next, and a level above the base level that holds data drains
+// into the first level below it that overlaps, or the base level.
 //
 // A Picker reads Levels and the Compacting flags of their tables, and
 // keeps its cursors; it changes nothing else. REQUIRES: the caller
@@ -86,22 +93,38 @@ func NewPicker(opts PickerOptions) *Picker {
 // Options returns the picker's options, defaults applied.
 func (p *Picker) Options() PickerOptions { return p.opts }
 
-// LevelMaxBytes returns the target size of level (1..6):
-// LBaseMaxBytes × LevelMultiplier^(level−1).
+// LevelMaxBytes returns LBaseMaxBytes × LevelMultiplier^(level−1), the
+// target of level (1..6) under fixed level sizing with L1 as the base
+// level.
+//
+// Deprecated: the Picker sizes levels dynamically and no longer uses this;
+// Targets gives the targets it uses.
 func (p *Picker) LevelMaxBytes(level int) float64 {
 	return float64(p.opts.LBaseMaxBytes) * math.Pow(float64(p.opts.LevelMultiplier), float64(level-1))
 }
 
 // Scores returns the compaction score of every level: for L0 the table
-// count divided by L0CompactionTrigger, for L1..L5 the level's size
-// divided by its target (LevelMaxBytes). The bottom level, L6, has no
-// target and scores 0. A level with score >= 1 needs a compaction: L0 as
-// soon as it holds L0CompactionTrigger tables, as in LevelDB and Pebble.
+// count divided by L0CompactionTrigger; for the base level through L5 the
+// level's size divided by its target (Targets); for a non-empty level
+// above the base level, which must be drained, 1 + min(size /
+// LBaseMaxBytes, 1), so draining goes before an L0 at its trigger and
+// after an L0 that is twice past it. The bottom level, L6, scores 0. A
+// level with score >= 1 needs a compaction.
 func (p *Picker) Scores(levels *manifest.Levels) [manifest.NumLevels]float64 {
+	return p.scores(levels, p.Targets(levels))
+}
+
+func (p *Picker) scores(levels *manifest.Levels, t Targets) [manifest.NumLevels]float64 {
 	var s [manifest.NumLevels]float64
 	s[0] = float64(len(levels[0])) / float64(p.opts.L0CompactionTrigger)
 	for l := 1; l < manifest.NumLevels-1; l++ {
-		s[l] = float64(levels.Size(l)) / p.LevelMaxBytes(l)
+		size := float64(levels.Size(l))
+		switch {
+		case l >= t.BaseLevel:
+			s[l] = size / t.MaxBytes[l]
+		case len(levels[l]) > 0:
+			s[l] = 1 + min(size/float64(p.opts.LBaseMaxBytes), 1)
+		}
 	}
 	return s
 }
@@ -111,7 +134,8 @@ func (p *Picker) Scores(levels *manifest.Levels) [manifest.NumLevels]float64 {
 // compacting. Levels are tried by descending score (ties: the upper level
 // first).
 func (p *Picker) Pick(levels *manifest.Levels) *Compaction {
-	scores := p.Scores(levels)
+	t := p.Targets(levels)
+	scores := p.scores(levels, t)
 	var order []int
 	for l := 0; l < manifest.NumLevels-1; l++ {
 		if scores[l] >= 1 {
@@ -121,10 +145,13 @@ func (p *Picker) Pick(levels *manifest.Levels) *Compaction {
 	sort.SliceStable(order, func(i, j int) bool { return scores[order[i]] > scores[order[j]] })
 	for _, l := range order {
 		var c *Compaction
-		if l == 0 {
-			c = p.pickL0(levels)
-		} else {
-			c = p.pickLevel(levels, l)
+		switch {
+		case l == 0:
+			c = p.pickL0(levels, t.BaseLevel)
+		case l < t.BaseLevel: // drain
+			c = p.pickLevel(levels, l, t.BaseLevel)
+		default:
+			c = p.pickLevel(levels, l, l+1)
 		}
 		if c != nil {
 			c.Score = scores[l]
@@ -134,9 +161,11 @@ func (p *Picker) Pick(levels *manifest.Levels) *Compaction {
 	return nil
 }
 
-// pickL0 takes the oldest L0 table that is not compacting, every L0 table
-// overlapping it transitively, and the L1 tables they overlap.
-func (p *Picker) pickL0(levels *manifest.Levels) *Compaction {
+// pickL0 takes the oldest L0 table that is not compacting and every L0
+// table overlapping it transitively, into the first level down to the
+// base level that holds overlapping data (normally the base level itself,
+// with its tables that overlap them).
+func (p *Picker) pickL0(levels *manifest.Levels, baseLevel int) *Compaction {
 	files := levels[0]
 	for i := len(files) - 1; i >= 0; i-- {
 		f := files[i]
@@ -144,7 +173,9 @@ func (p *Picker) pickL0(levels *manifest.Levels) *Compaction {
 			continue
 		}
 		in0 := levels.Overlapping(0, f.Smallest.UserKey, f.Largest.UserKey)
-		if c := p.setup(levels, 0, 1, in0); c != nil {
+		smallest, largest := keyRange(in0, nil)
+		output := firstOverlapping(levels, 0, baseLevel, smallest, largest)
+		if c := p.setup(levels, 0, output, in0); c != nil {
 			return c
 		}
 	}
@@ -154,7 +185,10 @@ func (p *Picker) pickL0(levels *manifest.Levels) *Compaction {
 // pickLevel takes the first table of level after the level's cursor (wrapping
 // around), skipping tables whose compaction would conflict with a running
 // one, and advances the cursor past the compaction's start-level inputs.
-func (p *Picker) pickLevel(levels *manifest.Levels, level int) *Compaction {
+// The output is the first level below level, up to limit, that holds data
+// overlapping the table: limit is level+1 for the base level and below,
+// and the base level for a level being drained.
+func (p *Picker) pickLevel(levels *manifest.Levels, level, limit int) *Compaction {
 	files := levels[level]
 	start := 0
 	if cur := p.cursor[level]; cur != nil {
@@ -167,7 +201,8 @@ func (p *Picker) pickLevel(levels *manifest.Levels, level int) *Compaction {
 		if f.Compacting {
 			continue
 		}
-		if c := p.setup(levels, level, level+1, []*manifest.FileMetadata{f}); c != nil {
+		output := firstOverlapping(levels, level, limit, f.Smallest.UserKey, f.Largest.UserKey)
+		if c := p.setup(levels, level, output, []*manifest.FileMetadata{f}); c != nil {
 			_, largest := keyRange(c.Inputs[0], nil)
 			p.cursor[level] = append(p.cursor[level][:0], largest...)
 			return c
@@ -179,8 +214,15 @@ func (p *Picker) pickLevel(levels *manifest.Levels, level int) *Compaction {
 // setup completes a compaction from its start-level inputs in0: it adds
 // the output-level tables overlapping them, takes more start-level tables
 // if the combined range covers them without adding output-level tables
-// (and the inputs stay under MaxExpandedBytes), and finds the
+// (and the inputs stay under MaxExpandedBytes, and the levels between
+// start and output still hold nothing overlapping), and finds the
 // grandparents. It returns nil if any input is compacting.
+//
+// REQUIRES: no level strictly between start and output holds a table
+// overlapping in0's key range. That is what makes skipping them safe: the
+// data moved past them is newer than anything they will hold in that range,
+// since a table can only arrive there from a compaction whose inputs
+// overlap in0's (and so conflict with this one) — see the package doc.
 func (p *Picker) setup(levels *manifest.Levels, start, output int, in0 []*manifest.FileMetadata) *Compaction {
 	if anyCompacting(in0) {
 		return nil
@@ -199,7 +241,8 @@ func (p *Picker) setup(levels *manifest.Levels, start, output int, in0 []*manife
 		if len(exp0) > len(in0) && !anyCompacting(exp0) &&
 			totalSize(exp0)+totalSize(in1) < uint64(p.opts.MaxExpandedBytes) {
 			es, el := keyRange(exp0, nil)
-			if len(levels.Overlapping(output, es, el)) == len(in1) {
+			if len(levels.Overlapping(output, es, el)) == len(in1) &&
+				firstOverlapping(levels, start, output, es, el) == output {
 				in0 = exp0
 			}
 		}
@@ -214,18 +257,22 @@ func (p *Picker) setup(levels *manifest.Levels, start, output int, in0 []*manife
 	return c
 }
 
-// PickManual returns the compaction of level's tables overlapping the
-// user-key range [start, end] (both inclusive; nil = unbounded) into the
-// next level: one step of db.Compact, which calls it for L0, L1, ... L5
-// in turn, running each result before picking the next, so the range
-// ends up in L6. For L0 the tables are taken transitively. level may be
-// the bottom level, L6: that compaction rewrites L6's tables in place
-// (dropping what no snapshot needs), which the DB may do or skip.
+// PickManual returns one step of db.Compact: the compaction of level's
+// tables overlapping the user-key range [start, end] (both inclusive; nil
+// = unbounded) into the first level below it that holds data overlapping
+// them, or into the bottom level, L6, when none does — empty levels are
+// skipped rather than written through. For L0 the tables are taken
+// transitively. db.Compact calls it for L0 (until it returns nil), then
+// L1, ... L5 in turn, running each result before picking the next, so the
+// range ends up in L6. level may be L6 itself: that compaction rewrites
+// L6's tables in place (dropping what no snapshot needs), which the DB may
+// do or skip.
 //
 // It returns nil, nil when level holds nothing in the range, and
-// ErrInputsCompacting when a table it needs is compacting. The result is a
-// trivial move (IsMove) only when its output level is not the bottom one,
-// so the final step always rewrites, and garbage-collects, the range.
+// ErrInputsCompacting when a table it needs is compacting. The result is
+// never a trivial move: it either merges with data in its output level or
+// writes the bottom level, so the range is always rewritten, and
+// garbage-collected, where it lands.
 func (p *Picker) PickManual(levels *manifest.Levels, level int, start, end []byte) (*Compaction, error) {
 	if level < 0 || level >= manifest.NumLevels {
 		return nil, fmt.Errorf("compaction: manual compaction of level %d out of range", level)
@@ -234,14 +281,15 @@ func (p *Picker) PickManual(levels *manifest.Levels, level int, start, end []byt
 	if len(in0) == 0 {
 		return nil, nil
 	}
-	output := min(level+1, manifest.NumLevels-1)
+	output := level
+	if level < manifest.NumLevels-1 {
+		smallest, largest := keyRange(in0, nil)
+		output = firstOverlapping(levels, level, manifest.NumLevels-1, smallest, largest)
+	}
 	c := p.setup(levels, level, output, in0)
 	if c == nil {
 		return nil, ErrInputsCompacting
 	}
-	c.Manual = true
-	if output == manifest.NumLevels-1 {
-		c.IsMove = false
-	}
+	c.Manual, c.IsMove = true, false
 	return c, nil
 }

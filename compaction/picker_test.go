@@ -3,6 +3,7 @@ package compaction
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand"
 	"sort"
 	"testing"
@@ -59,18 +60,14 @@ func randomLSM(t *testing.T, rng *rand.Rand) (*manifest.Version, uint64) {
 }
 
 // footprint is what a compaction reads and writes in one level: its input
-// tables there, and its whole key range in its output level.
+// tables in its start level, its whole key range in its output level, and
+// in each level it skips (which held nothing overlapping them when it was
+// picked) the ranges of its start-level tables, which no other compaction
+// may write into while it moves them past.
 func footprint(c *Compaction, level int) [][2][]byte {
 	var out [][2][]byte
-	for i, files := range c.Inputs {
-		l := c.StartLevel
-		if i == 1 {
-			l = c.OutputLevel
-		}
-		if l != level {
-			continue
-		}
-		for _, f := range files {
+	if level >= c.StartLevel && (level < c.OutputLevel || level == c.StartLevel) {
+		for _, f := range c.Inputs[0] {
 			out = append(out, [2][]byte{f.Smallest.UserKey, f.Largest.UserKey})
 		}
 	}
@@ -103,16 +100,26 @@ func sameFiles(a, b []*manifest.FileMetadata) bool {
 	return true
 }
 
-// checkCompaction checks one picked compaction against the LSM it was
-// picked from.
-func checkCompaction(t *testing.T, lv *manifest.Levels, c *Compaction, opts PickerOptions) {
-	require.Equal(t, c.OutputLevel, c.StartLevel+1, c.String())
+// checkCompaction checks one compaction p picked automatically against
+// the LSM it was picked from.
+func checkCompaction(t *testing.T, lv *manifest.Levels, c *Compaction, p *Picker) {
+	opts := p.Options()
+	base := p.Targets(lv).BaseLevel
 	require.NotEmpty(t, c.Inputs[0], c.String())
+	require.Greater(t, c.OutputLevel, c.StartLevel, c.String())
+	limit := c.StartLevel + 1 // the deepest output level allowed
+	if c.StartLevel < base {
+		limit = base // L0 or a level being drained
+	}
+	require.LessOrEqual(t, c.OutputLevel, limit, "%s: base level L%d", c, base)
 	for _, f := range c.InputFiles() {
 		require.False(t, f.Compacting, "%s takes compacting table %06d", c, f.FileNum)
 	}
 	for i, files := range c.Inputs {
-		l := c.StartLevel + i
+		l := c.StartLevel
+		if i == 1 {
+			l = c.OutputLevel
+		}
 		for _, f := range files {
 			require.Contains(t, lv[l], f, "%s: %06d not in L%d", c, f.FileNum, l)
 		}
@@ -121,6 +128,12 @@ func checkCompaction(t *testing.T, lv *manifest.Levels, c *Compaction, opts Pick
 	require.Equal(t, smallest, c.Smallest, c.String())
 	require.Equal(t, largest, c.Largest, c.String())
 	s0, l0 := keyRange(c.Inputs[0], nil)
+	for l := c.StartLevel + 1; l < c.OutputLevel; l++ {
+		require.Empty(t, lv.Overlapping(l, s0, l0), "%s skips L%d, which overlaps its inputs", c, l)
+	}
+	if c.OutputLevel < limit {
+		require.NotEmpty(t, lv.Overlapping(c.OutputLevel, s0, l0), "%s: writes L%d, which does not overlap (limit L%d)", c, c.OutputLevel, limit)
+	}
 	require.True(t, sameFiles(c.Inputs[1], lv.Overlapping(c.OutputLevel, s0, l0)),
 		"%s: output-level inputs are not exactly the tables under the start-level inputs", c)
 	if c.StartLevel == 0 {
@@ -167,7 +180,7 @@ func TestPickerRandom(t *testing.T) {
 				if c == nil {
 					break
 				}
-				checkCompaction(t, lv, c, p.Options())
+				checkCompaction(t, lv, c, p)
 				for _, r := range running {
 					for l := 0; l < manifest.NumLevels; l++ {
 						if rangesOverlap(footprint(c, l), footprint(r, l)) {
@@ -192,7 +205,11 @@ func TestPickerRandom(t *testing.T) {
 						f.Compacting = false
 						small, large = min(small, f.SmallestSeq), max(large, f.LargestSeq)
 						size += f.Size
-						edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: c.StartLevel + i, FileNum: f.FileNum})
+						level := c.StartLevel
+						if i == 1 {
+							level = c.OutputLevel
+						}
+						edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: level, FileNum: f.FileNum})
 					}
 				}
 				out := fileMeta(nextNum, c.Smallest, c.Largest, small, large, size)
@@ -209,28 +226,81 @@ func TestPickerRandom(t *testing.T) {
 	}
 }
 
-func TestPickerScores(t *testing.T) {
-	v, _ := randomLSM(t, rand.New(rand.NewSource(1)))
-	lv := v.Levels(0)
-	p := NewPicker(PickerOptions{L0CompactionTrigger: 4, LBaseMaxBytes: 1000, LevelMultiplier: 10})
-	s := p.Scores(lv)
-	require.InDelta(t, float64(len(lv[0]))/4, s[0], 1e-9)
-	for l := 1; l < manifest.NumLevels-1; l++ {
-		want := float64(lv.Size(l)) / (1000 * float64(pow10(l-1)))
-		require.InDelta(t, want, s[l], 1e-9, "L%d", l)
+// TestPickerTargets checks Targets and Scores on random LSMs against the
+// rules written out independently: the base level is the highest level
+// whose natural size Bottom/M^(6-l) exceeds LBaseMaxBytes/M, kept higher
+// (where data already starts) while twice the bottom would still justify
+// it; targets run geometrically from LBaseMaxBytes at the base level to
+// the bottom.
+func TestPickerTargets(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	const bottom = manifest.NumLevels - 1
+	for trial := 0; trial < 500; trial++ {
+		v, _ := randomLSM(t, rng)
+		lv := v.Levels(0)
+		for l := 1; l < manifest.NumLevels; l++ {
+			if rng.Intn(3) == 0 {
+				lv[l] = nil // more shapes: empty levels anywhere
+			}
+		}
+		lbase, m := float64(200+rng.Intn(3000)), float64(2+rng.Intn(9))
+		p := NewPicker(PickerOptions{L0CompactionTrigger: 4, LBaseMaxBytes: int64(lbase), LevelMultiplier: int(m)})
+		tg, s := p.Targets(lv), p.Scores(lv)
+		msg := fmt.Sprintf("trial %d lbase=%v m=%v targets=%+v\n%s", trial, lbase, m, tg, v)
+
+		require.InDelta(t, float64(len(lv[0]))/4, s[0], 1e-9, msg)
+		require.Zero(t, s[bottom], msg)
+		first, total := 0, float64(lv.Size(0))
+		for l := bottom; l >= 1; l-- {
+			if len(lv[l]) > 0 {
+				first = l
+			}
+			total += float64(lv.Size(l))
+		}
+		if first == 0 {
+			require.Equal(t, Targets{BaseLevel: bottom}, tg, msg)
+			continue
+		}
+		wantBottom := max(float64(lv.Size(bottom)), total*(m-1)/m)
+		require.InDelta(t, wantBottom, tg.Bottom, 1e-6, msg)
+		natural := func(size float64) int { // closed form of the base-level rule
+			for l := 1; l < bottom; l++ {
+				x := size / math.Pow(m, float64(bottom-l))
+				if math.Abs(x-lbase/m) < 1e-6 {
+					return -1 // on a threshold: rounding decides, skip
+				}
+				if x > lbase/m {
+					return l
+				}
+			}
+			return bottom
+		}
+		lo, hi := natural(tg.Bottom), natural(2*tg.Bottom)
+		if lo < 0 || hi < 0 {
+			continue
+		}
+		require.Equal(t, min(max(first, hi), lo), tg.BaseLevel, msg)
+		mult := max(1, math.Pow(tg.Bottom/lbase, 1/float64(bottom-tg.BaseLevel)))
+		for l := 0; l < manifest.NumLevels; l++ {
+			want := 0.0
+			if l >= tg.BaseLevel && l < bottom {
+				want = lbase * math.Pow(mult, float64(l-tg.BaseLevel))
+			}
+			require.InDelta(t, want, tg.MaxBytes[l], 1e-6*max(1, want), "L%d %s", l, msg)
+			switch {
+			case l == 0 || l == bottom:
+			case l >= tg.BaseLevel:
+				require.InDelta(t, float64(lv.Size(l))/want, s[l], 1e-9, "L%d %s", l, msg)
+			case len(lv[l]) == 0:
+				require.Zero(t, s[l], "L%d %s", l, msg)
+			default:
+				require.InDelta(t, 1+min(float64(lv.Size(l))/lbase, 1), s[l], 1e-9, "L%d %s", l, msg)
+			}
+		}
 	}
-	require.Zero(t, s[manifest.NumLevels-1])
 	require.Equal(t, PickerOptions{L0CompactionTrigger: 4, LBaseMaxBytes: 64 << 20, LevelMultiplier: 10,
 		TargetFileSize: 4 << 20, MaxGrandparentOverlapBytes: 40 << 20, MaxExpandedBytes: 100 << 20},
 		PickerOptions{}.WithDefaults())
-}
-
-func pow10(n int) int {
-	r := 1
-	for ; n > 0; n-- {
-		r *= 10
-	}
-	return r
 }
 
 // TestElider compares NewElider with a direct scan of the deeper levels,
