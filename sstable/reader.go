@@ -87,6 +87,11 @@ type Reader struct {
 
 	getPool sync.Pool // *blockIter for Get
 	closed  atomic.Bool
+
+	// mapped is the whole file when it could be memory-mapped; unmap
+	// releases it at Close.
+	mapped []byte
+	unmap  func() error
 }
 
 var errReaderClosed = errors.New("sstable: reader closed")
@@ -97,22 +102,22 @@ var errReaderClosed = errors.New("sstable: reader closed")
 // it in Close (NewReader closes nothing on error).
 func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, size: size, opts: o}
-	if err := r.readFooter(); err != nil {
-		return nil, err
-	}
-	if err := r.readMetaindex(); err != nil {
-		return nil, err
-	}
-	if err := r.readProperties(); err != nil {
-		return nil, err
-	}
-	if err := r.readIndex(); err != nil {
-		return nil, err
-	}
-	if err := r.readFilter(); err != nil {
-		return nil, err
+	r.tryMap()
+	for _, step := range []func() error{r.readFooter, r.readMetaindex, r.readProperties, r.readIndex, r.readFilter} {
+		if err := step(); err != nil {
+			r.releaseMap()
+			return nil, err
+		}
 	}
 	return r, nil
+}
+
+// releaseMap drops the mapping of a reader that failed to open.
+func (r *Reader) releaseMap() {
+	if r.unmap != nil {
+		r.unmap()
+		r.mapped, r.unmap = nil, nil
+	}
 }
 
 func (r *Reader) readFooter() error {
@@ -161,6 +166,9 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	end, ok := h.end()
 	if !ok || end > uint64(r.size) {
 		return nil, ctx.corruptf("block of %d bytes runs past the end of the %d-byte file", h.length, r.size)
+	}
+	if r.mapped != nil {
+		return r.mappedBlock(h, ctx)
 	}
 	buf, pooled := getReadBuf(int(h.length + blockTrailerLen))
 	if err := r.readAt(buf, h.offset, ctx); err != nil {
@@ -354,7 +362,58 @@ func (r *Reader) Close() error {
 	if r.closed.Swap(true) {
 		return errReaderClosed
 	}
-	return r.f.Close()
+	err := r.f.Close()
+	if r.unmap != nil {
+		if uerr := r.unmap(); err == nil {
+			err = uerr
+		}
+	}
+	return err
+}
+
+// mapper is implemented by files that can be memory-mapped (vfs.Mapper).
+type mapper interface {
+	Mmap(size int64) (data []byte, release func() error, err error)
+}
+
+// tryMap maps the table when its file supports it, so that data blocks are
+// read without a system call. Blocks handed out are always copies or
+// decompressed into fresh memory: nothing aliases the mapping, which Close
+// releases.
+func (r *Reader) tryMap() {
+	m, ok := r.f.(mapper)
+	if !ok || r.size <= 0 {
+		return
+	}
+	data, release, err := m.Mmap(r.size)
+	if err != nil || int64(len(data)) != r.size {
+		if release != nil {
+			release()
+		}
+		return
+	}
+	r.mapped, r.unmap = data, release
+}
+
+// mappedBlock is readBlock over the mapping.
+func (r *Reader) mappedBlock(h blockHandle, ctx errCtx) ([]byte, error) {
+	if r.closed.Load() {
+		return nil, errReaderClosed
+	}
+	n := int(h.length)
+	stored := r.mapped[h.offset : h.offset+h.length+blockTrailerLen]
+	if got, want := binary.LittleEndian.Uint32(stored[n+1:]), blockChecksum(stored[:n+1]); got != want {
+		return nil, ctx.corruptf("checksum mismatch (stored %#08x, computed %#08x)", got, want)
+	}
+	t := blockType(stored[n])
+	if t == blockTypeNone {
+		return append([]byte(nil), stored[:n]...), nil
+	}
+	data, err := decompressBlock(t, stored[:n:n])
+	if err != nil {
+		return nil, ctx.corrupt(err)
+	}
+	return data, nil
 }
 
 // readBufPool recycles the buffers compressed blocks are read into (the
