@@ -9,11 +9,11 @@
 //     into the entries its output must keep: it drops versions no snapshot
 //     can see, drops tombstones that hide nothing, and collapses merge
 //     operands (the rules are below).
-//   - Picker scores the levels and picks the next compaction (LevelDB
-//     style: L0 by table count, L1..L5 by size against targets growing by
-//     LevelMultiplier, round-robin within a level, inputs expanded to
-//     whole key ranges, trivial moves); PickManual is one level step of
-//     db.Compact.
+//   - Picker scores the levels and picks the next compaction: L0 by
+//     table count, the other levels by size against targets sized
+//     dynamically from the bottom level up (see Level sizing below),
+//     round-robin within a level, inputs expanded to whole key ranges,
+//     trivial moves; PickManual is one level step of db.Compact.
 //   - Splitter cuts the output into tables at TargetFileSize or at a
 //     grandparent-overlap limit, never inside one user key's history.
 //   - NewElider answers Iter's "does any deeper level hold this key?".
@@ -43,6 +43,36 @@
 //
 // and under the mutex again: apply the edit, clear Compacting on the inputs
 // (also on failure), release the version. it.Stats() feeds the metrics.
+//
+// # Level sizing
+//
+// The Picker sizes levels as RocksDB's level_compaction_dynamic_level_bytes
+// and Pebble do (Picker.Targets computes it): the bottom level, L6, is
+// meant to hold all but 1/LevelMultiplier of the data, and each level
+// above it a LevelMultiplier-th of the one below. The base level, where L0
+// compacts to, is the highest level whose share exceeds
+// LBaseMaxBytes/LevelMultiplier, and gets LBaseMaxBytes as its target; the
+// levels between it and L6 get targets growing by one smoothed factor. A
+// small LSM therefore has L6 as its base level: its flushes compact, or
+// move, straight into L6, and L5, L4, ... come into use one by one as the
+// bottom grows past LBaseMaxBytes, 10 × LBaseMaxBytes, ... The base level
+// moves down past data only when the bottom has shrunk to half of what
+// would justify that data's level (so it does not thrash); levels above
+// the base level that hold data are drained. testdata/growth shows the
+// shapes this gives.
+//
+// L0, a level being drained and a manual compaction write the first level
+// below them that holds data overlapping their start-level inputs (or the
+// base level, or L6 for a manual compaction), skipping the empty levels in
+// between. That is safe because the skipped levels hold nothing in the
+// range of the inputs when the compaction is picked, and nothing can
+// arrive there while it runs: a table only arrives in a level from a
+// compaction whose inputs cover its range, and such inputs would overlap
+// this compaction's (its start-level tables, or transitively overlapping
+// L0 tables, or output-level tables) and so be Compacting. The picker also
+// refuses to expand a compaction's start-level inputs past a table of a
+// skipped level. The model test in lsm_model_test.go checks this with up
+// to three compactions running at once.
 //
 // # Reading
 //
@@ -117,8 +147,9 @@
 // ElideTombstone must be conservative: true only when no level below the
 // output holds data for the key. Data never moves into the key range of a
 // running compaction below its output level (the picker's Compacting checks
-// ensure it), so an answer computed from the version the compaction was
-// picked from (NewElider) stays right while it runs. A flush must pass nil.
+// ensure it, also for compactions that skip levels), so an answer computed
+// from the version the compaction was picked from (NewElider) stays right
+// while it runs. A flush must pass nil.
 //
 // # Concurrency
 //
