@@ -105,11 +105,30 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 				return nil, err
 			}
 		}
+	} else if !db.opts.ReadOnly && !g.empty() {
+		// The records may have reached the OS but not the disk (the
+		// process died before a sync). New writes go to a newer WAL and
+		// must not survive a power loss that these lose: sync first.
+		if err := db.syncWAL(name); err != nil {
+			return nil, err
+		}
 	}
 	if g.empty() {
 		return nil, nil
 	}
 	return g, nil
+}
+
+func (db *DB) syncWAL(name string) error {
+	f, err := db.fs.OpenReadWrite(name)
+	if err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func (db *DB) truncateWAL(name string, size int64) error {
