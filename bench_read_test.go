@@ -3,9 +3,9 @@ package sieve
 import (
 	"encoding/binary"
 	"os"
-	"syscall"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 )
 
