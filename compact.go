@@ -195,7 +195,9 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 		written += m.Size
 	}
 	if err := db.logAndApply(edit); err != nil {
-		out.abandon()
+		// Keep the outputs: the edit naming them may be in the manifest
+		// (after a failed sync its state is unknown). The next Open
+		// deletes them if the manifest does not name them.
 		return err
 	}
 	read := c.InputBytes()
