@@ -258,7 +258,14 @@ func (vs *VersionSet) rotate() error {
 	if err := vs.fs.SyncDir(vs.dirname); err != nil {
 		return fail(err)
 	}
-	if err := setCurrent(vs.fs, vs.dirname, num, vs.nextFileNum); err != nil {
+	if renamed, err := setCurrent(vs.fs, vs.dirname, num, vs.nextFileNum); err != nil {
+		if renamed {
+			// Only the directory sync failed: CURRENT names the new
+			// manifest now (and may after a crash), so keep it.
+			w.Close()
+			f.Close()
+			return err
+		}
 		return fail(err)
 	}
 	old, oldFile, oldNum := vs.manifest, vs.manifestFile, vs.manifestNum
@@ -282,34 +289,35 @@ const currentVersion = "v1"
 
 // setCurrent atomically replaces CURRENT with one naming manifest num, by
 // writing a temporary file, syncing it, renaming it over CURRENT and syncing
-// the directory.
-func setCurrent(fs vfs.FS, dirname string, num, tmpNum uint64) error {
+// the directory. renamed reports whether the rename was done (the error is
+// then the directory sync's).
+func setCurrent(fs vfs.FS, dirname string, num, tmpNum uint64) (renamed bool, err error) {
 	body := fmt.Sprintf("%s %s", currentVersion, base.FileName(base.FileTypeManifest, num))
 	content := fmt.Sprintf("%s %016x\n", body, xxhash.Sum64String(body))
 	tmp := base.MakeFilename(dirname, base.FileTypeTemp, tmpNum)
 	f, err := fs.Create(tmp)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := f.Write([]byte(content)); err != nil {
 		f.Close()
 		fs.Remove(tmp)
-		return err
+		return false, err
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
 		fs.Remove(tmp)
-		return err
+		return false, err
 	}
 	if err := f.Close(); err != nil {
 		fs.Remove(tmp)
-		return err
+		return false, err
 	}
 	if err := fs.Rename(tmp, base.MakeFilename(dirname, base.FileTypeCurrent, 0)); err != nil {
 		fs.Remove(tmp)
-		return err
+		return false, err
 	}
-	return fs.SyncDir(dirname)
+	return true, fs.SyncDir(dirname)
 }
 
 // readCurrent returns the manifest number CURRENT names.
