@@ -174,6 +174,9 @@ func (db *DB) open() error {
 	}
 	lock, err := fs.Lock(base.MakeFilename(dirname, base.FileTypeLock, 0))
 	if err != nil {
+		if !errors.Is(err, vfs.ErrLocked) {
+			return fmt.Errorf("sieve: locking %s: %w", dirname, err) // an I/O error, not contention
+		}
 		return fmt.Errorf("%w: %s: %v", ErrLocked, dirname, err)
 	}
 	db.lock = lock
