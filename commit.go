@@ -310,13 +310,17 @@ func (db *DB) rotateMemLocked() error {
 // its directory entry durable. REQUIRES: db.mu held; leader (or Open).
 func (db *DB) newWAL() error {
 	if db.log.w != nil {
-		if err := db.log.w.Close(); err != nil {
-			return fmt.Errorf("WAL %06d close: %w", db.log.num, err)
-		}
-		if err := db.log.f.Close(); err != nil {
-			return fmt.Errorf("WAL %06d close: %w", db.log.num, err)
-		}
+		old := db.log
+		// Released even on error, so that Close does not close it again
+		// and report that instead of the cause.
 		db.log = walHandle{}
+		if err := old.w.Close(); err != nil {
+			old.f.Close()
+			return fmt.Errorf("WAL %06d close: %w", old.num, err)
+		}
+		if err := old.f.Close(); err != nil {
+			return fmt.Errorf("WAL %06d close: %w", old.num, err)
+		}
 	}
 	db.versionMu.Lock()
 	num := db.versions.NextFileNum()
