@@ -1,0 +1,578 @@
+package sieve
+
+import (
+	"errors"
+	"fmt"
+	"math/rand"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sievedb/sieve/internal/testutil"
+	"github.com/sievedb/sieve/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestErrorInjection runs a workload (puts, deletes, merges, batches with
+// Sync and NoSync in two column families, reads, flushes, compactions,
+// close and reopen) on a vfs.ErrorFS, first counting its file-system
+// operations, then once per operation index with that operation failing:
+// once (transient), from then on (persistent), and with the disk full at a
+// byte offset (ENOSPC). Each run checks that
+//
+//   - no panic, and every error a call returns wraps the injected one
+//     (errors.Is(err, vfs.ErrInjected));
+//   - an injected failure is reported: to the caller of the operation that
+//     hit it, or by the database turning read-only (later writes return an
+//     error wrapping it), unless the failed operation was harmless
+//     housekeeping (removing an obsolete file and syncing that removal);
+//   - after a failed WAL or manifest write or sync, the file is never
+//     synced again and no write is acknowledged (the DB is read-only);
+//   - reads return the right value or an error, never a wrong value;
+//   - after the run, a crash clone of the underlying MemFS recovers to a
+//     prefix of the history holding every write acknowledged as durable
+//     (Sync, or followed by a successful Flush, Compact or Close), and so
+//     does a plain reopen without the fault, which also passes
+//     CheckInvariants(true) and takes writes again.
+//
+// The default run tries a sample of the operation indices; SIEVE_LONG=1
+// tries every index in each mode.
+func TestErrorInjection(t *testing.T) {
+	seed := testutil.Seed(t)
+	rng := rand.New(rand.NewSource(seed))
+
+	count := newErrRun(vfs.ErrorOptions{}, seed)
+	count.run()
+	require.Empty(t, count.problems, "the workload without faults")
+	require.Zero(t, count.efs.Injected())
+	nOps, written := count.efs.Ops(), count.efs.Written()
+	t.Logf("workload: %d steps, %d file-system operations counted, %d bytes written", len(count.steps), nOps, written)
+
+	// Indices to try: all of them in long mode, else a sample that
+	// includes the first and last 10 and every kind of operation.
+	indices := func(budget int) []int64 {
+		if relLong() || int64(budget) >= nOps {
+			out := make([]int64, nOps)
+			for i := range out {
+				out[i] = int64(i + 1)
+			}
+			return out
+		}
+		pick := map[int64]bool{}
+		for i := int64(1); i <= min(10, nOps); i++ {
+			pick[i], pick[nOps+1-i] = true, true
+		}
+		byKind := map[string]bool{}
+		for i, o := range count.seen() {
+			if k := o.op.String() + "/" + fileKind(o.name); !byKind[k] {
+				byKind[k] = true
+				pick[int64(i+1)] = true
+			}
+		}
+		for len(pick) < budget {
+			pick[1+rng.Int63n(nOps)] = true
+		}
+		out := make([]int64, 0, len(pick))
+		for i := range pick {
+			out = append(out, i)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+		return out
+	}
+	budget := 150
+	switch {
+	case relRaceEnabled:
+		budget = 40
+	case testing.Short():
+		budget = 80
+	}
+
+	type tally struct{ runs, injected, reported, readOnly, harmless, problems int }
+	results := map[string]*tally{}
+	var failures []string
+	harmless := map[string]int{}
+	try := func(mode string, o vfs.ErrorOptions) {
+		r := newErrRun(o, seed)
+		r.run()
+		tl := results[mode]
+		if tl == nil {
+			tl = &tally{}
+			results[mode] = tl
+		}
+		tl.runs++
+		if r.efs.Injected() > 0 {
+			tl.injected++
+			switch r.outcome {
+			case "reported":
+				tl.reported++
+			case "read-only":
+				tl.readOnly++
+			case "harmless":
+				tl.harmless++
+			}
+		}
+		if r.outcome == "harmless" {
+			if f, ok := r.failed(); ok {
+				harmless[fmt.Sprintf("%s %s during %s", f.op, fileKind(f.name), f.label)]++
+			}
+		}
+		if len(r.problems) > 0 {
+			tl.problems++
+			failures = append(failures, fmt.Sprintf("%s (failed op: %s): %s", mode, r.failedOp(), strings.Join(r.problems, "; ")))
+		}
+	}
+	for _, n := range indices(budget) {
+		try("transient", vfs.ErrorOptions{Nth: n})
+		try("persistent", vfs.ErrorOptions{Nth: n, Persistent: true})
+	}
+	spaceRuns := budget / 4
+	if relLong() {
+		spaceRuns = 400
+	}
+	for i := 0; i < spaceRuns; i++ {
+		limit := 1 + rng.Int63n(written)
+		if i < 10 {
+			limit = written * int64(i) / 10 // include tiny limits (full at open)
+			limit = max(limit, 1)
+		}
+		try("ENOSPC", vfs.ErrorOptions{SpaceLimit: limit})
+	}
+	for _, mode := range []string{"transient", "persistent", "ENOSPC"} {
+		tl := results[mode]
+		t.Logf("%-10s runs %4d, fault hit %4d: reported to the caller %4d, DB read-only %4d, harmless housekeeping %3d; runs with problems %d",
+			mode, tl.runs, tl.injected, tl.reported, tl.readOnly, tl.harmless, tl.problems)
+	}
+	for _, h := range sortedKeys(harmless) {
+		t.Logf("  unreported, harmless: %-45s x%d", h, harmless[h])
+	}
+	for i, f := range failures {
+		if i == 20 {
+			t.Errorf("... and %d more", len(failures)-20)
+			break
+		}
+		t.Errorf("%s", f)
+	}
+	require.Empty(t, failures, "seed %d", seed)
+}
+
+// opRec is one counted file-system operation.
+type opRec struct {
+	op    vfs.Op
+	name  string
+	label string
+}
+
+func (o opRec) String() string {
+	return fmt.Sprintf("%s %s during %q", o.op, path.Base(o.name), o.label)
+}
+
+// errRun is one run of the error-injection workload.
+type errRun struct {
+	rng  *rand.Rand
+	mem  *vfs.MemFS
+	efs  *vfs.ErrorFS
+	opts vfs.ErrorOptions
+	db   *DB
+	cf   *ColumnFamily
+
+	label  atomic.Value // string
+	recMu  sync.Mutex
+	record []opRec // every counted operation, in order
+
+	// ops is the history: acknowledged writes, then possibly one write
+	// that failed (it may have reached the WAL; nothing is acknowledged
+	// after it because the DB turns read-only).
+	ops        []relOp
+	acked      int // ops[:acked] were acknowledged
+	durable    int // ops[:durable] must survive a crash
+	writeFault bool
+	steps      []string
+
+	injectedAt int // the step during which the fault was first hit, or -1
+	dbStart    int // the first step of the open DB instance
+	reported   bool
+	outcome    string // "reported", "read-only" or "harmless" when the fault was hit
+	problems   []string
+}
+
+func newErrRun(o vfs.ErrorOptions, seed int64) *errRun {
+	r := &errRun{rng: rand.New(rand.NewSource(seed)), mem: vfs.NewMem(), opts: o, injectedAt: -1}
+	r.label.Store("")
+	o.Match = func(op vfs.Op, name string) bool {
+		// Table readers are closed by the table cache on other
+		// goroutines, in no fixed order: not counted.
+		if op == vfs.OpClose && fileKind(name) == "table" {
+			return false
+		}
+		r.recMu.Lock()
+		r.record = append(r.record, opRec{op: op, name: name, label: r.label.Load().(string)})
+		r.recMu.Unlock()
+		return true
+	}
+	r.efs = vfs.NewErrorFS(r.mem, o)
+	return r
+}
+
+func (r *errRun) seen() []opRec {
+	r.recMu.Lock()
+	defer r.recMu.Unlock()
+	return append([]opRec(nil), r.record...)
+}
+
+// failed returns the operation the fault hit first.
+func (r *errRun) failed() (opRec, bool) {
+	rec := r.seen()
+	if r.opts.Nth > 0 && int(r.opts.Nth) <= len(rec) {
+		return rec[r.opts.Nth-1], true
+	}
+	return opRec{}, false
+}
+
+func (r *errRun) failedOp() string {
+	if o, ok := r.failed(); ok {
+		return o.String()
+	}
+	if r.opts.SpaceLimit > 0 {
+		return fmt.Sprintf("the write past %d bytes", r.opts.SpaceLimit)
+	}
+	return "none"
+}
+
+func (r *errRun) problem(format string, args ...any) {
+	r.problems = append(r.problems, fmt.Sprintf(format, args...))
+}
+
+// step runs fn as a workload step. An error must wrap the injected fault.
+func (r *errRun) step(label string, fn func() error) error {
+	r.label.Store(label)
+	r.steps = append(r.steps, label)
+	err := func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+				r.problem("%s: panic: %v", label, p)
+			}
+		}()
+		return fn()
+	}()
+	if r.injectedAt < 0 && r.efs.Injected() > 0 {
+		r.injectedAt = len(r.steps) - 1
+	}
+	if err != nil {
+		r.reported = true
+		if !errors.Is(err, vfs.ErrInjected) {
+			r.problem("%s: error does not wrap the injected fault: %v", label, err)
+		}
+	}
+	return err
+}
+
+// randomWrite makes one write of a random shape.
+func (r *errRun) randomWrite(label string) {
+	key := func() string { return fmt.Sprintf("k%02d", r.rng.Intn(40)) }
+	val := func() string { return fmt.Sprintf("v%d-%s", r.rng.Intn(1000), strings.Repeat("x", r.rng.Intn(300))) }
+	var op relOp
+	op.sync = r.rng.Intn(3) == 0
+	n := 1
+	if r.rng.Intn(3) == 0 {
+		n = 2 + r.rng.Intn(4)
+	}
+	for i := 0; i < n; i++ {
+		cf := 0
+		if n > 1 && r.rng.Intn(2) == 0 {
+			cf = 1
+		}
+		switch r.rng.Intn(6) {
+		case 0:
+			op.entries = append(op.entries, del(cf, key()))
+		case 1:
+			op.entries = append(op.entries, merge(cf, key(), fmt.Sprintf("m%d", r.rng.Intn(100))))
+		default:
+			op.entries = append(op.entries, set(cf, key(), val()))
+		}
+	}
+	r.write(label, op)
+}
+
+func (r *errRun) write(label string, op relOp) {
+	if r.db == nil {
+		return
+	}
+	if r.writeFault {
+		// The DB must refuse every write after a failed one.
+		if err := r.step(label+" (after a failed write)", func() error { return r.apply(op) }); err == nil {
+			r.problem("%s: write acknowledged after an earlier write failed", label)
+		}
+		return
+	}
+	r.ops = append(r.ops, op)
+	if err := r.step(label, func() error { return r.apply(op) }); err != nil {
+		r.writeFault = true // op stays as the history's possible last write
+		return
+	}
+	if f, ok := r.failed(); ok && r.injectedAt >= r.dbStart && r.injectedAt < len(r.steps)-1 && mustBeFatal(f) {
+		r.problem("%s: write acknowledged after the failed %s", label, f)
+	}
+	r.acked = len(r.ops)
+	if op.sync {
+		r.durable = r.acked
+	}
+}
+
+// mustBeFatal reports whether a failure of o must leave the database
+// refusing writes: a failed write or sync of the WAL or the manifest
+// (their state is unknown and a sync is never retried).
+func mustBeFatal(o opRec) bool {
+	k := fileKind(o.name)
+	return (k == "WAL" || k == "MANIFEST") && (o.op == vfs.OpWrite || o.op == vfs.OpSync)
+}
+
+func (r *errRun) apply(op relOp) error {
+	if len(op.entries) == 1 && op.entries[0].cf == 0 {
+		e := op.entries[0]
+		wo := NoSync
+		if op.sync {
+			wo = Sync
+		}
+		k, v := []byte(e.key), []byte(e.value)
+		switch e.kind {
+		case 1:
+			return r.db.Put(k, v, wo)
+		case 0:
+			return r.db.Delete(k, wo)
+		default:
+			return r.db.Merge(k, v, wo)
+		}
+	}
+	return applyBatch(r.db, r.cf, op)
+}
+
+// action runs a Flush or Compact step; success makes every acknowledged
+// write durable.
+func (r *errRun) action(label string, fn func() error) {
+	if r.db == nil {
+		return
+	}
+	if r.step(label, fn) == nil {
+		r.durable = r.acked
+	}
+}
+
+// read checks a few keys against the acknowledged writes: the right value
+// or an error, never a wrong one.
+func (r *errRun) read(label string) {
+	if r.db == nil {
+		return
+	}
+	model := newRelState()
+	for _, op := range r.ops[:r.acked] {
+		model.apply(op)
+	}
+	for i := 0; i < 6; i++ {
+		k := fmt.Sprintf("k%02d", r.rng.Intn(40))
+		cf := i % 2
+		var v []byte
+		r.step(fmt.Sprintf("%s %s", label, k), func() (err error) {
+			if cf == 0 {
+				v, err = r.db.Get([]byte(k))
+			} else {
+				v, err = r.cf.Get([]byte(k))
+			}
+			if errors.Is(err, ErrNotFound) {
+				if _, ok := model[cf][k]; ok {
+					r.problem("%s: cf%d key %s not found, want %q", label, cf, k, trunc(model[cf][k]))
+				}
+				return nil
+			}
+			if err == nil && string(v) != model[cf][k] {
+				r.problem("%s: cf%d key %s = %q, want %q", label, cf, k, trunc(string(v)), trunc(model[cf][k]))
+			}
+			return err
+		})
+	}
+}
+
+// open opens the database on the faulty FS; a failed Open is retried
+// once (a transient fault is gone by then), as a user would.
+func (r *errRun) open(label string) {
+	for try := 0; try < 2 && r.db == nil; try++ {
+		r.step(label, func() error {
+			db, err := Open("/db", relOptions(r.efs))
+			if err != nil {
+				return err
+			}
+			r.db = db
+			db.cfs.mu.RLock()
+			_, ok := db.cfs.byName[relCF]
+			db.cfs.mu.RUnlock()
+			if ok || label != "open (create)" {
+				// (A failed creation is retried here.)
+				if r.cf, err = db.OpenColumnFamily(relCF, &ColumnFamilyOptions{Merger: appendMerger{}}); err != nil {
+					db.Close()
+					r.db = nil
+				}
+			}
+			return err
+		})
+	}
+	r.dbStart = len(r.steps)
+	if r.db == nil {
+		return
+	}
+	// Continue from what the database recovered.
+	got, _, err := scanDB(r.db)
+	if err != nil {
+		if !errors.Is(err, vfs.ErrInjected) {
+			r.problem("%s: scan: %v", label, err)
+		}
+		r.reported = true
+		r.db.Close()
+		r.db = nil
+		return
+	}
+	h := newRelHistory(r.ops)
+	n := h.match(got, r.durable, len(r.ops))
+	if n < 0 {
+		r.problem("%s: %s", label, h.explain(got, r.durable, len(r.ops)))
+		r.db.Close()
+		r.db = nil
+		return
+	}
+	// What was recovered counts as acknowledged; it is durable only as
+	// far as it was before (a Sync write or flush makes the rest so).
+	r.ops = r.ops[:n]
+	r.acked, r.writeFault = n, false
+}
+
+// reopen closes the database (a successful Close keeps every acknowledged
+// write) and opens it again.
+func (r *errRun) reopen() {
+	if r.db != nil {
+		r.readOnlyCheck()
+		if r.step("close", r.db.Close) == nil && !r.writeFault {
+			r.durable = r.acked
+		}
+		r.readOnlyCheck()
+		r.db, r.cf = nil, nil
+	}
+	r.open("reopen")
+}
+
+// readOnlyCheck records the outcome of a fault that hit while this DB was
+// open and no call reported it.
+func (r *errRun) readOnlyCheck() {
+	r.db.mu.Lock()
+	bgErr := r.db.mu.bgErr
+	r.db.mu.Unlock()
+	if bgErr != nil && !errors.Is(bgErr, vfs.ErrInjected) {
+		r.problem("read-only after an error that is not the injected one: %v", bgErr)
+	}
+	if bgErr != nil && r.outcome == "" && !r.reported && r.efs.Injected() > 0 {
+		r.outcome = "read-only"
+	}
+}
+
+// run is the workload.
+func (r *errRun) run() {
+	r.open("open (create)")
+	if r.db != nil && r.cf == nil {
+		r.step("create column family", func() error {
+			var err error
+			r.cf, err = r.db.OpenColumnFamily(relCF, &ColumnFamilyOptions{Merger: appendMerger{}})
+			if err != nil {
+				r.db.Close()
+				r.db = nil
+			}
+			return err
+		})
+	}
+	for round := 0; round < 2; round++ {
+		for i := 0; i < 10; i++ {
+			r.randomWrite(fmt.Sprintf("write %d.%d", round, i))
+		}
+		r.read("get")
+		r.action("flush", func() error { return r.db.Flush() })
+		for i := 0; i < 6; i++ {
+			r.randomWrite(fmt.Sprintf("write %d.%d+", round, i))
+		}
+		r.action("flush", func() error { return r.db.Flush() })
+		r.read("get")
+		r.action("compact", func() error { return r.db.Compact(nil, nil) })
+		r.read("get after compact")
+		r.action("compact column family", func() error { return r.cf.Compact(nil, nil) })
+		r.randomWrite("write before close")
+		r.reopen()
+	}
+	r.randomWrite("last write")
+	r.finish()
+}
+
+// finish checks what survives: a crash now, a clean close, and a reopen
+// without the fault.
+func (r *errRun) finish() {
+	inFlight := len(r.ops)
+	if r.db != nil {
+		r.readOnlyCheck()
+		for i, o := range []vfs.CrashOptions{{}, {Unsynced: vfs.KeepUnsyncedPrefix, Seed: 7}} {
+			h := newRelHistory(r.ops)
+			if msg := checkRecovered(h, readRecovered(r.mem.CrashClone(o)), r.durable, inFlight); msg != "" {
+				r.problem("crash clone %d at the end: %s", i, msg)
+			}
+		}
+		if r.step("close", r.db.Close) == nil && !r.writeFault {
+			r.durable = r.acked
+		}
+		r.readOnlyCheck() // a background flush may have failed during Close
+		r.db = nil
+	}
+	if r.efs.Injected() > 0 && r.outcome == "" {
+		switch {
+		case r.reported:
+			r.outcome = "reported"
+		default:
+			r.outcome = "harmless"
+			if f, ok := r.failed(); ok && !harmlessFault(f) {
+				r.problem("the failed %s was neither reported nor made the DB read-only", f)
+			}
+		}
+	}
+	h := newRelHistory(r.ops)
+	if msg := checkRecovered(h, readRecovered(r.mem.CrashClone(vfs.CrashOptions{})), r.durable, inFlight); msg != "" {
+		r.problem("crash clone after close: %s", msg)
+	}
+	// The fault is removed: a plain reopen on the MemFS.
+	db, err := Open("/db", relOptions(r.mem))
+	if err != nil {
+		r.problem("reopen without the fault: %v", err)
+		return
+	}
+	defer db.Close()
+	got, _, err := scanDB(db)
+	if err != nil {
+		r.problem("reopen without the fault: scan: %v", err)
+		return
+	}
+	if n := h.match(got, r.durable, inFlight); n < 0 {
+		r.problem("reopen without the fault: %s", h.explain(got, r.durable, inFlight))
+	}
+	if err := db.CheckInvariants(true); err != nil {
+		r.problem("reopen without the fault: %v", err)
+	}
+	if err := db.Put([]byte("after"), []byte("fault"), Sync); err != nil {
+		r.problem("reopen without the fault: write: %v", err)
+	}
+}
+
+// harmlessFault reports whether a failure of o may go unreported: removing
+// an obsolete file (and syncing the directory after removals), listing the
+// directory for that cleanup, closing a file after its last use.
+func harmlessFault(o opRec) bool {
+	switch o.op {
+	case vfs.OpRemove, vfs.OpSyncDir, vfs.OpList, vfs.OpClose:
+		return true
+	}
+	return false
+}
