@@ -28,8 +28,9 @@ import (
 // sequences. To be fast the default run draws the 64-bit hashes from a
 // PRNG (an ideal hash): 160 sequences to 10^6 and 8 to 10^7 (~22,000
 // trials), then checks MurmurHash64A on real elements ("user:<seed>:<i>")
-// in 16 sequences to 10^5 and one to 10^6. SIEVE_LONG=1 multiplies the
-// sequences by ten and runs the real-element one to 10^7 (a few minutes).
+// in 64 sequences to 10^5 and one to 10^6 (≥ 99.5% within, on this
+// smaller sample). SIEVE_LONG=1 multiplies the
+// sequences by ten and runs the real-element one to 10^7 (about 30 s).
 // Under -short or the race detector only a smaller sanity run is made.
 
 const hllStdErr = 1.04 / 128 // 1.04/√16384
@@ -98,8 +99,8 @@ type accuracyRun struct {
 
 func TestHLLAccuracy(t *testing.T) {
 	prng := []accuracyRun{{160, 1_000_000}, {8, 10_000_000}}
-	real := []accuracyRun{{16, 100_000}, {1, 1_000_000}}
-	minWithin := 0.997
+	real := []accuracyRun{{64, 100_000}, {1, 1_000_000}}
+	minWithin, sanityOnly := 0.997, false
 	switch {
 	case os.Getenv("SIEVE_LONG") != "":
 		prng = []accuracyRun{{1600, 1_000_000}, {80, 10_000_000}}
@@ -107,7 +108,7 @@ func TestHLLAccuracy(t *testing.T) {
 	case testing.Short() || raceEnabled:
 		prng = []accuracyRun{{16, 1_000_000}}
 		real = []accuracyRun{{4, 100_000}}
-		minWithin = 0.99
+		minWithin, sanityOnly = 0.99, true
 	}
 	seed := uint64(testutil.Seed(t))
 
@@ -147,11 +148,20 @@ func TestHLLAccuracy(t *testing.T) {
 
 	// The asymptotic error is 1.04/√m; below ~10m the zero registers
 	// still carry information and the error is lower.
-	require.InDelta(t, hllStdErr, acc.rmsHuge(), 0.15*hllStdErr, "RMS error for n ≥ 2·10^5: %v", &acc)
-	for _, a := range []*accuracy{&acc, &racc} {
-		require.GreaterOrEqual(t, float64(a.within)/float64(a.trials), minWithin, "%v", a)
-		require.Less(t, a.rms(), 1.15*hllStdErr, "RMS error %v", a)
-		require.Greater(t, a.rms(), 0.5*hllStdErr, "RMS error %v", a)
-		require.InDelta(t, 0, a.sum/float64(a.large), 0.25*hllStdErr, "bias %v", a)
+	if !sanityOnly {
+		require.InDelta(t, hllStdErr, acc.rmsHuge(), 0.15*hllStdErr, "RMS error for n ≥ 2·10^5: %v", &acc)
+		// The mean error over ≥ 160 sequences is within ~3.5 standard
+		// errors of the mean of zero (the checkpoints of a sequence are
+		// correlated, so the mean over fewer sequences says little).
+		require.InDelta(t, 0, acc.sum/float64(acc.large), 0.25*hllStdErr, "bias %v", &acc)
+	}
+	require.GreaterOrEqual(t, float64(acc.within)/float64(acc.trials), minWithin, "%v", &acc)
+	// The real hash behaves as the ideal one, on a smaller sample.
+	require.GreaterOrEqual(t, float64(racc.within)/float64(racc.trials), min(minWithin, 0.995), "%v", &racc)
+	if !sanityOnly {
+		for _, a := range []*accuracy{&acc, &racc} {
+			require.Less(t, a.rms(), 1.15*hllStdErr, "RMS error %v", a)
+			require.Greater(t, a.rms(), 0.5*hllStdErr, "RMS error %v", a)
+		}
 	}
 }

@@ -8,7 +8,10 @@ import (
 // PFCountValues returns PFCOUNT over HLL values: for one value its cached
 // cardinality when valid (computed otherwise), for several the estimate
 // of their union (no cache involved, as in Redis). Missing keys are
-// passed as nil and count as empty.
+// passed as nil and count as empty. A value of another kind returns
+// ErrWrongType. Every value is checked as ParseHLL checks it, except that
+// the cached path does not range-check dense registers (that would cost
+// a pass over 12 KB to answer from 8 bytes).
 func PFCountValues(values ...[]byte) (int64, error) {
 	present := values[:0:0]
 	for _, v := range values {

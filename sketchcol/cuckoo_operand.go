@@ -1,0 +1,134 @@
+package sketchcol
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+// Cuckoo operands are ordered add/addnx/delete records; FORMAT.md,
+// "Cuckoo operand".
+
+// cuckooOp applies records in order. On a missing key it first creates a
+// filter of spec. Records do not commute (an add then a delete is not a
+// delete then an add), so cuckoo ops fold by concatenation.
+type cuckooOp struct {
+	spec CuckooSpec
+	recs []cuckooRecord
+}
+
+type cuckooRecord struct {
+	op   byte // cuckooAdd, cuckooAddNX, cuckooDel
+	hash uint64
+}
+
+const (
+	cuckooAdd   = 1
+	cuckooAddNX = 2
+	cuckooDel   = 3
+)
+
+func (*cuckooOp) kind() Kind                { return KindCuckoo }
+func (o *cuckooOp) create() (sketch, error) { return NewCuckooFilter(o.spec) }
+func (o *cuckooOp) apply(s sketch) {
+	c := s.(*CuckooFilter)
+	for _, r := range o.recs {
+		applyCuckooRecord(c, r)
+	}
+}
+
+// applyCuckooRecord applies one record. A blind add that finds the filter
+// full cannot fail its writer any more: it is counted in dropped (CF.INFO's
+// ItemsDropped) so the loss is visible.
+func applyCuckooRecord(c *CuckooFilter, r cuckooRecord) {
+	switch r.op {
+	case cuckooAddNX:
+		if c.existsHash(r.hash) {
+			return
+		}
+		fallthrough
+	case cuckooAdd:
+		if c.addHash(r.hash) != nil {
+			c.dropped++
+		}
+	case cuckooDel:
+		c.deleteHash(r.hash)
+	}
+}
+
+const cuckooOpSpecLen = 8 + 1 + 2 + 2
+
+func appendCuckooOp(dst []byte, o *cuckooOp) []byte {
+	le := binary.LittleEndian
+	spec := o.spec.normalized()
+	custom := spec != DefaultCuckooSpec()
+	var flags byte
+	if custom {
+		flags |= opFlagSpec
+	}
+	dst = append(dst, kindCuckooOp, version1, flags)
+	if custom {
+		dst = le.AppendUint64(dst, uint64(spec.Capacity))
+		dst = append(dst, byte(spec.BucketSize))
+		dst = le.AppendUint16(dst, uint16(spec.MaxIterations))
+		dst = le.AppendUint16(dst, uint16(spec.Expansion))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(o.recs)))
+	for _, r := range o.recs {
+		dst = le.AppendUint64(append(dst, r.op), r.hash)
+	}
+	return dst
+}
+
+func decodeCuckooOp(b []byte) (op, error) {
+	if err := checkValueKind(b, kindCuckooOp); err != nil {
+		return nil, err
+	}
+	if len(b) < 3 || b[2]&^opFlagSpec != 0 {
+		return nil, corruptf("cuckoo operand has no or unknown flags")
+	}
+	le := binary.LittleEndian
+	o := &cuckooOp{spec: DefaultCuckooSpec()}
+	rest := b[3:]
+	if b[2]&opFlagSpec != 0 {
+		if len(rest) < cuckooOpSpecLen {
+			return nil, corruptf("cuckoo operand geometry is cut off")
+		}
+		o.spec = CuckooSpec{
+			Capacity:      int64(min(le.Uint64(rest), math.MaxInt64)),
+			BucketSize:    int(rest[8]),
+			MaxIterations: int(le.Uint16(rest[9:])),
+			Expansion:     int(le.Uint16(rest[11:])),
+		}
+		if err := o.spec.Validate(); err != nil {
+			return nil, corruptf("cuckoo operand geometry: %v", err)
+		}
+		if o.spec != o.spec.normalized() {
+			return nil, corruptf("cuckoo operand expansion %d is not a power of two", o.spec.Expansion)
+		}
+		rest = rest[cuckooOpSpecLen:]
+	}
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n != uint64(len(rest)-k)/9 || uint64(len(rest)-k)%9 != 0 {
+		return nil, corruptf("cuckoo operand has a bad record count or length")
+	}
+	rest = rest[k:]
+	o.recs = make([]cuckooRecord, n)
+	for i := range o.recs {
+		r := cuckooRecord{op: rest[9*i], hash: le.Uint64(rest[9*i+1:])}
+		if r.op < cuckooAdd || r.op > cuckooDel {
+			return nil, corruptf("cuckoo operand record %d has unknown kind %d", i, r.op)
+		}
+		o.recs[i] = r
+	}
+	return o, nil
+}
+
+// foldCuckooOps is the partial merge of cuckoo ops: the first op's
+// geometry and all records in order.
+func foldCuckooOps(ops []op) *cuckooOp {
+	out := &cuckooOp{spec: ops[0].(*cuckooOp).spec}
+	for _, o := range ops {
+		out.recs = append(out.recs, o.(*cuckooOp).recs...)
+	}
+	return out
+}

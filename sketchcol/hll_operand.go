@@ -1,0 +1,140 @@
+package sketchcol
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// HLL operands raise registers; FORMAT.md, "HLL operand".
+
+// hllOp raises registers to at least the given ranks: PFADD's
+// (index, rank) pairs, or PFMERGE's union of source registers. Applying
+// it is a register-wise max, so hllOps fold by max in any grouping.
+type hllOp struct {
+	pairs []hllPair // sorted by index, one per index
+}
+
+type hllPair struct {
+	index uint16
+	rank  uint8
+}
+
+const (
+	hllOpFormPairs = 0 // uvarint n, n × 3 bytes: index | rank<<14, little-endian
+	hllOpFormValue = 1 // a Redis HLL value (any valid one; its cache is ignored)
+)
+
+func (*hllOp) kind() Kind                { return KindHLL }
+func (o *hllOp) create() (sketch, error) { return NewHLL(), nil }
+func (o *hllOp) apply(s sketch) {
+	h := s.(*HLL)
+	for _, p := range o.pairs {
+		h.set(int(p.index), p.rank)
+	}
+}
+
+// newHLLOp returns the op of the non-zero registers of reg.
+func newHLLOp(reg *[hllRegisters]uint8) *hllOp {
+	o := &hllOp{}
+	for i, r := range reg {
+		if r != 0 {
+			o.pairs = append(o.pairs, hllPair{uint16(i), r})
+		}
+	}
+	return o
+}
+
+// appendHLLOp appends the smaller of the two forms (pairs on a tie).
+func appendHLLOp(dst []byte, o *hllOp) []byte {
+	dst = append(dst, kindHLLOp, version1)
+	pairsLen := len(binary.AppendUvarint(nil, uint64(len(o.pairs)))) + 3*len(o.pairs)
+	if len(o.pairs) > 64 {
+		var reg [hllRegisters]uint8
+		for _, p := range o.pairs {
+			reg[p.index] = p.rank
+		}
+		at := len(dst)
+		dst = appendHLL(append(dst, hllOpFormValue), &reg, 0, false)
+		if len(dst)-at-1 < pairsLen {
+			return dst
+		}
+		dst = dst[:at]
+	}
+	dst = append(dst, hllOpFormPairs)
+	dst = binary.AppendUvarint(dst, uint64(len(o.pairs)))
+	for _, p := range o.pairs {
+		w := uint32(p.index) | uint32(p.rank)<<hllP
+		dst = append(dst, byte(w), byte(w>>8), byte(w>>16))
+	}
+	return dst
+}
+
+func decodeHLLOp(b []byte) (op, error) {
+	if err := checkValueKind(b, kindHLLOp); err != nil {
+		return nil, err
+	}
+	if len(b) < 3 {
+		return nil, corruptf("HLL operand has no form byte")
+	}
+	switch b[2] {
+	case hllOpFormValue:
+		var reg [hllRegisters]uint8
+		if _, err := decodeHLLRegisters(b[3:], &reg); err != nil {
+			return nil, err
+		}
+		return newHLLOp(&reg), nil
+	case hllOpFormPairs:
+	default:
+		return nil, corruptf("HLL operand has unknown form %d", b[2])
+	}
+	n, k := binary.Uvarint(b[3:])
+	if k <= 0 || n > hllRegisters {
+		return nil, corruptf("HLL operand has a bad pair count")
+	}
+	body := b[3+k:]
+	if uint64(len(body)) != 3*n {
+		return nil, corruptf("HLL operand has %d bytes for %d pairs, want %d", len(body), n, 3*n)
+	}
+	o := &hllOp{pairs: make([]hllPair, n)}
+	for i := range o.pairs {
+		w := uint32(body[3*i]) | uint32(body[3*i+1])<<8 | uint32(body[3*i+2])<<16
+		idx, rank := w&(hllRegisters-1), w>>hllP
+		switch {
+		case rank < 1 || rank > hllMaxRank:
+			return nil, corruptf("HLL operand pair %d has rank %d, want 1..%d", i, rank, hllMaxRank)
+		case i > 0 && idx <= uint32(o.pairs[i-1].index):
+			return nil, corruptf("HLL operand pair %d has index %d, not above the previous %d", i, idx, o.pairs[i-1].index)
+		}
+		o.pairs[i] = hllPair{uint16(idx), uint8(rank)}
+	}
+	return o, nil
+}
+
+// foldHLLOps is the partial merge of HLL ops: the max of their registers.
+func foldHLLOps(ops []op) *hllOp {
+	var reg [hllRegisters]uint8
+	for _, o := range ops {
+		for _, p := range o.(*hllOp).pairs {
+			reg[p.index] = max(reg[p.index], p.rank)
+		}
+	}
+	return newHLLOp(&reg)
+}
+
+// hllOpOf returns the op of elements: their positions, one pair per
+// register with the highest rank.
+func hllOpOf(elems [][]byte) *hllOp {
+	o := &hllOp{pairs: make([]hllPair, 0, len(elems))}
+	for _, e := range elems {
+		i, r := hllPosition(e)
+		o.pairs = append(o.pairs, hllPair{uint16(i), r})
+	}
+	slices.SortFunc(o.pairs, func(a, b hllPair) int {
+		if a.index != b.index {
+			return int(a.index) - int(b.index)
+		}
+		return int(b.rank) - int(a.rank)
+	})
+	o.pairs = slices.CompactFunc(o.pairs, func(a, b hllPair) bool { return a.index == b.index })
+	return o
+}
