@@ -155,6 +155,27 @@ func redundantSync(syncs []syncEvent, i int) string {
 				break
 			}
 		}
+	case s.op == vfs.OpSync && s.kind == "WAL" && !s.truncated &&
+		(s.label == "reopen" || strings.HasPrefix(s.label, "crash and recover")):
+		// replayWAL's sync of a log it replayed: it matters after a
+		// process kill, when the page cache holds records that never
+		// reached the disk (caught in the "restart after a kill" step).
+		// After a clean Close or a power loss there is nothing unsynced.
+		return "recovery's sync of a replayed WAL after a clean Close or a power loss, when the file holds nothing unsynced (the same sync is caught after a process kill)"
+	case s.op == vfs.OpSync && s.kind == "WAL" && s.label == "close":
+		// The WAL's end-of-log trailer at Close (the records were
+		// synced just before). Until the next Open this WAL is the
+		// newest, where a lost trailer reads as a torn tail after the
+		// last record; that Open syncs the WAL again while replaying
+		// it, before it creates a newer one.
+		for _, n := range syncs[i+1:] {
+			if n.name == s.name {
+				if n.label == "reopen" || strings.HasPrefix(n.label, "restart") {
+					return "the WAL's end-of-log trailer at Close: the records were synced just before, and the next Open syncs the log again while replaying it, before a newer WAL exists"
+				}
+				break
+			}
+		}
 	case s.op == vfs.OpSync && s.kind == "MANIFEST" && s.label == "close":
 		// The manifest's end-of-log trailer at Close: every edit was
 		// synced when it was logged, and a manifest's torn tail is
@@ -190,6 +211,9 @@ type syncEvent struct {
 	// before lists, for a SyncDir, the directory operations since the
 	// previous SyncDir ("create MANIFEST-000005", "remove 000004.log").
 	before []string
+	// truncated says, for a file Sync, that the file was truncated since
+	// its previous sync.
+	truncated bool
 }
 
 // mutantRun is one run of the workload with sync number skipN skipped (0:
@@ -225,6 +249,7 @@ type mutantRun struct {
 	clones        int
 	syncs         []syncEvent
 	pendingDirOps []string
+	truncated     map[string]bool
 
 	// The gate holds the next flush at its first table creation (gateHit
 	// is signalled, then it waits for gateRelease) so that a write can be
@@ -279,7 +304,13 @@ func (r *mutantRun) hookFor(mem *vfs.MemFS) func(vfs.Op, string) {
 		switch op {
 		case vfs.OpSync:
 			r.syncs = append(r.syncs, syncEvent{op: op, name: name, kind: fileKind(name),
-				label: r.label.Load().(string)})
+				label: r.label.Load().(string), truncated: r.truncated[name]})
+			delete(r.truncated, name)
+		case vfs.OpTruncate:
+			if r.truncated == nil {
+				r.truncated = map[string]bool{}
+			}
+			r.truncated[name] = true
 		case vfs.OpSyncDir:
 			r.syncs = append(r.syncs, syncEvent{op: op, name: name, kind: fileKind(name),
 				label: r.label.Load().(string), before: r.pendingDirOps})
@@ -601,6 +632,31 @@ func (r *mutantRun) crashReopen(label string, e relEntry) {
 	r.skip = vfs.NewSkipSyncFS(clone, next)
 	clone.SetDurabilityHook(r.hookFor(clone))
 	r.openDB(label)
+	// After a power loss everything the clone holds is on disk.
+	r.adoptRecovered(label, true)
+	r.writeAfterOpen("put Sync after recovery", e)
+}
+
+// killRestart kills the process (its WAL buffer is first handed to the
+// OS, as a timer would have done, so that the file holds unsynced
+// records), then opens the database again on the same file system: the
+// page cache survived, so the recovered records are not yet durable.
+func (r *mutantRun) killRestart(label string, e relEntry) {
+	if len(r.failures) > 0 {
+		return
+	}
+	r.db.flushWALBuffer()
+	killDB(r.db)
+	r.db, r.cf = nil, nil
+	r.openDB(label)
+	r.adoptRecovered(label, false)
+	r.writeAfterOpen("put Sync after restart", e)
+}
+
+// adoptRecovered checks that the database just opened holds a prefix of
+// the history and continues from it. durable says whether what it holds
+// is known to be on disk.
+func (r *mutantRun) adoptRecovered(label string, durable bool) {
 	if r.db == nil {
 		r.gate.Store(false)
 		return
@@ -608,18 +664,21 @@ func (r *mutantRun) crashReopen(label string, e relEntry) {
 	got, _, err := scanDB(r.db)
 	if err != nil {
 		r.fail("%s: scan: %v", label, err)
-	} else {
-		r.mu.Lock()
-		h := newRelHistory(r.ops)
-		if n := h.match(got, r.durable, len(r.ops)); n < 0 {
-			r.fail("%s: %s", label, h.explain(got, r.durable, len(r.ops)))
-		} else {
-			r.ops = append([]relOp(nil), r.ops[:n]...)
-			r.durable, r.inFlight = n, n
-		}
-		r.mu.Unlock()
+		return
 	}
-	r.writeAfterOpen("put Sync after recovery", e)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := newRelHistory(r.ops)
+	n := h.match(got, r.durable, len(r.ops))
+	if n < 0 {
+		r.fail("%s: %s", label, h.explain(got, r.durable, len(r.ops)))
+		return
+	}
+	r.ops = append([]relOp(nil), r.ops[:n]...)
+	r.inFlight = n
+	if durable {
+		r.durable = n
+	}
 }
 
 func set(cf int, k, v string) relEntry { return relEntry{cf: cf, kind: base.KindSet, key: k, value: v} }
@@ -692,6 +751,12 @@ func (r *mutantRun) run() {
 	r.write("batch Sync", sync, set(0, "n", "13"), merge(0, "m", "x4"), set(1, "o", "14"))
 	r.write("put", nosync, set(0, "p", long("15")))
 	r.write("cf merge", nosync, merge(1, "cm", "y4"))
+	r.killRestart("restart after a kill", set(0, "pa", "15a"))
+	r.write("put", nosync, set(0, "pb", long("15b")))
+	r.write("put", nosync, set(1, "pc", "15c"))
+	if r.db != nil {
+		r.db.flushWALBuffer() // in the file, so that the crash leaves a torn tail
+	}
 	r.crashReopen("crash and recover (torn WAL tail)", set(0, "q", "16"))
 	r.write("put", nosync, set(1, "r", long("17")))
 	r.flushWithWrite("flush", set(0, "ra", "17a"))
