@@ -72,8 +72,9 @@ func TestHLLRedisInterop(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 			ours := h.Bytes()
-			require.Equal(t, theirs[4], ours[4], "encoding (0 dense, 1 sparse)")
-			require.True(t, bytes.Equal(theirs, ours), "bytes differ: redis %d bytes, sieve %d bytes", len(theirs), len(ours))
+			if d := classifyDivergence(t, theirs, ours); d != "" {
+				t.Logf("bytes differ in a documented way: %s", d)
+			}
 
 			// Our bytes SET into Redis count the same there, with the cache
 			// invalidated so that Redis recomputes.
@@ -93,6 +94,7 @@ func TestHLLRedisStepByStep(t *testing.T) {
 	seed := uint64(testutil.Seed(t))
 	elems := testElems(seed, 3500)
 	h := NewHLL()
+	diverged := map[string]int{}
 	for i, e := range elems {
 		s.send("PFADD", "step", e)
 		s.send("PFCOUNT", "step")
@@ -108,8 +110,39 @@ func TestHLLRedisStepByStep(t *testing.T) {
 		changed := h.Add(e)
 		require.Equal(t, added == int64(1), changed, "PFADD reply at element %d", i)
 		require.Equal(t, count, h.Count(), "PFCOUNT at element %d", i)
-		require.Equal(t, theirs, h.Bytes(), "bytes after element %d", i)
+		if d := classifyDivergence(t, theirs.([]byte), h.Bytes()); d != "" {
+			diverged[d]++
+		}
 	}
+	if len(diverged) > 0 {
+		t.Logf("steps whose bytes differ in a documented way: %v", diverged)
+	}
+}
+
+// classifyDivergence compares Redis's bytes (cache refreshed) with
+// sieve's for the same registers. It returns "" when they are identical,
+// the name of the FORMAT.md case ("Compatibility with redis-server") when
+// they differ in a documented way, and fails the test otherwise.
+func classifyDivergence(t *testing.T, theirs, ours []byte) string {
+	t.Helper()
+	if bytes.Equal(theirs, ours) {
+		return ""
+	}
+	p, err := ParseHLL(theirs)
+	require.NoError(t, err)
+	q, err := ParseHLL(ours)
+	require.NoError(t, err)
+	require.True(t, p.Equal(q), "registers differ")
+	require.Equal(t, theirs[8:hllHeaderLen], ours[8:hllHeaderLen], "cached cardinality")
+	switch {
+	case theirs[4] == hllEncSparse && ours[4] == hllEncSparse && len(theirs) == len(ours):
+		return "1: VAL runs split differently"
+	case theirs[4] == hllEncDense && ours[4] == hllEncSparse && len(ours) > hllSparseMaxBytes-16:
+		return "2: Redis promoted at the limit"
+	}
+	require.Failf(t, "bytes differ", "redis %d bytes (encoding %d), sieve %d bytes (encoding %d)",
+		len(theirs), theirs[4], len(ours), ours[4])
+	return ""
 }
 
 func TestHLLRedisUnionAndMerge(t *testing.T) {
@@ -198,9 +231,10 @@ func TestHLLRedisNonCanonical(t *testing.T) {
 	parsed, err := ParseHLL(theirs)
 	require.NoError(t, err)
 	require.True(t, parsed.Equal(h))
-	require.Equal(t, len(theirs), len(ours))
-	if bytes.Equal(theirs, ours) {
+	if d := classifyDivergence(t, theirs, ours); d == "" {
 		t.Logf("this redis-server canonicalises VAL runs: bytes are identical")
+	} else {
+		require.Equal(t, "1: VAL runs split differently", d)
 	}
 	s.mustOK(t, "SET", "nc2", ours)
 	require.Equal(t, want, s.mustInt(t, "PFCOUNT", "nc2"))
