@@ -157,6 +157,7 @@ func checkRanks(reg *[hllRegisters]uint8) error {
 
 // decodeHLLRegisters fills reg from a whole value and returns its header.
 // Dense registers above 51 are refused: no hash produces them.
+// REQUIRES: reg is all zeros (sparse zero runs are skipped).
 func decodeHLLRegisters(b []byte, reg *[hllRegisters]uint8) (hllHeader, error) {
 	hdr, err := parseHLLHeader(b)
 	if err != nil {
@@ -164,8 +165,10 @@ func decodeHLLRegisters(b []byte, reg *[hllRegisters]uint8) (hllHeader, error) {
 	}
 	if hdr.encoding == hllEncSparse {
 		return hdr, walkSparse(b[hllHeaderLen:], func(start, n int, v uint8) {
-			for i := start; i < start+n; i++ {
-				reg[i] = v
+			if v != 0 {
+				for i := start; i < start+n; i++ {
+					reg[i] = v
+				}
 			}
 		})
 	}
@@ -190,10 +193,7 @@ func hllHistogram(b []byte) (hllHisto, error) {
 	if err := checkRanks(&reg); err != nil {
 		return histo, err
 	}
-	for _, v := range reg {
-		histo[v]++
-	}
-	return histo, nil
+	return histogramOf(&reg), nil
 }
 
 // ParseHLL decodes a HyperLogLog value in Redis's format (as GET returns
@@ -243,6 +243,11 @@ func appendSparse(dst []byte, reg *[hllRegisters]uint8, limit int) ([]byte, bool
 	for i := 0; i < hllRegisters; {
 		v := reg[i]
 		j := i + 1
+		if v == 0 { // zero runs are long in a sparse sketch: skip 8 at a time
+			for j+8 <= hllRegisters && binary.LittleEndian.Uint64(reg[j:]) == 0 {
+				j += 8
+			}
+		}
 		for j < hllRegisters && reg[j] == v {
 			j++
 		}

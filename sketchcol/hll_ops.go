@@ -39,10 +39,7 @@ func PFCountValues(values ...[]byte) (int64, error) {
 			reg[i] = max(reg[i], x)
 		}
 	}
-	var histo hllHisto
-	for _, r := range reg {
-		histo[r]++
-	}
+	histo := histogramOf(&reg)
 	return histo.estimate(), nil
 }
 
