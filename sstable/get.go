@@ -58,8 +58,39 @@ func (r *Reader) dataBlock(i int, stats *ReadStats) (block, error) {
 	if err != nil {
 		return block{}, blockCtx(r.opts.FileNum, "data", h.offset).corrupt(err)
 	}
+	if err := r.checkBlockRange(i, blk); err != nil {
+		return block{}, err
+	}
 	r.opts.Cache.Set(r.opts.FileNum, h.offset, data)
 	return blk, nil
+}
+
+// checkBlockRange checks that data block i's first and last keys lie
+// between the separators around it. The checksum does not cover a block's
+// position, so a block written at the wrong offset (a misdirected write, a
+// copy of another block of the same size) passes it and would otherwise
+// answer for keys it does not hold: "not found", or another key's value.
+// Paid once per block read from the file (the cache keeps checked blocks).
+func (r *Reader) checkBlockRange(i int, blk block) error {
+	it, _ := r.getPool.Get().(*blockIter)
+	if it == nil {
+		it = new(blockIter)
+	}
+	defer r.putGetIter(it)
+	ctx := r.dataCtx(i)
+	it.init(blk, true, ctx)
+	e := &r.index[i]
+	if it.last() && compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
+		return ctx.corruptf("last key %s is above the block's separator %s (misplaced block?)",
+			it.ikey(), base.InternalKey{UserKey: e.sepUser, Trailer: e.sepTrailer})
+	}
+	if i > 0 && it.err == nil && it.first() {
+		if p := &r.index[i-1]; compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
+			return ctx.corruptf("first key %s is not above the previous separator %s (misplaced block?)",
+				it.ikey(), base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
+		}
+	}
+	return it.err
 }
 
 // trustedBlock rebuilds the block view of contents that parseBlock accepted
