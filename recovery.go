@@ -91,7 +91,7 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sieve: WAL %s: %w", name, err)
 		}
-		if err := db.applyRecovered(g, rec); err != nil {
+		if err := db.applyRecovered(g, rec, g.size.Load() > 0); err != nil {
 			return nil, fmt.Errorf("sieve: WAL %s, record at offset %d: %w", name, r.Offset(), err)
 		}
 	}
@@ -148,8 +148,11 @@ func (db *DB) truncateWAL(name string, size int64) error {
 }
 
 // applyRecovered applies one WAL record (a batch, or a group of batches
-// committed together) to g.
-func (db *DB) applyRecovered(g *memGroup, rec []byte) error {
+// committed together) to g. The batches of one WAL have consecutive
+// sequence numbers: contiguous says that rec is not the WAL's first
+// record, so its first batch must follow the last one replayed exactly (a
+// gap means a record from elsewhere in the log, which passes its checksum).
+func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 	for len(rec) > 0 {
 		n, err := batchLen(rec)
 		if err != nil {
@@ -162,6 +165,10 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte) error {
 		if seq <= db.logSeq {
 			return base.CorruptionErrorf("batch sequence number %d not after %d", seq, db.logSeq)
 		}
+		if contiguous && seq != db.logSeq+1 {
+			return base.CorruptionErrorf("batch sequence number %d does not follow %d", seq, db.logSeq)
+		}
+		contiguous = true
 		count := uint64(0)
 		for e, ok := br.next(); ok; e, ok = br.next() {
 			if !db.cfs.known(e.cf) {
