@@ -202,7 +202,7 @@ func (db *DB) checkTablesPresent(names []string) error {
 		for level, files := range lv {
 			for _, f := range files {
 				if !onDisk[f.FileNum] {
-					return fmt.Errorf("sieve: table %s (column family %d, L%d) named by the manifest is missing from %s",
+					return base.CorruptionErrorf("table %s (column family %d, L%d) named by the manifest is missing from %s",
 						base.FileName(base.FileTypeTable, f.FileNum), cf, level, db.dirname)
 				}
 			}
