@@ -159,6 +159,7 @@
 // read: their key ranges and sizes are immutable once in a version, and
 // the Compacting flags are read by the Picker (and by PickManual) only,
 // under the caller's lock (the DB mutex), which also guards every write
-// of them. A Picker holds per-level cursors; calls to it must be
-// serialized by that same lock.
+// of them. A Picker holds per-level cursors; Pick and PickManual must be
+// serialized by that same lock. Picker.Targets and Picker.Scores read
+// neither and may be called from anywhere.
 package compaction

@@ -76,9 +76,12 @@ var ErrInputsCompacting = errors.New("compaction: inputs are already being compa
 //
 // A Picker reads Levels and the Compacting flags of their tables, and
 // keeps its cursors; it changes nothing else. REQUIRES: the caller
-// serializes all calls and holds the lock that guards Compacting (the DB
-// mutex), and marks the returned compaction's inputs Compacting under that
-// same lock before calling the Picker again.
+// serializes Pick and PickManual and holds the lock that guards Compacting
+// (the DB mutex), and marks the returned compaction's inputs Compacting
+// under that same lock before calling the Picker again. Targets, Scores
+// and LevelMaxBytes read only the options and the tables' sizes and key
+// ranges, which never change: they may be called at any time, from any
+// goroutine (for metrics, say).
 type Picker struct {
 	opts   PickerOptions
 	cursor [manifest.NumLevels][]byte // largest user key of the last compaction picked at each level
@@ -107,8 +110,8 @@ func (p *Picker) LevelMaxBytes(level int) float64 {
 // count divided by L0CompactionTrigger; for the base level through L5 the
 // level's size divided by its target (Targets); for a non-empty level
 // above the base level, which must be drained, 1 + min(size /
-// LBaseMaxBytes, 1), so draining goes before an L0 at its trigger and
-// after an L0 that is twice past it. The bottom level, L6, scores 0. A
+// LBaseMaxBytes, 1), so draining goes before an L0 at its trigger but not
+// before one holding twice its trigger. The bottom level, L6, scores 0. A
 // level with score >= 1 needs a compaction.
 func (p *Picker) Scores(levels *manifest.Levels) [manifest.NumLevels]float64 {
 	return p.scores(levels, p.Targets(levels))

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand"
 	"sort"
+	"sync"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -224,6 +225,38 @@ func TestPickerRandom(t *testing.T) {
 			v = nv
 		}
 	}
+}
+
+// TestPickerScoresConcurrently reads Targets and Scores from other
+// goroutines while Pick runs and marks inputs compacting (run with -race).
+func TestPickerScoresConcurrently(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	v, _ := randomLSM(t, rng)
+	lv := v.Levels(0)
+	p := NewPicker(PickerOptions{L0CompactionTrigger: 1, LBaseMaxBytes: 1000, TargetFileSize: 100})
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 2; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					_, _ = p.Targets(lv), p.Scores(lv)
+				}
+			}
+		}()
+	}
+	for c := p.Pick(lv); c != nil; c = p.Pick(lv) {
+		for _, f := range c.InputFiles() {
+			f.Compacting = true
+		}
+	}
+	close(done)
+	wg.Wait()
 }
 
 // TestPickerTargets checks Targets and Scores on random LSMs against the
