@@ -446,37 +446,8 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			v.Unref()
 			return nil, nil, err
 		}
-		sinkManual(c, lv)
 		setCompacting(c, true)
 		db.compact.running++
 		return c, v, nil
-	}
-}
-
-// sinkManual lets a manual compaction whose output level holds nothing in
-// its range write straight into the deepest level that still holds
-// nothing there (or the bottom level), instead of rewriting the same data
-// once per empty level on its way down.
-func sinkManual(c *compaction.Compaction, lv *manifest.Levels) {
-	if len(c.Inputs[1]) > 0 {
-		return
-	}
-	target := c.OutputLevel
-	for l := c.OutputLevel + 1; l < manifest.NumLevels; l++ {
-		if len(lv.Overlapping(l, c.Smallest, c.Largest)) > 0 {
-			break
-		}
-		target = l
-	}
-	if target == c.OutputLevel {
-		return
-	}
-	c.OutputLevel = target
-	c.Grandparents = nil
-	if target+1 < manifest.NumLevels {
-		c.Grandparents = lv.Overlapping(target+1, c.Smallest, c.Largest)
-	}
-	if target == manifest.NumLevels-1 {
-		c.IsMove = false
 	}
 }

@@ -3,6 +3,7 @@ package sieve
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/sievedb/sieve/filter"
@@ -164,8 +165,14 @@ func TestCrossFamilyBatchCrash(t *testing.T) {
 	require.NoError(t, err)
 	b, err := db.OpenColumnFamily("b", nil)
 	require.NoError(t, err)
-	var clones []*vfs.MemFS
+	var (
+		mu     sync.Mutex
+		clones []*vfs.MemFS
+	)
+	// The hook also runs on flush goroutines.
 	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		mu.Lock()
+		defer mu.Unlock()
 		clones = append(clones, fs.CrashClone(vfs.CrashOptions{Unsynced: vfs.KeepUnsyncedSectors, KeepUnsyncedFraction: 0.5, Seed: uint64(len(clones))}))
 	})
 	for i := 0; i < 300; i++ {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/sstable"
 )
@@ -169,6 +170,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	}
 	out.MemTable.Immutable = int64(len(rs.imm))
 	if lv := rs.version.Levels(cf); lv != nil {
+		targets := db.scoreTargets(lv)
 		for level := range lv {
 			lm := &out.Levels[level]
 			lm.NumFiles = int64(lv.NumFiles(level))
@@ -176,14 +178,11 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 			lm.BytesIn = m.levelBytesIn[level].Load()
 			lm.BytesRead = m.levelBytesRead[level].Load()
 			lm.BytesWritten = m.levelBytesWritten[level].Load()
+			lm.Score = targets[level]
 			if level == 0 {
 				out.ReadAmp += lm.NumFiles
-				lm.Score = float64(lm.NumFiles) / float64(db.opts.L0CompactionTrigger)
-			} else {
-				if lm.NumFiles > 0 {
-					out.ReadAmp++
-				}
-				lm.Score = float64(lm.Size) / float64(db.levelTarget(level))
+			} else if lm.NumFiles > 0 {
+				out.ReadAmp++
 			}
 		}
 	}
@@ -192,13 +191,15 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	return out
 }
 
-// levelTarget is the target size of level (1..6).
-func (db *DB) levelTarget(level int) int64 {
-	t := db.opts.LBaseMaxBytes
-	for i := 1; i < level; i++ {
-		t *= int64(db.opts.LevelMultiplier)
-	}
-	return t
+// scoreTargets returns the compaction scores of a column family's levels
+// as the picker computes them (dynamic level sizing).
+func (db *DB) scoreTargets(lv *manifest.Levels) [manifest.NumLevels]float64 {
+	return compaction.NewPicker(compaction.PickerOptions{
+		L0CompactionTrigger: db.opts.L0CompactionTrigger,
+		LBaseMaxBytes:       db.opts.LBaseMaxBytes,
+		LevelMultiplier:     db.opts.LevelMultiplier,
+		TargetFileSize:      db.opts.TargetFileSize,
+	}).Scores(lv)
 }
 
 // residentBytes sums the index and filter blocks held by open tables.

@@ -76,7 +76,10 @@ type Options struct {
 	L0StopWritesTrigger int
 	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
 	LevelMultiplier int
-	// LBaseMaxBytes is the target size of L1. Default 64 MiB.
+	// LBaseMaxBytes is the target size of the base level, the level L0
+	// compacts into. Levels are sized dynamically from the bottom level up
+	// (as RocksDB's level_compaction_dynamic_level_bytes): a small database
+	// compacts L0 straight into L6. Default 64 MiB.
 	LBaseMaxBytes int64
 	// TargetFileSize is the size at which compaction output tables are
 	// split. Default 4 MiB.
