@@ -143,6 +143,11 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	if st := db.cfs.get(cf); st != nil && st.merger != nil {
 		opts.Merger = st.merger
 	}
+	zeroSeqs := c.OutputLevel == manifest.NumLevels-1
+	earliestSnap := base.SeqNumMax
+	if len(snapshots) > 0 {
+		earliestSnap = snapshots[0]
+	}
 	input := c.NewInputIter(db.compactionOpener())
 	it := compaction.NewIter(input, opts)
 	out := &compactionOutput{db: db, cf: cf}
@@ -154,6 +159,13 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 			break
 		}
 		k := it.Key()
+		if zeroSeqs && k.Kind() == base.KindSet && k.SeqNum() <= earliestSnap {
+			// At the bottom, a value every reader sees is the oldest
+			// surviving version of its key: its sequence number carries
+			// no information, and zeros compress (RocksDB and Pebble do
+			// the same).
+			k.Trailer = base.MakeTrailer(0, base.KindSet)
+		}
 		if out.w != nil && splitter.ShouldSplitBefore(k, out.w.EstimatedSize()) {
 			err = out.finish()
 		} else if out.w == nil {
