@@ -1,0 +1,202 @@
+package sketchcol
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"sync"
+
+	"github.com/sievedb/sieve"
+)
+
+// ColumnFamilyName is the column family the Store keeps its sketches in.
+const ColumnFamilyName = "sketch"
+
+// ErrItemExists is returned by BFReserve and CFReserve on a key that
+// already holds a filter of that kind (RedisBloom's "ERR item exists").
+var ErrItemExists = errors.New("sketchcol: item exists")
+
+// Store runs Redis and RedisBloom commands on the sketch column family of
+// a DB: PFADD/PFCOUNT/PFMERGE on HyperLogLogs, BF.* on scalable Bloom
+// filters, CF.* on cuckoo filters. Every write is a merge operand (FORMAT.md,
+// "Operands"); compaction collapses a key's operands into one value.
+//
+// # Concurrency
+//
+// A Store is safe for concurrent use. Commands whose reply depends on the
+// value (PFAdd, PFMerge, BFReserve, BFAdd, BFMAdd, BFInsert, CFReserve,
+// CFAdd, CFAddNX, CFDel, Restore) read the key and then write an operand
+// while holding the key's stripe of a lock array, so their replies are those
+// of some serial order of these commands: of several concurrent BFAdds of
+// one item, exactly one reports it added. Read-only commands take no lock.
+//
+// Blind variants (PFAddBlind, BFAddBlind, CFAddBlind and a Batch) never
+// read and take no lock: they are for bulk ingestion, where the replies are
+// not wanted. They commute with the locked commands the way their operands
+// do (doc.go, "The merge algebra"), with two consequences worth knowing: a
+// blind write to a key of another kind is dropped silently (the locked
+// commands report ErrWrongType instead), and a blind add that reaches a
+// missing key first creates it with the default geometry, so a BFReserve
+// or CFReserve racing with it finds the key existing (or, having checked
+// first, writes a reserve operand that then changes nothing).
+//
+// The Store holds no state of its own beyond the locks: several Stores on
+// one DB are correct together only for blind writes and reads.
+type Store struct {
+	db    *sieve.DB
+	cf    *sieve.ColumnFamily
+	wo    *sieve.WriteOptions
+	seed  maphash.Seed
+	locks [lockStripes]paddedMutex
+}
+
+// StoreOptions configure a Store. The zero value (and nil) is the default.
+type StoreOptions struct {
+	// Sync makes every write of the Store durable before the command
+	// returns (sieve.Sync). The default acknowledges a write once it is
+	// in the WAL's OS buffers and the memtable (sieve.NoSync): THIS CAN
+	// LOSE RECENTLY ACKNOWLEDGED WRITES ON A CRASH (never on a clean
+	// Close); what survives is a prefix of the writes. Batches choose
+	// their own options in Batch.Commit.
+	Sync bool
+
+	// merger replaces Merger{} (tests count its calls).
+	merger sieve.Merger
+}
+
+// lockStripes is the size of the lock array. Keys hash onto stripes, so
+// two keys may share one; with 256 stripes and a handful of goroutines
+// that costs nothing measurable.
+const lockStripes = 256
+
+// paddedMutex keeps neighbouring stripes on separate cache lines.
+type paddedMutex struct {
+	sync.Mutex
+	_ [56]byte
+}
+
+// Open opens the column family "sketch" of db with the sketch merger,
+// creating it if it does not exist, and returns a Store on it with the
+// default options (writes are not synced; see StoreOptions.Sync).
+func Open(db *sieve.DB) (*Store, error) { return OpenWithOptions(db, nil) }
+
+// OpenWithOptions is Open with options (nil: the defaults).
+func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
+	var opts StoreOptions
+	if o != nil {
+		opts = *o
+	}
+	m := opts.merger
+	if m == nil {
+		m = Merger{}
+	}
+	cf, err := db.OpenColumnFamily(ColumnFamilyName, &sieve.ColumnFamilyOptions{Merger: m})
+	if err != nil {
+		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", ColumnFamilyName, err)
+	}
+	s := &Store{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed()}
+	if opts.Sync {
+		s.wo = sieve.Sync
+	}
+	return s, nil
+}
+
+// CF returns the column family the Store writes (for Compact, Metrics and
+// iteration). Writing it directly bypasses the Store's validation: a value
+// that is not a sketch makes the Store's commands on that key fail.
+func (s *Store) CF() *sieve.ColumnFamily { return s.cf }
+
+// lock locks key's stripe and returns its unlock.
+func (s *Store) lock(key []byte) func() {
+	m := &s.locks[maphash.Bytes(s.seed, key)%lockStripes]
+	m.Lock()
+	return m.Unlock
+}
+
+// getter is a source of values: the column family's latest state or a
+// snapshot of it.
+type getter func(key []byte) ([]byte, error)
+
+// get returns key's value, nil for a missing key. A value that is not a
+// sketch at all (written around the Store) fails with an error wrapping
+// both ErrWrongType (what Redis answers for a key of another type) and
+// ErrCorruption (the Store never writes such a value).
+func (s *Store) get(key []byte) ([]byte, error) { return getFrom(s.cf.Get, key) }
+
+func getFrom(g getter, key []byte) ([]byte, error) {
+	v, err := g(key)
+	switch {
+	case errors.Is(err, sieve.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case v == nil:
+		v = []byte{} // present but empty: not a sketch, and not missing either
+	}
+	if _, err := KindOf(v); err != nil {
+		return nil, fmt.Errorf("%w: key %q: %w", ErrWrongType, clip(key), err)
+	}
+	return v, nil
+}
+
+// snapshotGetter returns a getter reading one snapshot of the column
+// family, and its release.
+func (s *Store) snapshotGetter() (getter, func()) {
+	snap := s.db.NewSnapshot()
+	return func(key []byte) ([]byte, error) { return snap.GetCF(s.cf, key) }, func() { _ = snap.Close() }
+}
+
+// merge writes one operand for key.
+func (s *Store) merge(key, operand []byte) error { return s.cf.Merge(key, operand, s.wo) }
+
+// notFound is the error of a command that needs an existing key
+// (BF.INFO, CF.INFO, CF.DEL, Dump, BF.INSERT NOCREATE).
+func notFound(key []byte) error {
+	return fmt.Errorf("sketchcol: key %q: %w", clip(key), sieve.ErrNotFound)
+}
+
+// Dump returns the bytes of key's value: for a HyperLogLog exactly Redis's
+// format (what GET returns there), which redis-server accepts with SET and
+// counts the same. The value is as a compaction would leave it (operands
+// applied, HLL cache valid), so Dump returns the same bytes before and
+// after a compaction. A missing key returns an error wrapping
+// sieve.ErrNotFound.
+func (s *Store) Dump(key []byte) ([]byte, error) {
+	v, err := s.get(key)
+	if err == nil && v == nil {
+		err = notFound(key)
+	}
+	return v, err
+}
+
+// Restore sets key to value, replacing whatever it held (like SET, not
+// Redis's RESTORE: no BUSYKEY error). value is any sketch value — an HLL
+// taken from Redis with GET, or bytes from Dump — and is checked whole
+// first: a malformed or foreign value returns an error wrapping
+// ErrCorruption and writes nothing. An HLL is stored with its cached
+// cardinality recomputed from its registers (Redis leaves it stale after
+// PFADD, and a cache is never trusted from outside), so a PFCount of it
+// is one read; its encoding is kept as given.
+func (s *Store) Restore(key, value []byte) error {
+	v, err := restoreValue(value)
+	if err != nil {
+		return err
+	}
+	defer s.lock(key)()
+	return s.cf.Put(key, v, s.wo)
+}
+
+// restoreValue validates value and returns what to store.
+func restoreValue(value []byte) ([]byte, error) {
+	s, err := decodeValue(value)
+	if err != nil {
+		return nil, fmt.Errorf("sketchcol: restore: %w", err)
+	}
+	h, ok := s.(*HLL)
+	if !ok {
+		return value, nil
+	}
+	h.cardValid = false
+	return setHLLCache(bytes.Clone(value), h.Count()), nil
+}

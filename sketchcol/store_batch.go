@@ -1,0 +1,75 @@
+package sketchcol
+
+import "github.com/sievedb/sieve"
+
+// Batch collects blind sketch writes — merge operands and restores — in a
+// sieve.Batch, so that they commit atomically, with one WAL write, and
+// possibly together with writes to other column families of the same DB.
+// Nothing in a Batch reads, and nothing takes the Store's locks: the
+// writes are blind (see Store, "Concurrency").
+//
+// Call order: (PFAdd | BFAdd | CFAdd | Restore)* then Commit, or hand
+// Sieve() to DB.Apply yourself. A Batch is not safe for concurrent use.
+type Batch struct {
+	s *Store
+	b *sieve.Batch
+}
+
+// NewBatch returns an empty Batch with its own sieve.Batch.
+func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
+
+// WrapBatch returns a Batch that adds its writes to b, a batch of the
+// Store's DB that may also hold writes to other column families.
+func (s *Store) WrapBatch(b *sieve.Batch) *Batch { return &Batch{s: s, b: b} }
+
+// Sieve returns the underlying sieve.Batch.
+func (b *Batch) Sieve() *sieve.Batch { return b.b }
+
+// Len returns the number of writes in the underlying sieve.Batch.
+func (b *Batch) Len() int { return b.b.Len() }
+
+// PFAdd adds the blind operand of PFADD key elems (see Store.PFAddBlind).
+func (b *Batch) PFAdd(key []byte, elems ...[]byte) error {
+	return b.b.MergeCF(b.s.cf, key, PFAddOp(elems...))
+}
+
+// BFAdd adds the blind operand of BF.MADD key items (see Store.BFAddBlind).
+func (b *Batch) BFAdd(key []byte, items ...[]byte) error {
+	op, err := BFAddOp(nil, items...)
+	if err != nil {
+		return err
+	}
+	return b.b.MergeCF(b.s.cf, key, op)
+}
+
+// CFAdd adds the blind operand of CF.ADD of each item (see
+// Store.CFAddBlind).
+func (b *Batch) CFAdd(key []byte, items ...[]byte) error {
+	op, err := CFAddOp(nil, items...)
+	if err != nil {
+		return err
+	}
+	return b.b.MergeCF(b.s.cf, key, op)
+}
+
+// Restore adds Store.Restore's write of value to key. The value is
+// validated now; unlike Store.Restore it does not take the key's lock, so
+// a reply-bearing command running while the batch commits may answer
+// from the value it replaces.
+func (b *Batch) Restore(key, value []byte) error {
+	v, err := restoreValue(value)
+	if err != nil {
+		return err
+	}
+	return b.b.PutCF(b.s.cf, key, v)
+}
+
+// Commit applies the batch with o (nil: the Store's write options, see
+// StoreOptions.Sync). Once Commit returns nil the writes are acknowledged
+// — durable if o.Sync.
+func (b *Batch) Commit(o *sieve.WriteOptions) error {
+	if o == nil {
+		o = b.s.wo
+	}
+	return b.s.db.Apply(b.b, o)
+}

@@ -1,0 +1,235 @@
+package sketchcol
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Bloom commands of the Store (RedisBloom's BF.*).
+
+// BFReserveOptions are BF.RESERVE's optional arguments. nil means the
+// defaults.
+type BFReserveOptions struct {
+	// Expansion is the growth factor of each new sub-filter, 1..32768;
+	// 0 means RedisBloom's default, 2. A Bloom filter cannot have
+	// expansion 0: use NonScaling.
+	Expansion int
+	// NonScaling keeps one sub-filter: adds past the capacity fail with
+	// ErrFilterFull. Setting Expansion too is an error, as in RedisBloom
+	// ("Nonscaling filters cannot expand").
+	NonScaling bool
+}
+
+// BFInsertOptions are BF.INSERT's optional arguments; the geometry
+// (Capacity, ErrorRate, Expansion, NonScaling) is used only when the
+// filter is created. nil means the defaults.
+type BFInsertOptions struct {
+	// Capacity of the first sub-filter; 0 means the default, 100.
+	Capacity int64
+	// ErrorRate of the first sub-filter, in (0, 1); 0 means the default,
+	// 0.01.
+	ErrorRate float64
+	// Expansion as in BFReserveOptions; 0 means the default, 2.
+	Expansion int
+	// NonScaling as in BFReserveOptions.
+	NonScaling bool
+	// NoCreate fails with an error wrapping sieve.ErrNotFound, writing
+	// nothing, when the key is missing. With Capacity or ErrorRate it is
+	// an error (RedisBloom: "NOCREATE cannot be used together with
+	// CAPACITY or ERROR").
+	NoCreate bool
+}
+
+// bloomSpec returns the geometry BF.RESERVE's arguments describe.
+func (o *BFReserveOptions) bloomSpec(errorRate float64, capacity int64) (BloomSpec, error) {
+	var opts BFReserveOptions
+	if o != nil {
+		opts = *o
+	}
+	return newBloomSpec(errorRate, capacity, opts.Expansion, opts.NonScaling)
+}
+
+func newBloomSpec(errorRate float64, capacity int64, expansion int, nonScaling bool) (BloomSpec, error) {
+	if nonScaling && expansion != 0 {
+		return BloomSpec{}, fmt.Errorf("%w: a non-scaling Bloom filter cannot expand (expansion %d)", ErrInvalidArgument, expansion)
+	}
+	spec := BloomSpec{ErrorRate: errorRate, Capacity: capacity, Expansion: expansion, NonScaling: nonScaling}
+	if !nonScaling && expansion == 0 {
+		spec.Expansion = DefaultBloomSpec().Expansion
+	}
+	return spec, spec.Validate()
+}
+
+// bloomSpec returns the geometry BF.INSERT creates a missing key with.
+func (o *BFInsertOptions) bloomSpec() (BloomSpec, error) {
+	if o == nil {
+		return DefaultBloomSpec(), nil
+	}
+	if o.NoCreate && (o.Capacity != 0 || o.ErrorRate != 0) {
+		return BloomSpec{}, fmt.Errorf("%w: NoCreate cannot be used with Capacity or ErrorRate", ErrInvalidArgument)
+	}
+	def := DefaultBloomSpec()
+	rate, capacity := o.ErrorRate, o.Capacity
+	if rate == 0 {
+		rate = def.ErrorRate
+	}
+	if capacity == 0 {
+		capacity = def.Capacity
+	}
+	return newBloomSpec(rate, capacity, o.Expansion, o.NonScaling)
+}
+
+// BFReserve creates an empty Bloom filter at key for capacity items at
+// errorRate (BF.RESERVE). A key that holds a Bloom filter already returns
+// ErrItemExists, one of another kind ErrWrongType; arguments out of
+// RedisBloom's ranges return ErrInvalidArgument.
+func (s *Store) BFReserve(key []byte, errorRate float64, capacity int64, o *BFReserveOptions) error {
+	spec, err := o.bloomSpec(errorRate, capacity)
+	if err != nil {
+		return err
+	}
+	op, err := BFReserveOp(spec)
+	if err != nil {
+		return err
+	}
+	defer s.lock(key)()
+	if err := s.checkAbsent(key, KindBloom); err != nil {
+		return err
+	}
+	return s.merge(key, op)
+}
+
+// checkAbsent is the check of BF.RESERVE and CF.RESERVE: nil for a
+// missing key, ErrItemExists for a key of kind k, ErrWrongType otherwise.
+func (s *Store) checkAbsent(key []byte, k Kind) error {
+	cur, err := s.get(key)
+	if err != nil || cur == nil {
+		return err
+	}
+	if err := expectKind(cur, k); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: key %q holds a %s already", ErrItemExists, clip(key), k)
+}
+
+// BFAdd adds item to the Bloom filter at key, creating one with the
+// defaults (error rate 0.01, capacity 100, expansion 2) if missing, and
+// reports whether it was added: false when it is possibly present already
+// (then nothing is written). A non-scaling filter at capacity returns
+// ErrFilterFull.
+func (s *Store) BFAdd(key, item []byte) (bool, error) {
+	added, err := s.bfAdd(key, nil, true, item)
+	if err != nil {
+		return false, err
+	}
+	return added[0], nil
+}
+
+// BFMAdd adds items in order (BF.MADD) and returns one answer per item as
+// BFAdd does; an item repeated in items is added once. When a non-scaling
+// filter fills, it returns the answers of the items before the one that
+// did not fit, with an error wrapping ErrFilterFull: those items are
+// written, the rest are not.
+func (s *Store) BFMAdd(key []byte, items ...[]byte) ([]bool, error) {
+	return s.bfAdd(key, nil, true, items...)
+}
+
+// BFInsert is BF.INSERT: BFMAdd, creating a missing key with the geometry
+// of o (or failing with sieve.ErrNotFound if o.NoCreate). With no items it
+// creates the filter and returns no answers.
+func (s *Store) BFInsert(key []byte, o *BFInsertOptions, items ...[]byte) ([]bool, error) {
+	spec, err := o.bloomSpec()
+	if err != nil {
+		return nil, err
+	}
+	return s.bfAdd(key, &spec, o == nil || !o.NoCreate, items...)
+}
+
+// bfAdd adds items, creating a missing key with spec (nil: the defaults)
+// if create, failing with sieve.ErrNotFound otherwise.
+func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte) ([]bool, error) {
+	defer s.lock(key)()
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil && !create {
+		return nil, notFound(key)
+	}
+	added, err := BFAddReply(cur, spec, items...)
+	if err != nil && !errors.Is(err, ErrFilterFull) {
+		return nil, err
+	}
+	var toAdd [][]byte
+	for i, a := range added {
+		if a {
+			toAdd = append(toAdd, items[i])
+		}
+	}
+	if len(toAdd) > 0 || cur == nil {
+		op, opErr := BFAddOp(spec, toAdd...)
+		if opErr == nil {
+			opErr = s.merge(key, op)
+		}
+		if opErr != nil {
+			return nil, opErr
+		}
+	}
+	return added, err
+}
+
+// BFAddBlind adds items to the Bloom filter at key, creating one with the
+// defaults if missing, without reading it: one merge operand of the item
+// hashes. An item that does not fit a non-scaling filter overfills it
+// (more false positives, never a false negative); on a key of another
+// kind the operand is dropped when merged.
+func (s *Store) BFAddBlind(key []byte, items ...[]byte) error {
+	op, err := BFAddOp(nil, items...)
+	if err != nil {
+		return err
+	}
+	return s.merge(key, op)
+}
+
+// BFExists reports whether item is possibly present (BF.EXISTS); false for
+// a missing key.
+func (s *Store) BFExists(key, item []byte) (bool, error) {
+	r, err := s.BFMExists(key, item)
+	if err != nil {
+		return false, err
+	}
+	return r[0], nil
+}
+
+// BFMExists is BF.MEXISTS: BFExists of each item.
+func (s *Store) BFMExists(key []byte, items ...[]byte) ([]bool, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	return BFExistsReply(cur, items...)
+}
+
+// BFCard returns the number of items added (BF.CARD); 0 for a missing key.
+func (s *Store) BFCard(key []byte) (int64, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return 0, err
+	}
+	return BFCardReply(cur)
+}
+
+// BFInfo returns BF.INFO: capacity (summed over sub-filters), size in
+// bytes of the stored value, sub-filters, items inserted and expansion
+// (0 when non-scaling). A missing key returns an error wrapping
+// sieve.ErrNotFound.
+func (s *Store) BFInfo(key []byte) (BFInfo, error) {
+	cur, err := s.get(key)
+	if err == nil && cur == nil {
+		err = notFound(key)
+	}
+	if err != nil {
+		return BFInfo{}, err
+	}
+	return BFInfoReply(cur)
+}
