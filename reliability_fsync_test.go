@@ -27,14 +27,20 @@ import (
 // A mutant the oracle cannot catch must be a redundant sync; the test knows
 // which ones are (redundantSync says why) and fails on any other survivor.
 // The workload exercises every sync site: open (create and reopen), WAL
-// syncs, WAL rotation by Flush and by a full memtable (with a Sync write
-// acknowledged into the new WAL while the old one still waits for its
-// flush), flushes of both column families, column-family creation, manual
-// compactions, clean close and reopen, and a crash with a torn WAL tail
-// followed by recovery.
+// syncs, WAL rotation by Flush, by Compact and by a full memtable (each
+// with a Sync write acknowledged into the new WAL while the flush of the
+// old one is held back), flushes of both column families, column-family
+// creation, manual compactions, clean close and reopen, a process kill and
+// restart (the page cache survives: recovery must sync what it replays),
+// and a power loss with a torn WAL tail followed by recovery.
 //
-// SIEVE_LONG=1 takes more crash clones per point (five damage modes
-// instead of three) with a random seed.
+// Crash clones per point: strict (only synced data), strict with a random
+// prefix of the pending directory operations, unsynced sectors half kept
+// and half zeroed, and at every write to a log the adversarial state where
+// only the last unsynced sector reached the disk. -short samples every
+// third mutant (every tenth under -race); SIEVE_LONG=1 adds two damage
+// modes and takes a random seed; SIEVE_MUTANT=n replays one mutant and
+// SIEVE_MUTANT_TRACE=1 lists the baseline's syncs.
 func TestFsyncMutants(t *testing.T) {
 	seed := int64(1)
 	modes := mutantModesShort
