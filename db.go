@@ -193,6 +193,9 @@ func (db *DB) open() error {
 	case exists:
 		db.versions, err = manifest.Load(fs, dirname, vopts)
 	default:
+		if err := checkNoOrphanData(fs, dirname); err != nil {
+			return err
+		}
 		db.versions, err = manifest.Create(fs, dirname, vopts)
 	}
 	if err != nil {
@@ -204,6 +207,24 @@ func (db *DB) open() error {
 		return err
 	}
 	return db.recover()
+}
+
+// checkNoOrphanData refuses to create a database in a directory without
+// CURRENT that holds tables or WALs: that is a database whose CURRENT was
+// lost, and a new one would delete its tables as obsolete. (A crash during
+// creation leaves at most a manifest and a temporary file.)
+func checkNoOrphanData(fs vfs.FS, dirname string) error {
+	names, err := fs.List(dirname)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		if t, _, ok := base.ParseFilename(name); ok && (t == base.FileTypeTable || t == base.FileTypeLog) {
+			return fmt.Errorf("sieve: %s has no CURRENT file but holds database files (%s): "+
+				"refusing to create a new database over them", dirname, name)
+		}
+	}
+	return nil
 }
 
 // Close flushes nothing but makes every acknowledged write durable (the WAL
