@@ -265,3 +265,32 @@ func TestMissingTableIsCorruption(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorruption)
 	require.Contains(t, err.Error(), "missing")
 }
+
+// A directory whose CURRENT is gone but which holds tables and WALs is a
+// damaged database, not an empty directory: Open must refuse it with a
+// clear error instead of creating a new database over it, whose obsolete-
+// file scan would then delete every table.
+func TestMissingCurrentRefusesToRecreate(t *testing.T) {
+	db, fs := openMem(t, nil)
+	require.NoError(t, db.Put([]byte("k"), []byte("v"), nil))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Put([]byte("k2"), []byte("v2"), Sync))
+	require.NoError(t, db.Close())
+	table := fileOf(t, fs, "table")
+	require.NoError(t, fs.Remove("/db/CURRENT"))
+	_, err := Open("/db", &Options{FS: fs})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "CURRENT")
+	_, err = fs.Stat(table)
+	require.NoError(t, err, "the table survives")
+
+	// A crash while the first Open created the database leaves a
+	// manifest but no CURRENT, and no table or WAL: that is still an
+	// empty directory.
+	fs2 := vfs.NewMem()
+	require.NoError(t, fs2.MkdirAll("/db", 0o755))
+	require.NoError(t, fs2.WriteFile("/db/MANIFEST-000001", []byte("partial")))
+	db, err = Open("/db", &Options{FS: fs2})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}

@@ -672,6 +672,8 @@ func (m *corruptionMatrix) current() {
 	other := strings.Replace(string(data), "MANIFEST-", "MANIFEST-9", 1)
 	ds = append(ds, damage{"misplaced block", "content of a CURRENT naming another manifest", 0, int64(len(data)),
 		func(fs *vfs.MemFS, name string) error { return fs.WriteFile(name, []byte(other)) }})
+	ds = append(ds, damage{"removed", "CURRENT deleted", 0, int64(len(data)),
+		func(fs *vfs.MemFS, name string) error { return fs.Remove(name) }})
 	for _, d := range ds {
 		m.try(fs, "CURRENT", name, d, e)
 	}
