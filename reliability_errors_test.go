@@ -48,7 +48,7 @@ func TestErrorInjection(t *testing.T) {
 	count.run()
 	require.Empty(t, count.problems, "the workload without faults")
 	require.Zero(t, count.efs.Injected())
-	nOps, written := count.efs.Ops(), count.efs.Written()
+	nOps, written := int64(len(count.seen())), count.efs.Written()
 	t.Logf("workload: %d steps, %d file-system operations counted, %d bytes written", len(count.steps), nOps, written)
 
 	// Indices to try: all of them in long mode, else a sample that
@@ -198,9 +198,18 @@ type errRun struct {
 	problems   []string
 }
 
+// newErrRun prepares a run whose fault is described by o: Nth and
+// Persistent (the operation index, counted here so that the failing
+// operation is known exactly even when goroutines race), or SpaceLimit.
 func newErrRun(o vfs.ErrorOptions, seed int64) *errRun {
 	r := &errRun{rng: rand.New(rand.NewSource(seed)), mem: vfs.NewMem(), opts: o, injectedAt: -1}
 	r.label.Store("")
+	target, persistent := o.Nth, o.Persistent
+	if target > 0 {
+		// The ErrorFS fails every operation Match selects from the first
+		// on; Match selects the target (and, if persistent, all after).
+		o.Nth, o.Persistent = 1, true
+	}
 	o.Match = func(op vfs.Op, name string) bool {
 		// Table readers are closed by the table cache on other
 		// goroutines, in no fixed order: not counted.
@@ -208,9 +217,10 @@ func newErrRun(o vfs.ErrorOptions, seed int64) *errRun {
 			return false
 		}
 		r.recMu.Lock()
+		defer r.recMu.Unlock()
 		r.record = append(r.record, opRec{op: op, name: name, label: r.label.Load().(string)})
-		r.recMu.Unlock()
-		return true
+		n := int64(len(r.record))
+		return target > 0 && (n == target || persistent && n > target)
 	}
 	r.efs = vfs.NewErrorFS(r.mem, o)
 	return r
