@@ -63,7 +63,7 @@ func envInt(name string, def int) int {
 func TestCrashRecovery(t *testing.T) {
 	seed := testutil.Seed(t)
 	rng := rand.New(rand.NewSource(seed))
-	nOps := envInt("SIEVE_CRASH_OPS", 1500)
+	nOps := envInt("SIEVE_CRASH_OPS", 4000)
 	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
 
 	fs := vfs.NewMem()
