@@ -9,7 +9,7 @@ import (
 
 func TestAltBucketIsInvolution(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 2))
-	for range 100_000 {
+	for range iterations(100_000) {
 		n := 1 + rng.Uint32N(1<<20)
 		if rng.IntN(4) == 0 {
 			n = 1 + rng.Uint32N(8)
@@ -26,7 +26,7 @@ func TestBucketHas(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 3))
 	for f := minFingerprintBits; f <= maxFingerprintBits; f++ {
 		l := newCuckooLayout(f)
-		for range 20_000 {
+		for range iterations(20_000) {
 			var w uint64
 			var slots [4]uint64
 			for j := range uint(4) {
@@ -59,7 +59,7 @@ func TestFingerprintRange(t *testing.T) {
 // TestCuckooRebuildKeepsEveryKey starts the build with far too few buckets,
 // so that it must fail and grow many times, and checks that no key was lost.
 func TestCuckooRebuildKeepsEveryKey(t *testing.T) {
-	ks := randomKeys(31, 5000)
+	ks := randomKeys(31, iterations(5000))
 	hs := make([]uint64, ks.len())
 	for i := range hs {
 		hs[i] = hashKey(ks.at(i))

@@ -86,3 +86,12 @@ func requireNoFalseNegatives(t testing.TB, r Reader, present keySet) {
 		}
 	}
 }
+
+// iterations scales a randomized test's work down under the race detector
+// and -short, where every operation is several times slower.
+func iterations(n int) int {
+	if raceEnabled || testing.Short() {
+		return max(1, n/5)
+	}
+	return n
+}
