@@ -12,8 +12,9 @@
 //     within 1% of a classic Bloom filter (0.82%), because each line picks the
 //     best of four probe patterns for the keys that fall in it (FORMAT.md).
 //   - StandardBloom(bitsPerKey): the textbook filter, k probes anywhere in
-//     the array (k cache misses for a key that is present). Its rate follows
-//     (1 − e^(−kn/m))^k closely; use it to compare against the math.
+//     the array (k cache lines per lookup; they are loaded in parallel). Its
+//     rate follows (1 − e^(−kn/m))^k closely; use it to compare against the
+//     math, or for filters that stay in cache.
 //   - Cuckoo(fingerprintBits): 4-slot buckets holding f-bit fingerprints. At
 //     f = 12 it gives about 0.19% at about 12.6 bits/key; lower rates than a
 //     Bloom filter at the same space once f ≥ 10 or so.
