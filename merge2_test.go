@@ -211,3 +211,43 @@ func TestCrossFamilyBatchCrash(t *testing.T) {
 		require.NoError(t, db.Close())
 	}
 }
+
+// TestMissingMergerBlocksCompaction: a family whose recorded merger is not
+// supplied is not compacted (its operands could not be collapsed), and
+// Compact says why; plain reads still work and writes do not deadlock.
+func TestMissingMergerBlocksCompaction(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: fs, Merger: appendMerger{}, L0CompactionTrigger: 1000, L0StopWritesTrigger: 1000})
+	require.NoError(t, err)
+	for i := 0; i < 6; i++ {
+		require.NoError(t, db.Merge([]byte("m"), []byte(fmt.Sprint(i)), nil))
+		require.NoError(t, db.Put([]byte(fmt.Sprintf("p%d", i)), []byte("v"), nil))
+		require.NoError(t, db.Flush())
+	}
+	require.NoError(t, db.Close())
+
+	db, err = Open("/db", &Options{FS: fs, L0CompactionTrigger: 2, L0StopWritesTrigger: 4})
+	require.NoError(t, err)
+	require.ErrorIs(t, db.Compact(nil, nil), ErrNoMerger)
+	for i := 0; i < 4; i++ {
+		require.NoError(t, db.Put([]byte(fmt.Sprintf("q%d", i)), []byte("v"), nil))
+		require.NoError(t, db.Flush())
+	}
+	m := db.Metrics()
+	require.Zero(t, m.Compaction.Count+m.Compaction.Moves, "nothing compacted without the merger")
+	require.GreaterOrEqual(t, m.Levels[0].NumFiles, int64(10))
+	v, err := db.Get([]byte("p3"))
+	require.NoError(t, err)
+	require.Equal(t, "v", string(v))
+	_, err = db.Get([]byte("m"))
+	require.ErrorIs(t, err, ErrNoMerger)
+	require.NoError(t, db.Close())
+
+	db, err = Open("/db", &Options{FS: fs, Merger: appendMerger{}})
+	require.NoError(t, err)
+	require.NoError(t, db.Compact(nil, nil))
+	v, err = db.Get([]byte("m"))
+	require.NoError(t, err)
+	require.Equal(t, "0,1,2,3,4,5", string(v))
+	require.NoError(t, db.Close())
+}
