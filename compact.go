@@ -258,7 +258,7 @@ func (db *DB) compactionOpener() compaction.TableOpener {
 		if err != nil {
 			return nil, err
 		}
-		return &tableIter{InternalIterator: e.r.NewIter(nil, nil), db: db, e: e}, nil
+		return newTableIter(db, e, e.r.NewIter(nil, nil)), nil
 	}
 }
 

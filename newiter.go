@@ -1,6 +1,8 @@
 package sieve
 
 import (
+	"sync"
+
 	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
@@ -42,7 +44,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, seq uint64) *Iterator {
 		if err != nil {
 			return nil, err
 		}
-		return &tableIter{InternalIterator: e.r.NewIter(lower, upper), db: db, e: e}, nil
+		return newTableIter(db, e, e.r.NewIter(lower, upper)), nil
 	}
 	if lv := rs.version.Levels(cf); lv != nil {
 		for i, f := range lv[0] {
@@ -76,11 +78,22 @@ type tableIter struct {
 	closed bool
 }
 
+var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
+
+func newTableIter(db *DB, e *tableEntry, it base.InternalIterator) *tableIter {
+	t := tableIterPool.Get().(*tableIter)
+	*t = tableIter{InternalIterator: it, db: db, e: e}
+	return t
+}
+
 func (t *tableIter) Close() error {
-	err := t.InternalIterator.Close()
-	if !t.closed {
-		t.closed = true
-		t.db.tables.release(t.e)
+	if t.closed {
+		return nil
 	}
+	err := t.InternalIterator.Close()
+	t.closed = true
+	t.db.tables.release(t.e)
+	*t = tableIter{closed: true}
+	tableIterPool.Put(t)
 	return err
 }

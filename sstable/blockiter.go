@@ -40,6 +40,20 @@ type rcEntry struct {
 	val              []byte
 }
 
+// reset drops everything but the iterator's reusable buffers (kept only
+// while small, so that one huge key does not stay pinned).
+func (i *blockIter) reset() {
+	clear(i.rcache[:cap(i.rcache)]) // drop references to old blocks
+	keyBuf, rcache, rcBuf := i.keyBuf[:0], i.rcache[:0], i.rcBuf[:0]
+	if cap(keyBuf) > 4<<10 {
+		keyBuf = nil
+	}
+	if cap(rcBuf) > 64<<10 {
+		rcBuf, rcache = nil, nil
+	}
+	*i = blockIter{keyBuf: keyBuf, rcache: rcache, rcBuf: rcBuf}
+}
+
 // init points the iterator at blk, keeping its buffers.
 func (i *blockIter) init(blk block, internal bool, ctx errCtx) {
 	i.blk = blk

@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"errors"
+	"sync"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -27,8 +28,19 @@ var _ base.InternalIterator = (*tableIter)(nil)
 // copied. The iterator reads data blocks through the block cache and is not
 // safe for concurrent use.
 func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
-	return &tableIter{r: r, lower: lower, upper: upper, idx: -1}
+	t, _ := tableIterPool.Get().(*tableIter)
+	if t == nil {
+		t = &tableIter{}
+	}
+	data := t.data
+	data.reset()
+	*t = tableIter{r: r, lower: lower, upper: upper, idx: -1, data: data}
+	return t
 }
+
+// tableIterPool recycles table iterators and their block iterators' key
+// and restart-cache buffers: a point seek opens one per table it visits.
+var tableIterPool sync.Pool
 
 func (t *tableIter) n() int { return len(t.r.index) }
 
@@ -200,8 +212,12 @@ func (t *tableIter) Value() []byte { return t.data.val }
 func (t *tableIter) Error() error  { return t.err }
 
 func (t *tableIter) Close() error {
+	if t.r == nil {
+		return errIterClosed
+	}
 	err := t.err
-	t.data = blockIter{}
-	t.err = errIterClosed
+	t.data.reset()
+	*t = tableIter{data: t.data, err: errIterClosed}
+	tableIterPool.Put(t)
 	return err
 }
