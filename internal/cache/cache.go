@@ -44,7 +44,11 @@ type shard struct {
 	capacity int64
 	hits     atomic.Int64
 	misses   atomic.Int64
-	_        [64]byte // keep neighbouring shards' hot fields off one cache line
+	// free is a list (through next) of removed entries for reuse, so that
+	// a steady stream of misses does not allocate an entry per block.
+	free  *entry
+	nfree int
+	_     [64]byte // keep neighbouring shards' hot fields off one cache line
 }
 
 // Cache is a sharded LRU block cache. Create it with New.
@@ -123,7 +127,13 @@ func (c *Cache) Set(file, off uint64, val []byte) {
 	if charge > s.capacity {
 		return
 	}
-	e := &entry{key: k, val: val}
+	e := s.free
+	if e != nil {
+		s.free, s.nfree = e.next, s.nfree-1
+		*e = entry{key: k, val: val}
+	} else {
+		e = &entry{key: k, val: val}
+	}
 	s.m[k] = e
 	s.pushFront(e)
 	if head := s.files[file]; head != nil {
@@ -175,7 +185,15 @@ func (c *Cache) remove(s *shard, e *entry) {
 	s.size -= charge
 	c.size.Add(-charge)
 	c.count.Add(-1)
+	if s.nfree < maxFree {
+		*e = entry{next: s.free}
+		s.free = e
+		s.nfree++
+	}
 }
+
+// maxFree bounds each shard's list of reusable entries.
+const maxFree = 256
 
 func (s *shard) unlinkLRU(e *entry) {
 	e.prev.next = e.next
