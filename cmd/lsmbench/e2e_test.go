@@ -59,7 +59,7 @@ func TestEndToEndJSON(t *testing.T) {
 
 	for _, r := range rep.Results {
 		require.Empty(t, r.Error, r.Name)
-		if r.Name == "pfadd" || r.Name == "flush" || r.Name == "compact" {
+		if r.Name == "flush" || r.Name == "compact" {
 			continue
 		}
 		require.Equal(t, int64(num), r.Ops, r.Name)
@@ -72,7 +72,10 @@ func TestEndToEndJSON(t *testing.T) {
 		require.GreaterOrEqual(t, r.SampleEvery, 1)
 		require.Positive(t, r.CPUMicrosPerOp, r.Name)
 	}
-	require.Contains(t, resultByName(t, &rep, "pfadd", 0).Skipped, "not yet available")
+	pf := resultByName(t, &rep, "pfadd", 0)
+	require.Empty(t, pf.Skipped)
+	require.Zero(t, pf.Found, "blind adds have no reply")
+	require.Contains(t, strings.Join(pf.Notes, "\n"), "PFCount of the union of the keys")
 
 	// Before compaction the keys sit in several L0 tables, so a Get probes
 	// more than one table and the filter has work to do on present keys too.
@@ -150,7 +153,9 @@ func TestJSONSchema(t *testing.T) {
 		"expected_fpr", "expected_fpr_at_keys_per_table", "file_reads", "filter_checks", "filter_false_positives", "filter_negatives",
 		"filter_true_positives", "gets_reaching_tables", "measured_fpr", "measured_fpr_ci95_high", "measured_fpr_ci95_low", "policy",
 		"tables_per_get", "tables_probed"}, keys(results[2].(map[string]any)["point_lookups"]))
-	require.Contains(t, keys(results[3]), "skipped")
+	require.Equal(t, "bfadd", results[3].(map[string]any)["name"])
+	require.Contains(t, keys(results[3]), "notes")
+	require.NotContains(t, keys(results[3]), "error")
 	require.Subset(t, keys(doc["lsm"]), []string{"levels", "files", "bytes", "read_amp", "write_amp", "wal_bytes", "flushes", "compactions"})
 }
 
@@ -158,7 +163,8 @@ func TestTextAndCSVOutput(t *testing.T) {
 	code, out, errs := runCLI(t, "-num=3000", "-progress=off", "-benchmarks=fillseq,compact,readrandom,readmissing,pfadd", "-stats")
 	require.Equal(t, 0, code, errs)
 	for _, want := range []string{"lsmbench ", "benchmark", "µs/op", "p99.9 µs", "fillseq", "readmissing", "└ read amp", "└ filter",
-		"FPR", "expected for sieve.bloom.blocked/10", "└ blocks", "block cache hit rate", "pfadd        skipped: not yet available",
+		"FPR", "expected for sieve.bloom.blocked/10", "└ blocks", "block cache hit rate", "PFCount of the union of the keys",
+		"MB/s of elements",
 		"LSM after the run", "write-amp", "engine metrics (sieve.Metrics)", "wall time"} {
 		require.Contains(t, out, want)
 	}
@@ -173,7 +179,9 @@ func TestTextAndCSVOutput(t *testing.T) {
 		require.Len(t, r, len(csvHeader))
 	}
 	require.Equal(t, "readmissing", rows[2][0])
-	require.NotEmpty(t, rows[3][len(csvHeader)-2], "bfadd is skipped")
+	require.Equal(t, "bfadd", rows[3][0])
+	require.Empty(t, rows[3][len(csvHeader)-2], "bfadd is not skipped")
+	require.Empty(t, rows[3][len(csvHeader)-1], "bfadd has no error")
 }
 
 func TestUsageErrors(t *testing.T) {
@@ -236,4 +244,37 @@ func TestReadsWithoutData(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &rep))
 	require.Zero(t, rep.Results[0].Found)
 	require.Contains(t, strings.Join(rep.Results[0].Notes, " "), "load with fillrandom")
+}
+
+// TestSketchBenchmarks runs pfadd and bfadd with replies over several
+// threads, then compacts: the checks after each (union count, no false
+// negative, FPR) pass, and the replies are counted as "found".
+func TestSketchBenchmarks(t *testing.T) {
+	const num = 4000
+	code, out, errs := runCLI(t, "-num=4000", "-json", "-progress=off", "-threads=2", "-sketch_keys=4", "-sketch_reply",
+		"-benchmarks=pfadd,bfadd,compact,bfadd")
+	require.Equal(t, 0, code, "stderr: %s\n%s", errs, out)
+	var rep benchReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.False(t, rep.Failed)
+	require.Equal(t, 4, rep.Config.SketchKeys)
+	require.True(t, rep.Config.SketchReply)
+
+	pf := resultByName(t, &rep, "pfadd", 0)
+	require.Equal(t, int64(num), pf.Ops)
+	require.Positive(t, pf.Found, "PFAdd replies: a register rose")
+	require.LessOrEqual(t, pf.Found, int64(num))
+	require.Contains(t, strings.Join(pf.Notes, "\n"), "with reply")
+
+	bf := resultByName(t, &rep, "bfadd", 0)
+	require.Equal(t, int64(num), bf.Ops)
+	require.Greater(t, bf.Found, int64(num*97/100), "BFAdd replies: added, except false positives")
+	notes := strings.Join(bf.Notes, "\n")
+	require.Contains(t, notes, "0 false negatives")
+	require.Contains(t, notes, "capacity 1,000 in 1 sub-filter(s)")
+
+	require.Contains(t, strings.Join(resultByName(t, &rep, "compact", 0).Notes, "\n"), "sketch column family compacted too: L6")
+	again := resultByName(t, &rep, "bfadd", 1)
+	require.Empty(t, again.Error, "the filters reserved by the first run are reused")
+	require.Less(t, again.Found, int64(num/10), "the same items again: possibly present")
 }

@@ -48,6 +48,8 @@ type config struct {
 	Sync            bool     `json:"sync"`
 	Threads         int      `json:"threads"`
 	SeekNexts       int      `json:"seek_nexts"`
+	SketchKeys      int      `json:"sketch_keys"`
+	SketchReply     bool     `json:"sketch_reply"`
 	UseExistingDB   bool     `json:"use_existing_db"`
 	DB              string   `json:"db,omitempty"`
 	Seed            uint64   `json:"seed"`
@@ -91,6 +93,8 @@ func newBenchFlags(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "fsync the WAL on every write (sieve.Sync)")
 	fs.IntVar(&c.Threads, "threads", c.Threads, "concurrent `goroutines` per benchmark (writers split the keys, readers the -reads)")
 	fs.IntVar(&c.SeekNexts, "seek_nexts", c.SeekNexts, "Next calls after each seek in seekrandom (`n`; peerbench uses 10)")
+	fs.IntVar(&c.SketchKeys, "sketch_keys", c.SketchKeys, "HyperLogLogs (pfadd) or Bloom filters (bfadd) the adds are spread over (`n`)")
+	fs.BoolVar(&c.SketchReply, "sketch_reply", c.SketchReply, "pfadd and bfadd use the commands with Redis's reply (read, then write) instead of blind adds")
 	fs.BoolVar(&c.UseExistingDB, "use_existing_db", c.UseExistingDB, "reuse the database in -db (written earlier with the same -num and -key_size)")
 	fs.StringVar(&c.DB, "db", c.DB, "database `directory`, kept afterwards (default: a temporary directory, removed)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` of the access order (keys themselves do not depend on it)")
@@ -107,7 +111,7 @@ func defaultConfig() config {
 		Num: 1_000_000, Reads: -1, KeySize: 16, ValueSize: 100, CompressRatio: 0.5,
 		Filter: "bloom", BitsPerKey: 10, FingerprintBits: 12,
 		CacheSize: 8 << 20, MemTableSize: 32 << 20, BlockSize: 4 << 10,
-		Compression: "snappy", Threads: 1, SeekNexts: 10, Seed: 1, Progress: "auto",
+		Compression: "snappy", Threads: 1, SeekNexts: 10, SketchKeys: 16, Seed: 1, Progress: "auto",
 	}
 	_ = c.setBenchmarks(defaultBenchmarks)
 	return c
@@ -179,6 +183,8 @@ func (c *config) validate() error {
 		return usagef("-threads must be in [1, 1024], got %d", c.Threads)
 	case c.SeekNexts < 0:
 		return usagef("-seek_nexts must not be negative, got %d", c.SeekNexts)
+	case c.SketchKeys < 1 || c.SketchKeys > 1_000_000:
+		return usagef("-sketch_keys must be in [1, 1000000], got %d", c.SketchKeys)
 	case c.UseExistingDB && c.DB == "":
 		return usagef("-use_existing_db needs -db DIR")
 	case c.JSON && c.CSV:

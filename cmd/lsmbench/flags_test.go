@@ -27,6 +27,14 @@ func TestParseBenchFlagsDefaults(t *testing.T) {
 	require.Equal(t, int64(8<<20), o.BlockCacheSize)
 	require.Equal(t, sieve.SnappyCompression, o.Compression)
 	require.Equal(t, sieve.NoSync, c.writeOptions())
+	require.Equal(t, 16, c.SketchKeys)
+	require.False(t, c.SketchReply)
+	c3, err := parseBenchFlags([]string{"-sketch_keys=100", "-sketch_reply"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 100, c3.SketchKeys)
+	require.True(t, c3.SketchReply)
+	_, err = parseBenchFlags([]string{"-sketch_keys=0"}, io.Discard)
+	require.ErrorContains(t, err, "-sketch_keys must be in")
 }
 
 func TestParseBenchFlags(t *testing.T) {

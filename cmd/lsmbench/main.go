@@ -81,7 +81,8 @@ Benchmarks (-benchmarks, run in the order given):
   flush compact                  steps: flush the memtable; flush, then compact everything
   readrandom readmissing readhot Gets of present keys / never-written keys / a hot 1% of the keys
   seekrandom scan                SeekGE + -seek_nexts Nexts; forward walk of -reads entries
-  pfadd bfadd                    sketch column family (not yet available)
+  pfadd bfadd                    -num PFAdds / BFAdds of one element through the sketch column family
+                                 (sketchcol.Store; blind unless -sketch_reply), checked after
 
 Flags:
 `)

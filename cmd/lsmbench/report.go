@@ -124,6 +124,11 @@ func (t textReport) detail(r *result) string {
 	switch {
 	case isWrite(r.Name):
 		s += fmt.Sprintf(", %.1f MB/s", r.MBPerSec)
+	case isSketch(r.Name):
+		s += fmt.Sprintf(", %.1f MB/s of elements", r.MBPerSec)
+		if r.Found > 0 {
+			s += fmt.Sprintf(", %s replied added", commas(r.Found))
+		}
 	case r.Name == "scan":
 		s += fmt.Sprintf(", %.1f MB/s", r.MBPerSec)
 	default:

@@ -19,6 +19,7 @@ import (
 //	readhot      Get -reads random keys among a hot 1% of the keys.
 //	seekrandom   SeekGE to -reads random present keys, then -seek_nexts Nexts.
 //	scan         Walk -reads entries forward from First (wrapping around).
+//	pfadd bfadd  -num sketch adds through sketchcol.Store (sketchbench.go).
 //
 // With -threads T each goroutine does 1/T of the operations; fills split
 // the keys into T disjoint ranges of the fill order.
@@ -45,6 +46,8 @@ func (b *bench) workload(name string) (threadMaker, int, int) {
 		return b.seeks(), b.cfg.Reads, threads
 	case "scan":
 		return b.scan(), b.cfg.Reads, threads
+	case "pfadd", "bfadd":
+		return b.sketchAdds(name), b.cfg.Num, threads
 	}
 	panic("lsmbench: no workload " + name) // names are validated by parseBenchFlags
 }
