@@ -201,7 +201,9 @@ func (s *Store) BFExists(key, item []byte) (bool, error) {
 	return r[0], nil
 }
 
-// BFMExists is BF.MEXISTS: BFExists of each item.
+// BFMExists is BF.MEXISTS: BFExists of each item, from one read. Every
+// read decodes the whole value, so probing many items of a large filter
+// costs far less this way than one BFExists each.
 func (s *Store) BFMExists(key []byte, items ...[]byte) ([]bool, error) {
 	cur, err := s.get(key)
 	if err != nil {

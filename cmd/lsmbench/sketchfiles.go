@@ -35,6 +35,9 @@ func writeSketchFiles(dir string, rep *sketchLabReport) ([]string, error) {
 			file{"hll_error.csv", func(w io.Writer) error { return hllCSV(w, hs) }},
 			file{"hll_error.svg", func(w io.Writer) error { return hllChart(hs).writeSVG(w) }})
 	}
+	if sr := rep.Store; sr != nil {
+		files = append(files, file{"sketch_store.csv", func(w io.Writer) error { return storeCSV(w, sr) }})
+	}
 	var paths []string
 	for _, f := range files {
 		p, err := writeFile(dir, f.name, f.write)

@@ -58,8 +58,21 @@ func TestSketchLab(t *testing.T) {
 	require.Equal(t, "dense", hs.Rows[len(hs.Rows)-1].Encoding)
 	require.Equal(t, 12304, hs.Rows[len(hs.Rows)-1].ValueBytes)
 	require.Zero(t, hs.Rows[0].MaxAbsError, "one element is counted exactly")
-	require.Len(t, rep.Files, 7)
-	require.NotEmpty(t, rep.Missing)
+	st := rep.Store
+	require.NotNil(t, st)
+	require.Equal(t, 2000, st.IDs)
+	require.Len(t, st.Rows, 3)
+	for _, r := range st.Rows {
+		require.True(t, r.SameAsStandalone, "%s: the stored value is the in-memory one", r.Structure)
+		require.Zero(t, r.FalseNegatives, r.Structure)
+		require.Positive(t, r.ValueBytes, r.Structure)
+	}
+	require.InEpsilon(t, 2000, st.Rows[0].Count, 0.05, "PFCount")
+	require.Less(t, st.Rows[1].FPR, 2*st.Rate, "Bloom reserved for the IDs at p")
+	require.Less(t, st.Rows[2].FPR, 0.05, "cuckoo: about 2·2/255")
+	require.Positive(t, st.TableBytes)
+	require.Len(t, rep.Files, 8)
+	require.Empty(t, rep.Missing)
 
 	for _, f := range rep.Files {
 		b, err := os.ReadFile(f)
