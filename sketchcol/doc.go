@@ -4,12 +4,22 @@
 // and collapsed by compaction, so that counting distinct visitors or
 // guarding a cache never needs a read-modify-write.
 //
-// This phase provides the values and their codecs, the merge operator
-// (Merger) and, per command, a Reply function that computes Redis's
-// answer from the current value and an Op function that builds the
-// operand to write. The Store (Open, PFAdd, BFAdd, CFDel, ...) is built on
-// them: a command whose answer needs the value reads, calls the Reply,
-// then merges the Op; its blind variant merges the Op alone.
+// Use it through a Store: Open(db) opens the column family "sketch" with
+// the Merger and runs the commands, named as go-redis names them —
+// PFAdd/PFCount/PFMerge, BFReserve/BFAdd/BFMAdd/BFInsert/BFExists/...,
+// CFReserve/CFAdd/CFAddNX/CFDel/CFCount/..., Dump and Restore:
+//
+//	st, err := sketchcol.Open(db)
+//	added, err := st.BFAdd([]byte("crawled"), []byte(url))
+//	err = st.PFAddBlind([]byte("visitors:2024-06-01"), []byte(userID))
+//	n, err := st.PFCount([]byte("visitors:2024-06-01"))
+//
+// Underneath, per command, a Reply function computes Redis's answer from
+// the current value and an Op function builds the operand to write: a
+// command whose answer needs the value reads, calls the Reply, then
+// merges the Op; its blind variant (PFAddBlind, BFAddBlind, CFAddBlind, a
+// Batch) merges the Op alone and never reads. Both are exported for
+// callers that batch or route commands themselves.
 //
 // FORMAT.md specifies every byte of every value and operand.
 //
@@ -27,9 +37,23 @@
 //
 // # Concurrency
 //
-// Package-level functions and Merger are pure and safe for concurrent use.
-// HLL, ScalableBloom and CuckooFilter values are not safe for concurrent
-// mutation.
+// A Store is safe for concurrent use: commands that read before they
+// write hold a per-key lock, so their replies are those of a serial order
+// (Store's doc says what blind writes do meanwhile). A Batch is not safe
+// for concurrent use. Package-level functions and Merger are pure and
+// safe for concurrent use. HLL, ScalableBloom and CuckooFilter values are
+// not safe for concurrent mutation.
+//
+// # Cost of a command
+//
+// A key's value is read whole: a Get merges the key's operands not yet
+// compacted (decoding the value, applying them, encoding it again) and
+// the command decodes the result. So a reply-bearing command, or an
+// EXISTS, costs about the size of the value — a 12 KB dense HLL, a Bloom
+// filter of 1.2 bytes per item at 1% — while a blind add costs the size
+// of its operand. Probe many items with BFMExists or CFMExists (one read).
+// A PFCount of a compacted key is one read answered from the HLL's
+// cached cardinality.
 //
 // # The merge algebra
 //
