@@ -72,6 +72,15 @@ func (m *corruptionMatrix) count(target, damage string) *corrTally {
 	return c
 }
 
+// dataSample is about how many data blocks per table are damaged (all of
+// them in long mode).
+func (m *corruptionMatrix) dataSample() int {
+	if testing.Short() || relRaceEnabled {
+		return 1
+	}
+	return 3
+}
+
 func (m *corruptionMatrix) report() {
 	var tried, detected, tolerated, harmless, undetectable int
 	for _, k := range m.order {
@@ -350,8 +359,11 @@ func (m *corruptionMatrix) logDamages(chunks []walChunk, from, to int64) []damag
 		return nil
 	}
 	n := 4
-	if relLong() {
+	switch {
+	case relLong():
 		n = 16
+	case testing.Short() || relRaceEnabled:
+		n = 2
 	}
 	var out []damage
 	for i := 0; i < n; i++ {
@@ -546,14 +558,18 @@ func (m *corruptionMatrix) tables() {
 		m.rng.Read(b)
 		return fmt.Sprintf("%x", b)
 	}
-	for i := 0; i < 600; i++ {
+	nKeys := 600
+	if testing.Short() || relRaceEnabled {
+		nKeys = 200
+	}
+	for i := 0; i < nKeys; i++ {
 		ops = append(ops, relOp{entries: []relEntry{set(0, fmt.Sprintf("t%05d", i), val()), set(1, fmt.Sprintf("c%05d", i), val())}})
 	}
 	for _, op := range ops {
 		require.NoError(t, applyBatch(db, cf, op))
 	}
 	require.NoError(t, db.Compact(nil, nil))
-	for i := 0; i < 600; i += 7 {
+	for i := 0; i < nKeys; i += 7 {
 		op := relOp{entries: []relEntry{set(0, fmt.Sprintf("t%05d", i), val()), merge(0, fmt.Sprintf("t%05d", i+1), "mm")}}
 		require.NoError(t, applyBatch(db, cf, op))
 		ops = append(ops, op)
@@ -584,7 +600,7 @@ func (m *corruptionMatrix) tables() {
 			byKind[b.Kind] = append(byKind[b.Kind], b)
 		}
 		for _, b := range layout {
-			if b.Kind == "data" && len(byKind["data"]) > 4 && !relLong() && m.rng.Intn(len(byKind["data"])) > 3 {
+			if b.Kind == "data" && len(byKind["data"]) > 4 && !relLong() && m.rng.Intn(len(byKind["data"])) > m.dataSample() {
 				continue // a sample of the data blocks
 			}
 			target := "table " + b.Kind + " block"
@@ -593,12 +609,12 @@ func (m *corruptionMatrix) tables() {
 			}
 			off, n := int64(b.Offset), int64(b.Length)
 			ds := []damage{
-				flipAt(off, uint(m.rng.Intn(8))),
 				flipAt(off+n/2, uint(m.rng.Intn(8))),
-				flipAt(off+n-1, uint(m.rng.Intn(8))),
 				zeroAt(off, min(n, 32)),
-				zeroAt(off, n),
 				truncateAt(off + n/2),
+			}
+			if !testing.Short() && !relRaceEnabled {
+				ds = append(ds, flipAt(off, uint(m.rng.Intn(8))), flipAt(off+n-1, uint(m.rng.Intn(8))), zeroAt(off, n))
 			}
 			// Misplaced: another block of the same length if there is
 			// one (its checksum is valid where it lands), else the

@@ -38,13 +38,14 @@ import (
 // prefix of the pending directory operations, unsynced sectors half kept
 // and half zeroed, and at every write to a log the adversarial state where
 // only the last unsynced sector reached the disk. -short samples every
-// third mutant (every tenth under -race); SIEVE_LONG=1 adds two damage
+// third mutant (every 29th under -race); SIEVE_LONG=1 adds two damage
 // modes and takes a random seed; SIEVE_MUTANT=n replays one mutant and
 // SIEVE_MUTANT_TRACE=1 lists the baseline's syncs.
 func TestFsyncMutants(t *testing.T) {
 	seed := int64(1)
 	modes := mutantModesShort
-	if relLong() {
+	switch {
+	case relLong():
 		seed = testutil.Seed(t)
 		modes = mutantModesLong
 	}
@@ -70,7 +71,7 @@ func TestFsyncMutants(t *testing.T) {
 	first, last, stride := int64(1), total, int64(1)
 	switch {
 	case relRaceEnabled:
-		stride = 10
+		stride = 29
 	case testing.Short():
 		stride = 3
 	}
