@@ -233,6 +233,10 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 			t.SuccessiveMerges(e.key, db.opts.MaxSuccessiveMerges) >= db.opts.MaxSuccessiveMerges {
 			if v, ok := db.collapseMerge(e.cf, e.key, e.value, seq); ok {
 				t.Add(seq, base.KindSet, e.key, v)
+				// The collapsed value is not in the WAL record the
+				// group's size counts: count it, so that a hot key with a
+				// large value still rotates the memtable.
+				g.size.Add(int64(len(v)))
 				seq++
 				continue
 			}
