@@ -153,17 +153,14 @@ func BenchmarkStorePFCount(b *testing.B) {
 // (1.2 KB or 120 KB) however long the benchmark runs: the engine keeps a
 // collapsed copy of a hot key's value in the memtable every 64 operands
 // (MaxSuccessiveMerges), and a filter scaled by millions of adds would
-// make those copies huge. For the same reason the memtable is 1 MiB: the
-// engine rotates a memtable by the WAL bytes written into it, not by its
-// size with those copies, so with the default 32 MiB a run on the 120 KB
-// filter holds gigabytes of them (flushed later, and counted in ns/op).
+// make those copies huge (they are flushed too, and counted in ns/op).
 func BenchmarkStoreBFAdd(b *testing.B) {
 	const perKey = 10_000
 	items := benchElems(1 << 20)
 	for _, capacity := range []int64{1000, 100000} {
 		for _, mode := range []string{"blind", "reply"} {
 			b.Run(fmt.Sprintf("cap=%d/%s", capacity, mode), func(b *testing.B) {
-				s := benchStore(b, &sieve.Options{MemTableSize: 1 << 20})
+				s := benchStore(b, nil)
 				var key []byte
 				i := 0
 				for b.Loop() {
