@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/memtable"
@@ -69,7 +70,7 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	var created []uint64
 	var bytes int64
 	for cf, t := range g.all() {
-		meta, err := db.writeTable(cf, t.NewIter(nil, nil))
+		meta, err := db.writeTable(cf, db.flushIter(cf, t))
 		if err != nil {
 			db.removeFiles(created)
 			return err
@@ -109,10 +110,35 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	return nil
 }
 
+// forwardIter is what writeTable consumes: a forward pass over internal
+// keys in order.
+type forwardIter interface {
+	First() bool
+	Next() bool
+	Key() base.InternalKey
+	Value() []byte
+	Close() error
+}
+
+// flushIter reads a memtable for a flush through the compaction iterator,
+// so that a flush drops what compaction would: versions shadowed within a
+// snapshot stripe, and runs of merge operands folded by PartialMerge. It
+// never drops tombstones (older data may lie below) or full-merges.
+func (db *DB) flushIter(cf uint32, t *memtable.MemTable) forwardIter {
+	db.mu.Lock()
+	snapshots := db.mu.snapshots.all()
+	db.mu.Unlock()
+	opts := compaction.GCOptions{Snapshots: snapshots}
+	if st := db.cfs.get(cf); st != nil && st.merger != nil {
+		opts.Merger = st.merger
+	}
+	return compaction.NewIter(t.NewIter(nil, nil), opts)
+}
+
 // writeTable writes the entries of it into a new table of column family cf,
 // syncs and closes it, and returns its metadata. The caller syncs the
 // directory before the manifest names the table.
-func (db *DB) writeTable(cf uint32, it base.InternalIterator) (*manifest.FileMetadata, error) {
+func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, error) {
 	db.versionMu.Lock()
 	num := db.versions.NextFileNum()
 	db.versionMu.Unlock()
@@ -225,4 +251,3 @@ func (db *DB) stallWait(reason string) {
 	db.metrics.stallNanos.Add(int64(time.Since(start)))
 }
 
-var _ = memtable.New

@@ -128,6 +128,7 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	if lv == nil {
 		return nil
 	}
+	db.metrics.gets.Add(1)
 	for _, f := range lv[0] {
 		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
 			continue

@@ -80,6 +80,17 @@ func (f failingMerger) FullMerge(key, base []byte, hasBase bool, ops [][]byte) (
 	return f.appendMerger.FullMerge(key, base, hasBase, ops)
 }
 
+// PartialMerge declines to fold a "bad" operand, so that it reaches a full
+// merge intact.
+func (f failingMerger) PartialMerge(key []byte, ops [][]byte) ([]byte, bool) {
+	for _, op := range ops {
+		if string(op) == "bad" {
+			return nil, false
+		}
+	}
+	return f.appendMerger.PartialMerge(key, ops)
+}
+
 func TestMergeBasics(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: appendMerger{}})
 	defer db.Close()
