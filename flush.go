@@ -250,4 +250,3 @@ func (db *DB) stallWait(reason string) {
 	db.mu.cond.Wait()
 	db.metrics.stallNanos.Add(int64(time.Since(start)))
 }
-
