@@ -29,8 +29,9 @@ import (
 //     hit it, or by the database turning read-only (later writes return an
 //     error wrapping it), unless the failed operation was harmless
 //     housekeeping (removing an obsolete file and syncing that removal);
-//   - after a failed WAL or manifest write or sync, the file is never
-//     synced again and no write is acknowledged (the DB is read-only);
+//   - after a failed WAL or manifest write or sync, that file is never
+//     written or synced again (no fsync retry), and after a failed WAL
+//     write or sync no write is acknowledged (the DB is read-only);
 //   - reads return the right value or an error, never a wrong value;
 //   - after the run, a crash clone of the underlying MemFS recovers to a
 //     prefix of the history holding every write acknowledged as durable
@@ -191,8 +192,9 @@ type errRun struct {
 	writeFault bool
 	steps      []string
 
-	injectedAt int // the step during which the fault was first hit, or -1
-	dbStart    int // the first step of the open DB instance
+	injectedAt int   // the step during which the fault was first hit, or -1
+	dbStart    int   // the first step of the open DB instance
+	openStarts []int // operation counts when each Open began
 	reported   bool
 	outcome    string // "reported", "read-only" or "harmless" when the fault was hit
 	problems   []string
@@ -333,11 +335,39 @@ func (r *errRun) write(label string, op relOp) {
 }
 
 // mustBeFatal reports whether a failure of o must leave the database
-// refusing writes: a failed write or sync of the WAL or the manifest
-// (their state is unknown and a sync is never retried).
+// refusing every later write: a failed write or sync of the WAL, which
+// fails the write that made it, under the commit pipeline. (A manifest
+// write or sync fails in a flush or compaction that may run alongside a
+// write; the database turns read-only a moment later, and what must hold
+// is that the manifest is never written or synced again: noRetry.)
 func mustBeFatal(o opRec) bool {
-	k := fileKind(o.name)
-	return (k == "WAL" || k == "MANIFEST") && (o.op == vfs.OpWrite || o.op == vfs.OpSync)
+	return fileKind(o.name) == "WAL" && (o.op == vfs.OpWrite || o.op == vfs.OpSync)
+}
+
+// noRetry checks that a log (WAL or manifest) whose write or sync failed
+// is never written or synced again: after a failed fsync the state of its
+// data is unknown, and a retry that succeeds proves nothing.
+func (r *errRun) noRetry() {
+	f, ok := r.failed()
+	if k := fileKind(f.name); !ok || (k != "WAL" && k != "MANIFEST") || (f.op != vfs.OpWrite && f.op != vfs.OpSync) {
+		return
+	}
+	rec := r.seen()
+	// A later Open is another process: it reads the log back and syncs
+	// what it read, which is recovery, not a retry.
+	end := len(rec)
+	for _, s := range r.openStarts {
+		if s >= int(r.opts.Nth) {
+			end = s
+			break
+		}
+	}
+	for _, o := range rec[r.opts.Nth:end] {
+		if o.name == f.name && (o.op == vfs.OpWrite || o.op == vfs.OpSync) {
+			r.problem("%s after the failed %s", o, f)
+			return
+		}
+	}
 }
 
 func (r *errRun) apply(op relOp) error {
@@ -409,6 +439,7 @@ func (r *errRun) read(label string) {
 // once (a transient fault is gone by then), as a user would.
 func (r *errRun) open(label string) {
 	for try := 0; try < 2 && r.db == nil; try++ {
+		r.openStarts = append(r.openStarts, len(r.seen()))
 		r.step(label, func() error {
 			db, err := Open("/db", relOptions(r.efs))
 			if err != nil {
@@ -538,6 +569,7 @@ func (r *errRun) finish() {
 		r.readOnlyCheck() // a background flush may have failed during Close
 		r.db = nil
 	}
+	r.noRetry()
 	if r.efs.Injected() > 0 && r.outcome == "" {
 		switch {
 		case r.reported:
