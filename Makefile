@@ -1,6 +1,8 @@
 # Developer commands. CI runs .ci/run (vet, gofmt, go test ./..., race).
 GO ?= go
 FUZZTIME ?= 60s
+# Go's default minimization time (60s) can eat a whole short run.
+FUZZMINTIME ?= 5s
 
 .PHONY: test test-race lint fuzz bench bench-peers crash-long run
 
@@ -20,7 +22,7 @@ fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$f"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINTIME) $$pkg || exit 1; \
 	  done; \
 	done
 

@@ -63,6 +63,7 @@ func (db *DB) recover() error {
 	db.updateReadState()
 	db.deleteObsoleteFilesLocked()
 	db.maybeScheduleFlushLocked()
+	db.maybeScheduleCompactionLocked()
 	return nil
 }
 
