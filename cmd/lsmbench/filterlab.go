@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // lsmbench filters: the filter laboratory. Three experiments on the filter
@@ -207,7 +205,7 @@ func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	} else if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return err
 	}
-	start, cpuStart, loadStart := time.Now(), cpuTime(), loadAverage()
+	run := startLab()
 	lab := &filterLab{cfg: c, ctx: ctx, prog: newProgress(c.Progress, c.JSON, stdout, stderr)}
 	lab.makeKeys()
 	rep := &filterLabReport{Schema: "sieve.lsmbench.filters.v1", Config: &lab.cfg, Files: []string{}}
@@ -244,21 +242,8 @@ func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if rep.Files, err = writeFilterFiles(c.Out, rep); err != nil {
 		return err
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	if c.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	fmt.Fprintf(stdout, "files (open the .svg in a browser):\n")
-	for _, f := range rep.Files {
-		fmt.Fprintf(stdout, "  %s\n", f)
-	}
-	fmt.Fprintf(stdout, "wall time %s, CPU time %s\n", seconds(rep.Seconds), seconds((cpuTime() - cpuStart).Seconds()))
-	if warn := busyWarning(max(loadStart, loadAverage())); warn != "" {
-		fmt.Fprintf(stdout, "warning: %s\n", warn)
-	}
-	return nil
+	rep.Seconds = run.elapsed()
+	return run.finish(stdout, c.JSON, rep, rep.Files, rep.Seconds)
 }
 
 func filtersUsage(w io.Writer) {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"slices"
-	"time"
 )
 
 // lsmbench sketches: the sketch laboratory, on the values of the sketch
@@ -137,7 +135,7 @@ func runSketches(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	} else if err := os.MkdirAll(c.Out, 0o755); err != nil {
 		return err
 	}
-	start, cpuStart, loadStart := time.Now(), cpuTime(), loadAverage()
+	run := startLab()
 	lab := &sketchLab{cfg: c, ctx: ctx, prog: newProgress(c.Progress, c.JSON, stdout, stderr)}
 	rep := &sketchLabReport{Schema: "sieve.lsmbench.sketches.v1", Config: &lab.cfg, Missing: []string{}, Files: []string{}}
 	text := func(f func(io.Writer)) {
@@ -176,21 +174,8 @@ func runSketches(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if rep.Files, err = writeSketchFiles(c.Out, rep); err != nil {
 		return err
 	}
-	rep.Seconds = time.Since(start).Seconds()
-	if c.JSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	fmt.Fprintf(stdout, "files (open the .svg in a browser):\n")
-	for _, f := range rep.Files {
-		fmt.Fprintf(stdout, "  %s\n", f)
-	}
-	fmt.Fprintf(stdout, "wall time %s, CPU time %s\n", seconds(rep.Seconds), seconds((cpuTime() - cpuStart).Seconds()))
-	if warn := busyWarning(max(loadStart, loadAverage())); warn != "" {
-		fmt.Fprintf(stdout, "warning: %s\n", warn)
-	}
-	return nil
+	rep.Seconds = run.elapsed()
+	return run.finish(stdout, c.JSON, rep, rep.Files, rep.Seconds)
 }
 
 func sketchesUsage(w io.Writer) {
