@@ -40,53 +40,34 @@ func (it *Iterator) inLower(e entry) bool {
 	return it.lower == nil || bytes.Compare(e.ukey, it.lower) >= 0
 }
 
-// fillForward loads entries >= pivot (> pivot when strict) into buf.
-func (it *Iterator) fillForward(pivot entry, hasPivot, strict bool) bool {
-	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, true, false
+// fill loads a run of entries in direction forward into buf: those
+// after pivot (>= pivot, or > pivot when strict; <= and < going backward),
+// or from the start of the table without a pivot, stopping at the bound
+// ahead.
+func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool) bool {
+	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, forward, false
 	visit := func(e entry) bool {
-		if strict && !lessEntry(pivot, e) {
+		if strict && ((forward && !lessEntry(pivot, e)) || (!forward && !lessEntry(e, pivot))) {
 			return true
 		}
-		if !it.inUpper(e) {
+		if (forward && !it.inUpper(e)) || (!forward && !it.inLower(e)) {
 			it.exhausted = true
 			return false
 		}
 		it.buf = append(it.buf, e)
 		return len(it.buf) < refillSize
 	}
+	t := it.m.tree
 	it.m.mu.RLock()
-	if hasPivot {
-		it.m.tree.AscendGreaterOrEqual(pivot, visit)
-	} else {
-		it.m.tree.Ascend(visit)
-	}
-	it.m.mu.RUnlock()
-	if len(it.buf) < refillSize {
-		it.exhausted = true
-	}
-	return len(it.buf) > 0
-}
-
-// fillBackward loads entries <= pivot (< pivot when strict) into buf, in
-// descending order.
-func (it *Iterator) fillBackward(pivot entry, hasPivot, strict bool) bool {
-	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, false, false
-	visit := func(e entry) bool {
-		if strict && !lessEntry(e, pivot) {
-			return true
-		}
-		if !it.inLower(e) {
-			it.exhausted = true
-			return false
-		}
-		it.buf = append(it.buf, e)
-		return len(it.buf) < refillSize
-	}
-	it.m.mu.RLock()
-	if hasPivot {
-		it.m.tree.DescendLessOrEqual(pivot, visit)
-	} else {
-		it.m.tree.Descend(visit)
+	switch {
+	case forward && hasPivot:
+		t.AscendGreaterOrEqual(pivot, visit)
+	case forward:
+		t.Ascend(visit)
+	case hasPivot:
+		t.DescendLessOrEqual(pivot, visit)
+	default:
+		t.Descend(visit)
 	}
 	it.m.mu.RUnlock()
 	if len(it.buf) < refillSize {
@@ -100,7 +81,7 @@ func (it *Iterator) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	return it.fillForward(entry{}, false, false)
+	return it.fill(true, entry{}, false, false)
 }
 
 // Last implements base.InternalIterator.
@@ -108,7 +89,7 @@ func (it *Iterator) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
-	return it.fillBackward(entry{}, false, false)
+	return it.fill(false, entry{}, false, false)
 }
 
 // SeekGE implements base.InternalIterator.
@@ -117,7 +98,7 @@ func (it *Iterator) SeekGE(ukey []byte) bool {
 		ukey = it.lower
 	}
 	// The smallest internal key for ukey has the largest trailer.
-	return it.fillForward(makeEntry(ukey, ^uint64(0)), true, false)
+	return it.fill(true, makeEntry(ukey, ^uint64(0)), true, false)
 }
 
 // SeekLT implements base.InternalIterator.
@@ -127,35 +108,24 @@ func (it *Iterator) SeekLT(ukey []byte) bool {
 	}
 	// Every internal key of ukey is greater than (ukey, max trailer)...
 	// except that one itself, which no real entry has; descend strictly.
-	return it.fillBackward(makeEntry(ukey, ^uint64(0)), true, true)
+	return it.fill(false, makeEntry(ukey, ^uint64(0)), true, true)
 }
 
 // Next implements base.InternalIterator.
-func (it *Iterator) Next() bool {
-	if it.pos >= len(it.buf) {
-		return false
-	}
-	if !it.forward {
-		return it.fillForward(it.buf[it.pos], true, true)
-	}
-	it.pos++
-	if it.pos < len(it.buf) {
-		return true
-	}
-	if it.exhausted {
-		return false
-	}
-	last := it.buf[len(it.buf)-1]
-	return it.fillForward(last, true, true)
-}
+func (it *Iterator) Next() bool { return it.step(true) }
 
 // Prev implements base.InternalIterator.
-func (it *Iterator) Prev() bool {
+func (it *Iterator) Prev() bool { return it.step(false) }
+
+// step moves one entry in direction forward: within the buffered run, or
+// by loading the next run past its last entry; a change of direction
+// loads a run from the current entry.
+func (it *Iterator) step(forward bool) bool {
 	if it.pos >= len(it.buf) {
 		return false
 	}
-	if it.forward {
-		return it.fillBackward(it.buf[it.pos], true, true)
+	if it.forward != forward {
+		return it.fill(forward, it.buf[it.pos], true, true)
 	}
 	it.pos++
 	if it.pos < len(it.buf) {
@@ -164,8 +134,7 @@ func (it *Iterator) Prev() bool {
 	if it.exhausted {
 		return false
 	}
-	last := it.buf[len(it.buf)-1]
-	return it.fillBackward(last, true, true)
+	return it.fill(forward, it.buf[len(it.buf)-1], true, true)
 }
 
 // Valid reports whether the iterator is positioned at an entry.
