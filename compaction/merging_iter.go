@@ -172,6 +172,17 @@ func (m *MergingIter) fail() bool {
 	return false
 }
 
+// position places every child with pos and builds the heap for dir.
+func (m *MergingIter) position(dir direction, pos func(c base.InternalIterator) bool) bool {
+	m.heap = m.heap[:0]
+	for i, c := range m.children {
+		if !m.settle(i, pos(c)) {
+			break
+		}
+	}
+	return m.build(dir)
+}
+
 // First implements base.InternalIterator.
 func (m *MergingIter) First() bool {
 	if m.opts.LowerBound != nil {
@@ -180,13 +191,7 @@ func (m *MergingIter) First() bool {
 	if m.err != nil {
 		return false
 	}
-	m.heap = m.heap[:0]
-	for i, c := range m.children {
-		if !m.settle(i, c.First()) {
-			break
-		}
-	}
-	return m.build(forward)
+	return m.position(forward, func(c base.InternalIterator) bool { return c.First() })
 }
 
 // Last implements base.InternalIterator.
@@ -197,13 +202,7 @@ func (m *MergingIter) Last() bool {
 	if m.err != nil {
 		return false
 	}
-	m.heap = m.heap[:0]
-	for i, c := range m.children {
-		if !m.settle(i, c.Last()) {
-			break
-		}
-	}
-	return m.build(backward)
+	return m.position(backward, func(c base.InternalIterator) bool { return c.Last() })
 }
 
 // SeekGE implements base.InternalIterator. A key below the lower bound
@@ -215,13 +214,7 @@ func (m *MergingIter) SeekGE(ukey []byte) bool {
 	if m.opts.belowLower(ukey) {
 		ukey = m.opts.LowerBound
 	}
-	m.heap = m.heap[:0]
-	for i, c := range m.children {
-		if !m.settle(i, c.SeekGE(ukey)) {
-			break
-		}
-	}
-	return m.build(forward)
+	return m.position(forward, func(c base.InternalIterator) bool { return c.SeekGE(ukey) })
 }
 
 // SeekLT implements base.InternalIterator. A key above the upper bound
@@ -233,13 +226,7 @@ func (m *MergingIter) SeekLT(ukey []byte) bool {
 	if m.opts.aboveUpper(ukey) {
 		ukey = m.opts.UpperBound
 	}
-	m.heap = m.heap[:0]
-	for i, c := range m.children {
-		if !m.settle(i, c.SeekLT(ukey)) {
-			break
-		}
-	}
-	return m.build(backward)
+	return m.position(backward, func(c base.InternalIterator) bool { return c.SeekLT(ukey) })
 }
 
 // Next implements base.InternalIterator.
