@@ -190,7 +190,6 @@ func (db *DB) commitGroup(writers []*writer, sync bool, size int) (err error) {
 	for _, w := range writers {
 		db.applyToMemtable(mem, w.batch)
 	}
-	mem.size.Add(int64(len(record)))
 	db.logSeq = seq + count - 1
 	db.visibleSeq.Store(db.logSeq)
 	return nil
@@ -233,10 +232,6 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 			t.SuccessiveMerges(e.key, db.opts.MaxSuccessiveMerges) >= db.opts.MaxSuccessiveMerges {
 			if v, ok := db.collapseMerge(e.cf, e.key, e.value, seq); ok {
 				t.Add(seq, base.KindSet, e.key, v)
-				// The collapsed value is not in the WAL record the
-				// group's size counts: count it, so that a hot key with a
-				// large value still rotates the memtable.
-				g.size.Add(int64(len(v)))
 				seq++
 				continue
 			}
@@ -283,7 +278,7 @@ func (db *DB) makeRoomForWrite(incoming int) error {
 			return ErrClosed
 		}
 		mem := db.mu.mem
-		if mem.size.Load()+int64(incoming) <= db.opts.MemTableSize || mem.empty() {
+		if mem.size()+int64(incoming) <= db.opts.MemTableSize || mem.empty() {
 			return db.maybeStallForL0Locked()
 		}
 		if len(db.mu.imm) >= db.opts.MaxImmutableMemTables && db.canFlush() {

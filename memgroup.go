@@ -15,7 +15,6 @@ type memGroup struct {
 	// tables is indexed by column family ID. It is replaced (copy on write)
 	// by the commit leader, the only writer; readers load it atomically.
 	tables atomic.Pointer[[]*memtable.MemTable]
-	size   atomic.Int64
 }
 
 func newMemGroup(logNum uint64) *memGroup {
@@ -47,6 +46,18 @@ func (g *memGroup) tableForWrite(cf uint32) *memtable.MemTable {
 	ts[cf] = memtable.New()
 	g.tables.Store(&ts)
 	return ts[cf]
+}
+
+// size is the memory the group's memtables account for: what rotation
+// compares with MemTableSize.
+func (g *memGroup) size() int64 {
+	var n int64
+	for _, t := range *g.tables.Load() {
+		if t != nil {
+			n += t.ApproximateSize()
+		}
+	}
+	return n
 }
 
 // empty reports whether no write went into the group.

@@ -84,7 +84,7 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 	}
 	g := newMemGroup(num)
 	r := wal.NewReader(f, size, num)
-	for {
+	for first := true; ; first = false {
 		rec, err := r.Next()
 		if err == io.EOF {
 			break
@@ -92,7 +92,7 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sieve: WAL %s: %w", name, err)
 		}
-		if err := db.applyRecovered(g, rec, g.size.Load() > 0); err != nil {
+		if err := db.applyRecovered(g, rec, !first); err != nil {
 			return nil, fmt.Errorf("sieve: WAL %s, record at offset %d: %w", name, r.Offset(), err)
 		}
 	}
@@ -181,7 +181,6 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 		if br.err != nil {
 			return br.err
 		}
-		g.size.Add(int64(n))
 		db.logSeq = seq + count - 1
 		rec = rec[n:]
 	}
