@@ -139,45 +139,22 @@ func (db *DB) flushIter(cf uint32, t *memtable.MemTable) forwardIter {
 // syncs and closes it, and returns its metadata. The caller syncs the
 // directory before the manifest names the table.
 func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, error) {
-	db.versionMu.Lock()
-	num := db.versions.NextFileNum()
-	db.versionMu.Unlock()
-	name := base.MakeFilename(db.dirname, base.FileTypeTable, num)
-	f, err := db.fs.Create(name)
+	out := &compactionOutput{db: db, cf: cf}
+	err := out.start()
+	for ok := err == nil && it.First(); ok && err == nil; ok = it.Next() {
+		err = out.w.Add(it.Key(), it.Value())
+	}
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = out.finish()
+	}
 	if err != nil {
+		out.abandon()
 		return nil, err
 	}
-	fail := func(err error) (*manifest.FileMetadata, error) {
-		f.Close()
-		db.fs.Remove(name)
-		return nil, err
-	}
-	w := sstable.NewWriter(f, db.writerOptions(cf))
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := w.Add(it.Key(), it.Value()); err != nil {
-			it.Close()
-			return fail(err)
-		}
-	}
-	if err := it.Close(); err != nil {
-		return fail(err)
-	}
-	md, err := w.Finish()
-	if err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		db.fs.Remove(name)
-		return nil, err
-	}
-	return &manifest.FileMetadata{
-		FileNum: num, Size: md.Size,
-		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
-		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
-	}, nil
+	return out.metas[0], nil
 }
 
 func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
