@@ -102,23 +102,11 @@ func (db *DB) resolve(cf uint32, st *getState) ([]byte, error) {
 		}
 		return nil, ErrNotFound
 	}
-	cfs := db.cfs.get(cf)
-	if cfs == nil || cfs.merger == nil {
-		name := ""
-		if cfs != nil {
-			name = cfs.recordedMerger
-		}
-		return nil, fmt.Errorf("%w: key %q has merge operands; merger %q not supplied", ErrNoMerger, st.key, name)
-	}
 	ops := make([][]byte, len(st.operands))
 	for i, op := range st.operands {
 		ops[len(ops)-1-i] = op
 	}
-	v, err := cfs.merger.FullMerge(st.key, st.value, st.found, ops)
-	if err != nil {
-		return nil, fmt.Errorf("sieve: merger %q failed on key %q: %w", cfs.merger.Name(), st.key, err)
-	}
-	return v, nil
+	return db.fullMerge(cf, st.key, st.value, st.found, ops)
 }
 
 // getFromVersion searches the tables: L0 newest first, then the one table
