@@ -35,8 +35,6 @@ type writer struct {
 
 var writerPool = sync.Pool{New: func() any { return new(writer) }}
 
-func (p *commitPipeline) init() {}
-
 // acquire makes the caller the leader with an empty group, blocking
 // writers until release. Used by Close and by operations that must not run
 // concurrently with a commit (rotating the WAL from outside the pipeline).

@@ -141,7 +141,6 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}()
 	db = &DB{dirname: dirname, opts: o, fs: o.FS}
 	db.mu.cond.L = &db.mu.Mutex
-	db.commit.init()
 	if err := db.open(); err != nil {
 		db.releaseOnFailedOpen()
 		return nil, err

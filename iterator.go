@@ -332,7 +332,6 @@ func (it *Iterator) findPrev(ok bool) bool {
 			present  bool
 			hasBase  bool
 			merging  bool
-			opCount  int
 			offs     []int
 			anyEntry bool
 		)
@@ -347,16 +346,15 @@ func (it *Iterator) findPrev(ok bool) bool {
 				switch k.Kind() {
 				case base.KindSet:
 					it.baseBuf = append(it.baseBuf[:0], it.iter.Value()...)
-					present, hasBase, merging, opCount = true, true, false, 0
+					present, hasBase, merging = true, true, false
 					it.opBuf, offs = it.opBuf[:0], offs[:0]
 				case base.KindDelete:
-					present, hasBase, merging, opCount = false, false, false, 0
+					present, hasBase, merging = false, false, false
 					it.opBuf, offs = it.opBuf[:0], offs[:0]
 				case base.KindMerge:
 					offs = append(offs, len(it.opBuf))
 					it.opBuf = append(it.opBuf, it.iter.Value()...)
 					present, merging = true, true
-					opCount++
 				default:
 					return it.fail(base.CorruptionErrorf("iterator: key %s of unknown kind", k))
 				}

@@ -48,7 +48,9 @@ func (db *DB) newIter(cf uint32, o *IterOptions, seq uint64) *Iterator {
 	}
 	if lv := rs.version.Levels(cf); lv != nil {
 		for i, f := range lv[0] {
-			if !f.Overlaps(lower, upperInclusive(upper)) {
+			// Overlaps takes an inclusive range: a table starting
+			// exactly at upper is opened in vain, never skipped wrongly.
+			if !f.Overlaps(lower, upper) {
 				continue
 			}
 			children = append(children, compaction.NewLevelIter(copts, lv[0][i:i+1], openTable))
@@ -64,11 +66,6 @@ func (db *DB) newIter(cf uint32, o *IterOptions, seq uint64) *Iterator {
 	it.release = rs.unref
 	return it
 }
-
-// upperInclusive converts an exclusive upper bound for Overlaps, which
-// takes inclusive ranges; a table starting exactly at upper is opened in
-// vain but harmlessly.
-func upperInclusive(upper []byte) []byte { return upper }
 
 // tableIter releases its table-cache reference on Close.
 type tableIter struct {

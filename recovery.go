@@ -63,7 +63,6 @@ func (db *DB) recover() error {
 	db.updateReadState()
 	db.deleteObsoleteFilesLocked()
 	db.maybeScheduleFlushLocked()
-	db.maybeScheduleCompactionLocked()
 	return nil
 }
 
