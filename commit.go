@@ -291,7 +291,7 @@ func (db *DB) makeRoomForWrite(incoming int) error {
 // and group. REQUIRES: db.mu held, leader.
 func (db *DB) rotateMemLocked() error {
 	old := db.mu.mem
-	if err := db.newWAL(); err != nil {
+	if err := db.newWAL(0); err != nil {
 		db.setBackgroundErrorLocked(err)
 		return err
 	}
@@ -304,8 +304,9 @@ func (db *DB) rotateMemLocked() error {
 
 // newWAL closes the current WAL (syncing it, so that later WALs never hold
 // writes whose predecessors could be lost) and creates the next one, making
-// its directory entry durable. REQUIRES: db.mu held; leader (or Open).
-func (db *DB) newWAL() error {
+// its directory entry durable: number num, or the next file number when
+// num is 0. REQUIRES: db.mu held; leader (or Open).
+func (db *DB) newWAL(num uint64) error {
 	if db.log.w != nil {
 		old := db.log
 		// Released even on error, so that Close does not close it again
@@ -319,9 +320,11 @@ func (db *DB) newWAL() error {
 			return fmt.Errorf("WAL %06d close: %w", old.num, err)
 		}
 	}
-	db.versionMu.Lock()
-	num := db.versions.NextFileNum()
-	db.versionMu.Unlock()
+	if num == 0 {
+		db.versionMu.Lock()
+		num = db.versions.NextFileNum()
+		db.versionMu.Unlock()
+	}
 	name := base.MakeFilename(db.dirname, base.FileTypeLog, num)
 	f, err := db.fs.Create(name)
 	if err != nil {

@@ -200,12 +200,16 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
+	firstWAL, err := db.checkDir()
+	if err != nil {
+		return err
+	}
 	db.tables = newTableCache(db)
 	db.cfs = newCFRegistry(db)
 	if err := db.cfs.load(); err != nil {
 		return err
 	}
-	return db.recover()
+	return db.recover(firstWAL)
 }
 
 // checkNoOrphanData refuses to create a database in a directory without
@@ -244,7 +248,19 @@ func (db *DB) Close() error {
 
 	var errs []error
 	if db.log.w != nil {
-		errs = append(errs, db.log.w.Close(), db.log.f.Close())
+		werr := db.log.w.Close()
+		errs = append(errs, werr, db.log.f.Close())
+		db.mu.Lock()
+		healthy := db.mu.bgErr == nil
+		db.mu.Unlock()
+		if werr == nil && healthy {
+			// Record that the WAL ended cleanly: if it is later found
+			// without its trailer, it was cut (at a record boundary, or
+			// recovery would see a torn chunk), not torn by a crash.
+			db.versionMu.Lock()
+			errs = append(errs, db.versions.LogAndApply(&manifest.VersionEdit{HasSealedLog: true, SealedLog: db.log.num}))
+			db.versionMu.Unlock()
+		}
 	}
 	db.rsMu.Lock()
 	if db.rs != nil {

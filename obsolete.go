@@ -43,7 +43,7 @@ func (db *DB) deleteObsoleteFilesLocked() {
 		}
 	}
 	v.Unref()
-	minLog := db.minLiveWALLocked()
+	minLog := min(db.minLiveWALLocked(), db.versions.LogNum())
 	removed := 0
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)

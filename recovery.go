@@ -6,14 +6,47 @@ import (
 	"sort"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/wal"
 )
+
+// checkDir checks the loaded manifest against the directory — every table
+// it names is present, and the WALs it relies on (checkWALsPresent) — and
+// then, unless read-only, starts a new manifest (a snapshot of the loaded
+// state). It runs before anything is written, so that a manifest found
+// inconsistent is left as it was found. It returns the number for the
+// first WAL of a new database (see checkWALsPresent), else 0.
+func (db *DB) checkDir() (firstWAL uint64, err error) {
+	names, err := db.fs.List(db.dirname)
+	if err != nil {
+		return 0, err
+	}
+	var logs []uint64
+	for _, name := range names {
+		if t, num, ok := base.ParseFilename(name); ok && t == base.FileTypeLog && num >= db.versions.LogNum() {
+			logs = append(logs, num)
+		}
+	}
+	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
+	if err := db.checkTablesPresent(names); err != nil {
+		return 0, err
+	}
+	if firstWAL, err = db.checkWALsPresent(logs); err != nil {
+		return 0, err
+	}
+	if !db.opts.ReadOnly && !db.versions.Writable() {
+		if err := db.versions.Rotate(); err != nil {
+			return 0, err
+		}
+	}
+	return firstWAL, nil
+}
 
 // recover replays the WALs the manifest does not cover into immutable
 // memtable groups, truncates a torn tail of the newest WAL, starts a new
 // WAL, publishes the read state, removes obsolete files and schedules the
 // flush of what was recovered.
-func (db *DB) recover() error {
+func (db *DB) recover(firstWAL uint64) error {
 	names, err := db.fs.List(db.dirname)
 	if err != nil {
 		return err
@@ -30,9 +63,6 @@ func (db *DB) recover() error {
 		}
 	}
 	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
-	if err := db.checkTablesPresent(names); err != nil {
-		return err
-	}
 
 	db.logSeq = db.versions.LastSeq()
 	var recovered []*memGroup
@@ -56,20 +86,80 @@ func (db *DB) recover() error {
 		db.updateReadState()
 		return nil
 	}
-	if err := db.newWAL(); err != nil {
+	if err := db.newWAL(firstWAL); err != nil {
 		return err
 	}
 	db.mu.mem = newMemGroup(db.log.num)
+	// WALs that held nothing to replay are about to be deleted: move the
+	// log number past them first, so that the manifest never names a WAL
+	// that is gone (checkWALsPresent).
+	if minLive := db.minLiveWALLocked(); minLive > db.versions.LogNum() {
+		db.versionMu.Lock()
+		err := db.versions.LogAndApply(&manifest.VersionEdit{HasLogNum: true, LogNum: minLive})
+		db.versionMu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
 	db.updateReadState()
 	db.deleteObsoleteFilesLocked()
 	db.maybeScheduleFlushLocked()
 	return nil
 }
 
-// replayWAL reads one WAL into a new memtable group. A torn tail is
-// tolerated only in the newest WAL (last), where it is truncated away;
-// anywhere else it is corruption, because a WAL is synced and closed before
-// the next one starts.
+// checkWALsPresent fails Open when a WAL the manifest relies on is gone:
+// the one its log number names (created, and its directory entry synced,
+// before any edit named it; deleted only after a later edit moved the log
+// number past it), and the one a clean close sealed, unless flushed since.
+// A missing one means a lost manifest edit — the manifest cut at a record
+// boundary, which reads like a crash — or a WAL removed by hand.
+//
+// One WAL may legitimately be missing: the first, whose number a new
+// database's manifest reserves (manifest.FirstLogNum) before the WAL is
+// created, if the process died in between. Then the directory holds no WAL
+// and the manifest no table and no sequence number, and firstWAL returns
+// the number for recovery to create it with.
+func (db *DB) checkWALsPresent(logs []uint64) (firstWAL uint64, err error) {
+	have := func(num uint64) bool {
+		i := sort.Search(len(logs), func(i int) bool { return logs[i] >= num })
+		return i < len(logs) && logs[i] == num
+	}
+	logNum, sealed := db.versions.LogNum(), db.versions.SealedLog()
+	if logNum != 0 && !have(logNum) {
+		if len(logs) == 0 && db.versions.LastSeq() == 0 && db.versionEmpty() {
+			return logNum, nil
+		}
+		return 0, base.CorruptionErrorf("%s names WAL %s as the oldest holding unflushed writes, but it is missing from %s (a lost manifest edit or a removed WAL)",
+			base.FileName(base.FileTypeManifest, db.versions.ManifestNum()), base.FileName(base.FileTypeLog, logNum), db.dirname)
+	}
+	if sealed != 0 && sealed >= logNum && !have(sealed) {
+		return 0, base.CorruptionErrorf("%s says a clean close sealed WAL %s, but it is missing from %s",
+			base.FileName(base.FileTypeManifest, db.versions.ManifestNum()), base.FileName(base.FileTypeLog, sealed), db.dirname)
+	}
+	return 0, nil
+}
+
+// versionEmpty reports whether the current version holds no table.
+func (db *DB) versionEmpty() bool {
+	v := db.versions.Current()
+	defer v.Unref()
+	for _, lv := range v.CFs {
+		for _, files := range lv {
+			if len(files) > 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// replayWAL reads one WAL into a new memtable group. Every WAL but the
+// newest (last) must end with its end-of-log trailer: rotation closes a WAL
+// before the next one starts, and recovery seals the newest before it
+// starts the next (wal/FORMAT.md, rule 14). So must the WAL that the
+// manifest says a clean close sealed. The newest WAL may end torn or
+// without a trailer (a crash); recovery truncates it to its last whole
+// record and seals it.
 func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 	name := base.MakeFilename(db.dirname, base.FileTypeLog, num)
 	f, err := db.fs.Open(name)
@@ -95,20 +185,32 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 			return nil, fmt.Errorf("sieve: WAL %s, record at offset %d: %w", name, r.Offset(), err)
 		}
 	}
-	if r.TornTail() {
-		if !last {
-			return nil, base.CorruptionErrorf("WAL %s: damaged at offset %d, but it is not the newest WAL", name, r.ValidEnd())
+	tail := r.Tail()
+	if !tail.Clean {
+		switch {
+		case !last && tail.Torn:
+			return nil, base.CorruptionErrorf("WAL %s: damaged at offset %d (%s), but it is not the newest WAL", name, tail.BadOffset, tail.Reason)
+		case !last:
+			return nil, base.CorruptionErrorf("WAL %s: ends at offset %d without its end-of-log trailer, but it is not the newest WAL (cut short)", name, tail.ValidEnd)
+		case num == db.versions.SealedLog():
+			return nil, base.CorruptionErrorf("WAL %s: ends at offset %d without the end-of-log trailer that the manifest says a clean close wrote (cut short)", name, tail.ValidEnd)
 		}
-		db.opts.Logger.Warn("truncating torn WAL tail", "wal", name, "valid_end", r.ValidEnd(), "size", size)
+		if tail.Torn {
+			db.opts.Logger.Warn("truncating torn WAL tail", "wal", name, "valid_end", tail.ValidEnd, "size", size, "reason", tail.Reason)
+		}
 		if !db.opts.ReadOnly {
-			if err := db.truncateWAL(name, r.ValidEnd()); err != nil {
+			// The records may have reached the OS but not the disk (the
+			// process died before a sync), and new writes go to a newer
+			// WAL: sealing syncs them first, so that a power loss cannot
+			// keep the new writes and lose these.
+			if err := db.sealWAL(name, num, tail.ValidEnd); err != nil {
 				return nil, err
 			}
 		}
-	} else if !db.opts.ReadOnly && !g.empty() {
-		// The records may have reached the OS but not the disk (the
-		// process died before a sync). New writes go to a newer WAL and
-		// must not survive a power loss that these lose: sync first.
+	} else if last && !db.opts.ReadOnly {
+		// The trailer (and records) may have reached the OS but not the
+		// disk: a Close whose final sync failed, or a process killed
+		// between the two. Sync before a newer WAL makes this one older.
 		if err := db.syncWAL(name); err != nil {
 			return nil, err
 		}
@@ -131,18 +233,14 @@ func (db *DB) syncWAL(name string) error {
 	return f.Close()
 }
 
-func (db *DB) truncateWAL(name string, size int64) error {
+func (db *DB) sealWAL(name string, num uint64, validEnd int64) error {
 	f, err := db.fs.OpenReadWrite(name)
 	if err != nil {
 		return err
 	}
-	if err := f.Truncate(size); err != nil {
+	if err := wal.Seal(f, num, validEnd); err != nil {
 		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+		return fmt.Errorf("sieve: sealing WAL %s: %w", name, err)
 	}
 	return f.Close()
 }

@@ -31,11 +31,13 @@ import (
 //     a wrong value; damage that changes nothing a read can see (padding,
 //     an unused region) counts as harmless.
 //
-// A few damages are undetectable by design and are counted, not failed:
-// truncating a log (WAL or manifest) at a record boundary inside its synced
-// part looks exactly like a crash that tore the unsynced tail (wal/FORMAT.md,
-// "Assumptions and limits"). The test logs the matrix; SIEVE_LONG=1 damages
-// more offsets.
+// A log (WAL or manifest) cut at a record boundary would look exactly like
+// a crash that tore its unsynced tail; it is detected because recovery
+// seals the newest WAL before starting the next (every older WAL must end
+// with its trailer), a clean close records in the manifest which WAL it
+// sealed, and the manifest's log number must name a WAL that exists
+// (wal/FORMAT.md rule 14, internal/manifest/FORMAT.md). The test logs the
+// matrix; SIEVE_LONG=1 damages more offsets.
 func TestCorruptionMatrix(t *testing.T) {
 	seed := testutil.Seed(t)
 	m := &corruptionMatrix{t: t, rng: rand.New(rand.NewSource(seed)), tally: map[string]*corrTally{}}
@@ -49,7 +51,7 @@ func TestCorruptionMatrix(t *testing.T) {
 }
 
 type corrTally struct {
-	tried, detected, tolerated, harmless, undetectable int
+	tried, detected, tolerated, harmless int
 }
 
 type corruptionMatrix struct {
@@ -82,19 +84,18 @@ func (m *corruptionMatrix) dataSample() int {
 }
 
 func (m *corruptionMatrix) report() {
-	var tried, detected, tolerated, harmless, undetectable int
+	var tried, detected, tolerated, harmless int
 	for _, k := range m.order {
 		c := m.tally[k]
-		m.t.Logf("  %-34s tried %3d: detected %3d, tolerated %3d, harmless %3d, undetectable by design %2d",
-			k, c.tried, c.detected, c.tolerated, c.harmless, c.undetectable)
+		m.t.Logf("  %-34s tried %3d: detected %3d, tolerated %3d, harmless %3d",
+			k, c.tried, c.detected, c.tolerated, c.harmless)
 		tried += c.tried
 		detected += c.detected
 		tolerated += c.tolerated
 		harmless += c.harmless
-		undetectable += c.undetectable
 	}
-	m.t.Logf("corruption cases: %d tried; %d detected (ErrCorruption with the file named), %d tolerated (torn tail of the newest WAL), %d harmless (no visible effect), %d undetectable by design; %d failures",
-		tried, detected, tolerated, harmless, undetectable, len(m.bad))
+	m.t.Logf("corruption cases: %d tried; %d detected (ErrCorruption with the file named), %d tolerated (torn tail of the newest WAL), %d harmless (no visible effect); %d failures",
+		tried, detected, tolerated, harmless, len(m.bad))
 	for i, b := range m.bad {
 		if i == 20 {
 			m.t.Errorf("... and %d more", len(m.bad)-20)
@@ -153,12 +154,6 @@ type expectation struct {
 	// current: CURRENT damage, where any error naming CURRENT or a
 	// manifest is a clear error.
 	current bool
-	// trailer is the offset of a log's end-of-log trailer (-1: none).
-	// Damage that reaches from a record into the trailer removes the
-	// trailer's claim that the record had been synced: it looks like a
-	// crash that tore the end of the log (wal/FORMAT.md), undetectable by
-	// design. So is a truncation before the trailer.
-	trailer int64
 }
 
 // try damages a clone of base with d and classifies what the database
@@ -188,13 +183,6 @@ func (m *corruptionMatrix) try(base *vfs.MemFS, target, name string, d damage, e
 		c.tolerated++
 	case "harmless":
 		c.harmless++
-	case "lost", "wrong value":
-		if e.trailer >= 0 && d.lo < e.trailer && d.hi > e.trailer {
-			// The records after the cut are gone, as after a crash.
-			c.undetectable++
-			return
-		}
-		fail("%s: %s", outcome, msg)
 	default:
 		fail("%s: %s", outcome, msg)
 	}
@@ -440,7 +428,7 @@ func (m *corruptionMatrix) walTail() {
 	data, err := fs.ReadFile(name)
 	require.NoError(t, err)
 	require.Greater(t, int64(len(data)), synced+1000, "an unsynced tail")
-	e := expectation{tail: true, h: newRelHistory(ops), durable: durable, trailer: -1}
+	e := expectation{tail: true, h: newRelHistory(ops), durable: durable}
 	for _, d := range m.logDamages(walChunks(data), synced, int64(len(data))) {
 		if d.kind == "misplaced block" {
 			// A chunk of this log copied into the tail is not something a
@@ -474,8 +462,8 @@ func (m *corruptionMatrix) tryEither(fs *vfs.MemFS, target, name string, d damag
 }
 
 // walClosed: a cleanly closed WAL, whose end-of-log trailer vouches for
-// every record: any damage is corruption, except truncation at a record
-// boundary (indistinguishable from a crash) which loses records silently.
+// every record: any damage is corruption, truncation at a record boundary
+// included (the manifest records that a clean close sealed this WAL).
 func (m *corruptionMatrix) walClosed() {
 	t := m.t
 	fs := vfs.NewMem()
@@ -486,7 +474,7 @@ func (m *corruptionMatrix) walClosed() {
 	data, err := fs.ReadFile(name)
 	require.NoError(t, err)
 	chunks := walChunks(data)
-	e := expectation{want: stateOf(ops), context: path.Base(name), trailer: chunks[len(chunks)-1].off}
+	e := expectation{want: stateOf(ops), context: path.Base(name)}
 	for _, d := range m.logDamages(chunks, 0, int64(len(data))) {
 		m.try(fs, "WAL, closed (newest)", name, d, e)
 	}
@@ -530,11 +518,10 @@ func (m *corruptionMatrix) walOlder() {
 	require.NoError(t, err)
 	// What the database holds: every acknowledged write (the WALs were
 	// synced when rotated and closed).
-	// Cut at a record boundary, an older WAL also looks like one that a
-	// crash tore and recovery truncated before the WAL after it was
-	// started: the trailer rule covers it.
+	// Cut at a record boundary, an older WAL is corruption: every WAL but
+	// the newest ends with its trailer (recovery seals a crashed one).
 	chunks := walChunks(data)
-	e := expectation{want: stateOf(ops), context: path.Base(name), trailer: chunks[len(chunks)-1].off}
+	e := expectation{want: stateOf(ops), context: path.Base(name)}
 	require.Equal(t, "harmless", func() string { o, _ := evalDamaged(mem.CrashClone(vfs.CrashOptions{}), e); return o }())
 	for _, d := range m.logDamages(chunks, 0, int64(len(data))) {
 		m.try(mem, "WAL, older than the newest", name, d, e)
@@ -594,7 +581,7 @@ func (m *corruptionMatrix) tables() {
 		require.NoError(t, err)
 		layout := r.Layout()
 		r.Close()
-		e := expectation{want: want, context: fmt.Sprintf("%06d", num), trailer: -1}
+		e := expectation{want: want, context: fmt.Sprintf("%06d", num)}
 		byKind := map[string][]sstable.BlockInfo{}
 		for _, b := range layout {
 			byKind[b.Kind] = append(byKind[b.Kind], b)
@@ -658,7 +645,7 @@ func (m *corruptionMatrix) manifest() {
 	data, err := fs.ReadFile(name)
 	require.NoError(t, err)
 	chunks := walChunks(data)
-	e := expectation{want: stateOf(ops), context: path.Base(name), trailer: chunks[len(chunks)-1].off}
+	e := expectation{want: stateOf(ops), context: path.Base(name)}
 	for _, d := range m.logDamages(chunks, 0, int64(len(data))) {
 		m.try(fs, "MANIFEST", name, d, e)
 	}
@@ -675,7 +662,7 @@ func (m *corruptionMatrix) current() {
 	const name = "/db/CURRENT"
 	data, err := fs.ReadFile(name)
 	require.NoError(t, err)
-	e := expectation{want: stateOf(ops), current: true, trailer: -1}
+	e := expectation{want: stateOf(ops), current: true}
 	var ds []damage
 	for off := int64(0); off < int64(len(data)); off++ {
 		if relLong() || off%4 == 0 {

@@ -24,7 +24,8 @@ const (
 	tagAddCF        = 6
 	tagDropCF       = 7
 	tagSetCFMerger  = 8
-	tagMinUnflushed = 9
+	tagMinUnflushed = 9 // reserved, never written
+	tagSealedLog    = 10
 )
 
 // NumLevels is the number of LSM levels: L0 (overlapping tables, newest
@@ -64,6 +65,10 @@ type VersionEdit struct {
 	NextFileNum    uint64
 	HasLastSeq     bool
 	LastSeq        uint64
+	// HasSealedLog records that a clean close ended WAL SealedLog with its
+	// end-of-log trailer: from then on that WAL must read as sealed.
+	HasSealedLog bool
+	SealedLog    uint64
 
 	DeletedFiles []DeletedFile
 	NewFiles     []NewFile
@@ -89,6 +94,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	}
 	if e.HasLastSeq {
 		field(tagLastSeq, binary.AppendUvarint(p[:0], e.LastSeq))
+	}
+	if e.HasSealedLog {
+		field(tagSealedLog, binary.AppendUvarint(p[:0], e.SealedLog))
 	}
 	for _, cf := range e.AddedCFs {
 		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
@@ -217,6 +225,8 @@ func (e *VersionEdit) Decode(b []byte) error {
 			if f.err == nil && e.LastSeq > base.SeqNumMax {
 				f.err = fmt.Errorf("last seq %d out of range", e.LastSeq)
 			}
+		case tagSealedLog:
+			e.HasSealedLog, e.SealedLog = true, f.uvarint()
 		case tagAddCF:
 			cf := ColumnFamily{ID: f.cf()}
 			cf.Name = string(f.bytes())
@@ -272,6 +282,9 @@ func (e *VersionEdit) String() string {
 	}
 	if e.HasLastSeq {
 		s += fmt.Sprintf("last-seq %d\n", e.LastSeq)
+	}
+	if e.HasSealedLog {
+		s += fmt.Sprintf("sealed-log %d\n", e.SealedLog)
 	}
 	for _, cf := range e.AddedCFs {
 		s += fmt.Sprintf("add-cf %d %q merger=%q\n", cf.ID, cf.Name, cf.Merger)

@@ -24,6 +24,7 @@ func sampleEdits() []*VersionEdit {
 	return []*VersionEdit{
 		{},
 		{HasLogNum: true, LogNum: 7, HasNextFileNum: true, NextFileNum: 12, HasLastSeq: true, LastSeq: 1 << 40},
+		{HasSealedLog: true, SealedLog: 9},
 		{AddedCFs: []ColumnFamily{{ID: 0, Name: "default"}, {ID: 3, Name: "sketch", Merger: "sieve.sketch"}}},
 		{DroppedCFs: []uint32{3}, SetMergers: []ColumnFamily{{ID: 1, Merger: "m"}}},
 		{DeletedFiles: []DeletedFile{{CF: 0, Level: 1, FileNum: 5}, {CF: 2, Level: 6, FileNum: 9}},
@@ -42,11 +43,12 @@ func TestEditRoundTrip(t *testing.T) {
 }
 
 func TestEditDecodeRejects(t *testing.T) {
-	good := sampleEdits()[4].Encode(nil)
+	good := sampleEdits()[5].Encode(nil)
 	cases := map[string][]byte{
 		"empty":              {},
 		"bad version":        append([]byte{99}, good[1:]...),
 		"unknown tag":        {EditFormatVersion, 100, 0},
+		"reserved tag 9":     {EditFormatVersion, 9, 1, 1},
 		"truncated":          good[:len(good)-3],
 		"level too large":    (&VersionEdit{DeletedFiles: []DeletedFile{{Level: 9}}}).Encode(nil),
 		"smallest > largest": (&VersionEdit{NewFiles: []NewFile{{Meta: meta(1, "z", "a", 1, 2)}}}).Encode(nil),

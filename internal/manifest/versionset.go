@@ -37,6 +37,7 @@ type VersionSet struct {
 	nextFileNum uint64
 	logNum      uint64
 	lastSeq     uint64
+	sealedLog   uint64
 	cfs         map[uint32]ColumnFamily
 
 	manifestNum  uint64
@@ -67,11 +68,18 @@ func Exists(fs vfs.FS, dirname string) (bool, error) {
 	return false, err
 }
 
+// FirstLogNum is the number a new database reserves for its first WAL: its
+// first manifest names it as the log number (so that from the start the
+// manifest names a WAL that must exist, see FORMAT.md), and the manifest
+// itself takes the next number.
+const FirstLogNum = 1
+
 // Create initializes a new database's manifest with the default column
-// family and logNum as the first WAL.
+// family and FirstLogNum as the log number.
 func Create(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
 	vs := newVersionSet(fs, dirname, o)
-	vs.nextFileNum = 1
+	vs.logNum = FirstLogNum
+	vs.nextFileNum = FirstLogNum + 1
 	vs.cfs[DefaultCFID] = ColumnFamily{ID: DefaultCFID, Name: DefaultCFName}
 	vs.current = &Version{CFs: map[uint32]*Levels{DefaultCFID: {}}, onZero: vs.onObsolete}
 	vs.current.Ref()
@@ -86,8 +94,10 @@ func newVersionSet(fs vfs.FS, dirname string, o Options) *VersionSet {
 		onObsolete: o.OnObsolete, readOnly: o.ReadOnly}
 }
 
-// Load reads CURRENT and replays the manifest it names. Unless read-only,
-// it then starts a new manifest holding a snapshot and points CURRENT at it.
+// Load reads CURRENT and replays the manifest it names. It writes nothing:
+// before the first LogAndApply the caller (unless read-only) calls Rotate,
+// after checking the loaded state against the directory, so that a
+// manifest found inconsistent is left as it was found.
 func Load(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
 	vs := newVersionSet(fs, dirname, o)
 	num, err := readCurrent(fs, dirname)
@@ -97,13 +107,17 @@ func Load(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
 	if err := vs.replay(num); err != nil {
 		return nil, err
 	}
-	if vs.readOnly {
-		return vs, nil
-	}
-	if err := vs.rotate(); err != nil {
-		return nil, err
-	}
 	return vs, nil
+}
+
+// Rotate starts a new manifest holding a snapshot of the current state,
+// points CURRENT at it and removes the previous one. REQUIRES: not
+// read-only; serialized with LogAndApply.
+func (vs *VersionSet) Rotate() error {
+	if vs.readOnly {
+		return errors.New("sieve: manifest is read-only")
+	}
+	return vs.rotate()
 }
 
 func (vs *VersionSet) replay(num uint64) error {
@@ -197,6 +211,9 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 	if e.HasLastSeq {
 		vs.lastSeq = e.LastSeq
 	}
+	if e.HasSealedLog {
+		vs.sealedLog = e.SealedLog
+	}
 	for _, cf := range e.AddedCFs {
 		vs.cfs[cf.ID] = cf
 	}
@@ -213,7 +230,7 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 // snapshotEdit describes the whole current state as one edit.
 func (vs *VersionSet) snapshotEdit() *VersionEdit {
 	e := &VersionEdit{HasLogNum: true, LogNum: vs.logNum, HasNextFileNum: true, NextFileNum: vs.nextFileNum,
-		HasLastSeq: true, LastSeq: vs.lastSeq}
+		HasLastSeq: true, LastSeq: vs.lastSeq, HasSealedLog: vs.sealedLog != 0, SealedLog: vs.sealedLog}
 	for _, cf := range vs.cfs {
 		e.AddedCFs = append(e.AddedCFs, cf)
 	}
@@ -386,11 +403,18 @@ func (vs *VersionSet) MarkFileNumUsed(num uint64) {
 // LogNum returns the oldest WAL that may hold unflushed data.
 func (vs *VersionSet) LogNum() uint64 { return vs.logNum }
 
+// SealedLog returns the WAL that the last clean close sealed (0: none).
+func (vs *VersionSet) SealedLog() uint64 { return vs.sealedLog }
+
 // LastSeq returns the last sequence number recorded in the manifest.
 func (vs *VersionSet) LastSeq() uint64 { return vs.lastSeq }
 
 // ManifestNum returns the number of the live manifest.
 func (vs *VersionSet) ManifestNum() uint64 { return vs.manifestNum }
+
+// Writable reports whether LogAndApply may be called: the set was created,
+// or loaded and rotated.
+func (vs *VersionSet) Writable() bool { return vs.manifest != nil }
 
 // ColumnFamilies returns the recorded column families.
 func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
@@ -409,6 +433,9 @@ func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
 func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	if vs.readOnly {
 		return errors.New("sieve: manifest is read-only")
+	}
+	if vs.manifest == nil {
+		return errors.New("sieve: manifest: LogAndApply before Rotate")
 	}
 	if e.HasLastSeq && e.LastSeq < vs.lastSeq {
 		e.LastSeq = vs.lastSeq
