@@ -135,13 +135,17 @@ func (c *CuckooFilter) Spec() CuckooSpec { return c.spec }
 func (c *CuckooFilter) Add(item []byte) error { return c.addHash(itemHash(item)) }
 
 // AddNX adds item unless it is possibly present (CF.ADDNX) and reports
-// whether it added it.
+// whether it added it. An absent item that does not fit is not added: it
+// returns false and ErrFilterFull, leaving c unchanged, as Add does.
 func (c *CuckooFilter) AddNX(item []byte) (bool, error) {
 	h := itemHash(item)
 	if c.existsHash(h) {
 		return false, nil
 	}
-	return true, c.addHash(h)
+	if err := c.addHash(h); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // Exists reports whether item is possibly present (CF.EXISTS).

@@ -168,6 +168,21 @@ func TestCuckooGrowthAndFull(t *testing.T) {
 			}
 			if tc.expansion != 2 {
 				require.ErrorIs(t, full, ErrFilterFull)
+				// ADDNX of an absent item that does not fit adds nothing
+				// and says so (CFAddNX's reply is false, ErrFilterFull).
+				for i := 0; ; i++ {
+					it := fmt.Appendf(nil, "nx%d", i)
+					if c.Exists(it) {
+						continue
+					}
+					before, _ := c.MarshalBinary()
+					ok, err := c.AddNX(it)
+					after, _ := c.MarshalBinary()
+					require.ErrorIs(t, err, ErrFilterFull)
+					require.False(t, ok, "an ADDNX that finds the filter full added nothing")
+					require.Equal(t, before, after)
+					break
+				}
 			}
 			require.Equal(t, tc.filters, c.Info().NumFilters)
 			for _, it := range added {
