@@ -49,24 +49,53 @@ func compressBlock(c Compression, raw, buf []byte) ([]byte, blockType) {
 // corrupt header, refused before allocating.
 const maxSnappyExpansion = 32
 
-// decompressBlock returns the contents of a stored block.
-func decompressBlock(t blockType, stored []byte) ([]byte, error) {
+// decodedLen returns the length of a stored block's contents.
+func decodedLen(t blockType, stored []byte) (int, error) {
 	switch t {
 	case blockTypeNone:
-		return stored, nil
+		return len(stored), nil
 	case blockTypeSnappy:
 		n, err := snappy.DecodedLen(stored)
 		if err != nil {
-			return nil, fmt.Errorf("snappy header: %v", err)
+			return 0, fmt.Errorf("snappy header: %v", err)
 		}
 		if n > maxSnappyExpansion*len(stored)+64 {
-			return nil, fmt.Errorf("snappy decoded length %d implausible for %d stored bytes", n, len(stored))
+			return 0, fmt.Errorf("snappy decoded length %d implausible for %d stored bytes", n, len(stored))
 		}
-		out, err := snappy.Decode(make([]byte, n), stored)
-		if err != nil {
-			return nil, fmt.Errorf("snappy: %v", err)
-		}
-		return out, nil
+		return n, nil
 	}
-	return nil, fmt.Errorf("unknown compression type %d", uint8(t))
+	return 0, fmt.Errorf("unknown compression type %d", uint8(t))
+}
+
+// decompressInto writes the contents of a stored block into dst, whose
+// length decodedLen returned.
+func decompressInto(t blockType, stored, dst []byte) error {
+	switch t {
+	case blockTypeNone:
+		copy(dst, stored)
+		return nil
+	case blockTypeSnappy:
+		out, err := snappy.Decode(dst, stored)
+		if err != nil {
+			return fmt.Errorf("snappy: %v", err)
+		}
+		if len(out) != len(dst) || (len(out) > 0 && &out[0] != &dst[0]) {
+			return fmt.Errorf("snappy: decoded %d bytes, header said %d", len(out), len(dst))
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown compression type %d", uint8(t))
+}
+
+// decompressBlock returns the contents of a stored block in new memory.
+func decompressBlock(t blockType, stored []byte) ([]byte, error) {
+	n, err := decodedLen(t, stored)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, n)
+	if err := decompressInto(t, stored, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
 )
 
 // ReadStats counts the data-block accesses of reads. The caller owns it;
@@ -35,34 +36,38 @@ func (r *Reader) searchIndex(ukey []byte, trailer uint64) int {
 }
 
 // dataBlock returns data block i, from the cache when it is there, else read
-// from the file, verified and added to the cache.
-func (r *Reader) dataBlock(i int, stats *ReadStats) (block, error) {
+// from the file, verified and added to the cache. The block lives in the
+// returned Value, whose reference the caller must Release when it no longer
+// uses the block (or any key or value in it).
+func (r *Reader) dataBlock(i int, stats *ReadStats) (block, *cache.Value, error) {
 	h := r.index[i].h
-	if data, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
+	if v, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
 		if stats != nil {
 			stats.BlocksRead++
 			stats.CacheHits++
 		}
-		return trustedBlock(data), nil
+		return trustedBlock(v.Bytes()), v, nil
 	}
-	data, err := r.readBlock(h, "data")
+	v, err := r.loadBlock(h, "data", true)
 	if stats != nil {
 		stats.BlocksRead++
 		stats.FileReads++
 		stats.BytesRead += int64(h.length + blockTrailerLen)
 	}
 	if err != nil {
-		return block{}, err
+		return block{}, nil, err
 	}
-	blk, err := parseBlock(data)
+	blk, err := parseBlock(v.Bytes())
 	if err != nil {
-		return block{}, blockCtx(r.opts.FileNum, "data", h.offset).corrupt(err)
+		v.Release()
+		return block{}, nil, blockCtx(r.opts.FileNum, "data", h.offset).corrupt(err)
 	}
 	if err := r.checkBlockRange(i, blk); err != nil {
-		return block{}, err
+		v.Release()
+		return block{}, nil, err
 	}
-	r.opts.Cache.Set(r.opts.FileNum, h.offset, data)
-	return blk, nil
+	r.opts.Cache.Set(r.opts.FileNum, h.offset, v)
+	return blk, v, nil
 }
 
 // checkBlockRange checks that data block i's first and last keys lie
@@ -120,30 +125,39 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 	}
 	defer r.putGetIter(it)
 	for ; i < len(r.index); i++ {
-		blk, err := r.dataBlock(i, stats)
-		if err != nil {
+		more, err := r.getInBlock(it, i, ukey, trailer, stats, fn)
+		if !more || err != nil {
 			return err
-		}
-		it.init(blk, true, r.dataCtx(i))
-		for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
-			k := it.ikey()
-			if !bytes.Equal(k.UserKey, ukey) {
-				return nil
-			}
-			if !fn(k, it.val) {
-				return nil
-			}
-		}
-		if it.err != nil {
-			return it.err
-		}
-		// The block ran out while still at or before ukey; the next block
-		// can hold more of ukey only if this separator's user key is ukey.
-		if !bytes.Equal(r.index[i].sepUser, ukey) {
-			return nil
 		}
 	}
 	return nil
+}
+
+// getInBlock is Get's visit of data block i. more reports whether the key's
+// entries may continue in the next block.
+func (r *Reader) getInBlock(it *blockIter, i int, ukey []byte, trailer uint64, stats *ReadStats,
+	fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
+	blk, v, err := r.dataBlock(i, stats)
+	if err != nil {
+		return false, err
+	}
+	defer v.Release()
+	it.init(blk, true, r.dataCtx(i))
+	for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
+		k := it.ikey()
+		if !bytes.Equal(k.UserKey, ukey) {
+			return false, nil
+		}
+		if !fn(k, it.val) {
+			return false, nil
+		}
+	}
+	if it.err != nil {
+		return false, it.err
+	}
+	// The block ran out while still at or before ukey; the next block can
+	// hold more of ukey only if this separator's user key is ukey.
+	return bytes.Equal(r.index[i].sepUser, ukey), nil
 }
 
 // putGetIter returns a Get iterator to the pool without the block it points

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
 )
 
 // tableIter is the two-level iterator of a table: a position in the
@@ -17,6 +18,13 @@ type tableIter struct {
 	idx          int // current data block; -1 before the first, len(index) past the last
 	data         blockIter
 	err          error
+	// val holds the reference to the loaded data block (block blk, index
+	// valIdx) that data iterates over; released when another block is
+	// loaded and at Close. Keys and values returned are valid until the
+	// next positioning call, as InternalIterator requires.
+	val    *cache.Value
+	blk    block
+	valIdx int
 }
 
 var errIterClosed = errors.New("sstable: iterator closed")
@@ -44,15 +52,28 @@ var tableIterPool sync.Pool
 
 func (t *tableIter) n() int { return len(t.r.index) }
 
+// load positions the block iterator on data block i (before its first
+// entry). Seeking again within the loaded block reuses it.
 func (t *tableIter) load(i int) bool {
 	t.idx = i
-	blk, err := t.r.dataBlock(i, nil)
-	if err != nil {
-		t.err = err
-		return false
+	if t.val == nil || t.valIdx != i {
+		t.release()
+		blk, v, err := t.r.dataBlock(i, nil)
+		if err != nil {
+			t.err = err
+			return false
+		}
+		t.val, t.blk, t.valIdx = v, blk, i
 	}
-	t.data.init(blk, true, t.r.dataCtx(i))
+	t.data.init(t.blk, true, t.r.dataCtx(i))
 	return true
+}
+
+func (t *tableIter) release() {
+	if t.val != nil {
+		t.val.Release()
+		t.val, t.blk = nil, block{}
+	}
 }
 
 func (t *tableIter) exhaustForward() bool  { t.idx = t.n(); t.data.key = nil; return false }
@@ -216,6 +237,7 @@ func (t *tableIter) Close() error {
 		return errIterClosed
 	}
 	err := t.err
+	t.release()
 	t.data.reset()
 	*t = tableIter{data: t.data, err: errIterClosed}
 	tableIterPool.Put(t)

@@ -162,37 +162,60 @@ func (r *Reader) readAt(buf []byte, off uint64, ctx errCtx) error {
 // readBlock reads the block at h from the file, verifies its checksum and
 // returns its decompressed contents, which the caller owns.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
+	v, err := r.loadBlock(h, kind, false)
+	if err != nil {
+		return nil, err
+	}
+	return v.Bytes(), nil
+}
+
+// loadBlock is readBlock returning the contents as a cache.Value holding
+// one reference for the caller. With pooled, the memory comes from
+// cache.Alloc and returns to its pool when the last reference is released
+// (data blocks); otherwise it is ordinary garbage-collected memory.
+func (r *Reader) loadBlock(h blockHandle, kind string, pooled bool) (*cache.Value, error) {
 	ctx := blockCtx(r.opts.FileNum, kind, h.offset)
 	end, ok := h.end()
 	if !ok || end > uint64(r.size) {
 		return nil, ctx.corruptf("block of %d bytes runs past the end of the %d-byte file", h.length, r.size)
 	}
 	if r.mapped != nil {
-		return r.mappedBlock(h, ctx)
+		if r.closed.Load() {
+			return nil, errReaderClosed
+		}
+		return decodeStored(r.mapped[h.offset:end], ctx, pooled)
 	}
-	buf, pooled := getReadBuf(int(h.length + blockTrailerLen))
+	buf, p := getReadBuf(int(h.length + blockTrailerLen))
+	defer putReadBuf(p)
 	if err := r.readAt(buf, h.offset, ctx); err != nil {
-		putReadBuf(pooled)
 		return nil, err
 	}
-	n := int(h.length)
-	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), blockChecksum(buf[:n+1]); got != want {
-		putReadBuf(pooled)
+	return decodeStored(buf, ctx, pooled)
+}
+
+// decodeStored verifies a stored block (contents, type byte, checksum) and
+// decompresses it into new memory (see loadBlock for pooled).
+func decodeStored(stored []byte, ctx errCtx, pooled bool) (*cache.Value, error) {
+	n := len(stored) - blockTrailerLen
+	if got, want := binary.LittleEndian.Uint32(stored[n+1:]), blockChecksum(stored[:n+1]); got != want {
 		return nil, ctx.corruptf("checksum mismatch (stored %#08x, computed %#08x)", got, want)
 	}
-	t := blockType(buf[n])
-	if t == blockTypeNone {
-		// The block is returned as read: it must not go back to the pool.
-		buf = append([]byte(nil), buf[:n]...)
-		putReadBuf(pooled)
-		return buf, nil
-	}
-	data, err := decompressBlock(t, buf[:n:n])
-	putReadBuf(pooled)
+	t := blockType(stored[n])
+	size, err := decodedLen(t, stored[:n:n])
 	if err != nil {
 		return nil, ctx.corrupt(err)
 	}
-	return data, nil
+	var v *cache.Value
+	if pooled {
+		v = cache.Alloc(size)
+	} else {
+		v = cache.Wrap(make([]byte, size))
+	}
+	if err := decompressInto(t, stored[:n:n], v.Bytes()); err != nil {
+		v.Release()
+		return nil, ctx.corrupt(err)
+	}
+	return v, nil
 }
 
 // readMetaBlock reads a block with a restart array of plain (non-internal)
@@ -395,29 +418,8 @@ func (r *Reader) tryMap() {
 	r.mapped, r.unmap = data, release
 }
 
-// mappedBlock is readBlock over the mapping.
-func (r *Reader) mappedBlock(h blockHandle, ctx errCtx) ([]byte, error) {
-	if r.closed.Load() {
-		return nil, errReaderClosed
-	}
-	n := int(h.length)
-	stored := r.mapped[h.offset : h.offset+h.length+blockTrailerLen]
-	if got, want := binary.LittleEndian.Uint32(stored[n+1:]), blockChecksum(stored[:n+1]); got != want {
-		return nil, ctx.corruptf("checksum mismatch (stored %#08x, computed %#08x)", got, want)
-	}
-	t := blockType(stored[n])
-	if t == blockTypeNone {
-		return append([]byte(nil), stored[:n]...), nil
-	}
-	data, err := decompressBlock(t, stored[:n:n])
-	if err != nil {
-		return nil, ctx.corrupt(err)
-	}
-	return data, nil
-}
-
-// readBufPool recycles the buffers compressed blocks are read into (the
-// decompressed block is a fresh allocation that the cache may keep).
+// readBufPool recycles the buffers stored blocks are read into when the
+// table is not memory-mapped (the contents are decoded into other memory).
 var readBufPool sync.Pool
 
 // getReadBuf returns a buffer of n bytes and the pool handle to return it

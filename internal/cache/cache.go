@@ -5,11 +5,12 @@
 // Concurrency: a *Cache is safe for concurrent use by any number of
 // goroutines. Each shard has its own mutex; the counters are atomics.
 //
-// Lifetime of cached blocks: a slice returned by Get stays valid and
-// unchanged for as long as the caller holds it, even after the entry is
-// evicted or replaced, because the cache never reuses or pools block
-// memory — the garbage collector frees a block once no reader refers to it.
-// Callers must not modify the slices they get from or give to the cache.
+// Lifetime of cached blocks: blocks are reference-counted Values (see
+// Value). Get returns one with a reference for the caller; it stays valid
+// and unchanged, even after the entry is evicted or replaced, until the
+// caller releases it. Eviction releases the cache's own reference, and a
+// pooled block's memory is reused only once every reference is gone.
+// Callers must not modify the blocks they get from or give to the cache.
 //
 // A nil *Cache is a valid cache that holds nothing and counts nothing.
 package cache
@@ -30,7 +31,7 @@ type key struct{ file, off uint64 }
 // its shard's LRU list and the list of its file's entries (for EvictFile).
 type entry struct {
 	key          key
-	val          []byte
+	val          *Value
 	prev, next   *entry // LRU list; shard.lru.next is the most recently used
 	fprev, fnext *entry // per-file list, nil-terminated
 }
@@ -85,9 +86,10 @@ func (c *Cache) shard(k key) *shard {
 	return &c.shards[h>>(64-4)]
 }
 
-// Get returns the block cached for (file, off) and marks it most recently
-// used. It does not allocate.
-func (c *Cache) Get(file, off uint64) ([]byte, bool) {
+// Get returns the block cached for (file, off) with a reference for the
+// caller, who must Release it (or keep it for good), and marks it most
+// recently used. It does not allocate.
+func (c *Cache) Get(file, off uint64) (*Value, bool) {
 	if c == nil {
 		return nil, false
 	}
@@ -103,16 +105,17 @@ func (c *Cache) Get(file, off uint64) ([]byte, bool) {
 	s.unlinkLRU(e)
 	s.pushFront(e)
 	v := e.val
+	v.acquire()
 	s.mu.Unlock()
 	s.hits.Add(1)
 	return v, true
 }
 
-// Set caches val as the block at (file, off), replacing any block cached
+// Set caches v as the block at (file, off), replacing any block cached
 // there, and evicts least recently used blocks until the shard fits its
-// capacity. The cache keeps val itself (no copy); the caller must not
-// modify it afterwards.
-func (c *Cache) Set(file, off uint64, val []byte) {
+// capacity. The cache takes its own reference to v; the caller keeps its
+// reference and must not modify the block afterwards.
+func (c *Cache) Set(file, off uint64, v *Value) {
 	if c == nil {
 		return
 	}
@@ -123,16 +126,17 @@ func (c *Cache) Set(file, off uint64, val []byte) {
 	if old := s.m[k]; old != nil {
 		c.remove(s, old)
 	}
-	charge := int64(len(val))
+	charge := int64(len(v.buf))
 	if charge > s.capacity {
 		return
 	}
+	v.acquire()
 	e := s.free
 	if e != nil {
 		s.free, s.nfree = e.next, s.nfree-1
-		*e = entry{key: k, val: val}
+		*e = entry{key: k, val: v}
 	} else {
-		e = &entry{key: k, val: val}
+		e = &entry{key: k, val: v}
 	}
 	s.m[k] = e
 	s.pushFront(e)
@@ -151,7 +155,7 @@ func (c *Cache) Set(file, off uint64, val []byte) {
 
 // EvictFile drops every block of the given file. Call it when the table is
 // deleted so that its blocks stop taking space; readers still holding one of
-// its blocks keep a valid slice.
+// its blocks keep it until they release it.
 func (c *Cache) EvictFile(file uint64) {
 	if c == nil {
 		return
@@ -181,10 +185,11 @@ func (c *Cache) remove(s *shard, e *entry) {
 		e.fnext.fprev = e.fprev
 	}
 	e.fprev, e.fnext = nil, nil
-	charge := int64(len(e.val))
+	charge := int64(len(e.val.buf))
 	s.size -= charge
 	c.size.Add(-charge)
 	c.count.Add(-1)
+	e.val.Release()
 	if s.nfree < maxFree {
 		*e = entry{next: s.free}
 		s.free = e

@@ -17,13 +17,33 @@ func block(n int, b byte) []byte {
 	return v
 }
 
+// set caches a pooled block of n bytes b and gives up the caller's
+// reference, as a reader does after inserting a block it has used.
+func set(c *Cache, file, off uint64, n int, b byte) {
+	v := Alloc(n)
+	copy(v.Bytes(), block(n, b))
+	c.Set(file, off, v)
+	v.Release()
+}
+
+// get returns a copy of the cached block and releases the reference.
+func get(c *Cache, file, off uint64) ([]byte, bool) {
+	v, ok := c.Get(file, off)
+	if !ok {
+		return nil, false
+	}
+	b := append([]byte(nil), v.Bytes()...)
+	v.Release()
+	return b, true
+}
+
 func TestGetSetCounters(t *testing.T) {
 	c := New(1 << 20)
-	_, ok := c.Get(1, 0)
+	_, ok := get(c, 1, 0)
 	require.False(t, ok)
-	c.Set(1, 0, block(100, 'a'))
-	c.Set(1, 100, block(50, 'b'))
-	v, ok := c.Get(1, 0)
+	set(c, 1, 0, 100, 'a')
+	set(c, 1, 100, 50, 'b')
+	v, ok := get(c, 1, 0)
 	require.True(t, ok)
 	require.Equal(t, block(100, 'a'), v)
 	require.EqualValues(t, 1, c.Hits())
@@ -32,8 +52,8 @@ func TestGetSetCounters(t *testing.T) {
 	require.EqualValues(t, 2, c.Count())
 
 	// Replacing a block adjusts the charge.
-	c.Set(1, 0, block(10, 'c'))
-	v, ok = c.Get(1, 0)
+	set(c, 1, 0, 10, 'c')
+	v, ok = get(c, 1, 0)
 	require.True(t, ok)
 	require.Equal(t, block(10, 'c'), v)
 	require.EqualValues(t, 60, c.Size())
@@ -51,22 +71,22 @@ func TestLRUEviction(t *testing.T) {
 		}
 	}
 	for _, off := range offs[:10] {
-		c.Set(7, off, block(100, byte(off)))
+		set(c, 7, off, 100, byte(off))
 	}
 	require.EqualValues(t, 1000, target.size)
 	// Touch the oldest so that the second oldest is evicted next.
-	_, ok := c.Get(7, offs[0])
+	_, ok := get(c, 7, offs[0])
 	require.True(t, ok)
-	c.Set(7, offs[10], block(100, 1))
-	_, ok = c.Get(7, offs[0])
+	set(c, 7, offs[10], 100, 1)
+	_, ok = get(c, 7, offs[0])
 	require.True(t, ok, "recently used block evicted")
-	_, ok = c.Get(7, offs[1])
+	_, ok = get(c, 7, offs[1])
 	require.False(t, ok, "least recently used block kept")
 	require.LessOrEqual(t, target.size, target.capacity)
 
 	// A block bigger than a shard is not cached, and replaces nothing stale.
-	c.Set(7, offs[0], block(2000, 9))
-	_, ok = c.Get(7, offs[0])
+	set(c, 7, offs[0], 2000, 9)
+	_, ok = get(c, 7, offs[0])
 	require.False(t, ok)
 }
 
@@ -74,22 +94,29 @@ func TestEvictFile(t *testing.T) {
 	c := New(1 << 20)
 	for f := uint64(1); f <= 3; f++ {
 		for off := uint64(0); off < 100; off++ {
-			c.Set(f, off*4096, block(10, byte(f)))
+			set(c, f, off*4096, 10, byte(f))
 		}
 	}
 	require.EqualValues(t, 300, c.Count())
 	held, ok := c.Get(2, 0)
 	require.True(t, ok)
+	defer held.Release()
 	c.EvictFile(2)
 	require.EqualValues(t, 200, c.Count())
 	require.EqualValues(t, 2000, c.Size())
 	for off := uint64(0); off < 100; off++ {
-		_, ok := c.Get(2, off*4096)
+		_, ok := get(c, 2, off*4096)
 		require.False(t, ok)
-		_, ok = c.Get(3, off*4096)
+		_, ok = get(c, 3, off*4096)
 		require.True(t, ok)
 	}
-	require.Equal(t, block(10, 2), held, "evicted block changed under its holder")
+	// Other blocks of its size class reuse pooled memory now; the held
+	// one must not be among them.
+	for i := 0; i < 100; i++ {
+		set(c, 4, uint64(i), 10, 0xee)
+	}
+	require.Equal(t, block(10, 2), held.Bytes(), "evicted block changed under its holder")
+	c.EvictFile(4)
 	c.EvictFile(2) // idempotent
 	c.EvictFile(99)
 	require.EqualValues(t, 200, c.Count())
@@ -97,14 +124,14 @@ func TestEvictFile(t *testing.T) {
 
 func TestNilAndZeroCache(t *testing.T) {
 	var c *Cache
-	c.Set(1, 1, []byte("x"))
-	_, ok := c.Get(1, 1)
+	c.Set(1, 1, Wrap([]byte("x")))
+	_, ok := get(c, 1, 1)
 	require.False(t, ok)
 	c.EvictFile(1)
 	require.Zero(t, c.Size()+c.Count()+c.Hits()+c.Misses()+c.Capacity())
 
 	z := New(0)
-	z.Set(1, 1, []byte("x"))
+	z.Set(1, 1, Wrap([]byte("x")))
 	_, ok = z.Get(1, 1)
 	require.False(t, ok)
 	require.EqualValues(t, 1, z.Misses())
@@ -112,11 +139,13 @@ func TestNilAndZeroCache(t *testing.T) {
 
 func TestGetDoesNotAllocate(t *testing.T) {
 	c := New(1 << 20)
-	c.Set(5, 4096, block(4096, 1))
+	set(c, 5, 4096, 4096, 1)
 	allocs := testing.AllocsPerRun(1000, func() {
-		if _, ok := c.Get(5, 4096); !ok {
+		v, ok := c.Get(5, 4096)
+		if !ok {
 			panic("miss")
 		}
+		v.Release()
 	})
 	require.Zero(t, allocs)
 }
@@ -137,14 +166,15 @@ func TestConcurrent(t *testing.T) {
 				case 0:
 					c.EvictFile(f)
 				case 1, 2, 3:
-					c.Set(f, off, block(1+rng.IntN(600), byte(f+off)))
+					set(c, f, off, 1+rng.IntN(600), byte(f+off))
 				default:
 					if v, ok := c.Get(f, off); ok {
-						for _, b := range v {
+						for _, b := range v.Bytes() {
 							if b != byte(f+off) {
 								panic(fmt.Sprintf("block %d/%d holds %d", f, off, b))
 							}
 						}
+						v.Release()
 					}
 				}
 			}
@@ -174,14 +204,64 @@ func countLRU(s *shard) int {
 func BenchmarkGetHit(b *testing.B) {
 	c := New(64 << 20)
 	for off := uint64(0); off < 1024; off++ {
-		c.Set(1, off*4096, block(4096, 0))
+		set(c, 1, off*4096, 4096, 0)
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		off := uint64(0)
 		for pb.Next() {
-			c.Get(1, (off%1024)*4096)
+			if v, ok := c.Get(1, (off%1024)*4096); ok {
+				v.Release()
+			}
 			off++
 		}
 	})
+}
+
+// A released block returns to the pool only when its last reference goes,
+// and a second Release is a programming error, reported.
+func TestValueReferences(t *testing.T) {
+	c := New(1 << 20)
+	v := Alloc(3000)
+	require.Len(t, v.Bytes(), 3000)
+	copy(v.Bytes(), block(3000, 7))
+	c.Set(1, 0, v) // the cache's reference
+	v.Release()    // the caller's
+	got, ok := c.Get(1, 0)
+	require.True(t, ok)
+	c.EvictFile(1) // the cache lets go; got still holds it
+	for i := 0; i < 50; i++ {
+		w := Alloc(3000)
+		copy(w.Bytes(), block(3000, 9))
+		w.Release()
+	}
+	require.Equal(t, block(3000, 7), got.Bytes())
+	got.Release()
+	require.Panics(t, func() { got.Release() })
+
+	// Blocks above the largest size class are not pooled, and Wrap never is.
+	big := Alloc(maxPooled + 1)
+	require.EqualValues(t, -1, big.class)
+	big.Release()
+	w := Wrap([]byte("abc"))
+	require.EqualValues(t, -1, w.class)
+	w.Release()
+}
+
+// A steady stream of misses (Alloc, Set, Release, evictions) reuses block
+// memory instead of allocating.
+func TestMissStreamDoesNotAllocate(t *testing.T) {
+	c := New(numShards * 16 << 10)
+	off := uint64(0)
+	fill := func() {
+		v := Alloc(4000)
+		c.Set(1, off, v)
+		v.Release()
+		off += 4096
+	}
+	for i := 0; i < 1000; i++ {
+		fill()
+	}
+	allocs := testing.AllocsPerRun(2000, fill)
+	require.Less(t, allocs, 0.05)
 }

@@ -1,0 +1,88 @@
+package cache
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// Value is the memory of one block, shared by the cache and the readers
+// using it and counted by reference: Alloc and Wrap return a Value with one
+// reference (the caller's), Cache.Get adds one for its caller, Cache.Set
+// adds one for the cache, and each holder gives its reference back with
+// Release exactly once. When the last reference goes, a Value that came
+// from Alloc returns its memory to a pool for the next Alloc: a steady
+// stream of block-cache misses then allocates nothing, which keeps the
+// garbage collector (and the page faults of a growing heap) off the read
+// path.
+//
+// A holder may also keep a reference forever (never call Release); the
+// Value then never returns to the pool and the garbage collector frees it
+// once unreachable. That is always safe; calling Release twice, or using
+// Bytes after Release, is not.
+type Value struct {
+	buf   []byte
+	refs  atomic.Int32
+	class int8 // size class of a pooled buffer; -1 when not pooled
+}
+
+// Size classes: pooled buffers have capacities of 1 KiB multiples up to
+// maxPooled; larger blocks are allocated and left to the garbage collector.
+const (
+	classSize = 1 << 10
+	maxPooled = 64 << 10
+)
+
+var pools [maxPooled/classSize + 1]sync.Pool
+
+// Alloc returns a Value of n bytes (contents undefined) holding one
+// reference.
+func Alloc(n int) *Value {
+	if n <= 0 || n > maxPooled {
+		v := &Value{buf: make([]byte, n), class: -1}
+		v.refs.Store(1)
+		return v
+	}
+	c := (n + classSize - 1) / classSize
+	v, _ := pools[c].Get().(*Value)
+	if v == nil {
+		v = &Value{buf: make([]byte, c*classSize), class: int8(c)}
+	}
+	v.buf = v.buf[:n]
+	v.refs.Store(1)
+	return v
+}
+
+// Wrap returns a Value over b holding one reference. b is never pooled.
+func Wrap(b []byte) *Value {
+	v := &Value{buf: b, class: -1}
+	v.refs.Store(1)
+	return v
+}
+
+// Bytes returns the block's memory, valid while the caller holds its
+// reference.
+func (v *Value) Bytes() []byte { return v.buf }
+
+// acquire adds a reference. REQUIRES: the caller holds one, or the shard
+// lock of a cache holding one.
+func (v *Value) acquire() { v.refs.Add(1) }
+
+// Release gives back one reference.
+func (v *Value) Release() {
+	switch n := v.refs.Add(-1); {
+	case n > 0:
+	case n == 0:
+		if v.class > 0 {
+			if poison {
+				b := v.buf[:cap(v.buf)]
+				for i := range b {
+					b[i] = 0xdb
+				}
+			}
+			pools[v.class].Put(v)
+		}
+	default:
+		panic(fmt.Sprintf("cache: Value released more often than acquired (refs %d)", n))
+	}
+}
