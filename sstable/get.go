@@ -70,11 +70,14 @@ func (r *Reader) dataBlock(i int, stats *ReadStats) (block, *cache.Value, error)
 	return blk, v, nil
 }
 
-// checkBlockRange checks that data block i's first and last keys lie
-// between the separators around it. The checksum does not cover a block's
-// position, so a block written at the wrong offset (a misdirected write, a
-// copy of another block of the same size) passes it and would otherwise
-// answer for keys it does not hold: "not found", or another key's value.
+// checkBlockRange checks that data block i's first key lies between the
+// separators around it. The checksum does not cover a block's position, so
+// a block written at the wrong offset (a misdirected write, a copy of
+// another block of the same size) passes it and would otherwise answer for
+// keys it does not hold: "not found", or another key's value. Every key of
+// another block of this table lies at or below the previous separator (an
+// earlier block) or above this block's separator (a later one), so the
+// first key alone tells a misplaced block: no need to decode the last.
 // Paid once per block read from the file (the cache keeps checked blocks).
 func (r *Reader) checkBlockRange(i int, blk block) error {
 	it, _ := r.getPool.Get().(*blockIter)
@@ -84,18 +87,20 @@ func (r *Reader) checkBlockRange(i int, blk block) error {
 	defer r.putGetIter(it)
 	ctx := r.dataCtx(i)
 	it.init(blk, true, ctx)
-	e := &r.index[i]
-	if it.last() && compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
-		return ctx.corruptf("last key %s is above the block's separator %s (misplaced block?)",
+	if !it.first() {
+		return it.err
+	}
+	if e := &r.index[i]; compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
+		return ctx.corruptf("first key %s is above the block's separator %s (misplaced block?)",
 			it.ikey(), base.InternalKey{UserKey: e.sepUser, Trailer: e.sepTrailer})
 	}
-	if i > 0 && it.err == nil && it.first() {
+	if i > 0 {
 		if p := &r.index[i-1]; compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
 			return ctx.corruptf("first key %s is not above the previous separator %s (misplaced block?)",
 				it.ikey(), base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
 		}
 	}
-	return it.err
+	return nil
 }
 
 // trustedBlock rebuilds the block view of contents that parseBlock accepted
