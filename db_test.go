@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
@@ -253,5 +254,44 @@ func TestConcurrentWritersAndReaders(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, k, v)
 		}
+	}
+}
+
+// A database closed with more L0 tables than the trigger compacts them at
+// Open, without waiting for a write.
+func TestOpenCompactsAnL0OverItsTrigger(t *testing.T) {
+	db, fs := openMem(t, &Options{L0CompactionTrigger: 100, L0StopWritesTrigger: 200})
+	for f := 0; f < 6; f++ {
+		for i := 0; i < 50; i++ {
+			require.NoError(t, db.Put([]byte(fmt.Sprintf("k%04d", i*6+f)), []byte("v"), nil))
+		}
+		require.NoError(t, db.Flush())
+	}
+	v := db.versions.Current()
+	require.Len(t, v.CFs[0][0], 6)
+	v.Unref()
+	require.NoError(t, db.Close())
+
+	db, err := Open("/db", &Options{FS: fs, L0CompactionTrigger: 4})
+	require.NoError(t, err)
+	defer db.Close()
+	for {
+		db.mu.Lock()
+		running := db.compact.running
+		db.mu.Unlock()
+		v := db.versions.Current()
+		n := len(v.CFs[0][0])
+		v.Unref()
+		if running == 0 {
+			require.Less(t, n, 4, "no compaction ran after Open")
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, db.CheckInvariants(true))
+	for i := 0; i < 300; i++ {
+		got, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
+		require.NoError(t, err)
+		require.Equal(t, "v", string(got))
 	}
 }

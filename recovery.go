@@ -104,6 +104,9 @@ func (db *DB) recover(firstWAL uint64) error {
 	db.updateReadState()
 	db.deleteObsoleteFilesLocked()
 	db.maybeScheduleFlushLocked()
+	// A database closed with L0 (or a level) over its trigger compacts now,
+	// not only after the next flush.
+	db.maybeScheduleCompactionLocked()
 	return nil
 }
 
