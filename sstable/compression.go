@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
 )
 
 // Compression selects how the writer compresses blocks.
@@ -14,8 +15,10 @@ const (
 	DefaultCompression Compression = iota
 	// NoCompression stores every block raw.
 	NoCompression
-	// SnappyCompression stores a block snappy-compressed when that saves
-	// at least 1/8 of its size.
+	// SnappyCompression stores a block in the Snappy format when that
+	// saves at least 1/8 of its size. The encoder is s2's Snappy-compatible
+	// "better" mode (smaller output than golang/snappy's encoder, same
+	// format: any Snappy decoder reads it).
 	SnappyCompression
 )
 
@@ -37,7 +40,7 @@ func compressBlock(c Compression, raw, buf []byte) ([]byte, blockType) {
 	if c != SnappyCompression {
 		return raw, blockTypeNone
 	}
-	out := snappy.Encode(buf[:cap(buf)], raw)
+	out := s2.EncodeSnappyBetter(buf[:cap(buf)], raw)
 	if len(out) > len(raw)-len(raw)/8 {
 		return raw, blockTypeNone
 	}
