@@ -353,16 +353,7 @@ func (db *DB) maybeStallForL0Locked() error {
 }
 
 // maxL0Files is the largest L0 table count over column families.
-func (db *DB) maxL0Files() int {
-	db.rsMu.RLock()
-	v := db.rs.version
-	n := 0
-	for _, lv := range v.CFs {
-		n = max(n, len(lv[0]))
-	}
-	db.rsMu.RUnlock()
-	return n
-}
+func (db *DB) maxL0Files() int { return int(db.maxL0.Load()) }
 
 // Compact flushes the memtables, then compacts the key range [start, end]
 // (nil = unbounded) of the default column family level by level down to

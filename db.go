@@ -68,6 +68,9 @@ type DB struct {
 
 	rsMu sync.RWMutex
 	rs   *readState
+	// maxL0 is the most L0 tables of any column family in rs.version,
+	// kept with rs so that every write's stall check is one atomic load.
+	maxL0 atomic.Int32
 
 	versions  *manifest.VersionSet
 	versionMu sync.Mutex // serializes LogAndApply and file-number use
@@ -118,9 +121,14 @@ func (db *DB) loadReadState() *readState {
 func (db *DB) updateReadState() {
 	rs := &readState{mem: db.mu.mem, imm: append([]*memGroup(nil), db.mu.imm...), version: db.versions.Current()}
 	rs.refs.Store(1)
+	n := 0
+	for _, lv := range rs.version.CFs {
+		n = max(n, len(lv[0]))
+	}
 	db.rsMu.Lock()
 	old := db.rs
 	db.rs = rs
+	db.maxL0.Store(int32(n))
 	db.rsMu.Unlock()
 	if old != nil {
 		old.unref()

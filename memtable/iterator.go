@@ -34,10 +34,10 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
 }
 
 func (it *Iterator) inUpper(e entry) bool {
-	return it.upper == nil || bytes.Compare(e.ukey, it.upper) < 0
+	return it.upper == nil || bytes.Compare(e.ukey(), it.upper) < 0
 }
 func (it *Iterator) inLower(e entry) bool {
-	return it.lower == nil || bytes.Compare(e.ukey, it.lower) >= 0
+	return it.lower == nil || bytes.Compare(e.ukey(), it.lower) >= 0
 }
 
 // fill loads a run of entries in direction forward into buf: those
@@ -143,11 +143,11 @@ func (it *Iterator) Valid() bool { return it.pos < len(it.buf) }
 // Key implements base.InternalIterator.
 func (it *Iterator) Key() base.InternalKey {
 	e := it.buf[it.pos]
-	return base.InternalKey{UserKey: e.ukey, Trailer: e.trailer}
+	return base.InternalKey{UserKey: e.ukey(), Trailer: e.trailer}
 }
 
 // Value implements base.InternalIterator.
-func (it *Iterator) Value() []byte { return it.buf[it.pos].value }
+func (it *Iterator) Value() []byte { return it.buf[it.pos].value() }
 
 // Error implements base.InternalIterator; a memtable iterator never fails.
 func (it *Iterator) Error() error { return nil }

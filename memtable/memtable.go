@@ -17,8 +17,10 @@ package memtable
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/google/btree"
 	"github.com/sievedb/sieve/internal/base"
@@ -33,15 +35,37 @@ const entryOverhead = 64
 const arenaChunkSize = 256 << 10
 
 type entry struct {
-	// p0 and p1 are the first 16 bytes of ukey as two big-endian words,
-	// zero-padded: when two entries' words differ they order the entries
-	// as their keys do (a shorter key pads with zeros, which sort first),
-	// so most comparisons are one or two integer comparisons.
+	// p0 and p1 are the first 16 bytes of the user key as two big-endian
+	// words, zero-padded: when two entries' words differ they order the
+	// entries as their keys do (a shorter key pads with zeros, which sort
+	// first), so most comparisons are one or two integer comparisons.
 	p0, p1  uint64
-	ukey    []byte
 	trailer uint64
-	value   []byte
+	// data points at the user key's bytes followed by the value's (klen
+	// and vlen of them), in the arena: 40 bytes an entry instead of two
+	// slice headers' 72, so that B-tree nodes are denser and an insert
+	// shifts less memory.
+	data       unsafe.Pointer
+	klen, vlen uint32
 }
+
+// ukey returns the entry's user key (non-nil, possibly empty).
+func (e *entry) ukey() []byte {
+	if e.klen == 0 {
+		return emptyBytes
+	}
+	return unsafe.Slice((*byte)(e.data), e.klen)
+}
+
+// value returns the entry's value (non-nil, possibly empty).
+func (e *entry) value() []byte {
+	if e.vlen == 0 {
+		return emptyBytes
+	}
+	return unsafe.Slice((*byte)(unsafe.Add(e.data, e.klen)), e.vlen)
+}
+
+var emptyBytes = []byte{}
 
 // keyWord returns bytes [off, off+8) of k as a big-endian word, padded
 // with zeros past the end of k.
@@ -63,14 +87,22 @@ func lessEntry(a, b entry) bool {
 	if a.p1 != b.p1 {
 		return a.p1 < b.p1
 	}
-	if c := bytes.Compare(a.ukey, b.ukey); c != 0 {
-		return c < 0
+	if a.klen > 16 || b.klen > 16 {
+		// Both keys' first 16 bytes are equal (keys no longer than 16
+		// bytes are wholly in their words, up to trailing zero bytes).
+		if c := bytes.Compare(a.ukey(), b.ukey()); c != 0 {
+			return c < 0
+		}
+	} else if a.klen != b.klen {
+		return a.klen < b.klen // same words: the shorter has fewer trailing zeros
 	}
 	return a.trailer > b.trailer
 }
 
+// makeEntry returns a search pivot for (ukey, trailer); ukey is not copied.
 func makeEntry(ukey []byte, trailer uint64) entry {
-	return entry{p0: keyWord(ukey, 0), p1: keyWord(ukey, 8), ukey: ukey, trailer: trailer}
+	return entry{p0: keyWord(ukey, 0), p1: keyWord(ukey, 8), trailer: trailer,
+		data: unsafe.Pointer(unsafe.SliceData(ukey)), klen: uint32(len(ukey))}
 }
 
 // MemTable is a sorted table of internal keys. The zero value is not usable;
@@ -97,31 +129,36 @@ func New() *MemTable {
 	return m
 }
 
-// alloc copies b into the arena and returns the copy. A nil or empty b
-// returns an empty, non-nil slice.
-func (m *MemTable) alloc(b []byte) []byte {
-	n := len(b)
+// alloc copies key and value, back to back, into the arena and returns
+// where they start (nil when both are empty).
+func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
+	n := len(key) + len(value)
 	if n == 0 {
-		return []byte{}
+		return nil
 	}
+	var b []byte
 	if n > arenaChunkSize/4 {
-		out := make([]byte, n)
-		copy(out, b)
-		return out
+		b = make([]byte, 0, n)
+	} else {
+		if len(m.chunk)+n > cap(m.chunk) {
+			m.chunk = make([]byte, 0, arenaChunkSize)
+		}
+		b = m.chunk[len(m.chunk):len(m.chunk)]
+		m.chunk = m.chunk[:len(m.chunk)+n]
 	}
-	if len(m.chunk)+n > cap(m.chunk) {
-		m.chunk = make([]byte, 0, arenaChunkSize)
-	}
-	start := len(m.chunk)
-	m.chunk = append(m.chunk, b...)
-	return m.chunk[start : start+n : start+n]
+	b = append(b, key...)
+	b = append(b, value...)
+	return unsafe.Pointer(unsafe.SliceData(b))
 }
 
 // Add inserts one entry. The key and value are copied. REQUIRES: no other
 // Add runs concurrently; (ukey, seq) is new to this memtable.
 func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
-	e := makeEntry(m.alloc(ukey), base.MakeTrailer(seq, kind))
-	e.value = m.alloc(value)
+	if uint64(len(ukey)) > math.MaxUint32 || uint64(len(value)) > math.MaxUint32 {
+		panic("memtable: key or value of 4 GiB or more") // the DB caps batches far below
+	}
+	e := entry{p0: keyWord(ukey, 0), p1: keyWord(ukey, 8), trailer: base.MakeTrailer(seq, kind),
+		data: m.alloc(ukey, value), klen: uint32(len(ukey)), vlen: uint32(len(value))}
 	m.mu.Lock()
 	m.tree.ReplaceOrInsert(e)
 	m.mu.Unlock()
@@ -174,10 +211,11 @@ func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	m.tree.AscendGreaterOrEqual(pivot, func(e entry) bool {
-		if !bytes.Equal(e.ukey, ukey) {
+		k := e.ukey()
+		if !bytes.Equal(k, ukey) {
 			return false
 		}
-		return fn(base.InternalKey{UserKey: e.ukey, Trailer: e.trailer}, e.value)
+		return fn(base.InternalKey{UserKey: k, Trailer: e.trailer}, e.value())
 	})
 }
 

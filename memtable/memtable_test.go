@@ -261,8 +261,8 @@ func TestLessEntryMatchesCompareInternal(t *testing.T) {
 	}
 	for i := 0; i < 200000; i++ {
 		a, b := mk(), mk()
-		want := base.CompareInternal(base.InternalKey{UserKey: a.ukey, Trailer: a.trailer},
-			base.InternalKey{UserKey: b.ukey, Trailer: b.trailer}) < 0
-		require.Equal(t, want, lessEntry(a, b), "%x#%d vs %x#%d", a.ukey, a.trailer, b.ukey, b.trailer)
+		want := base.CompareInternal(base.InternalKey{UserKey: a.ukey(), Trailer: a.trailer},
+			base.InternalKey{UserKey: b.ukey(), Trailer: b.trailer}) < 0
+		require.Equal(t, want, lessEntry(a, b), "%x#%d vs %x#%d", a.ukey(), a.trailer, b.ukey(), b.trailer)
 	}
 }
