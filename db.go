@@ -208,7 +208,7 @@ func (db *DB) open() error {
 	if err != nil {
 		return err
 	}
-	firstWAL, err := db.checkDir()
+	dir, err := db.checkDir()
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (db *DB) open() error {
 	if err := db.cfs.load(); err != nil {
 		return err
 	}
-	return db.recover(firstWAL)
+	return db.recover(dir)
 }
 
 // checkNoOrphanData refuses to create a database in a directory without

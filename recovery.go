@@ -10,48 +10,27 @@ import (
 	"github.com/sievedb/sieve/wal"
 )
 
-// checkDir checks the loaded manifest against the directory — every table
-// it names is present, and the WALs it relies on (checkWALsPresent) — and
-// then, unless read-only, starts a new manifest (a snapshot of the loaded
-// state). It runs before anything is written, so that a manifest found
-// inconsistent is left as it was found. It returns the number for the
-// first WAL of a new database (see checkWALsPresent), else 0.
-func (db *DB) checkDir() (firstWAL uint64, err error) {
-	names, err := db.fs.List(db.dirname)
-	if err != nil {
-		return 0, err
-	}
-	var logs []uint64
-	for _, name := range names {
-		if t, num, ok := base.ParseFilename(name); ok && t == base.FileTypeLog && num >= db.versions.LogNum() {
-			logs = append(logs, num)
-		}
-	}
-	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
-	if err := db.checkTablesPresent(names); err != nil {
-		return 0, err
-	}
-	if firstWAL, err = db.checkWALsPresent(logs); err != nil {
-		return 0, err
-	}
-	if !db.opts.ReadOnly && !db.versions.Writable() {
-		if err := db.versions.Rotate(); err != nil {
-			return 0, err
-		}
-	}
-	return firstWAL, nil
+// dirState is what checkDir found in the directory, for recover.
+type dirState struct {
+	// logs are the WALs at or after the manifest's log number, ascending.
+	logs []uint64
+	// firstWAL is the number for the first WAL of a new database (see
+	// checkWALsPresent), else 0.
+	firstWAL uint64
 }
 
-// recover replays the WALs the manifest does not cover into immutable
-// memtable groups, truncates a torn tail of the newest WAL, starts a new
-// WAL, publishes the read state, removes obsolete files and schedules the
-// flush of what was recovered.
-func (db *DB) recover(firstWAL uint64) error {
+// checkDir lists the directory once, marks every file number in it used,
+// checks the loaded manifest against it — every table it names is present,
+// and the WALs it relies on (checkWALsPresent) — and then, unless
+// read-only, starts a new manifest (a snapshot of the loaded state). It
+// runs before anything is written, so that a manifest found inconsistent is
+// left as it was found.
+func (db *DB) checkDir() (dirState, error) {
+	var d dirState
 	names, err := db.fs.List(db.dirname)
 	if err != nil {
-		return err
+		return d, err
 	}
-	var logs []uint64
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
 		if !ok {
@@ -59,11 +38,30 @@ func (db *DB) recover(firstWAL uint64) error {
 		}
 		db.versions.MarkFileNumUsed(num)
 		if t == base.FileTypeLog && num >= db.versions.LogNum() {
-			logs = append(logs, num)
+			d.logs = append(d.logs, num)
 		}
 	}
-	sort.Slice(logs, func(i, j int) bool { return logs[i] < logs[j] })
+	sort.Slice(d.logs, func(i, j int) bool { return d.logs[i] < d.logs[j] })
+	if err := db.checkTablesPresent(names); err != nil {
+		return d, err
+	}
+	if d.firstWAL, err = db.checkWALsPresent(d.logs); err != nil {
+		return d, err
+	}
+	if !db.opts.ReadOnly && !db.versions.Writable() {
+		if err := db.versions.Rotate(); err != nil {
+			return d, err
+		}
+	}
+	return d, nil
+}
 
+// recover replays the WALs the manifest does not cover into immutable
+// memtable groups, truncates a torn tail of the newest WAL, starts a new
+// WAL, publishes the read state, removes obsolete files and schedules the
+// flush of what was recovered.
+func (db *DB) recover(d dirState) error {
+	logs := d.logs
 	db.logSeq = db.versions.LastSeq()
 	var recovered []*memGroup
 	for i, num := range logs {
@@ -86,7 +84,7 @@ func (db *DB) recover(firstWAL uint64) error {
 		db.updateReadState()
 		return nil
 	}
-	if err := db.newWAL(firstWAL); err != nil {
+	if err := db.newWAL(d.firstWAL); err != nil {
 		return err
 	}
 	db.mu.mem = newMemGroup(db.log.num)

@@ -157,8 +157,8 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	if uint64(len(ukey)) > math.MaxUint32 || uint64(len(value)) > math.MaxUint32 {
 		panic("memtable: key or value of 4 GiB or more") // the DB caps batches far below
 	}
-	e := entry{p0: keyWord(ukey, 0), p1: keyWord(ukey, 8), trailer: base.MakeTrailer(seq, kind),
-		data: m.alloc(ukey, value), klen: uint32(len(ukey)), vlen: uint32(len(value))}
+	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
+	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
 	m.mu.Lock()
 	m.tree.ReplaceOrInsert(e)
 	m.mu.Unlock()

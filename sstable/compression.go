@@ -89,16 +89,3 @@ func decompressInto(t blockType, stored, dst []byte) error {
 	}
 	return fmt.Errorf("unknown compression type %d", uint8(t))
 }
-
-// decompressBlock returns the contents of a stored block in new memory.
-func decompressBlock(t blockType, stored []byte) ([]byte, error) {
-	n, err := decodedLen(t, stored)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, n)
-	if err := decompressInto(t, stored, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}

@@ -132,11 +132,11 @@ func fixChecksums(data []byte) []byte {
 		}
 		n := h.offset + h.length
 		binary.LittleEndian.PutUint32(d[n+1:], blockChecksum(d[h.offset:n+1]))
-		raw, err := decompressBlock(blockType(d[n]), d[h.offset:n])
+		v, err := decodeStored(d[h.offset:end], blockCtx(1, "fuzz", h.offset), false)
 		if err != nil {
 			return nil
 		}
-		return raw
+		return v.Bytes()
 	}
 	for _, h := range []blockHandle{
 		{binary.LittleEndian.Uint64(ft[0:]), binary.LittleEndian.Uint64(ft[8:])},

@@ -16,7 +16,7 @@ type TruncatableFile interface {
 // again. A log whose file header is missing or torn (validEnd below the
 // header size) is rewritten as an empty log. Recovery seals the newest log
 // before starting the next one, which is what lets every log but the
-// newest be required to end with a trailer (FORMAT.md, rule 13).
+// newest be required to end with a trailer (FORMAT.md, rule 14).
 //
 // Sealing is idempotent under crashes: until the trailer is synced the log
 // still looks torn and is sealed again on the next recovery.
