@@ -168,3 +168,25 @@ func BenchmarkSeekRandom(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScan is a forward scan of the whole database, wrapping around;
+// an op is one Next.
+func BenchmarkScan(b *testing.B) {
+	db := benchReadDB(b)
+	it := db.NewIter(nil)
+	defer it.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	ok := it.First()
+	for i := 0; i < b.N; i++ {
+		if !ok {
+			if err := it.Error(); err != nil {
+				b.Fatal(err)
+			}
+			ok = it.First()
+		}
+		_ = it.Value()
+		ok = it.Next()
+	}
+}

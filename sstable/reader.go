@@ -11,6 +11,7 @@ import (
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
+	"github.com/sievedb/sieve/internal/prefetch"
 )
 
 // ReadableFile is what a Reader reads from; vfs.File satisfies it. ReadAt
@@ -183,7 +184,12 @@ func (r *Reader) loadBlock(h blockHandle, kind string, pooled bool) (*cache.Valu
 		if r.closed.Load() {
 			return nil, errReaderClosed
 		}
-		return decodeStored(r.mapped[h.offset:end], ctx, pooled)
+		stored := r.mapped[h.offset:end]
+		// The stored block is usually in the page cache but in no CPU
+		// cache; ask for all its lines at once so the checksum pass
+		// does not wait on them one by one.
+		prefetch.Read(stored)
+		return decodeStored(stored, ctx, pooled)
 	}
 	buf, p := getReadBuf(int(h.length + blockTrailerLen))
 	defer putReadBuf(p)
@@ -197,19 +203,29 @@ func (r *Reader) loadBlock(h blockHandle, kind string, pooled bool) (*cache.Valu
 // decompresses it into new memory (see loadBlock for pooled).
 func decodeStored(stored []byte, ctx errCtx, pooled bool) (*cache.Value, error) {
 	n := len(stored) - blockTrailerLen
+	t := blockType(stored[n])
+	// The destination is sized from the (not yet verified) header so that
+	// it can be fetched while the checksum runs; decodedLen bounds it.
+	size, sizeErr := decodedLen(t, stored[:n:n])
+	var v *cache.Value
+	if sizeErr == nil {
+		if pooled {
+			v = cache.Alloc(size)
+			// Recycled memory was last touched when the cache evicted
+			// it, long ago.
+			prefetch.Write(v.Bytes())
+		} else {
+			v = cache.Wrap(make([]byte, size))
+		}
+	}
 	if got, want := binary.LittleEndian.Uint32(stored[n+1:]), blockChecksum(stored[:n+1]); got != want {
+		if v != nil {
+			v.Release()
+		}
 		return nil, ctx.corruptf("checksum mismatch (stored %#08x, computed %#08x)", got, want)
 	}
-	t := blockType(stored[n])
-	size, err := decodedLen(t, stored[:n:n])
-	if err != nil {
-		return nil, ctx.corrupt(err)
-	}
-	var v *cache.Value
-	if pooled {
-		v = cache.Alloc(size)
-	} else {
-		v = cache.Wrap(make([]byte, size))
+	if sizeErr != nil {
+		return nil, ctx.corrupt(sizeErr)
 	}
 	if err := decompressInto(t, stored[:n:n], v.Bytes()); err != nil {
 		v.Release()
