@@ -33,10 +33,10 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
 	return &Iterator{m: m, lower: lower, upper: upper, buf: make([]entry, 0, refillSize)}
 }
 
-func (it *Iterator) inUpper(e entry) bool {
+func (it *Iterator) inUpper(e *entry) bool {
 	return it.upper == nil || bytes.Compare(e.ukey(), it.upper) < 0
 }
-func (it *Iterator) inLower(e entry) bool {
+func (it *Iterator) inLower(e *entry) bool {
 	return it.lower == nil || bytes.Compare(e.ukey(), it.lower) >= 0
 }
 
@@ -46,28 +46,27 @@ func (it *Iterator) inLower(e entry) bool {
 // ahead.
 func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool) bool {
 	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, forward, false
-	visit := func(e entry) bool {
-		if strict && ((forward && !lessEntry(pivot, e)) || (!forward && !lessEntry(e, pivot))) {
+	visit := func(e *entry) bool {
+		if strict && ((forward && !lessEntry(&pivot, e)) || (!forward && !lessEntry(e, &pivot))) {
 			return true
 		}
 		if (forward && !it.inUpper(e)) || (!forward && !it.inLower(e)) {
 			it.exhausted = true
 			return false
 		}
-		it.buf = append(it.buf, e)
+		it.buf = append(it.buf, *e)
 		return len(it.buf) < refillSize
 	}
-	t := it.m.tree
+	var p *entry
+	if hasPivot {
+		p = &pivot
+	}
+	t := &it.m.tree
 	it.m.mu.RLock()
-	switch {
-	case forward && hasPivot:
-		t.AscendGreaterOrEqual(pivot, visit)
-	case forward:
-		t.Ascend(visit)
-	case hasPivot:
-		t.DescendLessOrEqual(pivot, visit)
-	default:
-		t.Descend(visit)
+	if forward {
+		t.ascend(p, visit)
+	} else {
+		t.descend(p, visit)
 	}
 	it.m.mu.RUnlock()
 	if len(it.buf) < refillSize {

@@ -2,8 +2,8 @@
 // mutable write buffer in front of the WAL, and, once full, an immutable
 // table waiting to be flushed.
 //
-// It is a B-tree (github.com/google/btree, BTreeG) of entries ordered by
-// base.CompareInternal. Key and value bytes are copied into an arena of large
+// It is a B-tree (btree.go, insert-only and specialised to its entries) of
+// entries ordered by base.CompareInternal. Key and value bytes are copied into an arena of large
 // chunks, so an Add costs no allocation in steady state and the memory
 // accounting is the arena's size.
 //
@@ -22,7 +22,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/google/btree"
 	"github.com/sievedb/sieve/internal/base"
 )
 
@@ -80,10 +79,16 @@ func keyWord(k []byte, off int) uint64 {
 	return p
 }
 
-func lessEntry(a, b entry) bool {
+// lessEntry orders entries as base.CompareInternal orders their keys. The
+// first-word test is small enough to inline into the tree's searches.
+func lessEntry(a, b *entry) bool {
 	if a.p0 != b.p0 {
 		return a.p0 < b.p0
 	}
+	return lessEntryTail(a, b)
+}
+
+func lessEntryTail(a, b *entry) bool {
 	if a.p1 != b.p1 {
 		return a.p1 < b.p1
 	}
@@ -109,7 +114,7 @@ func makeEntry(ukey []byte, trailer uint64) entry {
 // call New.
 type MemTable struct {
 	mu   sync.RWMutex
-	tree *btree.BTreeG[entry]
+	tree btree
 
 	// Writer-owned arena state; not read by readers.
 	chunk []byte
@@ -124,7 +129,7 @@ type MemTable struct {
 
 // New returns an empty memtable.
 func New() *MemTable {
-	m := &MemTable{tree: btree.NewG[entry](32, lessEntry)}
+	m := &MemTable{}
 	m.minSeq.Store(base.SeqNumMax)
 	return m
 }
@@ -160,7 +165,7 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
 	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
 	m.mu.Lock()
-	m.tree.ReplaceOrInsert(e)
+	m.tree.insert(e)
 	m.mu.Unlock()
 	m.size.Add(int64(len(ukey) + len(value) + entryOverhead))
 	m.count.Add(1)
@@ -210,7 +215,7 @@ func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []
 	pivot := makeEntry(ukey, base.MakeTrailer(seq, base.KindMax))
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	m.tree.AscendGreaterOrEqual(pivot, func(e entry) bool {
+	m.tree.ascend(&pivot, func(e *entry) bool {
 		k := e.ukey()
 		if !bytes.Equal(k, ukey) {
 			return false

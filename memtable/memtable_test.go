@@ -263,6 +263,6 @@ func TestLessEntryMatchesCompareInternal(t *testing.T) {
 		a, b := mk(), mk()
 		want := base.CompareInternal(base.InternalKey{UserKey: a.ukey(), Trailer: a.trailer},
 			base.InternalKey{UserKey: b.ukey(), Trailer: b.trailer}) < 0
-		require.Equal(t, want, lessEntry(a, b), "%x#%d vs %x#%d", a.ukey(), a.trailer, b.ukey(), b.trailer)
+		require.Equal(t, want, lessEntry(&a, &b), "%x#%d vs %x#%d", a.ukey(), a.trailer, b.ukey(), b.trailer)
 	}
 }
