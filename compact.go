@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sievedb/sieve/compaction"
@@ -143,19 +145,120 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	if st := db.cfs.get(cf); st != nil && st.merger != nil {
 		opts.Merger = st.merger
 	}
+	// A manual compaction (its caller waits) of a large enough input runs
+	// as subcompactions: disjoint key ranges merged and written by
+	// separate goroutines, installed by one edit.
+	var bounds [][]byte
+	if c.Manual && db.opts.MaxSubcompactions > 1 {
+		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
+	}
+	outs := make([]*compactionOutput, len(bounds)+1)
+	stats := make([]compaction.GCStats, len(outs))
+	errs := make([]error, len(outs))
+	var failed atomic.Bool // one range's error stops the others
+	var wg sync.WaitGroup
+	for r := range outs {
+		var lower, upper []byte
+		if r > 0 {
+			lower = bounds[r-1]
+		}
+		if r < len(bounds) {
+			upper = bounds[r]
+		}
+		outs[r] = &compactionOutput{db: db, cf: cf}
+		wg.Go(func() {
+			stats[r], errs[r] = db.compactRange(c, opts, outs[r], lower, upper, snapshots, &failed)
+			if errs[r] != nil {
+				failed.Store(true)
+			}
+		})
+	}
+	wg.Wait()
+	var err error
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, errSubcompactionStopped) {
+			err = e
+			break
+		}
+	}
+	var metas []*manifest.FileMetadata
+	var gc compaction.GCStats
+	for r, out := range outs {
+		metas = append(metas, out.metas...)
+		gc.Add(stats[r])
+	}
+	if err == nil && len(metas) > 0 {
+		err = db.fs.SyncDir(db.dirname)
+	}
+	if err != nil {
+		for _, out := range outs {
+			out.abandon()
+		}
+		return fmt.Errorf("compaction %s: %w", c, err)
+	}
+	edit := &manifest.VersionEdit{}
+	for i, files := range c.Inputs {
+		level := c.StartLevel
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{CF: cf, Level: level, FileNum: f.FileNum})
+		}
+	}
+	var written uint64
+	for _, m := range metas {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: m})
+		written += m.Size
+	}
+	if err := db.logAndApply(edit); err != nil {
+		// Keep the outputs: the edit naming them may be in the manifest
+		// (after a failed sync its state is unknown). The next Open
+		// deletes them if the manifest does not name them.
+		return err
+	}
+	read := c.InputBytes()
+	m := &db.metrics
+	m.compactions.Add(1)
+	m.compactBytesRead.Add(int64(read))
+	m.compactBytesWritten.Add(int64(written))
+	m.levelBytesIn[c.OutputLevel].Add(int64(totalSize(c.Inputs[0])))
+	m.levelBytesRead[c.OutputLevel].Add(int64(read))
+	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
+	m.mergeErrors.Add(gc.MergeErrors)
+	if len(outs) > 1 {
+		m.splitCompactions.Add(1)
+	}
+	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(metas), "subcompactions", len(outs),
+		"read", read, "written", written, "dropped", gc.DroppedShadowed+gc.DroppedTombstones, "took", time.Since(start))
+	return nil
+}
+
+// errSubcompactionStopped ends a subcompaction whose sibling failed; the
+// sibling's error is the one reported.
+var errSubcompactionStopped = errors.New("sieve: subcompaction stopped: another range failed")
+
+// compactRange runs the part of compaction c in user keys [lower, upper)
+// (nil = open) into out, which it leaves with its finished, synced tables
+// (or with what to abandon, on an error). Subcompactions call it
+// concurrently: each with its own iterators, splitter and output.
+func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, out *compactionOutput,
+	lower, upper []byte, snapshots []uint64, failed *atomic.Bool) (compaction.GCStats, error) {
 	zeroSeqs := c.OutputLevel == manifest.NumLevels-1
 	earliestSnap := base.SeqNumMax
 	if len(snapshots) > 0 {
 		earliestSnap = snapshots[0]
 	}
-	input := c.NewInputIter(db.compactionOpener())
-	it := compaction.NewIter(input, opts)
-	out := &compactionOutput{db: db, cf: cf}
+	it := compaction.NewIter(c.NewInputIterRange(db.compactionOpener(), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
 		if db.closed.Load() {
 			err = ErrClosed
+			break
+		}
+		if failed.Load() {
+			err = errSubcompactionStopped
 			break
 		}
 		k := it.Key()
@@ -184,47 +287,7 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	if err == nil && out.w != nil {
 		err = out.finish()
 	}
-	if err == nil && len(out.metas) > 0 {
-		err = db.fs.SyncDir(db.dirname)
-	}
-	if err != nil {
-		out.abandon()
-		return fmt.Errorf("compaction %s: %w", c, err)
-	}
-	edit := &manifest.VersionEdit{}
-	for i, files := range c.Inputs {
-		level := c.StartLevel
-		if i == 1 {
-			level = c.OutputLevel
-		}
-		for _, f := range files {
-			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{CF: cf, Level: level, FileNum: f.FileNum})
-		}
-	}
-	var written uint64
-	for _, m := range out.metas {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: m})
-		written += m.Size
-	}
-	if err := db.logAndApply(edit); err != nil {
-		// Keep the outputs: the edit naming them may be in the manifest
-		// (after a failed sync its state is unknown). The next Open
-		// deletes them if the manifest does not name them.
-		return err
-	}
-	read := c.InputBytes()
-	m := &db.metrics
-	m.compactions.Add(1)
-	m.compactBytesRead.Add(int64(read))
-	m.compactBytesWritten.Add(int64(written))
-	m.levelBytesIn[c.OutputLevel].Add(int64(totalSize(c.Inputs[0])))
-	m.levelBytesRead[c.OutputLevel].Add(int64(read))
-	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
-	stats := it.Stats()
-	m.mergeErrors.Add(stats.MergeErrors)
-	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(out.metas),
-		"read", read, "written", written, "dropped", stats.DroppedShadowed+stats.DroppedTombstones, "took", time.Since(start))
-	return nil
+	return it.Stats(), err
 }
 
 func totalSize(files []*manifest.FileMetadata) uint64 {

@@ -21,7 +21,7 @@ type dbMetrics struct {
 	blocksRead, blockCacheHits, blockFileReads, blockBytesRead               atomic.Int64
 
 	flushes, flushBytes                                       atomic.Int64
-	compactions, compactBytesRead, compactBytesWritten, moves atomic.Int64
+	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten           [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                        atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                   atomic.Int64
@@ -111,6 +111,9 @@ type Metrics struct {
 	}
 	Compaction struct {
 		Count, Moves, BytesRead, BytesWritten int64
+		// Split counts compactions that ran as subcompactions (see
+		// Options.MaxSubcompactions).
+		Split int64
 		// MergeErrors counts keys whose operands compaction copied
 		// through because the merger failed on them.
 		MergeErrors int64
@@ -154,6 +157,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
+	out.Compaction.Split = m.splitCompactions.Load()
 	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
 	out.Compaction.MergeErrors = m.mergeErrors.Load()
 	if out.WAL.Bytes > 0 {
@@ -251,9 +255,9 @@ func (m *Metrics) String() string {
 			l.Score, humanBytes(l.BytesIn), humanBytes(l.BytesRead), humanBytes(l.BytesWritten))
 	}
 	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
-	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable; flushes %d (%s); compactions %d (%d moves, read %s, wrote %s)\n",
+	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
 		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable,
-		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves,
+		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
 	f := m.Filter
 	fmt.Fprintf(&sb, "filter: %d checks, %d negatives, %d false positives (FPR %.3f%%), %d true positives, %d unknown-type tables; resident %s\n",

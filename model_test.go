@@ -41,8 +41,10 @@ func TestRandomizedModel(t *testing.T) {
 	}
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, Merger: appendMerger{}, MemTableSize: 64 << 10, L0CompactionTrigger: 2,
-		L0StopWritesTrigger: 8, LBaseMaxBytes: 256 << 10, TargetFileSize: 32 << 10, BlockSize: 512, MaxSuccessiveMerges: 16}
+		L0StopWritesTrigger: 8, LBaseMaxBytes: 256 << 10, TargetFileSize: 4 << 10, BlockSize: 512, MaxSuccessiveMerges: 16,
+		MaxSubcompactions: 3}
 	db, err := Open("/db", opts)
+	splits := int64(0) // manual compactions run as subcompactions, over all reopens
 	require.NoError(t, err)
 	m := &modelDB{cur: map[string]string{}, snaps: map[*Snapshot]map[string]string{}}
 	closeSnaps := func() {
@@ -140,6 +142,7 @@ func TestRandomizedModel(t *testing.T) {
 		case r < 968:
 			closeSnaps()
 			require.NoError(t, db.CheckInvariants(false))
+			splits += db.Metrics().Compaction.Split
 			require.NoError(t, db.Close())
 			db, err = Open("/db", opts)
 			require.NoError(t, err)
@@ -157,6 +160,9 @@ func TestRandomizedModel(t *testing.T) {
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))
+	splits += mt.Compaction.Split
+	t.Logf("compactions run as subcompactions: %d", splits)
+	require.Positive(t, splits, "no manual compaction was split: the subcompaction path went untested")
 	require.NoError(t, db.Close())
 }
 

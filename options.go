@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/vfs"
@@ -92,6 +93,14 @@ type Options struct {
 	TargetFileSize int64
 	// MaxConcurrentCompactions bounds background compactions. Default 1.
 	MaxConcurrentCompactions int
+	// MaxSubcompactions is how many goroutines Compact (a manual
+	// compaction, whose caller waits for it) may split one compaction of
+	// at least twice TargetFileSize into: disjoint key ranges merged and
+	// written in parallel, installed together (RocksDB's
+	// max_subcompactions). Background compactions stay one goroutine each,
+	// leaving the other cores to writers. Default GOMAXPROCS at Open, at
+	// most 4; 1 disables.
+	MaxSubcompactions int
 	// Merger resolves merge operands of the default column family; nil
 	// means Merge is refused.
 	Merger Merger
@@ -138,6 +147,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		{"LBaseMaxBytes", c.LBaseMaxBytes < 0, c.LBaseMaxBytes},
 		{"TargetFileSize", c.TargetFileSize < 0 || (c.TargetFileSize > 0 && c.TargetFileSize < 4<<10), c.TargetFileSize},
 		{"MaxConcurrentCompactions", c.MaxConcurrentCompactions < 0 || c.MaxConcurrentCompactions > 64, c.MaxConcurrentCompactions},
+		{"MaxSubcompactions", c.MaxSubcompactions < 0 || c.MaxSubcompactions > 64, c.MaxSubcompactions},
 	}
 	for _, ch := range checks {
 		if ch.bad {
@@ -176,6 +186,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	def64(&c.LBaseMaxBytes, 64<<20)
 	def64(&c.TargetFileSize, 4<<20)
 	def(&c.MaxConcurrentCompactions, 1)
+	def(&c.MaxSubcompactions, min(runtime.GOMAXPROCS(0), 4))
 	def(&c.MaxSuccessiveMerges, 64)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -59,18 +59,22 @@ func (c *Compaction) InputBytes() uint64 { return totalSize(c.Inputs[0]) + total
 // start-level inputs, one over the output-level inputs, newest data first.
 // Feed it to NewIter. The caller owns the result (NewIter takes it over).
 func (c *Compaction) NewInputIter(open TableOpener) *MergingIter {
+	return c.newInputIter(open, IterOptions{})
+}
+
+func (c *Compaction) newInputIter(open TableOpener, o IterOptions) *MergingIter {
 	var children []base.InternalIterator
 	if c.StartLevel == 0 {
 		for _, f := range c.Inputs[0] {
-			children = append(children, NewLevelIter(IterOptions{}, []*manifest.FileMetadata{f}, open))
+			children = append(children, NewLevelIter(o, []*manifest.FileMetadata{f}, open))
 		}
 	} else if len(c.Inputs[0]) > 0 {
-		children = append(children, NewLevelIter(IterOptions{}, c.Inputs[0], open))
+		children = append(children, NewLevelIter(o, c.Inputs[0], open))
 	}
 	if len(c.Inputs[1]) > 0 {
-		children = append(children, NewLevelIter(IterOptions{}, c.Inputs[1], open))
+		children = append(children, NewLevelIter(o, c.Inputs[1], open))
 	}
-	return NewMergingIter(IterOptions{}, children...)
+	return NewMergingIter(o, children...)
 }
 
 // NewSplitter returns the output splitter for this compaction, with the

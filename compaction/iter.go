@@ -65,6 +65,20 @@ type GCStats struct {
 	MergeErrors int64
 }
 
+// Add adds o's counts to s (the stats of a compaction run as
+// subcompactions).
+func (s *GCStats) Add(o GCStats) {
+	s.EntriesIn += o.EntriesIn
+	s.EntriesOut += o.EntriesOut
+	s.DroppedShadowed += o.DroppedShadowed
+	s.DroppedTombstones += o.DroppedTombstones
+	s.OperandsMerged += o.OperandsMerged
+	s.FullMerges += o.FullMerges
+	s.PartialMerges += o.PartialMerges
+	s.PartialMergesDeclined += o.PartialMergesDeclined
+	s.MergeErrors += o.MergeErrors
+}
+
 // output is one entry waiting to be yielded; its user key is Iter.ukey.
 type output struct {
 	trailer uint64

@@ -336,36 +336,65 @@ func (s *lsm) compact(d *ddCase) string {
 			all := v != nil && v[0] == "true"
 			elide = func([]byte) bool { return all }
 		}
-		it := NewIter(c.NewInputIter(s.opener), GCOptions{Snapshots: d.uints(t, "snapshots"), ElideTombstone: elide, Merger: m})
-		sp := c.NewSplitter()
-		if d.has("target-file-size") {
-			sp = NewSplitter(SplitterOptions{TargetFileSize: d.int(t, "target-file-size", 0), Grandparents: c.Grandparents})
+		// subcompactions=n runs the compaction as up to n key ranges
+		// (SubcompactionBounds, no minimum size), one after another, each
+		// with its own input, GC iterator and splitter.
+		var bounds [][]byte
+		if n := d.int(t, "subcompactions", 1); n > 1 {
+			bounds = c.SubcompactionBounds(int(n), 0)
 		}
-		var cur []entry
-		var size uint64
-		finish := func() {
-			if len(cur) > 0 {
-				m := s.newTable(s.nextFile, cur, 0)
-				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: m})
+		var total GCStats
+		for r := 0; r <= len(bounds); r++ {
+			var lower, upper []byte
+			if r > 0 {
+				lower = bounds[r-1]
 			}
-			cur, size = nil, 0
-		}
-		for ok := it.First(); ok; ok = it.Next() {
-			if sp.ShouldSplitBefore(it.Key(), size) {
-				finish()
+			if r < len(bounds) {
+				upper = bounds[r]
 			}
-			e := entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)}
-			cur = append(cur, e)
-			size += uint64(e.key.Size() + len(e.value))
+			elide := elide
+			if !d.has("elide") {
+				elide = NewElider(s.levels(), c.OutputLevel) // keeps cursors: one per range
+			}
+			it := NewIter(c.NewInputIterRange(s.opener, lower, upper), GCOptions{Snapshots: d.uints(t, "snapshots"), ElideTombstone: elide, Merger: m})
+			sp := c.NewSplitter()
+			if d.has("target-file-size") {
+				sp = NewSplitter(SplitterOptions{TargetFileSize: d.int(t, "target-file-size", 0), Grandparents: c.Grandparents})
+			}
+			var cur []entry
+			var size uint64
+			finish := func() {
+				if len(cur) > 0 {
+					m := s.newTable(s.nextFile, cur, 0)
+					edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: m})
+				}
+				cur, size = nil, 0
+			}
+			for ok := it.First(); ok; ok = it.Next() {
+				if sp.ShouldSplitBefore(it.Key(), size) {
+					finish()
+				}
+				e := entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)}
+				cur = append(cur, e)
+				size += uint64(e.key.Size() + len(e.value))
+			}
+			finish()
+			if err := it.Close(); err != nil {
+				return "error: " + err.Error()
+			}
+			if s.open != 0 {
+				t.Fatalf("%s: %d tables left open", d.pos, s.open)
+			}
+			total.Add(it.Stats())
 		}
-		finish()
-		if err := it.Close(); err != nil {
-			return "error: " + err.Error()
+		stats = formatStats(total)
+		if d.has("subcompactions") {
+			var bs []string
+			for _, b := range bounds {
+				bs = append(bs, fmt.Sprintf("%q", b))
+			}
+			stats = fmt.Sprintf("subcompaction bounds: [%s]\n%s", strings.Join(bs, " "), stats)
 		}
-		if s.open != 0 {
-			t.Fatalf("%s: %d tables left open", d.pos, s.open)
-		}
-		stats = formatStats(it.Stats())
 	}
 	if err := s.apply(edit); err != nil {
 		return "error: " + err.Error()
@@ -384,7 +413,7 @@ func (s *lsm) compact(d *ddCase) string {
 //	targets                          Picker.Targets: base level, bottom, per-level targets and scores
 //	pick [mark]                      Picker.Pick; mark sets Compacting on its inputs
 //	pick-manual level=n [start=k] [end=k] [mark]
-//	compact [snapshots=] [merger=] [elide=true|false] [target-file-size=n] [sizes]
+//	compact [snapshots=] [merger=] [elide=true|false] [target-file-size=n] [subcompactions=n] [sizes]
 //	  runs the last picked compaction and installs its output
 func TestLSMDataDriven(t *testing.T) {
 	for _, name := range []string{"iter", "picker", "compact"} {

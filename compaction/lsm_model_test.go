@@ -34,9 +34,13 @@ func TestCompactionModel(t *testing.T) {
 	for _, mergerName := range []string{"counter", "append"} {
 		t.Run(mergerName, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(testutil.Seed(t)))
+			splitRuns = 0
 			for trial := 0; trial < trials(10); trial++ {
 				runCompactionModel(t, rng, mergerName)
 			}
+			// Guard against bounds that never split (the equivalence check
+			// would then be vacuous).
+			require.Positive(t, splitRuns, "no compaction ran as subcompactions")
 		})
 	}
 }
@@ -74,7 +78,7 @@ func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 		pc := pending[i]
 		pending = append(pending[:i], pending[i+1:]...)
 		s.last = pc.c
-		runModelCompaction(t, s, pc.levels, snapshots, m)
+		runModelCompaction(t, rng, s, pc.levels, snapshots, m)
 		compactions++
 		checkModel(t, s, model, snapshots, seq, m)
 	}
@@ -161,7 +165,11 @@ func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 
 // runModelCompaction runs s.last, picked from levels, as the DB would and
 // installs its result.
-func runModelCompaction(t *testing.T, s *lsm, levels *manifest.Levels, snapshots []uint64, m Merger) {
+// splitRuns counts the model compactions that ran as more than one
+// subcompaction.
+var splitRuns int
+
+func runModelCompaction(t *testing.T, rng *rand.Rand, s *lsm, levels *manifest.Levels, snapshots []uint64, m Merger) {
 	c := s.last
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
@@ -177,31 +185,61 @@ func runModelCompaction(t *testing.T, s *lsm, levels *manifest.Levels, snapshots
 	if c.IsMove {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: c.Inputs[0][0]})
 	} else {
-		it := NewIter(c.NewInputIter(s.opener), GCOptions{
-			Snapshots:      snapshots,
-			ElideTombstone: NewElider(levels, c.OutputLevel),
-			Merger:         m,
-		})
-		sp := c.NewSplitter()
-		var cur []entry
-		var size uint64
+		// The whole compaction's output in one run, and the same as up to
+		// four subcompactions (key ranges run one after another, each
+		// with its own iterators, elider and splitter): the entries must
+		// be identical, and the ranges' tables are what gets installed.
+		run := func(lower, upper []byte, emit func(e entry, split bool)) {
+			it := NewIter(c.NewInputIterRange(s.opener, lower, upper), GCOptions{
+				Snapshots:      snapshots,
+				ElideTombstone: NewElider(levels, c.OutputLevel),
+				Merger:         m,
+			})
+			sp := c.NewSplitter()
+			var size uint64
+			for ok := it.First(); ok; ok = it.Next() {
+				split := sp.ShouldSplitBefore(it.Key(), size)
+				if split {
+					size = 0
+				}
+				emit(entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)}, split)
+				size += uint64(it.Key().Size() + len(it.Value()))
+			}
+			require.NoError(t, it.Close())
+			require.Zero(t, s.open, "tables left open")
+		}
+		var whole []entry
+		run(nil, nil, func(e entry, _ bool) { whole = append(whole, e) })
+		bounds := c.SubcompactionBounds(1+rng.Intn(4), 0)
+		if len(bounds) > 0 {
+			splitRuns++
+		}
+		var parts, cur []entry
 		finish := func() {
 			if len(cur) > 0 {
 				f := s.newTable(s.nextFile, cur, 0)
 				edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: f})
 			}
-			cur, size = nil, 0
+			cur = nil
 		}
-		for ok := it.First(); ok; ok = it.Next() {
-			if sp.ShouldSplitBefore(it.Key(), size) {
-				finish()
+		for r := 0; r <= len(bounds); r++ {
+			var lower, upper []byte
+			if r > 0 {
+				lower = bounds[r-1]
 			}
-			cur = append(cur, entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)})
-			size += uint64(it.Key().Size() + len(it.Value()))
+			if r < len(bounds) {
+				upper = bounds[r]
+			}
+			run(lower, upper, func(e entry, split bool) {
+				if split {
+					finish()
+				}
+				cur = append(cur, e)
+				parts = append(parts, e)
+			})
+			finish()
 		}
-		finish()
-		require.NoError(t, it.Close())
-		require.Zero(t, s.open, "tables left open")
+		require.Equal(t, formatByUserKey(whole), formatByUserKey(parts), "%s as subcompactions %q", c, bounds)
 	}
 	require.NoError(t, s.apply(edit), "installing %s", c)
 }
