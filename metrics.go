@@ -20,11 +20,11 @@ type dbMetrics struct {
 	filterUnknown                                                            atomic.Int64
 	blocksRead, blockCacheHits, blockFileReads, blockBytesRead               atomic.Int64
 
-	flushes, flushBytes                                       atomic.Int64
+	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
-	levelBytesIn, levelBytesRead, levelBytesWritten           [manifest.NumLevels]atomic.Int64
-	stalls, stallNanos                                        atomic.Int64
-	mergesCollapsed, mergeErrors, slowdowns                   atomic.Int64
+	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
+	stalls, stallNanos                                                          atomic.Int64
+	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
 }
 
 func (m *dbMetrics) addReadStats(s *sstable.ReadStats) {
