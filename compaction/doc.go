@@ -44,6 +44,15 @@
 // and under the mutex again: apply the edit, clear Compacting on the inputs
 // (also on failure), release the version. it.Stats() feeds the metrics.
 //
+// Subcompactions: c.SubcompactionBounds(n, minBytes) cuts the key range
+// into up to n user-key ranges of about equal input bytes; each range runs
+// the loop above on its own goroutine with c.NewInputIterRange(open, lo,
+// hi), its own NewIter (and NewElider: it keeps cursors), Splitter and
+// output tables. Every version of a key falls in one range, so the ranges'
+// tables in range order are exactly the single run's entries, cut into a
+// few more tables; one edit installs them all, or, if any range failed,
+// nothing. The DB splits only manual compactions (Options.MaxSubcompactions).
+//
 // # Level sizing
 //
 // The Picker sizes levels as RocksDB's level_compaction_dynamic_level_bytes
