@@ -249,12 +249,21 @@ func (db *DB) Close() error {
 	// that no write is in flight.
 	db.mu.Lock()
 	db.mu.cond.Broadcast()
+	bgBefore := db.mu.bgErr
 	db.mu.Unlock()
 	db.commit.acquire()
 	defer db.commit.release()
 	db.bg.Wait()
 
 	var errs []error
+	// A background job that failed while Close waited for it (other than
+	// by being cancelled) is reported here: no later call would see it.
+	// An error from before Close was already returned to writers.
+	db.mu.Lock()
+	if db.mu.bgErr != nil && db.mu.bgErr != bgBefore {
+		errs = append(errs, db.mu.bgErr)
+	}
+	db.mu.Unlock()
 	if db.log.w != nil {
 		werr := db.log.w.Close()
 		errs = append(errs, werr, db.log.f.Close())

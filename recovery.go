@@ -7,6 +7,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/vfs"
 	"github.com/sievedb/sieve/wal"
 )
 
@@ -222,28 +223,31 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 	return g, nil
 }
 
-func (db *DB) syncWAL(name string) error {
+// withWAL opens the WAL file name read-write, runs op on it and closes it;
+// op's error comes first.
+func (db *DB) withWAL(name string, op func(f vfs.File) error) error {
 	f, err := db.fs.OpenReadWrite(name)
 	if err != nil {
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := op(f); err != nil {
 		f.Close()
 		return err
 	}
 	return f.Close()
 }
 
+func (db *DB) syncWAL(name string) error {
+	return db.withWAL(name, func(f vfs.File) error { return f.Sync() })
+}
+
 func (db *DB) sealWAL(name string, num uint64, validEnd int64) error {
-	f, err := db.fs.OpenReadWrite(name)
-	if err != nil {
-		return err
-	}
-	if err := wal.Seal(f, num, validEnd); err != nil {
-		f.Close()
-		return fmt.Errorf("sieve: sealing WAL %s: %w", name, err)
-	}
-	return f.Close()
+	return db.withWAL(name, func(f vfs.File) error {
+		if err := wal.Seal(f, num, validEnd); err != nil {
+			return fmt.Errorf("sieve: sealing WAL %s: %w", name, err)
+		}
+		return nil
+	})
 }
 
 // applyRecovered applies one WAL record (a batch, or a group of batches

@@ -6,7 +6,10 @@ package sieve
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
@@ -292,5 +295,51 @@ func TestMissingCurrentRefusesToRecreate(t *testing.T) {
 	require.NoError(t, fs2.WriteFile("/db/MANIFEST-000001", []byte("partial")))
 	db, err = Open("/db", &Options{FS: fs2})
 	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
+
+// A flush that fails while Close waits for it makes the database read-only
+// with nobody left to tell: Close reports it.
+func TestCloseReportsFlushFailureDuringClose(t *testing.T) {
+	mem := vfs.NewMem()
+	var armed atomic.Bool
+	started, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	efs := vfs.NewErrorFS(mem, vfs.ErrorOptions{Nth: 1, Match: func(o vfs.Op, name string) bool {
+		if !armed.Load() || o != vfs.OpSync || fileKind(name) != "table" {
+			return false
+		}
+		once.Do(func() { close(started) })
+		<-proceed // hold the flush until Close is waiting for it
+		return true
+	}})
+	db, err := Open("/db", &Options{FS: efs, MemTableSize: 64 << 10})
+	require.NoError(t, err)
+	armed.Store(true)
+	v := make([]byte, 100)
+writes:
+	for i := 0; ; i++ {
+		select {
+		case <-started:
+			break writes
+		default:
+		}
+		require.NoError(t, db.Put([]byte(fmt.Sprintf("k%06d", i)), v, NoSync))
+	}
+	closed := make(chan error)
+	go func() { closed <- db.Close() }()
+	for !db.closed.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	close(proceed)
+	require.ErrorIs(t, <-closed, vfs.ErrInjected)
+
+	// Nothing acknowledged is lost: the WAL still holds what the flush
+	// did not write.
+	db, err = Open("/db", &Options{FS: mem})
+	require.NoError(t, err)
+	_, err = db.Get([]byte("k000000"))
+	require.NoError(t, err)
+	require.NoError(t, db.CheckInvariants(true))
 	require.NoError(t, db.Close())
 }
