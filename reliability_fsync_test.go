@@ -96,13 +96,13 @@ func TestFsyncMutants(t *testing.T) {
 		if len(r.failures) > 0 {
 			caught++
 			c[0]++
-			t.Logf("mutant %2d caught: %s %s: %s", n, s.op, path.Base(s.name), r.failures[0])
+			t.Logf("mutant %2d caught: %s %s (truncated by %d bytes): %s", n, s.op, path.Base(s.name), s.shrunkBy, r.failures[0])
 		} else if why := redundantSync(base.syncs, int(n-1)); why != "" {
 			redundant++
 			t.Logf("mutant %2d not caught (redundant): %s %s during %s: %s", n, s.op, path.Base(s.name), s.label, why)
 		} else {
-			unexplained = append(unexplained, fmt.Sprintf("mutant %d: %s %s during %s (after: %s)",
-				n, s.op, s.name, s.label, strings.Join(s.before, ", ")))
+			unexplained = append(unexplained, fmt.Sprintf("mutant %d: %s %s during %s (after: %s; truncated by %d bytes)",
+				n, s.op, s.name, s.label, strings.Join(s.before, ", "), s.shrunkBy))
 		}
 		byClass[class] = c
 	}
@@ -218,9 +218,10 @@ type syncEvent struct {
 	// before lists, for a SyncDir, the directory operations since the
 	// previous SyncDir ("create MANIFEST-000005", "remove 000004.log").
 	before []string
-	// truncated says, for a file Sync, that the file was truncated since
-	// its previous sync.
+	// truncated says, for a file Sync, that a truncation made the file
+	// smaller since its previous sync; shrunkBy is by how many bytes.
 	truncated bool
+	shrunkBy  int64
 }
 
 // mutantRun is one run of the workload with sync number skipN skipped (0:
@@ -256,7 +257,11 @@ type mutantRun struct {
 	clones        int
 	syncs         []syncEvent
 	pendingDirOps []string
-	truncated     map[string]bool
+	// truncated holds, per file, the bytes truncations removed since its
+	// last sync (a truncation that removes nothing does not count);
+	// sizes, each file's size after its last write, truncation or sync.
+	truncated map[string]int64
+	sizes     map[string]int64
 
 	// The gate holds the next flush at its first table creation (gateHit
 	// is signalled, then it waits for gateRelease) so that a write can be
@@ -311,13 +316,20 @@ func (r *mutantRun) hookFor(mem *vfs.MemFS) func(vfs.Op, string) {
 		switch op {
 		case vfs.OpSync:
 			r.syncs = append(r.syncs, syncEvent{op: op, name: name, kind: fileKind(name),
-				label: r.label.Load().(string), truncated: r.truncated[name]})
+				label: r.label.Load().(string), truncated: r.truncated[name] > 0, shrunkBy: r.truncated[name]})
 			delete(r.truncated, name)
+			r.noteSize(mem, name)
 		case vfs.OpTruncate:
 			if r.truncated == nil {
-				r.truncated = map[string]bool{}
+				r.truncated = map[string]int64{}
 			}
-			r.truncated[name] = true
+			before := r.sizes[name]
+			r.noteSize(mem, name)
+			if d := before - r.sizes[name]; d > 0 {
+				r.truncated[name] += d
+			}
+		case vfs.OpWrite:
+			r.noteSize(mem, name)
 		case vfs.OpSyncDir:
 			r.syncs = append(r.syncs, syncEvent{op: op, name: name, kind: fileKind(name),
 				label: r.label.Load().(string), before: r.pendingDirOps})
@@ -335,6 +347,16 @@ func (r *mutantRun) hookFor(mem *vfs.MemFS) func(vfs.Op, string) {
 			r.tailSectorPoint(mem, name)
 		}
 		r.crashPoint(mem, fmt.Sprintf("%s %s", op, path.Base(name)))
+	}
+}
+
+// noteSize records name's current size. REQUIRES: r.cpMu held.
+func (r *mutantRun) noteSize(mem *vfs.MemFS, name string) {
+	if r.sizes == nil {
+		r.sizes = map[string]int64{}
+	}
+	if st, err := mem.Stat(name); err == nil {
+		r.sizes[name] = st.Size()
 	}
 }
 
@@ -367,7 +389,11 @@ func (r *mutantRun) crashPoint(mem *vfs.MemFS, event string) {
 // tailSectorPoint takes the adversarial crash clone of a log being
 // appended to: of its unsynced bytes only the last sector reached the disk
 // (a ZeroUnsynced outcome). A skipped sync shows here when a later chunk
-// claims, through its synced offset, bytes that are lost.
+// claims, through its synced offset, bytes that are lost. For a log
+// truncated since its last sync and then written (wal.Seal cutting a torn
+// tail before its trailer) the clone keeps the synced length with the last
+// written sector in place: a trailer that reached the disk without the cut
+// it vouches for.
 func (r *mutantRun) tailSectorPoint(mem *vfs.MemFS, name string) {
 	r.cpMu.Lock()
 	defer r.cpMu.Unlock()
@@ -378,12 +404,24 @@ func (r *mutantRun) tailSectorPoint(mem *vfs.MemFS, name string) {
 	cur, err1 := mem.ReadFile(name)
 	synced, err2 := c.ReadFile(name)
 	const sector = vfs.DefaultSectorSize
-	if err1 != nil || err2 != nil || len(cur) <= len(synced) || (len(cur)-1)/sector*sector <= len(synced) {
+	if err1 != nil || err2 != nil || len(cur) == 0 {
 		return
 	}
 	last := (len(cur) - 1) / sector * sector
-	data := append(synced, make([]byte, last-len(synced))...)
-	data = append(data, cur[last:]...)
+	var data []byte
+	switch {
+	case len(cur) < len(synced):
+		// The file was truncated and written since its last sync: the
+		// write's last sector reached the disk, the new size did not
+		// (an overwrite in place can land before the size change).
+		data = append([]byte(nil), synced...)
+		copy(data[last:], cur[last:])
+	case last > len(synced):
+		data = append(synced, make([]byte, last-len(synced))...)
+		data = append(data, cur[last:]...)
+	default:
+		return
+	}
 	if err := c.WriteFile(name, data); err != nil {
 		return
 	}
