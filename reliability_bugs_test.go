@@ -316,16 +316,24 @@ func TestCloseReportsFlushFailureDuringClose(t *testing.T) {
 	db, err := Open("/db", &Options{FS: efs, MemTableSize: 64 << 10})
 	require.NoError(t, err)
 	armed.Store(true)
-	v := make([]byte, 100)
-writes:
-	for i := 0; ; i++ {
-		select {
-		case <-started:
-			break writes
-		default:
+	// Write until a flush is held at its table sync. The writer may stall
+	// on the full memtables meanwhile; Close wakes it (ErrClosed).
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		v := make([]byte, 100)
+		for i := 0; ; i++ {
+			select {
+			case <-started:
+				return
+			default:
+			}
+			if err := db.Put([]byte(fmt.Sprintf("k%06d", i)), v, NoSync); err != nil {
+				return
+			}
 		}
-		require.NoError(t, db.Put([]byte(fmt.Sprintf("k%06d", i)), v, NoSync))
-	}
+	}()
+	<-started
 	closed := make(chan error)
 	go func() { closed <- db.Close() }()
 	for !db.closed.Load() {
@@ -333,6 +341,7 @@ writes:
 	}
 	close(proceed)
 	require.ErrorIs(t, <-closed, vfs.ErrInjected)
+	<-writerDone
 
 	// Nothing acknowledged is lost: the WAL still holds what the flush
 	// did not write.
