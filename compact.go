@@ -99,7 +99,11 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 	setCompacting(c, false)
 	db.compact.running--
 	if err != nil && !errors.Is(err, ErrClosed) {
-		db.compact.lastErr = err
+		if !c.Manual {
+			// A manual compaction's error goes to its caller; a
+			// background one's waits for the next Compact.
+			db.compact.lastErr = err
+		}
 		db.opts.Logger.Error("compaction failed", "compaction", c.String(), "err", err)
 		if errors.Is(err, ErrCorruption) {
 			// Refuse writes rather than compact garbage into new tables.
@@ -167,10 +171,18 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 		}
 		outs[r] = &compactionOutput{db: db, cf: cf}
 		wg.Go(func() {
+			defer func() {
+				// A panic (in a user's Merger, say) fails this range
+				// instead of killing the process from a goroutine the
+				// caller cannot recover in.
+				if p := recover(); p != nil {
+					errs[r] = fmt.Errorf("sieve: subcompaction panicked: %v", p)
+				}
+				if errs[r] != nil {
+					failed.Store(true)
+				}
+			}()
 			stats[r], errs[r] = db.compactRange(c, opts, outs[r], lower, upper, snapshots, &failed)
-			if errs[r] != nil {
-				failed.Store(true)
-			}
 		})
 	}
 	wg.Wait()
@@ -447,7 +459,17 @@ func (db *DB) compactCF(cf uint32, start, end []byte) error {
 		db.mu.Unlock()
 		return err
 	}
+	if db.closed.Load() {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	// Close waits for the compaction (which stops at its next entry once
+	// closed is set) as for background work: no subcompaction goroutine
+	// may still be writing tables after Close returns. Close sets closed
+	// under db.mu before it waits, so this Add never races its Wait.
+	db.bg.Add(1)
 	db.mu.Unlock()
+	defer db.bg.Done()
 	ran := false
 	for level := 0; level < manifest.NumLevels; level++ {
 		if level == manifest.NumLevels-1 && ran {

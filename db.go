@@ -242,14 +242,18 @@ func checkNoOrphanData(fs vfs.FS, dirname string) error {
 // is synced), waits for background work, and releases the directory. A
 // second Close returns nil.
 func (db *DB) Close() error {
+	// closed is set under db.mu: background work that fails from here on
+	// finds it set (and its error is reported below), and a manual
+	// compaction cannot join db.bg after Close starts waiting on it.
+	db.mu.Lock()
 	if !db.closed.CompareAndSwap(false, true) {
+		db.mu.Unlock()
 		return nil
 	}
+	bgBefore := db.mu.bgErr
 	// Wake a writer stalled on a flush, then take the commit pipeline so
 	// that no write is in flight.
-	db.mu.Lock()
 	db.mu.cond.Broadcast()
-	bgBefore := db.mu.bgErr
 	db.mu.Unlock()
 	db.commit.acquire()
 	defer db.commit.release()
@@ -258,9 +262,10 @@ func (db *DB) Close() error {
 	var errs []error
 	// A background job that failed while Close waited for it (other than
 	// by being cancelled) is reported here: no later call would see it.
-	// An error from before Close was already returned to writers.
+	// An error from before Close was already returned to writers (only
+	// the first error is kept, so "new" means there was none before).
 	db.mu.Lock()
-	if db.mu.bgErr != nil && db.mu.bgErr != bgBefore {
+	if bgBefore == nil && db.mu.bgErr != nil {
 		errs = append(errs, db.mu.bgErr)
 	}
 	db.mu.Unlock()

@@ -60,8 +60,12 @@ func TestBTreeModel(t *testing.T) {
 				}
 				return out
 			}
-			require.Equal(t, len(model), len(collect(true, nil, 1<<30)))
-			require.Equal(t, model, append([]entry(nil), collect(true, nil, 1<<30)...))
+			require.Equal(t, nilIfEmpty(model), collect(true, nil, 1<<30))
+			var rev []entry
+			for k := len(model) - 1; k >= 0; k-- {
+				rev = append(rev, model[k])
+			}
+			require.Equal(t, rev, collect(false, nil, 1<<30))
 			for trial := 0; trial < 300; trial++ {
 				p := makeEntry(mkKey(), uint64(rng.Intn(4))<<8)
 				if trial%3 == 0 && len(model) > 0 {

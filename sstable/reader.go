@@ -188,7 +188,7 @@ func (r *Reader) loadBlock(h blockHandle, kind string, pooled bool) (*cache.Valu
 		// The stored block is usually in the page cache but in no CPU
 		// cache; ask for all its lines at once so the checksum pass
 		// does not wait on them one by one.
-		prefetch.Read(stored)
+		prefetch.Read(stored[:min(len(stored), prefetchMax)])
 		return decodeStored(stored, ctx, pooled)
 	}
 	buf, p := getReadBuf(int(h.length + blockTrailerLen))
@@ -204,19 +204,16 @@ func (r *Reader) loadBlock(h blockHandle, kind string, pooled bool) (*cache.Valu
 func decodeStored(stored []byte, ctx errCtx, pooled bool) (*cache.Value, error) {
 	n := len(stored) - blockTrailerLen
 	t := blockType(stored[n])
-	// The destination is sized from the (not yet verified) header so that
-	// it can be fetched while the checksum runs; decodedLen bounds it.
 	size, sizeErr := decodedLen(t, stored[:n:n])
 	var v *cache.Value
-	if sizeErr == nil {
-		if pooled {
-			v = cache.Alloc(size)
-			// Recycled memory was last touched when the cache evicted
-			// it, long ago.
-			prefetch.Write(v.Bytes())
-		} else {
-			v = cache.Wrap(make([]byte, size))
-		}
+	if sizeErr == nil && pooled && size <= earlyAllocMax {
+		// A small pooled destination is taken from the (not yet
+		// verified) header so that its recycled memory, last touched when
+		// the cache evicted it, is fetched while the checksum runs. A
+		// larger or unpooled one waits for the checksum: a corrupt header
+		// must not cost a large allocation.
+		v = cache.Alloc(size)
+		prefetch.Write(v.Bytes())
 	}
 	if got, want := binary.LittleEndian.Uint32(stored[n+1:]), blockChecksum(stored[:n+1]); got != want {
 		if v != nil {
@@ -227,12 +224,29 @@ func decodeStored(stored []byte, ctx errCtx, pooled bool) (*cache.Value, error) 
 	if sizeErr != nil {
 		return nil, ctx.corrupt(sizeErr)
 	}
+	if v == nil {
+		if pooled {
+			v = cache.Alloc(size)
+		} else {
+			v = cache.Wrap(make([]byte, size))
+		}
+	}
 	if err := decompressInto(t, stored[:n:n], v.Bytes()); err != nil {
 		v.Release()
 		return nil, ctx.corrupt(err)
 	}
 	return v, nil
 }
+
+// earlyAllocMax bounds the destination decodeStored takes before the
+// checksum has vouched for the header that sizes it (data blocks are a few
+// KiB).
+const earlyAllocMax = 64 << 10
+
+// prefetchMax bounds how much of a stored block loadBlock prefetches: the
+// lines of a data block, not the tens of thousands of a large index or
+// filter block, which would only push other data out of the CPU caches.
+const prefetchMax = 32 << 10
 
 // readMetaBlock reads a block with a restart array of plain (non-internal)
 // keys and checks its structure.
