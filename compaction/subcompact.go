@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+
+	"github.com/sievedb/sieve/internal/base"
 )
 
 // Subcompactions: one compaction's key range cut into disjoint user-key
@@ -30,7 +32,7 @@ func (c *Compaction) SubcompactionBounds(n int, minBytes uint64) [][]byte {
 	if n < 2 || c.IsMove || bytes.Compare(c.Smallest, c.Largest) >= 0 {
 		return nil
 	}
-	prefix := c.Smallest[:commonPrefixLen(c.Smallest, c.Largest)]
+	prefix := c.Smallest[:base.SharedPrefixLen(c.Smallest, c.Largest)]
 	// pos maps a key within [Smallest, Largest] (all of which start with
 	// prefix) to a number, monotonically.
 	pos := func(k []byte) float64 {
@@ -99,16 +101,6 @@ func boundKey(prefix []byte, x float64) []byte {
 		end--
 	}
 	return append(append([]byte(nil), prefix...), w[:end]...)
-}
-
-func commonPrefixLen(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := 0; i < n; i++ {
-		if a[i] != b[i] {
-			return i
-		}
-	}
-	return n
 }
 
 // NewInputIterRange is NewInputIter limited to user keys in [lower, upper)

@@ -1,6 +1,10 @@
 package sstable
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/sievedb/sieve/internal/base"
+)
 
 // blockWriter builds the contents of one block (see FORMAT.md "Block
 // contents"). Call order: (add* finish reset)*. Keys must be added in
@@ -17,7 +21,7 @@ type blockWriter struct {
 func (b *blockWriter) add(key, value []byte) {
 	shared := 0
 	if b.counter < b.restartInterval && b.nEntries > 0 {
-		shared = sharedPrefixLen(b.lastKey, key)
+		shared = base.SharedPrefixLen(b.lastKey, key)
 	} else {
 		b.restarts = append(b.restarts, uint32(len(b.buf)))
 		b.counter = 0
@@ -53,13 +57,4 @@ func (b *blockWriter) reset() {
 	b.counter = 0
 	b.nEntries = 0
 	b.lastKey = b.lastKey[:0]
-}
-
-func sharedPrefixLen(a, b []byte) int {
-	n := min(len(a), len(b))
-	i := 0
-	for i < n && a[i] == b[i] {
-		i++
-	}
-	return i
 }

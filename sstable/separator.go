@@ -16,7 +16,7 @@ import (
 // a[:i]+(a[i]+1) with i > n and a[i] < 0xff is: larger than a at i, and
 // still below b at n.
 func shortSeparator(dst, a, b []byte) ([]byte, bool) {
-	n := sharedPrefixLen(a, b)
+	n := base.SharedPrefixLen(a, b)
 	if n >= len(a) || n >= len(b) {
 		return dst, false // a is a prefix of b: nothing shorter than a lies between
 	}

@@ -139,3 +139,14 @@ func CompareEncoded(a, b []byte) int {
 	}
 	return 0
 }
+
+// SharedPrefixLen returns the length of the longest common prefix of a and
+// b.
+func SharedPrefixLen(a, b []byte) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
