@@ -162,13 +162,7 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	var failed atomic.Bool // one range's error stops the others
 	var wg sync.WaitGroup
 	for r := range outs {
-		var lower, upper []byte
-		if r > 0 {
-			lower = bounds[r-1]
-		}
-		if r < len(bounds) {
-			upper = bounds[r]
-		}
+		lower, upper := compaction.SubcompactionRange(bounds, r)
 		outs[r] = &compactionOutput{db: db, cf: cf}
 		wg.Go(func() {
 			defer func() {

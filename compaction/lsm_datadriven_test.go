@@ -345,13 +345,7 @@ func (s *lsm) compact(d *ddCase) string {
 		}
 		var total GCStats
 		for r := 0; r <= len(bounds); r++ {
-			var lower, upper []byte
-			if r > 0 {
-				lower = bounds[r-1]
-			}
-			if r < len(bounds) {
-				upper = bounds[r]
-			}
+			lower, upper := SubcompactionRange(bounds, r)
 			elide := elide
 			if !d.has("elide") {
 				elide = NewElider(s.levels(), c.OutputLevel) // keeps cursors: one per range

@@ -223,13 +223,7 @@ func runModelCompaction(t *testing.T, rng *rand.Rand, s *lsm, levels *manifest.L
 			cur = nil
 		}
 		for r := 0; r <= len(bounds); r++ {
-			var lower, upper []byte
-			if r > 0 {
-				lower = bounds[r-1]
-			}
-			if r < len(bounds) {
-				upper = bounds[r]
-			}
+			lower, upper := SubcompactionRange(bounds, r)
 			run(lower, upper, func(e entry, split bool) {
 				if split {
 					finish()

@@ -87,6 +87,19 @@ func (c *Compaction) SubcompactionBounds(n int, minBytes uint64) [][]byte {
 	return bounds
 }
 
+// SubcompactionRange returns range r of bounds (as SubcompactionBounds
+// returned them): user keys in [lower, upper), nil meaning open. Ranges run
+// from 0 to len(bounds).
+func SubcompactionRange(bounds [][]byte, r int) (lower, upper []byte) {
+	if r > 0 {
+		lower = bounds[r-1]
+	}
+	if r < len(bounds) {
+		upper = bounds[r]
+	}
+	return lower, upper
+}
+
 // boundKey is prefix followed by x as 8 big-endian bytes, trailing zero
 // bytes trimmed (the shortest key at that position).
 func boundKey(prefix []byte, x float64) []byte {
