@@ -7,12 +7,11 @@
 // checksum pass would otherwise stall on each line in turn. A prefetch is a
 // hint: it never faults, never changes memory and may be ignored, so a wrong
 // or useless one costs only bandwidth.
-package prefetch
-
-// lineSize is the stride between hints; 64 bytes is the cache line of
-// every amd64 and arm64 core we run on (a larger line only makes some hints
+//
+// The assembly steps 64 bytes between hints, the cache line of every amd64
+// and arm64 core sieve runs on (a larger line only makes some hints
 // redundant).
-const lineSize = 64
+package prefetch
 
 // Read hints that b will be read soon. Safe on any slice, including an
 // empty one.
