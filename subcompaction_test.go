@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"fmt"
+	"math/rand"
 	"sync/atomic"
 	"testing"
 
@@ -36,15 +37,13 @@ func loadForSubcompaction(t *testing.T, db *DB) map[string]string {
 	return want
 }
 
+// requireContents checks the database against want with checkIterator
+// (scans both ways, seeks, a random walk).
 func requireContents(t *testing.T, db *DB, want map[string]string) {
+	t.Helper()
 	it := db.NewIter(nil)
-	n := 0
-	for k, v := range it.All() {
-		require.Equal(t, want[string(k)], string(v), "key %s", k)
-		n++
-	}
+	checkIterator(t, rand.New(rand.NewSource(1)), it, want, "", "")
 	require.NoError(t, it.Close())
-	require.Equal(t, len(want), n)
 }
 
 // liveAndOnDiskTables returns the tables the current version names and
