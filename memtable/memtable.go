@@ -3,9 +3,9 @@
 // table waiting to be flushed.
 //
 // It is a B-tree (btree.go, insert-only and specialised to its entries) of
-// entries ordered by base.CompareInternal. Key and value bytes are copied into an arena of large
-// chunks, so an Add costs no allocation in steady state and the memory
-// accounting is the arena's size.
+// entries ordered by base.CompareInternal. Key and value bytes are copied
+// into an arena of large chunks, so an Add costs no allocation in steady
+// state and the memory accounting is the arena's size.
 //
 // Concurrency: one writer (Add) at a time — the DB's commit pipeline
 // guarantees it — and any number of concurrent readers (Get, iterators).
