@@ -162,7 +162,7 @@ func redundantSync(syncs []syncEvent, i int) string {
 				break
 			}
 		}
-	case s.op == vfs.OpSync && s.kind == "WAL" && !s.truncated &&
+	case s.op == vfs.OpSync && s.kind == "WAL" && s.shrunkBy == 0 &&
 		(s.label == "reopen" || strings.HasPrefix(s.label, "crash and recover")):
 		// replayWAL's sync of a log it replayed: it matters after a
 		// process kill, when the page cache holds records that never
@@ -218,10 +218,9 @@ type syncEvent struct {
 	// before lists, for a SyncDir, the directory operations since the
 	// previous SyncDir ("create MANIFEST-000005", "remove 000004.log").
 	before []string
-	// truncated says, for a file Sync, that a truncation made the file
-	// smaller since its previous sync; shrunkBy is by how many bytes.
-	truncated bool
-	shrunkBy  int64
+	// shrunkBy is, for a file Sync, how many bytes truncations removed
+	// from the file since its previous sync.
+	shrunkBy int64
 }
 
 // mutantRun is one run of the workload with sync number skipN skipped (0:
@@ -316,7 +315,7 @@ func (r *mutantRun) hookFor(mem *vfs.MemFS) func(vfs.Op, string) {
 		switch op {
 		case vfs.OpSync:
 			r.syncs = append(r.syncs, syncEvent{op: op, name: name, kind: fileKind(name),
-				label: r.label.Load().(string), truncated: r.truncated[name] > 0, shrunkBy: r.truncated[name]})
+				label: r.label.Load().(string), shrunkBy: r.truncated[name]})
 			delete(r.truncated, name)
 			r.noteSize(mem, name)
 		case vfs.OpTruncate:
