@@ -75,29 +75,45 @@ func (s relState) apply(op relOp) {
 	}
 }
 
-// hash is a fingerprint of the state.
+// hash is a fingerprint of the state: the sum of its entries' hashes, so
+// that it does not depend on order and a history can keep it up to date
+// one write at a time (relHistory).
 func (s relState) hash() uint64 {
-	d := xxhash.New()
-	var buf [8]byte
-	str := func(x string) {
-		binary.LittleEndian.PutUint64(buf[:], uint64(len(x)))
-		d.Write(buf[:])
-		d.WriteString(x)
-	}
+	var h uint64
 	for cf := range s {
-		keys := make([]string, 0, len(s[cf]))
-		for k := range s[cf] {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		binary.LittleEndian.PutUint64(buf[:], uint64(len(keys)))
-		d.Write(buf[:])
-		for _, k := range keys {
-			str(k)
-			str(s[cf][k])
+		for k, v := range s[cf] {
+			h += entryHash(cf, k, v)
 		}
 	}
+	return h
+}
+
+// entryHash is the hash of one key/value pair of column family cf.
+func entryHash(cf int, k, v string) uint64 {
+	d := xxhash.New()
+	var buf [9]byte
+	buf[0] = byte(cf)
+	binary.LittleEndian.PutUint64(buf[1:], uint64(len(k)))
+	d.Write(buf[:])
+	d.WriteString(k)
+	d.WriteString(v)
 	return d.Sum64()
+}
+
+// applyHashed applies op like apply and returns the state's hash updated
+// from h, the hash before.
+func (s relState) applyHashed(op relOp, h uint64) uint64 {
+	for _, e := range op.entries {
+		m := s[e.cf]
+		if v, ok := m[e.key]; ok {
+			h -= entryHash(e.cf, e.key, v)
+		}
+		s.apply(relOp{entries: []relEntry{e}})
+		if v, ok := m[e.key]; ok {
+			h += entryHash(e.cf, e.key, v)
+		}
+	}
+	return h
 }
 
 // diff describes the first difference between two states, for messages.
@@ -151,33 +167,38 @@ func trunc(s string) string {
 	return s
 }
 
-// relHistory holds the states after every prefix of a list of operations,
-// so that "is this recovered state a prefix in [lo, hi]" costs a hash
-// lookup.
+// relHistory holds the hashes of the states after every prefix of a list
+// of operations, so that "is this recovered state a prefix in [lo, hi]"
+// costs a hash lookup. The states themselves are replayed when a message
+// needs them.
 type relHistory struct {
 	ops    []relOp
-	hashes []uint64 // hashes[n] = state after ops[:n]
-	states []relState
-	merges []bool // merges[n]: ops[:n] hold a merge operand
+	hashes []uint64 // hashes[n] = hash of the state after ops[:n]
+	cur    relState // the state after every op
 }
 
 func newRelHistory(ops []relOp) *relHistory {
-	h := &relHistory{ops: ops}
-	s := newRelState()
-	merged := false
-	h.hashes = append(h.hashes, s.hash())
-	h.states = append(h.states, s.clone())
-	h.merges = append(h.merges, false)
+	h := &relHistory{cur: newRelState()}
+	h.hashes = append(h.hashes, h.cur.hash())
 	for _, op := range ops {
-		s.apply(op)
-		for _, e := range op.entries {
-			merged = merged || e.kind == base.KindMerge
-		}
-		h.hashes = append(h.hashes, s.hash())
-		h.states = append(h.states, s.clone())
-		h.merges = append(h.merges, merged)
+		h.add(op)
 	}
 	return h
+}
+
+// add appends op to the history.
+func (h *relHistory) add(op relOp) {
+	h.ops = append(h.ops, op)
+	h.hashes = append(h.hashes, h.cur.applyHashed(op, h.hashes[len(h.hashes)-1]))
+}
+
+// stateAt replays ops[:n].
+func (h *relHistory) stateAt(n int) relState {
+	s := newRelState()
+	for _, op := range h.ops[:n] {
+		s.apply(op)
+	}
+	return s
 }
 
 // match returns the largest n in [lo, hi] whose prefix state equals got,
@@ -204,22 +225,112 @@ func (h *relHistory) explain(got relState, lo, hi int) string {
 	for n := 0; n < lo; n++ {
 		if h.hashes[n] == g {
 			return fmt.Sprintf("state is the prefix of %d ops, but %d were acknowledged as durable (lost: %s)",
-				n, lo, got.diff(h.states[lo]))
+				n, lo, got.diff(h.stateAt(lo)))
 		}
 	}
+	hi = min(hi, len(h.ops))
+	s := h.stateAt(lo)
 	best, bestN := -1, lo
-	for n := lo; n <= min(hi, len(h.ops)); n++ {
-		if d := got.distance(h.states[n]); best < 0 || d < best {
+	for n := lo; n <= hi; n++ {
+		if n > lo {
+			s.apply(h.ops[n-1])
+		}
+		d := got.distance(s)
+		if best < 0 || d < best {
 			best, bestN = d, n
 		}
-	}
-	if os.Getenv("SIEVE_DEBUG") != "" {
-		for n := lo; n <= min(hi, len(h.ops)); n++ {
-			fmt.Printf("prefix %d (op %+v): distance %d: %s\n", n, h.ops[max(n-1, 0)], got.distance(h.states[n]), got.diff(h.states[n]))
+		if os.Getenv("SIEVE_DEBUG") != "" {
+			fmt.Printf("prefix %d (op %+v): distance %d: %s\n", n, h.ops[max(n-1, 0)], d, got.diff(s))
 		}
 	}
 	return fmt.Sprintf("state matches no prefix in [%d, %d] (a hole or reordering); nearest is prefix %d: %s",
-		lo, hi, bestN, got.diff(h.states[bestN]))
+		lo, hi, bestN, got.diff(h.stateAt(bestN)))
+}
+
+// crashClass classifies a recovered state against the prefixes in [lo,
+// hi] (lo: operations acknowledged as durable; hi: operations begun):
+//
+//   - "prefix": it equals the state after ops[:n] for some n in [lo, hi];
+//   - "lost": it equals a shorter prefix, or some key holds a value it
+//     held only before ops[:lo] were all applied (an acknowledged write
+//     is missing);
+//   - "wrong value": some key holds a value (or absence) it never held
+//     after any prefix up to hi;
+//   - "non-prefix": every key holds a value it holds after some prefix in
+//     [lo, hi] (each acknowledged write is there, key by key), but no one
+//     prefix gives them all: a hole in, or a reordering of, the
+//     unacknowledged writes, or half a batch.
+//
+// It replays the history (O(hi × keys)): for failures and self-checks.
+func (h *relHistory) crashClass(got relState, lo, hi int) (class, detail string) {
+	hi = min(hi, len(h.ops))
+	g := got.hash()
+	if h.matchHash(g, lo, hi) >= 0 {
+		return "prefix", ""
+	}
+	for n := 0; n < lo; n++ {
+		if h.hashes[n] == g {
+			return "lost", fmt.Sprintf("the state after %d ops, but %d were acknowledged as durable", n, lo)
+		}
+	}
+	type ck struct {
+		cf  int
+		key string
+	}
+	// For every key ever written (or recovered): whether its recovered
+	// value (or absence) appears after some prefix before lo, and after
+	// some prefix in [lo, hi].
+	keys := map[ck]bool{}
+	for cf := range got {
+		for k := range got[cf] {
+			keys[ck{cf, k}] = true
+		}
+	}
+	for _, op := range h.ops[:hi] {
+		for _, e := range op.entries {
+			keys[ck{e.cf, e.key}] = true
+		}
+	}
+	before, inRange := map[ck]bool{}, map[ck]bool{}
+	s := newRelState()
+	for n := 0; n <= hi; n++ {
+		if n > 0 {
+			s.apply(h.ops[n-1])
+		}
+		for k := range keys {
+			gv, gok := got[k.cf][k.key]
+			sv, sok := s[k.cf][k.key]
+			if gok == sok && gv == sv {
+				if n < lo {
+					before[k] = true
+				} else {
+					inRange[k] = true
+				}
+			}
+		}
+	}
+	var lost, wrong []string
+	for k := range keys {
+		if inRange[k] {
+			continue
+		}
+		gv, gok := got[k.cf][k.key]
+		desc := fmt.Sprintf("cf%d key %q = %q (present %v)", k.cf, k.key, trunc(gv), gok)
+		if before[k] {
+			lost = append(lost, desc)
+		} else {
+			wrong = append(wrong, desc)
+		}
+	}
+	slices.Sort(lost)
+	slices.Sort(wrong)
+	switch {
+	case len(wrong) > 0:
+		return "wrong value", fmt.Sprintf("%d keys hold what no prefix up to %d gives them, e.g. %s", len(wrong), hi, wrong[0])
+	case len(lost) > 0:
+		return "lost", fmt.Sprintf("%d keys hold what they held only before the %d acknowledged ops, e.g. %s", len(lost), lo, lost[0])
+	}
+	return "non-prefix", h.explain(got, lo, hi)
 }
 
 // recovered is what a database recovers to on a file system.
@@ -264,6 +375,70 @@ func readRecovered(fs vfs.FS) recovered {
 		}
 	}
 	return r
+}
+
+// rwMarker is the key reopenReadWrite writes into the default column
+// family of a recovered database (outside every workload's key space).
+const rwMarker = "\xffreopened read-write"
+
+// reopenReadWrite checks recovery's write side on fs, which holds what a
+// read-only open recovered as want: it opens the database read-write
+// (sealing the newest WAL, starting a new manifest, deleting obsolete
+// files, flushing what the WALs held, all in the background or in Open),
+// which must hold want and pass CheckInvariants(true); writes rwMarker with
+// Sync; closes; and opens it read-write again, which must hold want plus
+// the marker. It changes fs.
+func reopenReadWrite(fs vfs.FS, want relState) error {
+	db, err := Open("/db", relOptions(fs))
+	if err != nil {
+		return fmt.Errorf("read-write open: %w", err)
+	}
+	got, _, err := scanDB(db)
+	if err == nil && got.hash() != want.hash() {
+		err = fmt.Errorf("holds other contents than the read-only open: %s", got.diff(want))
+	}
+	if err == nil {
+		err = db.CheckInvariants(true)
+	}
+	if err == nil {
+		err = db.Put([]byte(rwMarker), []byte("1"), Sync)
+	}
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("read-write open: %w", err)
+	}
+	db, err = Open("/db", relOptions(fs))
+	if err != nil {
+		return fmt.Errorf("second read-write open (after Close): %w", err)
+	}
+	got, _, err = scanDB(db)
+	want = want.clone()
+	want[0][rwMarker] = "1"
+	if err == nil && got.hash() != want.hash() {
+		err = fmt.Errorf("holds other contents than the first: %s", got.diff(want))
+	}
+	if cerr := db.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("close: %w", cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("second read-write open (after Close): %w", err)
+	}
+	return nil
+}
+
+// rwSampled says whether the crash state with fingerprint fsh is one of
+// the 1-in-every states a test reopens read-write too: a choice fixed by
+// the seed and the state, not by the order states come in.
+func rwSampled(seed int64, fsh uint64, every int) bool {
+	if every <= 1 {
+		return true
+	}
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(seed))
+	binary.LittleEndian.PutUint64(buf[8:], fsh)
+	return xxhash.Sum64(buf[:])%uint64(every) == 0
 }
 
 // scanDB reads both column families of db with iterators.
@@ -323,13 +498,21 @@ func fsHash(fs *vfs.MemFS) uint64 {
 }
 
 // recoveryCache remembers what each distinct crash state recovers to.
+// With rwEvery > 0, one distinct state in rwEvery (rwSampled) is also
+// reopened read-write after the read-only open (reopenReadWrite); a
+// difference or failure there is the state's recovery error.
 type recoveryCache struct {
 	m            map[uint64]recovered
 	opens, calls int
+	seed         int64
+	rwEvery      int
+	rwOpens      int // states reopened read-write
 }
 
 func newRecoveryCache() *recoveryCache { return &recoveryCache{m: map[uint64]recovered{}} }
 
+// get returns fs's fingerprint and what it recovers to. It may change fs
+// (the read-write reopen).
 func (c *recoveryCache) get(fs *vfs.MemFS) (uint64, recovered) {
 	c.calls++
 	h := fsHash(fs)
@@ -338,6 +521,10 @@ func (c *recoveryCache) get(fs *vfs.MemFS) (uint64, recovered) {
 	}
 	c.opens++
 	r := readRecovered(fs)
+	if r.err == nil && c.rwEvery > 0 && rwSampled(c.seed, h, c.rwEvery) {
+		c.rwOpens++
+		r.err = reopenReadWrite(fs, r.state)
+	}
 	c.m[h] = r
 	return h, r
 }
