@@ -37,7 +37,9 @@ import (
 //     prefix of the history holding every write acknowledged as durable
 //     (Sync, or followed by a successful Flush, Compact or Close), and so
 //     does a plain reopen without the fault, which also passes
-//     CheckInvariants(true) and takes writes again.
+//     CheckInvariants(true) and takes writes again; one crash clone in
+//     four (in two with SIEVE_LONG=1) is also reopened read-write twice
+//     and must hold what the read-only open found.
 //
 // The default run tries a sample of the operation indices; SIEVE_LONG=1
 // tries every index in each mode.
@@ -95,9 +97,12 @@ func TestErrorInjection(t *testing.T) {
 	results := map[string]*tally{}
 	var failures []string
 	harmless := map[string]int{}
+	clones, rwOpens := 0, 0
 	try := func(mode string, o vfs.ErrorOptions) {
 		r := newErrRun(o, seed)
 		r.run()
+		clones += r.clones
+		rwOpens += r.rwOpens
 		tl := results[mode]
 		if tl == nil {
 			tl = &tally{}
@@ -146,6 +151,7 @@ func TestErrorInjection(t *testing.T) {
 		t.Logf("%-10s runs %4d, fault hit %4d: reported to the caller %4d, DB read-only %4d, harmless housekeeping %3d; runs with problems %d",
 			mode, tl.runs, tl.injected, tl.reported, tl.readOnly, tl.harmless, tl.problems)
 	}
+	t.Logf("crash clones recovered read-only: %d; %d of them (1 in %d) also reopened read-write twice", clones, rwOpens, errRWEvery())
 	for _, h := range sortedKeys(harmless) {
 		t.Logf("  unreported, harmless: %-45s x%d", h, harmless[h])
 	}
@@ -172,6 +178,7 @@ func (o opRec) String() string {
 
 // errRun is one run of the error-injection workload.
 type errRun struct {
+	seed int64
 	rng  *rand.Rand
 	mem  *vfs.MemFS
 	efs  *vfs.ErrorFS
@@ -198,13 +205,15 @@ type errRun struct {
 	reported   bool
 	outcome    string // "reported", "read-only" or "harmless" when the fault was hit
 	problems   []string
+	clones     int // crash clones recovered
+	rwOpens    int // crash clones also reopened read-write
 }
 
 // newErrRun prepares a run whose fault is described by o: Nth and
 // Persistent (the operation index, counted here so that the failing
 // operation is known exactly even when goroutines race), or SpaceLimit.
 func newErrRun(o vfs.ErrorOptions, seed int64) *errRun {
-	r := &errRun{rng: rand.New(rand.NewSource(seed)), mem: vfs.NewMem(), opts: o, injectedAt: -1}
+	r := &errRun{seed: seed, rng: rand.New(rand.NewSource(seed)), mem: vfs.NewMem(), opts: o, injectedAt: -1}
 	r.label.Store("")
 	target, persistent := o.Nth, o.Persistent
 	if target > 0 {
@@ -559,7 +568,7 @@ func (r *errRun) finish() {
 		r.readOnlyCheck()
 		for i, o := range []vfs.CrashOptions{{}, {Unsynced: vfs.KeepUnsyncedPrefix, Seed: 7}} {
 			h := newRelHistory(r.ops)
-			if msg := checkRecovered(h, readRecovered(r.mem.CrashClone(o)), r.durable, inFlight); msg != "" {
+			if msg := checkRecovered(h, r.recoverClone(o), r.durable, inFlight); msg != "" {
 				r.problem("crash clone %d at the end: %s", i, msg)
 			}
 		}
@@ -582,7 +591,7 @@ func (r *errRun) finish() {
 		}
 	}
 	h := newRelHistory(r.ops)
-	if msg := checkRecovered(h, readRecovered(r.mem.CrashClone(vfs.CrashOptions{})), r.durable, inFlight); msg != "" {
+	if msg := checkRecovered(h, r.recoverClone(vfs.CrashOptions{}), r.durable, inFlight); msg != "" {
 		r.problem("crash clone after close: %s", msg)
 	}
 	// The fault is removed: a plain reopen on the MemFS.
@@ -606,6 +615,36 @@ func (r *errRun) finish() {
 	if err := db.Put([]byte("after"), []byte("fault"), Sync); err != nil {
 		r.problem("reopen without the fault: write: %v", err)
 	}
+}
+
+// errRWEvery is how many of the crash clones one is also reopened
+// read-write.
+func errRWEvery() int {
+	switch {
+	case relLong():
+		return 2
+	case relRaceEnabled:
+		return 16
+	case testing.Short():
+		return 8
+	}
+	return 4
+}
+
+// recoverClone takes a crash clone of the MemFS under the faults and reads
+// what it recovers to read-only; one clone in errRWEvery (chosen from the
+// seed and the clone's content) is then reopened read-write twice
+// (reopenReadWrite), which must agree.
+func (r *errRun) recoverClone(o vfs.CrashOptions) recovered {
+	c := r.mem.CrashClone(o)
+	r.clones++
+	h := fsHash(c)
+	rec := readRecovered(c)
+	if rec.err == nil && rwSampled(r.seed, h, errRWEvery()) {
+		r.rwOpens++
+		rec.err = reopenReadWrite(c, rec.state)
+	}
+	return rec
 }
 
 // harmlessFault reports whether a failure of o may go unreported: removing
