@@ -54,6 +54,7 @@ func TestRandomizedModel(t *testing.T) {
 		m.snaps = map[*Snapshot]map[string]string{}
 	}
 	key := func() string { return fmt.Sprintf("key%04d", rng.Intn(1500)) }
+	var seeks seekStats
 	for i := 0; i < nOps; i++ {
 		switch r := rng.Intn(1000); {
 		case r < 400:
@@ -102,7 +103,7 @@ func TestRandomizedModel(t *testing.T) {
 				lo, hi = hi, lo
 			}
 			it := db.NewIter(&IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)})
-			checkIterator(t, rng, it, m.cur, lo, hi)
+			seeks.add(checkIterator(t, rng, it, m.cur, lo, hi))
 			require.NoError(t, it.Close())
 		case r < 930:
 			if len(m.snaps) < 3 {
@@ -126,7 +127,7 @@ func TestRandomizedModel(t *testing.T) {
 				}
 				if rng.Intn(10) == 0 {
 					it := s.NewIter(nil)
-					checkIterator(t, rng, it, sm, "", "")
+					seeks.add(checkIterator(t, rng, it, sm, "", ""))
 					require.NoError(t, it.Close())
 				}
 				break
@@ -155,8 +156,9 @@ func TestRandomizedModel(t *testing.T) {
 	require.NoError(t, db.Compact(nil, nil))
 	require.NoError(t, db.CheckInvariants(true))
 	it := db.NewIter(nil)
-	checkIterator(t, rng, it, m.cur, "", "")
+	seeks.add(checkIterator(t, rng, it, m.cur, "", ""))
 	require.NoError(t, it.Close())
+	seeks.requireInside(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"path"
+	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -122,7 +124,7 @@ func TestErrorInjection(t *testing.T) {
 		}
 		if r.outcome == "harmless" {
 			if f, ok := r.failed(); ok {
-				harmless[fmt.Sprintf("%s %s during %s", f.op, fileKind(f.name), f.label)]++
+				harmless[fmt.Sprintf("%s %s during %s in %s", f.op, fileKind(f.name), f.label, strings.Join(f.site, " < "))]++
 			}
 		}
 		if len(r.problems) > 0 {
@@ -170,6 +172,9 @@ type opRec struct {
 	op    vfs.Op
 	name  string
 	label string
+	// site is, for the operation the fault hits first (the Nth), the
+	// functions that called the file system, innermost first (callSite).
+	site []string
 }
 
 func (o opRec) String() string {
@@ -229,8 +234,12 @@ func newErrRun(o vfs.ErrorOptions, seed int64) *errRun {
 		}
 		r.recMu.Lock()
 		defer r.recMu.Unlock()
-		r.record = append(r.record, opRec{op: op, name: name, label: r.label.Load().(string)})
-		n := int64(len(r.record))
+		rec := opRec{op: op, name: name, label: r.label.Load().(string)}
+		n := int64(len(r.record)) + 1
+		if n == target {
+			rec.site = callSite()
+		}
+		r.record = append(r.record, rec)
 		return target > 0 && (n == target || persistent && n > target)
 	}
 	r.efs = vfs.NewErrorFS(r.mem, o)
@@ -646,6 +655,33 @@ func (r *errRun) recoverClone(o vfs.CrashOptions) recovered {
 	}
 	return rec
 }
+
+// callSite returns the functions on the stack of the Match callback's
+// caller that are outside package vfs, innermost first, at most 4, named
+// by package ("sieve.(*DB).onObsoleteTables",
+// "manifest.(*VersionSet).rotate"; closures by their enclosing function).
+func callSite() []string {
+	pcs := make([]uintptr, 32)
+	n := runtime.Callers(3, pcs) // runtime.Callers, callSite, the Match callback
+	frames := runtime.CallersFrames(pcs[:n])
+	var out []string
+	for len(out) < 4 {
+		f, more := frames.Next()
+		if fn := f.Function; fn != "" && !strings.HasPrefix(fn, "github.com/sievedb/sieve/vfs.") {
+			fn = fn[strings.LastIndexByte(fn, '/')+1:]
+			fn = closureSuffix.ReplaceAllString(fn, "")
+			if len(out) == 0 || out[len(out)-1] != fn {
+				out = append(out, fn)
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	return out
+}
+
+var closureSuffix = regexp.MustCompile(`(\.func\d+)+(\.\d+)*$`)
 
 // harmlessFault reports whether a failure of o may go unreported: removing
 // an obsolete file (and syncing the directory after removals), listing the
