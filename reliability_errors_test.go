@@ -7,6 +7,7 @@ import (
 	"path"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -30,7 +31,10 @@ import (
 //   - an injected failure is reported: to the caller of the operation that
 //     hit it, or by the database turning read-only (later writes return an
 //     error wrapping it), unless the failed operation was harmless
-//     housekeeping (removing an obsolete file and syncing that removal);
+//     housekeeping, told by the operation, the kind of file and the
+//     function that made it (harmlessRules): removing an obsolete file and
+//     syncing the directory after such removals, listing the directory for
+//     Open's obsolete-file scan, closing a file opened only for reading;
 //   - after a failed WAL or manifest write or sync, that file is never
 //     written or synced again (no fsync retry), and after a failed WAL
 //     write or sync no write is acknowledged (the DB is read-only);
@@ -122,10 +126,8 @@ func TestErrorInjection(t *testing.T) {
 				tl.harmless++
 			}
 		}
-		if r.outcome == "harmless" {
-			if f, ok := r.failed(); ok {
-				harmless[fmt.Sprintf("%s %s during %s in %s", f.op, fileKind(f.name), f.label, strings.Join(f.site, " < "))]++
-			}
+		if r.outcome == "harmless" && r.harmlessRule != "" {
+			harmless[r.harmlessRule]++
 		}
 		if len(r.problems) > 0 {
 			tl.problems++
@@ -155,7 +157,7 @@ func TestErrorInjection(t *testing.T) {
 	}
 	t.Logf("crash clones recovered read-only: %d; %d of them (1 in %d) also reopened read-write twice", clones, rwOpens, errRWEvery())
 	for _, h := range sortedKeys(harmless) {
-		t.Logf("  unreported, harmless: %-45s x%d", h, harmless[h])
+		t.Logf("  unreported, harmless: %-100s x%d", h, harmless[h])
 	}
 	for i, f := range failures {
 		if i == 20 {
@@ -204,14 +206,15 @@ type errRun struct {
 	writeFault bool
 	steps      []string
 
-	injectedAt int   // the step during which the fault was first hit, or -1
-	dbStart    int   // the first step of the open DB instance
-	openStarts []int // operation counts when each Open began
-	reported   bool
-	outcome    string // "reported", "read-only" or "harmless" when the fault was hit
-	problems   []string
-	clones     int // crash clones recovered
-	rwOpens    int // crash clones also reopened read-write
+	injectedAt   int   // the step during which the fault was first hit, or -1
+	dbStart      int   // the first step of the open DB instance
+	openStarts   []int // operation counts when each Open began
+	reported     bool
+	outcome      string // "reported", "read-only" or "harmless" when the fault was hit
+	problems     []string
+	harmlessRule string // why an unreported fault is harmless
+	clones       int    // crash clones recovered
+	rwOpens      int    // crash clones also reopened read-write
 }
 
 // newErrRun prepares a run whose fault is described by o: Nth and
@@ -259,6 +262,14 @@ func (r *errRun) failed() (opRec, bool) {
 		return rec[r.opts.Nth-1], true
 	}
 	return opRec{}, false
+}
+
+// failedSite names the functions that made the failed operation.
+func (r *errRun) failedSite() string {
+	if o, ok := r.failed(); ok && len(o.site) > 0 {
+		return strings.Join(o.site, " < ")
+	}
+	return "?"
 }
 
 func (r *errRun) failedOp() string {
@@ -594,8 +605,9 @@ func (r *errRun) finish() {
 			r.outcome = "reported"
 		default:
 			r.outcome = "harmless"
-			if f, ok := r.failed(); ok && !harmlessFault(f) {
-				r.problem("the failed %s was neither reported nor made the DB read-only", f)
+			if r.harmlessRule = r.harmlessFault(); r.harmlessRule == "" {
+				r.problem("the failed %s was neither reported nor made the DB read-only (not a harmless housekeeping failure; called from %s)",
+					r.failedOp(), r.failedSite())
 			}
 		}
 	}
@@ -683,13 +695,134 @@ func callSite() []string {
 
 var closureSuffix = regexp.MustCompile(`(\.func\d+)+(\.\d+)*$`)
 
-// harmlessFault reports whether a failure of o may go unreported: removing
-// an obsolete file (and syncing the directory after removals), listing the
-// directory for that cleanup, closing a file after its last use.
-func harmlessFault(o opRec) bool {
-	switch o.op {
-	case vfs.OpRemove, vfs.OpSyncDir, vfs.OpList, vfs.OpClose:
-		return true
+// harmlessRule is one kind of failed operation that may go unreported:
+// the operation, the kind of file (fileKind), the function that called
+// the file system (callSite's innermost), and an extra condition on the
+// operations counted before it.
+type harmlessRule struct {
+	op    vfs.Op
+	kinds []string
+	site  string
+	cond  func(rec []opRec, o opRec) bool
+	why   string
+}
+
+// harmlessRules are the failures that may go unreported, and only they:
+// removing an obsolete file and syncing the directory after such
+// removals, listing the directory for the obsolete-file scan at Open, and
+// closing a file opened only for reading (the one Close each of
+// replayWAL, VersionSet.replay and readCurrent makes itself is of the
+// handle it opened with FS.Open; the WAL's seal closes its read-write
+// handle in withWAL). A failure anywhere else (a
+// directory sync that makes a new file's entry durable, a close of a file
+// that was written, a list that recovery relies on, ...) must reach the
+// caller or turn the database read-only.
+var harmlessRules = []harmlessRule{
+	{vfs.OpRemove, []string{"table"}, "sieve.(*DB).onObsoleteTables", nil,
+		"removing a table no version names (it stays behind; the next Open deletes it)"},
+	{vfs.OpSyncDir, []string{"dir"}, "sieve.(*DB).onObsoleteTables", nil,
+		"syncing the directory after removing obsolete tables (a table resurrected by a crash is deleted by the next Open)"},
+	{vfs.OpRemove, []string{"WAL"}, "sieve.(*DB).deleteObsoleteWALsLocked", nil,
+		"removing a WAL older than the manifest's log number"},
+	{vfs.OpSyncDir, []string{"dir"}, "sieve.(*DB).deleteObsoleteWALsLocked", nil,
+		"syncing the directory after removing obsolete WALs"},
+	{vfs.OpList, []string{"dir"}, "sieve.(*DB).deleteObsoleteFilesLocked", nil,
+		"listing the directory for Open's obsolete-file scan (the scan is skipped)"},
+	{vfs.OpRemove, []string{"table", "WAL", "MANIFEST", "temp"}, "sieve.(*DB).deleteObsoleteFilesLocked", nil,
+		"removing an obsolete file in Open's scan"},
+	{vfs.OpSyncDir, []string{"dir"}, "sieve.(*DB).deleteObsoleteFilesLocked", nil,
+		"syncing the directory after Open's obsolete-file scan"},
+	{vfs.OpRemove, []string{"MANIFEST"}, "manifest.(*VersionSet).rotate", replacedManifest,
+		"removing the manifest that a rotation replaced (CURRENT already names the new one)"},
+	{vfs.OpSyncDir, []string{"dir"}, "manifest.(*VersionSet).rotate", replacedManifest,
+		"syncing the directory after removing the replaced manifest"},
+	{vfs.OpClose, []string{"WAL"}, "sieve.(*DB).replayWAL", nil,
+		"closing a WAL opened for replay (read only)"},
+	{vfs.OpClose, []string{"MANIFEST"}, "manifest.(*VersionSet).replay", nil,
+		"closing the manifest opened for replay (read only)"},
+	{vfs.OpClose, []string{"CURRENT"}, "manifest.readCurrent", nil,
+		"closing CURRENT after reading it"},
+}
+
+// replacedManifest holds when a rotation has renamed CURRENT to name the
+// newest manifest created and, for a removal, o removes another one; for a
+// directory sync, such a removal came first.
+func replacedManifest(rec []opRec, o opRec) bool {
+	newest, renamed, removedOld := "", false, false
+	for _, p := range rec {
+		switch {
+		case p.op == vfs.OpCreate && fileKind(p.name) == "MANIFEST":
+			newest, renamed, removedOld = p.name, false, false
+		case p.op == vfs.OpRename && fileKind(p.name) == "CURRENT":
+			renamed = newest != ""
+		case p.op == vfs.OpRemove && fileKind(p.name) == "MANIFEST" && p.name != newest:
+			removedOld = renamed
+		}
 	}
-	return false
+	if o.op == vfs.OpRemove {
+		return renamed && o.name != newest
+	}
+	return removedOld
+}
+
+// harmlessFault returns the rule under which the failure of the Nth
+// counted operation may go unreported, or "" (an ENOSPC failure, a write,
+// never may).
+func (r *errRun) harmlessFault() string {
+	rec := r.seen()
+	n := int(r.opts.Nth)
+	if n <= 0 || n > len(rec) {
+		return ""
+	}
+	o := rec[n-1]
+	for _, h := range harmlessRules {
+		if h.op != o.op || !slices.Contains(h.kinds, fileKind(o.name)) || len(o.site) == 0 || o.site[0] != h.site {
+			continue
+		}
+		if h.cond == nil || h.cond(rec[:n-1], o) {
+			return h.why
+		}
+	}
+	return ""
+}
+
+// TestHarmlessRulesAreNarrow: the allow-list of unreported failures
+// accepts the housekeeping it names and nothing else of the same kind.
+func TestHarmlessRulesAreNarrow(t *testing.T) {
+	at := func(o opRec, before ...opRec) string {
+		r := &errRun{opts: vfs.ErrorOptions{Nth: int64(len(before) + 1)}, record: append(before, o)}
+		return r.harmlessFault()
+	}
+	rec := func(op vfs.Op, name string, site ...string) opRec { return opRec{op: op, name: name, site: site} }
+	rotation := []opRec{rec(vfs.OpCreate, "/db/MANIFEST-000007"), rec(vfs.OpRename, "/db/CURRENT")}
+	for _, c := range []struct {
+		o      opRec
+		before []opRec
+		ok     bool
+	}{
+		{rec(vfs.OpRemove, "/db/000005.sst", "sieve.(*DB).onObsoleteTables"), nil, true},
+		{rec(vfs.OpSyncDir, "/db", "sieve.(*DB).onObsoleteTables"), nil, true},
+		{rec(vfs.OpList, "/db", "sieve.(*DB).deleteObsoleteFilesLocked"), nil, true},
+		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).replayWAL"), nil, true},
+		{rec(vfs.OpRemove, "/db/MANIFEST-000003", "manifest.(*VersionSet).rotate"), rotation, true},
+		{rec(vfs.OpSyncDir, "/db", "manifest.(*VersionSet).rotate"), append(rotation, rec(vfs.OpRemove, "/db/MANIFEST-000003")), true},
+		// A new WAL's, a flush's or a new manifest's directory sync.
+		{rec(vfs.OpSyncDir, "/db", "sieve.(*DB).newWAL"), nil, false},
+		{rec(vfs.OpSyncDir, "/db", "sieve.(*DB).flushGroup"), nil, false},
+		{rec(vfs.OpSyncDir, "/db", "manifest.(*VersionSet).rotate"), rotation[:1], false},
+		// The new manifest removed by a failed rotation; a table removed
+		// by a failed flush.
+		{rec(vfs.OpRemove, "/db/MANIFEST-000007", "manifest.(*VersionSet).rotate"), rotation, false},
+		{rec(vfs.OpRemove, "/db/000005.sst", "sieve.(*DB).removeFiles"), nil, false},
+		// Recovery's directory listing; the seal's read-write handle; a
+		// written table; the WAL at Close.
+		{rec(vfs.OpList, "/db", "sieve.(*DB).checkDir"), nil, false},
+		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).withWAL"), nil, false},
+		{rec(vfs.OpClose, "/db/000005.sst", "sieve.(*compactionOutput).finish"), nil, false},
+		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).Close"), nil, false},
+		{rec(vfs.OpRemove, "/db/000004.log", "sieve.(*DB).onObsoleteTables"), nil, false},
+		{rec(vfs.OpClose, "/db/000004.log"), nil, false},
+	} {
+		require.Equal(t, c.ok, at(c.o, c.before...) != "", "%s from %v", c.o, c.o.site)
+	}
 }
