@@ -663,7 +663,7 @@ func (r *errRun) recoverClone(o vfs.CrashOptions) recovered {
 	rec := readRecovered(c)
 	if rec.err == nil && rwSampled(r.seed, h, errRWEvery()) {
 		r.rwOpens++
-		rec.err = reopenReadWrite(c, rec.state)
+		rec.err = reopenReadWrite(c, rec.state, nil)
 	}
 	return rec
 }

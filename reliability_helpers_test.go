@@ -387,9 +387,13 @@ const rwMarker = "\xffreopened read-write"
 // files, flushing what the WALs held, all in the background or in Open),
 // which must hold want and pass CheckInvariants(true); writes rwMarker with
 // Sync; closes; and opens it read-write again, which must hold want plus
-// the marker. It changes fs.
-func reopenReadWrite(fs vfs.FS, want relState) error {
-	db, err := Open("/db", relOptions(fs))
+// the marker. opts gives the options to open with (relOptions when nil).
+// It changes fs.
+func reopenReadWrite(fs vfs.FS, want relState, opts func(vfs.FS) *Options) error {
+	if opts == nil {
+		opts = relOptions
+	}
+	db, err := Open("/db", opts(fs))
 	if err != nil {
 		return fmt.Errorf("read-write open: %w", err)
 	}
@@ -409,7 +413,7 @@ func reopenReadWrite(fs vfs.FS, want relState) error {
 	if err != nil {
 		return fmt.Errorf("read-write open: %w", err)
 	}
-	db, err = Open("/db", relOptions(fs))
+	db, err = Open("/db", opts(fs))
 	if err != nil {
 		return fmt.Errorf("second read-write open (after Close): %w", err)
 	}
@@ -523,7 +527,7 @@ func (c *recoveryCache) get(fs *vfs.MemFS) (uint64, recovered) {
 	r := readRecovered(fs)
 	if r.err == nil && c.rwEvery > 0 && rwSampled(c.seed, h, c.rwEvery) {
 		c.rwOpens++
-		r.err = reopenReadWrite(fs, r.state)
+		r.err = reopenReadWrite(fs, r.state, nil)
 	}
 	c.m[h] = r
 	return h, r
