@@ -385,7 +385,8 @@ const rwMarker = "\xffreopened read-write"
 // read-only open recovered as want: it opens the database read-write
 // (sealing the newest WAL, starting a new manifest, deleting obsolete
 // files, flushing what the WALs held, all in the background or in Open),
-// which must hold want and pass CheckInvariants(true); writes rwMarker with
+// which must hold want (scanned, and read key by key with Get) and pass
+// CheckInvariants(true); writes rwMarker with
 // Sync; closes; and opens it read-write again, which must hold want plus
 // the marker. opts gives the options to open with (relOptions when nil).
 // It changes fs.
@@ -400,6 +401,9 @@ func reopenReadWrite(fs vfs.FS, want relState, opts func(vfs.FS) *Options) error
 	got, _, err := scanDB(db)
 	if err == nil && got.hash() != want.hash() {
 		err = fmt.Errorf("holds other contents than the read-only open: %s", got.diff(want))
+	}
+	if err == nil {
+		err = pointReads(db, want)
 	}
 	if err == nil {
 		err = db.CheckInvariants(true)
@@ -428,6 +432,35 @@ func reopenReadWrite(fs vfs.FS, want relState, opts func(vfs.FS) *Options) error
 	}
 	if err != nil {
 		return fmt.Errorf("second read-write open (after Close): %w", err)
+	}
+	return nil
+}
+
+// pointReads checks db with a Get of every key of want.
+func pointReads(db *DB, want relState) error {
+	var cf *ColumnFamily
+	if len(want[1]) > 0 {
+		var err error
+		if cf, err = db.OpenColumnFamily(relCF, &ColumnFamilyOptions{Merger: appendMerger{}}); err != nil {
+			return err
+		}
+	}
+	for c := range want {
+		for k, w := range want[c] {
+			var v []byte
+			var err error
+			if c == 0 {
+				v, err = db.Get([]byte(k))
+			} else {
+				v, err = cf.Get([]byte(k))
+			}
+			if err != nil {
+				return fmt.Errorf("Get cf%d %q: %w", c, k, err)
+			}
+			if string(v) != w {
+				return fmt.Errorf("Get cf%d %q = %q, the scan found %q", c, k, trunc(string(v)), trunc(w))
+			}
+		}
 	}
 	return nil
 }
