@@ -52,6 +52,9 @@ func TestCorruptionMatrix(t *testing.T) {
 
 type corrTally struct {
 	tried, detected, tolerated, harmless int
+	// silent counts cases where a key an acknowledged write left there
+	// read as absent without an error (each also a failure).
+	silent int
 }
 
 type corruptionMatrix struct {
@@ -84,18 +87,19 @@ func (m *corruptionMatrix) dataSample() int {
 }
 
 func (m *corruptionMatrix) report() {
-	var tried, detected, tolerated, harmless int
+	var tried, detected, tolerated, harmless, silent int
 	for _, k := range m.order {
 		c := m.tally[k]
-		m.t.Logf("  %-34s tried %3d: detected %3d, tolerated %3d, harmless %3d",
-			k, c.tried, c.detected, c.tolerated, c.harmless)
+		m.t.Logf("  %-34s tried %3d: detected %3d, tolerated %3d, harmless %3d, silent losses %d",
+			k, c.tried, c.detected, c.tolerated, c.harmless, c.silent)
 		tried += c.tried
 		detected += c.detected
 		tolerated += c.tolerated
 		harmless += c.harmless
+		silent += c.silent
 	}
-	m.t.Logf("corruption cases: %d tried; %d detected (ErrCorruption with the file named), %d tolerated (torn tail of the newest WAL), %d harmless (no visible effect); %d failures",
-		tried, detected, tolerated, harmless, len(m.bad))
+	m.t.Logf("corruption cases: %d tried; %d detected (ErrCorruption with the file named, no key silently missing), %d tolerated (torn tail of the newest WAL), %d harmless (no visible effect); %d with silent losses (a key acknowledged there read as absent without an error); %d failures",
+		tried, detected, tolerated, harmless, silent, len(m.bad))
 	for i, b := range m.bad {
 		if i == 20 {
 			m.t.Errorf("... and %d more", len(m.bad)-20)
@@ -183,6 +187,11 @@ func (m *corruptionMatrix) try(base *vfs.MemFS, target, name string, d damage, e
 		c.tolerated++
 	case "harmless":
 		c.harmless++
+	case "detected, with silent losses", "lost":
+		// Some key an acknowledged write put there reads as absent with
+		// no error, whether or not other reads report the damage.
+		c.silent++
+		fail("%s: %s", outcome, msg)
 	default:
 		fail("%s: %s", outcome, msg)
 	}
@@ -240,12 +249,16 @@ func evalDamaged(fs *vfs.MemFS, e expectation) (outcome, msg string) {
 		return "tolerated", ""
 	}
 	// Point reads of every key, then scans: each read is right or fails
-	// with a marked error.
-	detected, lost := "", ""
+	// with a marked error. A key an acknowledged write left there that
+	// reads as absent without an error (a Get returning ErrNotFound, a
+	// scan that ends cleanly without it) is a silent loss, also when other
+	// reads report the corruption.
+	detected := ""
+	silent := map[string]bool{}
 	for cfi := range e.want {
 		if cfi == 1 && cf == nil {
-			if len(e.want[1]) > 0 {
-				lost = "column family cf1 missing"
+			for _, k := range sortedKeys(e.want[1]) {
+				silent[fmt.Sprintf("cf1 %q (the column family is missing)", k)] = true
 			}
 			continue
 		}
@@ -260,9 +273,7 @@ func evalDamaged(fs *vfs.MemFS, e expectation) (outcome, msg string) {
 			case err == nil && string(v) != e.want[cfi][k]:
 				return "wrong value", fmt.Sprintf("cf%d key %q = %q, want %q", cfi, k, trunc(string(v)), trunc(e.want[cfi][k]))
 			case errors.Is(err, ErrNotFound):
-				if lost == "" {
-					lost = fmt.Sprintf("cf%d key %q not found", cfi, k)
-				}
+				silent[fmt.Sprintf("cf%d %q (Get: not found)", cfi, k)] = true
 			case err != nil && isDetected(err):
 				detected = err.Error()
 			case err != nil:
@@ -276,14 +287,36 @@ func evalDamaged(fs *vfs.MemFS, e expectation) (outcome, msg string) {
 		detected = err.Error()
 	case err != nil:
 		return "unmarked error", fmt.Sprintf("scan: %v", err)
-	case detected == "" && lost == "" && got.hash() != e.want.hash():
-		return "wrong value", "scan: " + got.diff(e.want)
+	default:
+		// A scan that ends without an error vouches for every key in its
+		// range: each must be there with its value, and nothing else.
+		for cfi := range e.want {
+			for _, k := range sortedKeys(e.want[cfi]) {
+				v, ok := got[cfi][k]
+				switch {
+				case !ok && (cfi == 0 || cf != nil):
+					silent[fmt.Sprintf("cf%d %q (scan)", cfi, k)] = true
+				case ok && v != e.want[cfi][k]:
+					return "wrong value", fmt.Sprintf("scan: cf%d key %q = %q, want %q", cfi, k, trunc(v), trunc(e.want[cfi][k]))
+				}
+			}
+			for _, k := range sortedKeys(got[cfi]) {
+				if _, ok := e.want[cfi][k]; !ok {
+					return "wrong value", fmt.Sprintf("scan: cf%d key %q = %q, which no acknowledged write left there", cfi, k, trunc(got[cfi][k]))
+				}
+			}
+		}
 	}
-	switch {
-	case detected != "":
+	if len(silent) > 0 {
+		keys := sortedKeys(silent)
+		msg := fmt.Sprintf("%d silently lost: %s", len(keys), strings.Join(keys[:min(len(keys), 3)], ", "))
+		if detected != "" {
+			return "detected, with silent losses", msg + "; detected: " + detected
+		}
+		return "lost", msg
+	}
+	if detected != "" {
 		return "detected", detected
-	case lost != "":
-		return "lost", lost
 	}
 	return "harmless", ""
 }
@@ -755,4 +788,41 @@ func TestCompactionStopsOnCorruption(t *testing.T) {
 		require.Empty(t, v.CFs[0][level], "nothing was written below L0")
 	}
 	t.Logf("writes refused with: %v", werr)
+}
+
+// TestCorruptionSilentLossCounted: evalDamaged tells a silent loss (a key
+// that should be there reads as absent without an error) from a detected
+// corruption, also when other reads of the same database do report one.
+func TestCorruptionSilentLossCounted(t *testing.T) {
+	fs := vfs.NewMem()
+	o := relOptions(fs)
+	o.BlockSize = 512
+	db, err := Open("/db", o)
+	require.NoError(t, err)
+	want := newRelState()
+	for i := 0; i < 300; i++ {
+		k, v := fmt.Sprintf("t%05d", i), fmt.Sprintf("%0100d", i)
+		require.NoError(t, db.Put([]byte(k), []byte(v), nil))
+		want[0][k] = v
+	}
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Close())
+	table := fileOf(t, fs, "table")
+	_, num, _ := base.ParseFilename(path.Base(table))
+	e := expectation{want: want, context: fmt.Sprintf("%06d", num)}
+	out, msg := evalDamaged(fullCopy(fs), e)
+	require.Equal(t, "harmless", out, msg)
+
+	// A key the database never held, as if it had vanished.
+	e.want = want.clone()
+	e.want[0]["t00000a"] = "vanished"
+	out, msg = evalDamaged(fullCopy(fs), e)
+	require.Equal(t, "lost", out, msg)
+	damaged := fullCopy(fs)
+	data, err := damaged.ReadFile(table)
+	require.NoError(t, err)
+	require.NoError(t, damaged.FlipBit(table, int64(len(data))/3, 1)) // a data block
+	out, msg = evalDamaged(damaged, e)
+	require.Equal(t, "detected, with silent losses", out, msg)
+	require.Contains(t, msg, "t00000a")
 }
