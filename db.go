@@ -69,7 +69,7 @@ type DB struct {
 	compact compactState // guarded by mu
 
 	rsMu lockrank.RWMutex // rank ReadState; guards rs
-	rs   *readState // nil after Close
+	rs   *readState       // nil after Close
 	// maxL0 is the most L0 tables of any column family in rs.version,
 	// kept with rs so that every write's stall check is one atomic load.
 	maxL0 atomic.Int32

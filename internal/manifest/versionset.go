@@ -43,10 +43,10 @@ type VersionSet struct {
 	nextFileNum atomic.Uint64
 
 	// Fields below are owned by the LogAndApply caller (serialized).
-	logNum      uint64
-	lastSeq     uint64
-	sealedLog   uint64
-	cfs         map[uint32]ColumnFamily
+	logNum    uint64
+	lastSeq   uint64
+	sealedLog uint64
+	cfs       map[uint32]ColumnFamily
 
 	manifestNum  uint64
 	manifestFile vfs.File
