@@ -405,8 +405,13 @@ const rwMarker = "\xffreopened read-write"
 // CheckInvariants(true); writes rwMarker with
 // Sync; closes; and opens it read-write again, which must hold want plus
 // the marker. opts gives the options to open with (relOptions when nil).
-// It changes fs.
+// It changes fs. Like readRecovered it runs on a goroutine of its own (it
+// may be called from a crash hook).
 func reopenReadWrite(fs vfs.FS, want relState, opts func(vfs.FS) *Options) error {
+	return onOwnGoroutine(func() error { return reopenReadWriteHere(fs, want, opts) })
+}
+
+func reopenReadWriteHere(fs vfs.FS, want relState, opts func(vfs.FS) *Options) error {
 	if opts == nil {
 		opts = relOptions
 	}
