@@ -5,7 +5,6 @@ import (
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
-	"github.com/sievedb/sieve/internal/manifest"
 )
 
 // ColumnFamilyOptions configure a column family. Zero fields take the
@@ -48,40 +47,19 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 		co = *o
 	}
 	r := db.cfs
-	// Serialize creations and bindings with each other.
-	db.versionMu.Lock()
-	defer db.versionMu.Unlock()
-	r.mu.RLock()
-	st := r.byName[name]
-	r.mu.RUnlock()
+	// Serialize creations and bindings with each other (rank CFCreate,
+	// outside the manifest writer).
+	r.createMu.Lock()
+	defer r.createMu.Unlock()
+	st := r.byNameLocked(name)
 	if st == nil {
 		if db.opts.ReadOnly {
 			return nil, fmt.Errorf("sieve: column family %q does not exist (read-only)", name)
 		}
-		var id uint32
-		r.mu.RLock()
-		for existing := range r.byID {
-			id = max(id, existing+1)
-		}
-		r.mu.RUnlock()
-		cf := manifest.ColumnFamily{ID: id, Name: name}
-		if co.Merger != nil {
-			cf.Merger = co.Merger.Name()
-		}
-		if err := db.versions.LogAndApply(&manifest.VersionEdit{AddedCFs: []manifest.ColumnFamily{cf}}); err != nil {
-			db.setBackgroundError(err)
+		var err error
+		if st, err = r.create(name, co); err != nil {
 			return nil, err
 		}
-		st = &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: db.opts.FilterPolicy}
-		if co.FilterPolicy != nil {
-			st.filterPolicy = co.FilterPolicy
-		}
-		r.mu.Lock()
-		r.byID[id], r.byName[name] = st, st
-		r.mu.Unlock()
-		db.mu.Lock()
-		db.updateReadState()
-		db.mu.Unlock()
 	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy); err != nil {
 		return nil, err
 	}
@@ -120,7 +98,7 @@ func (cf *ColumnFamily) Get(key []byte) ([]byte, error) { return cf.db.getCF(cf.
 
 // NewIter returns an iterator over the family as of now.
 func (cf *ColumnFamily) NewIter(o *IterOptions) *Iterator {
-	return cf.db.newIter(cf.id, o, cf.db.visibleSeq.Load())
+	return cf.db.newIter(cf.id, o, nil)
 }
 
 // Metrics returns the database metrics with the levels of this family.
@@ -154,5 +132,5 @@ func (s *Snapshot) NewIterCF(cf *ColumnFamily, o *IterOptions) *Iterator {
 	if s.closed.Load() {
 		return &Iterator{err: ErrClosed, iter: emptyIter{}}
 	}
-	return s.db.newIter(cf.id, o, s.seq)
+	return s.db.newIter(cf.id, o, &s.seq)
 }

@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/lockrank"
 	"github.com/sievedb/sieve/internal/manifest"
 )
 
@@ -25,14 +25,57 @@ type cfState struct {
 
 // cfRegistry maps column family IDs and names to their state.
 type cfRegistry struct {
-	db     *DB
-	mu     sync.RWMutex
+	db *DB
+	// createMu (rank CFCreate) serializes creations and merger bindings:
+	// each reads the registry, writes the manifest, then updates it.
+	createMu lockrank.Mutex
+	// mu (rank CFRegistry) guards the maps; states are copied on write,
+	// so a reader keeps a *cfState without a lock.
+	mu     lockrank.RWMutex
 	byID   map[uint32]*cfState
 	byName map[string]*cfState
 }
 
 func newCFRegistry(db *DB) *cfRegistry {
-	return &cfRegistry{db: db, byID: map[uint32]*cfState{}, byName: map[string]*cfState{}}
+	r := &cfRegistry{db: db, byID: map[uint32]*cfState{}, byName: map[string]*cfState{}}
+	r.createMu.Init(lockrank.CFCreate)
+	r.mu.Init(lockrank.CFRegistry)
+	return r
+}
+
+func (r *cfRegistry) byNameLocked(name string) *cfState {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byName[name]
+}
+
+// create records a new column family in the manifest and registers it in
+// the same step that publishes the version holding its (empty) levels.
+// REQUIRES: createMu held; name is not registered.
+func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, error) {
+	var id uint32
+	r.mu.RLock()
+	for existing := range r.byID {
+		id = max(id, existing+1)
+	}
+	r.mu.RUnlock()
+	cf := manifest.ColumnFamily{ID: id, Name: name}
+	if co.Merger != nil {
+		cf.Merger = co.Merger.Name()
+	}
+	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy}
+	if co.FilterPolicy != nil {
+		st.filterPolicy = co.FilterPolicy
+	}
+	err := r.db.logAndApply(&manifest.VersionEdit{AddedCFs: []manifest.ColumnFamily{cf}}, func() {
+		r.mu.Lock()
+		r.byID[id], r.byName[name] = st, st
+		r.mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // load builds the registry from the manifest and binds the default column
@@ -50,13 +93,13 @@ func (r *cfRegistry) load() error {
 // bind supplies a merger and filter policy to a column family, recording
 // the merger's name in the manifest the first time one is supplied.
 func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy) error {
-	r.db.versionMu.Lock()
-	defer r.db.versionMu.Unlock()
+	r.createMu.Lock()
+	defer r.createMu.Unlock()
 	return r.bindLocked(st, m, p)
 }
 
 // bindLocked is bind. States are copied on write: readers hold a *cfState
-// without locks. REQUIRES: db.versionMu held.
+// without locks. REQUIRES: createMu held.
 func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy) error {
 	st := *old
 	if p != nil {
@@ -69,7 +112,7 @@ func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy) error {
 		}
 		if st.recordedMerger == "" && !r.db.opts.ReadOnly {
 			e := &manifest.VersionEdit{SetMergers: []manifest.ColumnFamily{{ID: st.id, Merger: m.Name()}}}
-			if err := r.db.versions.LogAndApply(e); err != nil {
+			if err := r.db.logAndApply(e, nil); err != nil {
 				return err
 			}
 			st.recordedMerger = m.Name()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/lockrank"
 )
 
 // maxGroupBytes bounds how many bytes of queued batches one leader commits
@@ -39,6 +40,7 @@ var writerPool = sync.Pool{New: func() any { return new(writer) }}
 // writers until release. Used by Close and by operations that must not run
 // concurrently with a commit (rotating the WAL from outside the pipeline).
 func (p *commitPipeline) acquire() *writer {
+	lockrank.Acquire(lockrank.Commit)
 	w := writerPool.Get().(*writer)
 	*w = writer{}
 	w.cond.L = &p.mu
@@ -62,6 +64,7 @@ func (p *commitPipeline) release() {
 	}
 	p.mu.Unlock()
 	writerPool.Put(w)
+	lockrank.Release(lockrank.Commit)
 }
 
 // apply commits b. It returns once b is in the WAL (and synced when sync is
@@ -80,6 +83,10 @@ func (db *DB) apply(b *Batch, sync bool) error {
 		return ErrReadOnly
 	}
 	b.finish()
+	// Queuing may wait for the leader, and the leader may become this
+	// goroutine: both rank as holding Commit.
+	lockrank.Acquire(lockrank.Commit)
+	defer lockrank.Release(lockrank.Commit)
 	p := &db.commit
 	w := writerPool.Get().(*writer)
 	*w = writer{batch: b, sync: sync}
@@ -305,7 +312,9 @@ func (db *DB) rotateMemLocked() error {
 // newWAL closes the current WAL (syncing it, so that later WALs never hold
 // writes whose predecessors could be lost) and creates the next one, making
 // its directory entry durable: number num, or the next file number when
-// num is 0. REQUIRES: db.mu held; leader (or Open).
+// num is 0. REQUIRES: db.mu held; leader (or Open). It takes no other DB
+// lock (file numbers are atomic), so a rotation under db.mu never waits
+// for the manifest writer.
 func (db *DB) newWAL(num uint64) error {
 	if db.log.w != nil {
 		old := db.log
@@ -321,9 +330,7 @@ func (db *DB) newWAL(num uint64) error {
 		}
 	}
 	if num == 0 {
-		db.versionMu.Lock()
 		num = db.versions.NextFileNum()
-		db.versionMu.Unlock()
 	}
 	name := base.MakeFilename(db.dirname, base.FileTypeLog, num)
 	f, err := db.fs.Create(name)

@@ -124,7 +124,7 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 			DeletedFiles: []manifest.DeletedFile{{CF: cf, Level: c.StartLevel, FileNum: f.FileNum}},
 			NewFiles:     []manifest.NewFile{{CF: cf, Level: c.OutputLevel, Meta: f}},
 		}
-		if err := db.logAndApply(edit); err != nil {
+		if err := db.logAndApply(edit, nil); err != nil {
 			return err
 		}
 		db.metrics.moves.Add(1)
@@ -217,7 +217,7 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: m})
 		written += m.Size
 	}
-	if err := db.logAndApply(edit); err != nil {
+	if err := db.logAndApply(edit, nil); err != nil {
 		// Keep the outputs: the edit naming them may be in the manifest
 		// (after a failed sync its state is unknown). The next Open
 		// deletes them if the manifest does not name them.
@@ -304,21 +304,6 @@ func totalSize(files []*manifest.FileMetadata) uint64 {
 	return n
 }
 
-// logAndApply records an edit and publishes the version it makes.
-func (db *DB) logAndApply(edit *manifest.VersionEdit) error {
-	db.versionMu.Lock()
-	err := db.versions.LogAndApply(edit)
-	db.versionMu.Unlock()
-	if err != nil {
-		db.setBackgroundError(fmt.Errorf("manifest write: %w", err))
-		return err
-	}
-	db.mu.Lock()
-	db.updateReadState()
-	db.mu.Unlock()
-	return nil
-}
-
 // compactionOpener opens input tables through the table cache; the
 // returned iterators release their reference on Close.
 func (db *DB) compactionOpener() compaction.TableOpener {
@@ -344,9 +329,7 @@ type compactionOutput struct {
 
 func (o *compactionOutput) start() error {
 	db := o.db
-	db.versionMu.Lock()
 	o.num = db.versions.NextFileNum()
-	db.versionMu.Unlock()
 	f, err := db.fs.Create(base.MakeFilename(db.dirname, base.FileTypeTable, o.num))
 	if err != nil {
 		return err

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/lockrank"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/sievedb/sieve/wal"
@@ -47,8 +48,9 @@ type DB struct {
 	// applied; readers read as of it.
 	visibleSeq atomic.Uint64
 
+	// mu is lock rank DB (locks.go).
 	mu struct {
-		sync.Mutex
+		lockrank.Mutex
 		cond sync.Cond
 		// mem takes new writes; imm holds full groups waiting for a
 		// flush, oldest first.
@@ -66,14 +68,16 @@ type DB struct {
 	flush   flushState   // guarded by mu
 	compact compactState // guarded by mu
 
-	rsMu sync.RWMutex
-	rs   *readState
+	rsMu lockrank.RWMutex // rank ReadState; guards rs
+	rs   *readState       // nil after Close
 	// maxL0 is the most L0 tables of any column family in rs.version,
 	// kept with rs so that every write's stall check is one atomic load.
 	maxL0 atomic.Int32
 
-	versions  *manifest.VersionSet
-	versionMu sync.Mutex // serializes LogAndApply and file-number use
+	versions *manifest.VersionSet
+	// versionMu (rank Version) serializes manifest writes: held only by
+	// logAndApply (manifest.go).
+	versionMu lockrank.Mutex
 
 	cfs *cfRegistry
 
@@ -107,17 +111,23 @@ func (rs *readState) unref() {
 	}
 }
 
-// loadReadState returns the current read state with a reference.
+// loadReadState returns the current read state with a reference, or nil
+// once Close has released it.
 func (db *DB) loadReadState() *readState {
 	db.rsMu.RLock()
 	rs := db.rs
-	rs.refs.Add(1)
+	if rs != nil {
+		rs.refs.Add(1)
+	}
 	db.rsMu.RUnlock()
 	return rs
 }
 
 // updateReadState publishes a new read state from db.mu's memtables and the
-// current version. REQUIRES: db.mu held.
+// current version. REQUIRES: db.mu held. Every change of the memtables and
+// every install of a version happens under db.mu (logAndApply installs
+// versions there), so that each read state is a state some serial history
+// produced: a flushed memtable and its table are never both in one.
 func (db *DB) updateReadState() {
 	rs := &readState{mem: db.mu.mem, imm: append([]*memGroup(nil), db.mu.imm...), version: db.versions.Current()}
 	rs.refs.Store(1)
@@ -148,7 +158,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		}
 	}()
 	db = &DB{dirname: dirname, opts: o, fs: o.FS}
-	db.mu.cond.L = &db.mu.Mutex
+	db.initLocks()
 	if err := db.open(); err != nil {
 		db.releaseOnFailedOpen()
 		return nil, err
@@ -279,9 +289,7 @@ func (db *DB) Close() error {
 			// Record that the WAL ended cleanly: if it is later found
 			// without its trailer, it was cut (at a record boundary, or
 			// recovery would see a torn chunk), not torn by a crash.
-			db.versionMu.Lock()
-			errs = append(errs, db.versions.LogAndApply(&manifest.VersionEdit{HasSealedLog: true, SealedLog: db.log.num}))
-			db.versionMu.Unlock()
+			errs = append(errs, db.logAndApply(&manifest.VersionEdit{HasSealedLog: true, SealedLog: db.log.num}, nil))
 		}
 	}
 	db.rsMu.Lock()

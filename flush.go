@@ -89,20 +89,20 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	if maxSeq > 0 {
 		edit.HasLastSeq, edit.LastSeq = true, maxSeq
 	}
-	db.versionMu.Lock()
-	err := db.versions.LogAndApply(edit)
-	db.versionMu.Unlock()
+	// The table is installed and the memtable retired in one step: no
+	// read state may hold both (their merge operands would count twice)
+	// or neither.
+	err := db.logAndApply(edit, func() {
+		db.mu.imm = db.mu.imm[1:]
+		db.mu.cond.Broadcast()
+	})
 	if err != nil {
 		return err
 	}
 	db.metrics.flushes.Add(1)
 	db.metrics.flushBytes.Add(bytes)
 	db.metrics.levelBytesIn[0].Add(bytes)
-
 	db.mu.Lock()
-	db.mu.imm = db.mu.imm[1:]
-	db.updateReadState()
-	db.mu.cond.Broadcast()
 	db.deleteObsoleteWALsLocked()
 	db.maybeScheduleCompactionLocked()
 	db.mu.Unlock()

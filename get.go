@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -14,7 +15,9 @@ import (
 // the newest data to the oldest.
 type getState struct {
 	key []byte
-	// operands are merge operands found so far, newest first, copied.
+	// operands are merge operands found so far, newest first, copied:
+	// a merger may return one of them, and what Get returns is the
+	// caller's to change, so none may alias a memtable or a block.
 	operands [][]byte
 	value    []byte // the base value, copied (valid when found)
 	found    bool   // a Set was reached
@@ -22,9 +25,6 @@ type getState struct {
 	// seen is set by visit when any entry for the key was visited; the
 	// table path uses it to tell filter false positives.
 	seen bool
-	// copyValues is set while visiting entries whose memory is not stable
-	// (table blocks).
-	copyValues bool
 }
 
 func (st *getState) visit(k base.InternalKey, v []byte) bool {
@@ -38,10 +38,7 @@ func (st *getState) visit(k base.InternalKey, v []byte) bool {
 		st.done = true
 		return false
 	case base.KindMerge:
-		if st.copyValues {
-			v = append([]byte(nil), v...)
-		}
-		st.operands = append(st.operands, v)
+		st.operands = append(st.operands, append([]byte(nil), v...))
 		return true
 	}
 	return false
@@ -61,22 +58,51 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 		if r := recover(); r != nil {
 			v, err = nil, fmt.Errorf("sieve: get: internal error: %v", r)
 		}
+		if err != nil && !errors.Is(err, ErrNotFound) && db.closed.Load() {
+			// A read racing Close finds tables closed under it.
+			v, err = nil, ErrClosed
+		}
 	}()
-	seq := db.visibleSeq.Load()
-	if snapSeq != nil {
-		seq = *snapSeq
+	rs := db.loadReadState()
+	if rs == nil {
+		return nil, ErrClosed
 	}
-	st, err := db.lookup(cf, key, seq)
+	defer rs.unref()
+	st, err := db.lookupIn(rs, cf, key, db.readSeq(snapSeq))
 	if err != nil {
 		return nil, err
 	}
 	return db.resolve(cf, &st)
 }
 
-// lookup gathers what the memtables and tables hold for key as of seq.
+// readSeq is the sequence number a read reads at: its snapshot's, or the
+// latest visible one. REQUIRES: the caller pinned its read state first.
+// The order matters: a compaction that folds a key's operands into one
+// value keeps the newest operand's sequence number and drops the rest
+// (no snapshot protects an unregistered read), so a sequence number
+// loaded before pinning could be older than what the pinned tables hold.
+// Loaded after, it covers everything in them.
+func (db *DB) readSeq(snapSeq *uint64) uint64 {
+	if snapSeq != nil {
+		return *snapSeq
+	}
+	return db.visibleSeq.Load()
+}
+
+// lookup gathers what the memtables and tables hold for key as of seq,
+// from the current read state.
 func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
 	rs := db.loadReadState()
+	if rs == nil {
+		return getState{}, ErrClosed
+	}
 	defer rs.unref()
+	return db.lookupIn(rs, cf, key, seq)
+}
+
+// lookupIn gathers what the memtables and tables of rs hold for key as of
+// seq.
+func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
 	st := getState{key: key}
 	if t := rs.mem.table(cf); t != nil {
 		t.Get(key, seq, st.visit)
@@ -157,10 +183,9 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64, st 
 			return nil
 		}
 	}
-	st.seen, st.copyValues = false, true
+	st.seen = false
 	var rstats sstable.ReadStats
 	err = r.Get(key, seq, &rstats, st.visit)
-	st.copyValues = false
 	m.addReadStats(&rstats)
 	if err != nil {
 		return fmt.Errorf("table %06d: %w", f.FileNum, err)

@@ -63,6 +63,10 @@ func (it *Iterator) inBounds(k []byte) bool {
 
 func (it *Iterator) fail(err error) bool {
 	if it.err == nil {
+		if it.db != nil && it.db.closed.Load() && !errors.Is(err, ErrClosed) {
+			// An iterator used across Close may find a table closed.
+			err = fmt.Errorf("%w (%v)", ErrClosed, err)
+		}
 		it.err = err
 	}
 	it.valid = false

@@ -13,13 +13,13 @@ func (db *DB) NewIter(o *IterOptions) *Iterator {
 	if err := db.checkOpen(); err != nil {
 		return &Iterator{err: err, iter: emptyIter{}}
 	}
-	return db.newIter(0, o, db.visibleSeq.Load())
+	return db.newIter(0, o, nil)
 }
 
-// newIter builds the iterator stack for column family cf as of seq: the
-// memtables (newest first), each L0 table, and one level iterator per
-// deeper level, merged.
-func (db *DB) newIter(cf uint32, o *IterOptions, seq uint64) *Iterator {
+// newIter builds the iterator stack for column family cf as of snapshot
+// snapSeq (nil = now): the memtables (newest first), each L0 table, and
+// one level iterator per deeper level, merged.
+func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 	if err := db.checkOpen(); err != nil {
 		return &Iterator{err: err, iter: emptyIter{}}
 	}
@@ -28,6 +28,10 @@ func (db *DB) newIter(cf uint32, o *IterOptions, seq uint64) *Iterator {
 		lower, upper = o.LowerBound, o.UpperBound
 	}
 	rs := db.loadReadState()
+	if rs == nil {
+		return &Iterator{err: ErrClosed, iter: emptyIter{}}
+	}
+	seq := db.readSeq(snapSeq)
 	var children []base.InternalIterator
 	if t := rs.mem.table(cf); t != nil {
 		children = append(children, t.NewIter(lower, upper))

@@ -77,30 +77,32 @@ func (db *DB) recover(d dirState) error {
 	db.visibleSeq.Store(db.logSeq)
 
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	db.mu.imm = recovered
 	db.mu.wals = logs
 	if db.opts.ReadOnly {
 		db.mu.mem = newMemGroup(0)
 		db.updateReadState()
+		db.mu.Unlock()
 		return nil
 	}
 	if err := db.newWAL(d.firstWAL); err != nil {
+		db.mu.Unlock()
 		return err
 	}
 	db.mu.mem = newMemGroup(db.log.num)
+	minLive := db.minLiveWALLocked()
+	db.updateReadState()
+	db.mu.Unlock()
 	// WALs that held nothing to replay are about to be deleted: move the
 	// log number past them first, so that the manifest never names a WAL
-	// that is gone (checkWALsPresent).
-	if minLive := db.minLiveWALLocked(); minLive > db.versions.LogNum() {
-		db.versionMu.Lock()
-		err := db.versions.LogAndApply(&manifest.VersionEdit{HasLogNum: true, LogNum: minLive})
-		db.versionMu.Unlock()
-		if err != nil {
+	// that is gone (checkWALsPresent). No background work runs yet.
+	if minLive > db.versions.LogNum() {
+		if err := db.logAndApply(&manifest.VersionEdit{HasLogNum: true, LogNum: minLive}, nil); err != nil {
 			return err
 		}
 	}
-	db.updateReadState()
+	db.mu.Lock()
+	defer db.mu.Unlock()
 	db.deleteObsoleteFilesLocked()
 	db.maybeScheduleFlushLocked()
 	// A database closed with L0 (or a level) over its trigger compacts now,

@@ -241,7 +241,23 @@ func relOptions(fs vfs.FS) *Options {
 // readRecovered opens the database in /db on fs read-only (no recovery
 // writes), scans both column families and verifies every table. A file
 // system without CURRENT holds no database yet: the empty state.
+//
+// Crash hooks call it from inside a file-system operation of the DB under
+// test, which may hold that DB's locks; it runs on a goroutine of its own
+// so that the lock-rank checker (race builds) sees the clone's locks apart
+// from the locks of the DB being crashed.
 func readRecovered(fs vfs.FS) recovered {
+	return onOwnGoroutine(func() recovered { return readRecoveredHere(fs) })
+}
+
+// onOwnGoroutine runs f on a new goroutine and waits for its result.
+func onOwnGoroutine[T any](f func() T) T {
+	c := make(chan T, 1)
+	go func() { c <- f() }()
+	return <-c
+}
+
+func readRecoveredHere(fs vfs.FS) recovered {
 	var r recovered
 	if _, err := fs.Stat("/db/CURRENT"); errors.Is(err, os.ErrNotExist) {
 		r.state = newRelState()

@@ -62,7 +62,7 @@ func (s *Snapshot) NewIter(o *IterOptions) *Iterator {
 	if s.closed.Load() {
 		return &Iterator{err: ErrClosed, iter: emptyIter{}}
 	}
-	return s.db.newIter(0, o, s.seq)
+	return s.db.newIter(0, o, &s.seq)
 }
 
 // Close releases the snapshot. A second Close is harmless.

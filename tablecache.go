@@ -3,11 +3,11 @@ package sieve
 import (
 	"container/list"
 	"fmt"
-	"sync"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
+	"github.com/sievedb/sieve/internal/lockrank"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/sstable"
 )
@@ -19,7 +19,7 @@ type tableCache struct {
 	db    *DB
 	cache *cache.Cache // the block cache; nil when disabled
 
-	mu      sync.Mutex
+	mu      lockrank.Mutex // rank TableCache
 	entries map[uint64]*tableEntry
 	lru     list.List // of *tableEntry, most recent at the front
 }
@@ -36,6 +36,7 @@ type tableEntry struct {
 
 func newTableCache(db *DB) *tableCache {
 	c := &tableCache{db: db, entries: map[uint64]*tableEntry{}}
+	c.mu.Init(lockrank.TableCache)
 	if db.opts.BlockCacheSize > 0 {
 		c.cache = cache.New(db.opts.BlockCacheSize)
 	}

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"sync"
 
 	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/internal/lockrank"
 )
 
 // ColumnFamilyName is the column family the Store keeps its sketches in.
@@ -70,10 +70,13 @@ type StoreOptions struct {
 // that costs nothing measurable.
 const lockStripes = 256
 
-// paddedMutex keeps neighbouring stripes on separate cache lines.
+// paddedMutex keeps neighbouring stripes on separate cache lines. Stripes
+// rank first in the DB's lock order (lockrank.SketchKey, see the root
+// package's locks.go): a command holds one while it reads and writes the
+// DB, and never two.
 type paddedMutex struct {
-	sync.Mutex
-	_ [56]byte
+	lockrank.Mutex
+	_ [48]byte
 }
 
 // Open opens the column family "sketch" of db with the sketch merger,
@@ -96,6 +99,9 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", ColumnFamilyName, err)
 	}
 	s := &Store{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed()}
+	for i := range s.locks {
+		s.locks[i].Init(lockrank.SketchKey)
+	}
 	if opts.Sync {
 		s.wo = sieve.Sync
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/internal/base"
@@ -33,12 +34,19 @@ type VersionSet struct {
 	mu      sync.Mutex // protects current
 	current *Version
 
+	// nextFileNum is the next file number to hand out. NextFileNum may be
+	// called by any goroutine at any time (a WAL rotation under the DB's
+	// mutex, a compaction output): an edit records the counter as it was
+	// when the edit was written, and a file numbered at or above it that
+	// a crash leaves behind is found by the directory scan at Open
+	// (MarkFileNumUsed) and deleted as an orphan.
+	nextFileNum atomic.Uint64
+
 	// Fields below are owned by the LogAndApply caller (serialized).
-	nextFileNum uint64
-	logNum      uint64
-	lastSeq     uint64
-	sealedLog   uint64
-	cfs         map[uint32]ColumnFamily
+	logNum    uint64
+	lastSeq   uint64
+	sealedLog uint64
+	cfs       map[uint32]ColumnFamily
 
 	manifestNum  uint64
 	manifestFile vfs.File
@@ -79,7 +87,7 @@ const FirstLogNum = 1
 func Create(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
 	vs := newVersionSet(fs, dirname, o)
 	vs.logNum = FirstLogNum
-	vs.nextFileNum = FirstLogNum + 1
+	vs.nextFileNum.Store(FirstLogNum + 1)
 	vs.cfs[DefaultCFID] = ColumnFamily{ID: DefaultCFID, Name: DefaultCFName}
 	vs.current = &Version{CFs: map[uint32]*Levels{DefaultCFID: {}}, onZero: vs.onObsolete}
 	vs.current.Ref()
@@ -171,21 +179,19 @@ func (vs *VersionSet) replay(num uint64) error {
 	for _, lv := range v.CFs {
 		for _, files := range lv {
 			for _, f := range files {
-				if f.FileNum >= vs.nextFileNum {
-					return base.CorruptionErrorf("manifest %s: table %06d >= next file number %d", name, f.FileNum, vs.nextFileNum)
+				if f.FileNum >= vs.nextFileNum.Load() {
+					return base.CorruptionErrorf("manifest %s: table %06d >= next file number %d", name, f.FileNum, vs.nextFileNum.Load())
 				}
 			}
 		}
 	}
-	if vs.logNum >= vs.nextFileNum && vs.logNum != 0 {
-		return base.CorruptionErrorf("manifest %s: log number %d >= next file number %d", name, vs.logNum, vs.nextFileNum)
+	if vs.logNum >= vs.nextFileNum.Load() && vs.logNum != 0 {
+		return base.CorruptionErrorf("manifest %s: log number %d >= next file number %d", name, vs.logNum, vs.nextFileNum.Load())
 	}
 	v.Ref()
 	vs.current = v
 	vs.manifestNum = num
-	if vs.nextFileNum <= num {
-		vs.nextFileNum = num + 1
-	}
+	vs.MarkFileNumUsed(num)
 	return nil
 }
 
@@ -205,8 +211,10 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 	if e.HasLogNum {
 		vs.logNum = e.LogNum
 	}
-	if e.HasNextFileNum {
-		vs.nextFileNum = e.NextFileNum
+	if e.HasNextFileNum && e.NextFileNum > 0 {
+		// Only ever raised: numbers handed out since the edit was
+		// written stay handed out.
+		vs.MarkFileNumUsed(e.NextFileNum - 1)
 	}
 	if e.HasLastSeq {
 		vs.lastSeq = e.LastSeq
@@ -229,7 +237,7 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 
 // snapshotEdit describes the whole current state as one edit.
 func (vs *VersionSet) snapshotEdit() *VersionEdit {
-	e := &VersionEdit{HasLogNum: true, LogNum: vs.logNum, HasNextFileNum: true, NextFileNum: vs.nextFileNum,
+	e := &VersionEdit{HasLogNum: true, LogNum: vs.logNum, HasNextFileNum: true, NextFileNum: vs.nextFileNum.Load(),
 		HasLastSeq: true, LastSeq: vs.lastSeq, HasSealedLog: vs.sealedLog != 0, SealedLog: vs.sealedLog}
 	for _, cf := range vs.cfs {
 		e.AddedCFs = append(e.AddedCFs, cf)
@@ -247,8 +255,7 @@ func (vs *VersionSet) snapshotEdit() *VersionEdit {
 // rotate starts a new manifest holding a snapshot of the current state and
 // points CURRENT at it, then removes the previous manifest.
 func (vs *VersionSet) rotate() error {
-	num := vs.nextFileNum
-	vs.nextFileNum++
+	num := vs.NextFileNum()
 	name := base.MakeFilename(vs.dirname, base.FileTypeManifest, num)
 	f, err := vs.fs.Create(name)
 	if err != nil {
@@ -275,7 +282,7 @@ func (vs *VersionSet) rotate() error {
 	if err := vs.fs.SyncDir(vs.dirname); err != nil {
 		return fail(err)
 	}
-	if renamed, err := setCurrent(vs.fs, vs.dirname, num, vs.nextFileNum); err != nil {
+	if renamed, err := setCurrent(vs.fs, vs.dirname, num, vs.NextFileNum()); err != nil {
 		if renamed {
 			// Only the directory sync failed: CURRENT names the new
 			// manifest now (and may after a crash), so keep it.
@@ -382,21 +389,20 @@ func (vs *VersionSet) Current() *Version {
 	return v
 }
 
-// NextFileNum allocates a file number. REQUIRES: serialized with
-// LogAndApply.
-func (vs *VersionSet) NextFileNum() uint64 {
-	n := vs.nextFileNum
-	vs.nextFileNum++
-	return n
-}
+// NextFileNum allocates a file number. Safe for concurrent use, with
+// LogAndApply too.
+func (vs *VersionSet) NextFileNum() uint64 { return vs.nextFileNum.Add(1) - 1 }
 
 // PeekNextFileNum returns the next number NextFileNum would hand out.
-func (vs *VersionSet) PeekNextFileNum() uint64 { return vs.nextFileNum }
+func (vs *VersionSet) PeekNextFileNum() uint64 { return vs.nextFileNum.Load() }
 
 // MarkFileNumUsed makes sure num is never handed out again.
 func (vs *VersionSet) MarkFileNumUsed(num uint64) {
-	if vs.nextFileNum <= num {
-		vs.nextFileNum = num + 1
+	for {
+		n := vs.nextFileNum.Load()
+		if n > num || vs.nextFileNum.CompareAndSwap(n, num+1) {
+			return
+		}
 	}
 }
 
@@ -428,9 +434,16 @@ func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
 // LogAndApply durably records e in the manifest and installs the version
 // it produces. NextFileNum is filled in from the set; LastSeq only when the
 // caller set it. On error nothing is installed, and the caller must treat
-// the manifest as failed (no retry: the DB goes read-only).
+// the manifest as failed (no retry: the DB goes read-only); an error from
+// starting a new manifest once this one is full comes after the install.
+//
+// publish, when not nil, is called once the edit is durable with a
+// function that makes the new version current; publish must call it
+// exactly once, under whatever lock makes the change one atomic step for
+// the caller's readers (the DB retires a flushed memtable in the same
+// step). nil installs it directly.
 // REQUIRES: calls are serialized; not read-only.
-func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
+func (vs *VersionSet) LogAndApply(e *VersionEdit, publish func(install func())) error {
 	if vs.readOnly {
 		return errors.New("sieve: manifest is read-only")
 	}
@@ -440,7 +453,7 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	if e.HasLastSeq && e.LastSeq < vs.lastSeq {
 		e.LastSeq = vs.lastSeq
 	}
-	e.HasNextFileNum, e.NextFileNum = true, vs.nextFileNum
+	e.HasNextFileNum, e.NextFileNum = true, vs.nextFileNum.Load()
 	nv, err := vs.current.Apply(e, vs.onObsolete)
 	if err != nil {
 		return err
@@ -455,11 +468,18 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit) error {
 	}
 	vs.applyScalars(e)
 	nv.Ref()
-	vs.mu.Lock()
-	old := vs.current
-	vs.current = nv
-	vs.mu.Unlock()
-	old.Unref()
+	install := func() {
+		vs.mu.Lock()
+		old := vs.current
+		vs.current = nv
+		vs.mu.Unlock()
+		old.Unref()
+	}
+	if publish != nil {
+		publish(install)
+	} else {
+		install()
+	}
 	if vs.manifest.Size() > maxManifestSize {
 		return vs.rotate()
 	}

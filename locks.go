@@ -1,0 +1,56 @@
+package sieve
+
+// # Lock order
+//
+// Every lock and logical lock of a DB, in the one order a goroutine may
+// take them (outermost first). A goroutine holding one may take only those
+// below it. Under the race detector and the invariants build tag each is
+// ranked (internal/lockrank) and an acquisition out of this order panics
+// with both stacks the first time its code path runs, so every test under
+// -race checks the order.
+//
+//  1. sketchcol.Store key stripes (lockrank.SketchKey): held across a
+//     sketch command's read and its merge-operand write; one at a time.
+//  2. cfRegistry.createMu (CFCreate): column family creation and merger
+//     binding (OpenColumnFamily, Open).
+//  3. Commit-pipeline leadership (Commit, commit.go): the head of the
+//     writer queue. A writer ranks it from the moment it queues (it may
+//     wait for the leader), the leader until its group is applied; Flush,
+//     Close and the WAL-buffer timer take it with acquire. The leader
+//     takes db.mu (makeRoomForWrite, rotation) and reads (collapseMerge).
+//  4. DB.versionMu (Version): the manifest writer, held only inside
+//     logAndApply (manifest.go), the one path that writes the manifest.
+//  5. DB.mu (DB): memtables (mem, imm), WAL list, flush and compaction
+//     state, snapshots, the sticky background error; its cond wakes
+//     stalled writers and Flush/Compact waiters. Versions are installed
+//     under it (logAndApply), so that a read state built from it is
+//     always one some serial history produced.
+//  6. cfRegistry.mu (CFRegistry): the column family maps.
+//  7. DB.rsMu (ReadState): the published read state.
+//  8. tableCache.mu (TableCache): open table readers.
+//
+// Leaves, which take no other lock while held and so are not ranked: the
+// commit queue's mutex (commitPipeline.mu), manifest.VersionSet.mu (the
+// current version pointer), the block cache shards, a memtable's insert
+// mutex, the metrics' histogram mutex, and the in-memory file system's
+// locks.
+//
+// Blocking that is not a lock: Close waits for background goroutines
+// (db.bg) while holding Commit, so no background job may take Commit
+// (flushes and compactions do not write). A version's last Unref deletes
+// obsolete tables (file removal, directory sync) on whatever goroutine
+// drops it, often under db.mu.
+//
+// File numbers are allocated atomically (manifest.VersionSet.NextFileNum)
+// and need no lock, which is what lets a memtable rotation under db.mu
+// create its WAL without the manifest writer.
+
+import "github.com/sievedb/sieve/internal/lockrank"
+
+// initLocks gives the DB's locks their ranks. REQUIRES: before any is used.
+func (db *DB) initLocks() {
+	db.mu.Init(lockrank.DB)
+	db.mu.cond.L = &db.mu.Mutex
+	db.versionMu.Init(lockrank.Version)
+	db.rsMu.Init(lockrank.ReadState)
+}
