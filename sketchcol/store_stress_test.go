@@ -31,7 +31,10 @@ import (
 // a flush: the bytes must not change) and extra Stores opened on the DB;
 // filler goroutines write the default and another column family all the
 // while, and each round's sketchcol.Open runs under their load (the first
-// creates the column family). Every round ends with Close and reopen.
+// creates the column family). Every round ends with Close and reopen. HLL
+// and cuckoo keys live through all the rounds; each round has new Bloom
+// keys. Values a read returned are overwritten afterwards (they are the
+// caller's copies: were one DB memory, later reads would show it).
 //
 // An oracle checks every reply and every read:
 //
@@ -69,10 +72,11 @@ import (
 //     column families hold what the fillers and batches last wrote.
 //
 // Replay: SIEVE_SEED=<seed> (logged) fixes every goroutine's random
-// choices, not the interleaving of the goroutines: the ops a goroutine
-// picks are replayed, but which acknowledged items its samples find
-// depends on what the others had done by then, so a failure seen once may
-// need several runs (-count) to come back. SIEVE_LONG=1 runs the long
+// choices (commands, fillers, maintenance), not the interleaving of the
+// goroutines: the ops a goroutine picks are replayed, but which
+// acknowledged items its samples find depends on what the others had done
+// by then, and how many ops a round gets on the machine's speed, so a
+// failure seen once may need several runs (-count) to come back. SIEVE_LONG=1 runs the long
 // version (more goroutines than cores, minutes); SIEVE_STRESS_ROUNDS and
 // SIEVE_STRESS_SECONDS (per round) override the shape.
 func TestStoreStress(t *testing.T) {
