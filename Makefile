@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: test test-race lint fuzz bench bench-peers crash-long run
+.PHONY: test test-race lint fuzz bench bench-peers crash-long stress stress-race run
 
 test:
 	$(GO) test ./...
@@ -35,6 +35,15 @@ bench-peers:
 # Long crash test: more operations and crash points than the default run.
 crash-long:
 	SIEVE_CRASH_OPS=20000 $(GO) test -run 'TestCrash' -timeout 60m -v .
+
+# Long concurrent stress test with the expected-state oracle (stress_test.go):
+# 24 writers, 8 readers and a maintainer on 2 cores, 8 rounds of 30 s.
+stress:
+	SIEVE_STRESS_LONG=1 $(GO) test -run 'TestStress$$' -timeout 60m -v .
+
+# The same under the race detector, which also checks the lock order.
+stress-race:
+	SIEVE_STRESS_LONG=1 $(GO) test -race -run 'TestStress$$' -timeout 90m -v .
 
 run:
 	$(GO) run ./cmd/lsmbench

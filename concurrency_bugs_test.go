@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sievedb/sieve/internal/lockrank"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -267,4 +268,30 @@ func TestReadsRacingClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestLockOrderChecked: the DB's locks carry their ranks, so an inversion
+// (here the one OpenColumnFamily and a rotation used to make: versionMu
+// taken under db.mu) panics at once in race and invariants builds.
+func TestLockOrderChecked(t *testing.T) {
+	if !lockrank.Enabled {
+		t.Skip("lock ranks are checked under -race or -tags invariants")
+	}
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	defer db.Close()
+	got := func() (msg string) {
+		defer func() { msg, _ = recover().(string) }()
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		db.versionMu.Lock()
+		db.versionMu.Unlock()
+		return ""
+	}()
+	require.Contains(t, got, "acquiring Version (rank 4) while holding DB (rank 5)")
+	// And the right order is accepted.
+	db.versionMu.Lock()
+	db.mu.Lock()
+	db.mu.Unlock()
+	db.versionMu.Unlock()
 }
