@@ -51,7 +51,7 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 	// outside the manifest writer).
 	r.createMu.Lock()
 	defer r.createMu.Unlock()
-	st := r.byNameLocked(name)
+	st := r.lookupName(name)
 	if st == nil {
 		if db.opts.ReadOnly {
 			return nil, fmt.Errorf("sieve: column family %q does not exist (read-only)", name)

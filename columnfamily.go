@@ -43,7 +43,8 @@ func newCFRegistry(db *DB) *cfRegistry {
 	return r
 }
 
-func (r *cfRegistry) byNameLocked(name string) *cfState {
+// lookupName returns the state of the family called name, or nil.
+func (r *cfRegistry) lookupName(name string) *cfState {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.byName[name]

@@ -261,8 +261,7 @@ func (db *DB) collapseMerge(cf uint32, key, operand []byte, seq uint64) ([]byte,
 	if err != nil {
 		return nil, false
 	}
-	st.operands = append([][]byte{operand}, st.operands...)
-	v, err := db.resolve(cf, &st)
+	v, err := db.fullMerge(cf, key, st.value, st.found, append(st.operands(1), operand))
 	if err != nil {
 		return nil, false
 	}

@@ -15,13 +15,16 @@ import (
 // the newest data to the oldest.
 type getState struct {
 	key []byte
-	// operands are merge operands found so far, newest first, copied:
-	// a merger may return one of them, and what Get returns is the
-	// caller's to change, so none may alias a memtable or a block.
-	operands [][]byte
-	value    []byte // the base value, copied (valid when found)
-	found    bool   // a Set was reached
-	done     bool   // a Set or Delete was reached: stop searching
+	// The merge operands found so far, newest first, copied back to back
+	// into opBuf (operand i ends at opEnds[i]): a merger may return one
+	// of them, and what Get returns is the caller's to change, so none
+	// may alias a memtable or a block. One buffer, not one allocation per
+	// operand.
+	opBuf  []byte
+	opEnds []int
+	value  []byte // the base value, copied (valid when found)
+	found  bool   // a Set was reached
+	done   bool   // a Set or Delete was reached: stop searching
 	// seen is set by visit when any entry for the key was visited; the
 	// table path uses it to tell filter false positives.
 	seen bool
@@ -38,7 +41,8 @@ func (st *getState) visit(k base.InternalKey, v []byte) bool {
 		st.done = true
 		return false
 	case base.KindMerge:
-		st.operands = append(st.operands, append([]byte(nil), v...))
+		st.opBuf = append(st.opBuf, v...)
+		st.opEnds = append(st.opEnds, len(st.opBuf))
 		return true
 	}
 	return false
@@ -120,19 +124,29 @@ func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getSta
 	return st, nil
 }
 
+// operands returns the merge operands found, oldest first (the order
+// FullMerge takes), with room for extra more. Each is capped at its own
+// length, so a merger appending to one cannot overwrite the next.
+func (st *getState) operands(extra int) [][]byte {
+	n := len(st.opEnds)
+	ops := make([][]byte, n, n+extra)
+	start := 0
+	for i, end := range st.opEnds {
+		ops[n-1-i] = st.opBuf[start:end:end]
+		start = end
+	}
+	return ops
+}
+
 // resolve turns what a lookup found into the answer.
 func (db *DB) resolve(cf uint32, st *getState) ([]byte, error) {
-	if len(st.operands) == 0 {
+	if len(st.opEnds) == 0 {
 		if st.found {
 			return st.value, nil
 		}
 		return nil, ErrNotFound
 	}
-	ops := make([][]byte, len(st.operands))
-	for i, op := range st.operands {
-		ops[len(ops)-1-i] = op
-	}
-	return db.fullMerge(cf, st.key, st.value, st.found, ops)
+	return db.fullMerge(cf, st.key, st.value, st.found, st.operands(0))
 }
 
 // getFromVersion searches the tables: L0 newest first, then the one table

@@ -45,7 +45,7 @@ func TestMergeStackCollapsesInCompaction(t *testing.T) {
 	}
 	st, err := db.lookup(0, k, db.visibleSeq.Load())
 	require.NoError(t, err)
-	require.Len(t, st.operands, 10000, "cap off: the memtable holds every operand")
+	require.Len(t, st.opEnds, 10000, "cap off: the memtable holds every operand")
 	require.NoError(t, db.Flush())
 	require.NoError(t, db.Compact(nil, nil))
 	n, kinds := tableEntriesFor(t, db, 0, k)

@@ -170,7 +170,7 @@ func TestSuccessiveMergeCap(t *testing.T) {
 	require.Equal(t, "10000", string(v))
 	st, err := db.lookup(0, k, db.visibleSeq.Load())
 	require.NoError(t, err)
-	require.LessOrEqual(t, len(st.operands), db.opts.MaxSuccessiveMerges)
+	require.LessOrEqual(t, len(st.opEnds), db.opts.MaxSuccessiveMerges)
 	require.NoError(t, db.Flush())
 	v, err = db.Get(k)
 	require.NoError(t, err)

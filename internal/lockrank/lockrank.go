@@ -32,8 +32,8 @@ const (
 	// DB is DB.mu: memtables, flush and compaction state, snapshots, the
 	// sticky background error.
 	DB
-	// CFRegistry is the column family registry's lock (a leaf apart from
-	// nothing: held only to read or swap a map entry).
+	// CFRegistry is the column family registry's lock, held only to read
+	// or swap a map entry.
 	CFRegistry
 	// ReadState is DB.rsMu: publishing and loading the read state.
 	ReadState

@@ -437,11 +437,10 @@ func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
 // the manifest as failed (no retry: the DB goes read-only); an error from
 // starting a new manifest once this one is full comes after the install.
 //
-// publish, when not nil, is called once the edit is durable with a
-// function that makes the new version current; publish must call it
-// exactly once, under whatever lock makes the change one atomic step for
-// the caller's readers (the DB retires a flushed memtable in the same
-// step). nil installs it directly.
+// publish is called once the edit is durable with a function that makes
+// the new version current; publish must call it exactly once, under
+// whatever lock makes the change one atomic step for the caller's readers
+// (the DB retires a flushed memtable in the same step).
 // REQUIRES: calls are serialized; not read-only.
 func (vs *VersionSet) LogAndApply(e *VersionEdit, publish func(install func())) error {
 	if vs.readOnly {
@@ -475,11 +474,7 @@ func (vs *VersionSet) LogAndApply(e *VersionEdit, publish func(install func())) 
 		vs.mu.Unlock()
 		old.Unref()
 	}
-	if publish != nil {
-		publish(install)
-	} else {
-		install()
-	}
+	publish(install)
 	if vs.manifest.Size() > maxManifestSize {
 		return vs.rotate()
 	}
