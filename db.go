@@ -7,8 +7,10 @@
 // snapshots) never block writers: they pin an immutable view (memtables plus
 // a reference-counted version of the table set) and read from it.
 //
-// See ../shared/DESIGN.md in the project for the architecture and FORMAT.md
-// beside this file for the directory layout and batch encoding.
+// doc/DESIGN.md in the repository maps the architecture (the write and read
+// paths, flush, compaction, recovery, column families) onto the code;
+// locks.go gives the lock order, and FORMAT.md beside this file the
+// directory layout and batch encoding.
 package sieve
 
 import (
