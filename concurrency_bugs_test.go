@@ -234,6 +234,7 @@ func TestGetReturnsOwnedMemory(t *testing.T) {
 // TestReadsRacingClose: Get, NewIter and snapshots racing Close return
 // ErrClosed (or succeed), never an internal error or a panic.
 func TestReadsRacingClose(t *testing.T) {
+	var closedReads atomic.Int64 // reads that met Close: the race happened
 	for round := range 20 {
 		db, err := Open("db", &Options{FS: vfs.NewMem()})
 		require.NoError(t, err)
@@ -245,16 +246,21 @@ func TestReadsRacingClose(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for i := 0; i < 200; i++ {
-					if _, err := db.Get([]byte("a")); err != nil && !errors.Is(err, ErrClosed) {
+					_, err := db.Get([]byte("a"))
+					if err != nil && !errors.Is(err, ErrClosed) {
 						errc <- fmt.Errorf("round %d: Get: %w", round, err)
 						return
 					}
 					it := db.NewIter(nil)
 					for it.First(); it.Valid(); it.Next() {
 					}
-					if err := it.Close(); err != nil && !errors.Is(err, ErrClosed) {
-						errc <- fmt.Errorf("round %d: iterator: %w", round, err)
+					ierr := it.Close()
+					if ierr != nil && !errors.Is(ierr, ErrClosed) {
+						errc <- fmt.Errorf("round %d: iterator: %w", round, ierr)
 						return
+					}
+					if err != nil || ierr != nil {
+						closedReads.Add(1)
 					}
 				}
 			})
@@ -268,6 +274,8 @@ func TestReadsRacingClose(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	t.Logf("%d reads met Close", closedReads.Load())
+	require.Positive(t, closedReads.Load(), "no read raced Close")
 }
 
 // TestLockOrderChecked: the DB's locks carry their ranks, so an inversion
