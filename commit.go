@@ -269,30 +269,6 @@ func (db *DB) collapseMerge(cf uint32, key, operand []byte, seq uint64) ([]byte,
 	return v, true
 }
 
-// makeRoomForWrite rotates the memtable group when the mutable one is full,
-// stalling while too many full groups wait for a flush. REQUIRES: leader.
-func (db *DB) makeRoomForWrite(incoming int) error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	for {
-		if db.mu.bgErr != nil {
-			return db.mu.bgErr
-		}
-		if db.closed.Load() {
-			return ErrClosed
-		}
-		mem := db.mu.mem
-		if mem.size()+int64(incoming) <= db.opts.MemTableSize || mem.empty() {
-			return db.maybeStallForL0Locked()
-		}
-		if len(db.mu.imm) >= db.opts.MaxImmutableMemTables && db.canFlush() {
-			db.stallWait("memtables")
-			continue
-		}
-		return db.rotateMemLocked()
-	}
-}
-
 // rotateMemLocked makes the mutable group immutable, and starts a new WAL
 // and group. REQUIRES: db.mu held, leader.
 func (db *DB) rotateMemLocked() error {

@@ -369,44 +369,6 @@ func (o *compactionOutput) abandon() {
 	o.db.removeFiles(o.files)
 }
 
-// maybeStallForL0Locked blocks the commit leader while L0 holds
-// L0StopWritesTrigger tables or more, and slows writes down (1 ms each)
-// from L0StopWritesTrigger-4 on. REQUIRES: db.mu held.
-func (db *DB) maybeStallForL0Locked() error {
-	slowed := false
-	for {
-		if db.mu.bgErr != nil {
-			return db.mu.bgErr
-		}
-		if db.closed.Load() {
-			return ErrClosed
-		}
-		n := db.maxL0Files()
-		if n >= db.opts.L0StopWritesTrigger {
-			db.maybeScheduleCompactionLocked()
-			if db.compact.running == 0 {
-				// Nothing can reduce L0 (e.g. a family without its
-				// merger): do not deadlock the writer.
-				return nil
-			}
-			db.stallWait("L0 tables")
-			continue
-		}
-		if !slowed && n >= max(db.opts.L0StopWritesTrigger-4, db.opts.L0CompactionTrigger+1) {
-			slowed = true
-			db.metrics.slowdowns.Add(1)
-			db.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			db.mu.Lock()
-			continue
-		}
-		return nil
-	}
-}
-
-// maxL0Files is the largest L0 table count over column families.
-func (db *DB) maxL0Files() int { return int(db.maxL0.Load()) }
-
 // Compact flushes the memtables, then compacts the key range [start, end]
 // (nil = unbounded) of the default column family level by level down to
 // the bottom level, and waits for it.

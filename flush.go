@@ -216,14 +216,3 @@ func (db *DB) Flush() error {
 	}
 	return db.mu.bgErr
 }
-
-// stallWait blocks the commit leader until a flush or compaction signals,
-// counting the stall. REQUIRES: db.mu held.
-func (db *DB) stallWait(reason string) {
-	start := time.Now()
-	db.metrics.stalls.Add(1)
-	db.opts.Logger.Warn("write stall", "reason", reason)
-	db.maybeScheduleFlushLocked()
-	db.mu.cond.Wait()
-	db.metrics.stallNanos.Add(int64(time.Since(start)))
-}
