@@ -11,8 +11,6 @@ import (
 	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
-	"github.com/sievedb/sieve/sstable"
-	"github.com/sievedb/sieve/vfs"
 )
 
 // compactState is guarded by db.mu.
@@ -156,14 +154,14 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
 	}
-	outs := make([]*compactionOutput, len(bounds)+1)
+	outs := make([]*tableOutput, len(bounds)+1)
 	stats := make([]compaction.GCStats, len(outs))
 	errs := make([]error, len(outs))
 	var failed atomic.Bool // one range's error stops the others
 	var wg sync.WaitGroup
 	for r := range outs {
 		lower, upper := compaction.SubcompactionRange(bounds, r)
-		outs[r] = &compactionOutput{db: db, cf: cf}
+		outs[r] = &tableOutput{db: db, cf: cf}
 		wg.Go(func() {
 			defer func() {
 				// A panic (in a user's Merger, say) fails this range
@@ -248,7 +246,7 @@ var errSubcompactionStopped = errors.New("sieve: subcompaction stopped: another 
 // (nil = open) into out, which it leaves with its finished, synced tables
 // (or with what to abandon, on an error). Subcompactions call it
 // concurrently: each with its own iterators, splitter and output.
-func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, out *compactionOutput,
+func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, out *tableOutput,
 	lower, upper []byte, snapshots []uint64, failed *atomic.Bool) (compaction.GCStats, error) {
 	zeroSeqs := c.OutputLevel == manifest.NumLevels-1
 	earliestSnap := base.SeqNumMax
@@ -314,59 +312,6 @@ func (db *DB) compactionOpener() compaction.TableOpener {
 		}
 		return newTableIter(db, e, e.r.NewIter(nil, nil)), nil
 	}
-}
-
-// compactionOutput writes the output tables of one compaction or flush.
-type compactionOutput struct {
-	db    *DB
-	cf    uint32
-	num   uint64
-	f     vfs.File
-	w     *sstable.Writer
-	metas []*manifest.FileMetadata
-	files []uint64 // every table created, for cleanup
-}
-
-func (o *compactionOutput) start() error {
-	db := o.db
-	o.num = db.versions.NextFileNum()
-	f, err := db.fs.Create(base.MakeFilename(db.dirname, base.FileTypeTable, o.num))
-	if err != nil {
-		return err
-	}
-	o.files = append(o.files, o.num)
-	o.f = f
-	o.w = sstable.NewWriter(f, db.writerOptions(o.cf))
-	return nil
-}
-
-// finish completes, syncs and closes the current table.
-func (o *compactionOutput) finish() error {
-	md, err := o.w.Finish()
-	if err == nil {
-		err = o.f.Sync()
-	}
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
-	o.w, o.f = nil, nil
-	if err != nil {
-		return err
-	}
-	o.metas = append(o.metas, &manifest.FileMetadata{
-		FileNum: o.num, Size: md.Size,
-		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
-		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
-	})
-	return nil
-}
-
-// abandon removes every table the output created.
-func (o *compactionOutput) abandon() {
-	if o.f != nil {
-		o.f.Close()
-	}
-	o.db.removeFiles(o.files)
 }
 
 // Compact flushes the memtables, then compacts the key range [start, end]

@@ -8,7 +8,6 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/memtable"
-	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/sievedb/sieve/wal"
 )
@@ -139,7 +138,7 @@ func (db *DB) flushIter(cf uint32, t *memtable.MemTable) forwardIter {
 // syncs and closes it, and returns its metadata. The caller syncs the
 // directory before the manifest names the table.
 func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, error) {
-	out := &compactionOutput{db: db, cf: cf}
+	out := &tableOutput{db: db, cf: cf}
 	err := out.start()
 	for ok := err == nil && it.First(); ok && err == nil; ok = it.Next() {
 		err = out.w.Add(it.Key(), it.Value())
@@ -155,27 +154,6 @@ func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, err
 		return nil, err
 	}
 	return out.metas[0], nil
-}
-
-func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
-	o := sstable.WriterOptions{
-		BlockSize:            db.opts.BlockSize,
-		BlockRestartInterval: db.opts.BlockRestartInterval,
-		Compression:          sstable.SnappyCompression,
-	}
-	if db.opts.Compression == NoCompression {
-		o.Compression = sstable.NoCompression
-	}
-	if st := db.cfs.get(cf); st != nil {
-		o.FilterPolicy = st.filterPolicy
-	}
-	return o
-}
-
-func (db *DB) removeFiles(nums []uint64) {
-	for _, n := range nums {
-		db.fs.Remove(base.MakeFilename(db.dirname, base.FileTypeTable, n))
-	}
 }
 
 // Flush makes every write acknowledged so far durable in L0 tables and

@@ -818,7 +818,7 @@ func TestHarmlessRulesAreNarrow(t *testing.T) {
 		// written table; the WAL at Close.
 		{rec(vfs.OpList, "/db", "sieve.(*DB).checkDir"), nil, false},
 		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).withWAL"), nil, false},
-		{rec(vfs.OpClose, "/db/000005.sst", "sieve.(*compactionOutput).finish"), nil, false},
+		{rec(vfs.OpClose, "/db/000005.sst", "sieve.(*tableOutput).finish"), nil, false},
 		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).Close"), nil, false},
 		{rec(vfs.OpRemove, "/db/000004.log", "sieve.(*DB).onObsoleteTables"), nil, false},
 		{rec(vfs.OpClose, "/db/000004.log"), nil, false},
