@@ -206,25 +206,6 @@ func (db *DB) scoreTargets(lv *manifest.Levels) [manifest.NumLevels]float64 {
 	}).Scores(lv)
 }
 
-// residentBytes sums the index and filter blocks held by open tables.
-func (c *tableCache) residentBytes() (index, filter int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.entries {
-		select {
-		case <-e.ready:
-		default:
-			continue
-		}
-		if e.r != nil {
-			i, f := e.r.ResidentSize()
-			index += int64(i)
-			filter += int64(f)
-		}
-	}
-	return index, filter
-}
-
 func humanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
