@@ -115,41 +115,68 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 // runCompaction executes c on column family cf, picked from version v, and
 // installs its result. The inputs must be marked Compacting.
 func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Version) error {
-	start := time.Now()
 	if c.IsMove {
-		f := c.Inputs[0][0]
-		edit := &manifest.VersionEdit{
-			DeletedFiles: []manifest.DeletedFile{{CF: cf, Level: c.StartLevel, FileNum: f.FileNum}},
-			NewFiles:     []manifest.NewFile{{CF: cf, Level: c.OutputLevel, Meta: f}},
-		}
-		if err := db.logAndApply(edit, nil); err != nil {
-			return err
-		}
-		db.metrics.moves.Add(1)
-		db.opts.Logger.Info("compaction move", "compaction", c.String())
-		return nil
+		return db.runMove(cf, c)
 	}
+	start := time.Now()
+	outs, gc, err := db.runSubcompactions(cf, c, v)
+	var metas []*manifest.FileMetadata
+	for _, out := range outs {
+		metas = append(metas, out.metas...)
+	}
+	if err == nil && len(metas) > 0 {
+		err = db.fs.SyncDir(db.dirname)
+	}
+	if err != nil {
+		for _, out := range outs {
+			out.abandon()
+		}
+		return fmt.Errorf("compaction %s: %w", c, err)
+	}
+	if err := db.logAndApply(c.Edit(cf, metas), nil); err != nil {
+		// Keep the outputs: the edit naming them may be in the manifest
+		// (after a failed sync its state is unknown). The next Open
+		// deletes them if the manifest does not name them.
+		return err
+	}
+	db.recordCompaction(c, metas, gc, len(outs), time.Since(start))
+	return nil
+}
+
+// runMove installs a trivial move: c's one input table changes level in
+// the manifest, unrewritten.
+func (db *DB) runMove(cf uint32, c *compaction.Compaction) error {
+	if err := db.logAndApply(c.Edit(cf, c.Inputs[0]), nil); err != nil {
+		return err
+	}
+	db.metrics.moves.Add(1)
+	db.opts.Logger.Info("compaction move", "compaction", c.String())
+	return nil
+}
+
+// gcOptions are the compaction iterator's options for column family cf, as
+// a flush needs them: the open snapshots and the family's merger, and no
+// ElideTombstone (a compaction sets its own).
+func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 	db.mu.Lock()
 	snapshots := db.mu.snapshots.all()
 	db.mu.Unlock()
-	lv := v.Levels(cf)
-	opts := compaction.GCOptions{
-		Snapshots: snapshots,
-		ElideTombstone: func(ukey []byte) bool {
-			for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
-				if len(lv.Overlapping(level, ukey, ukey)) > 0 {
-					return false
-				}
-			}
-			return true
-		},
-	}
+	opts := compaction.GCOptions{Snapshots: snapshots}
 	if st := db.cfs.get(cf); st != nil && st.merger != nil {
 		opts.Merger = st.merger
 	}
-	// A manual compaction (its caller waits) of a large enough input runs
-	// as subcompactions: disjoint key ranges merged and written by
-	// separate goroutines, installed by one edit.
+	return opts
+}
+
+// runSubcompactions writes the output tables of compaction c, picked from
+// version v: as one run, or, for a manual compaction (its caller waits) of
+// a large enough input, as subcompactions — disjoint key ranges merged and
+// written by separate goroutines, to be installed by one edit. It returns
+// every range's output (their tables in key order; on an error, what to
+// abandon), their summed GC statistics, and the first range's error.
+func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest.Version) ([]*tableOutput, compaction.GCStats, error) {
+	lv := v.Levels(cf)
+	opts := db.gcOptions(cf)
 	var bounds [][]byte
 	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
@@ -174,54 +201,35 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 					failed.Store(true)
 				}
 			}()
-			stats[r], errs[r] = db.compactRange(c, opts, outs[r], lower, upper, snapshots, &failed)
+			ropts := opts
+			ropts.ElideTombstone = func(ukey []byte) bool {
+				for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
+					if len(lv.Overlapping(level, ukey, ukey)) > 0 {
+						return false
+					}
+				}
+				return true
+			}
+			stats[r], errs[r] = db.compactRange(c, ropts, outs[r], lower, upper, &failed)
 		})
 	}
 	wg.Wait()
-	var err error
-	for _, e := range errs {
-		if e != nil && !errors.Is(e, errSubcompactionStopped) {
-			err = e
-			break
-		}
-	}
-	var metas []*manifest.FileMetadata
 	var gc compaction.GCStats
-	for r, out := range outs {
-		metas = append(metas, out.metas...)
+	for r := range outs {
 		gc.Add(stats[r])
 	}
-	if err == nil && len(metas) > 0 {
-		err = db.fs.SyncDir(db.dirname)
-	}
-	if err != nil {
-		for _, out := range outs {
-			out.abandon()
-		}
-		return fmt.Errorf("compaction %s: %w", c, err)
-	}
-	edit := &manifest.VersionEdit{}
-	for i, files := range c.Inputs {
-		level := c.StartLevel
-		if i == 1 {
-			level = c.OutputLevel
-		}
-		for _, f := range files {
-			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{CF: cf, Level: level, FileNum: f.FileNum})
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, errSubcompactionStopped) {
+			return outs, gc, e
 		}
 	}
-	var written uint64
-	for _, m := range metas {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: m})
-		written += m.Size
-	}
-	if err := db.logAndApply(edit, nil); err != nil {
-		// Keep the outputs: the edit naming them may be in the manifest
-		// (after a failed sync its state is unknown). The next Open
-		// deletes them if the manifest does not name them.
-		return err
-	}
-	read := c.InputBytes()
+	return outs, gc, nil
+}
+
+// recordCompaction counts an installed compaction, which wrote metas, in
+// the metrics and the log.
+func (db *DB) recordCompaction(c *compaction.Compaction, metas []*manifest.FileMetadata, gc compaction.GCStats, ranges int, took time.Duration) {
+	read, written := c.InputBytes(), totalSize(metas)
 	m := &db.metrics
 	m.compactions.Add(1)
 	m.compactBytesRead.Add(int64(read))
@@ -230,12 +238,11 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	m.levelBytesRead[c.OutputLevel].Add(int64(read))
 	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
 	m.mergeErrors.Add(gc.MergeErrors)
-	if len(outs) > 1 {
+	if ranges > 1 {
 		m.splitCompactions.Add(1)
 	}
-	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(metas), "subcompactions", len(outs),
-		"read", read, "written", written, "dropped", gc.DroppedShadowed+gc.DroppedTombstones, "took", time.Since(start))
-	return nil
+	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(metas), "subcompactions", ranges,
+		"read", read, "written", written, "dropped", gc.DroppedShadowed+gc.DroppedTombstones, "took", took)
 }
 
 // errSubcompactionStopped ends a subcompaction whose sibling failed; the
@@ -247,11 +254,11 @@ var errSubcompactionStopped = errors.New("sieve: subcompaction stopped: another 
 // (or with what to abandon, on an error). Subcompactions call it
 // concurrently: each with its own iterators, splitter and output.
 func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, out *tableOutput,
-	lower, upper []byte, snapshots []uint64, failed *atomic.Bool) (compaction.GCStats, error) {
+	lower, upper []byte, failed *atomic.Bool) (compaction.GCStats, error) {
 	zeroSeqs := c.OutputLevel == manifest.NumLevels-1
 	earliestSnap := base.SeqNumMax
-	if len(snapshots) > 0 {
-		earliestSnap = snapshots[0]
+	if len(opts.Snapshots) > 0 {
+		earliestSnap = opts.Snapshots[0]
 	}
 	it := compaction.NewIter(c.NewInputIterRange(db.compactionOpener(), lower, upper), opts)
 	splitter := c.NewSplitter()

@@ -124,14 +124,7 @@ type forwardIter interface {
 // snapshot stripe, and runs of merge operands folded by PartialMerge. It
 // never drops tombstones (older data may lie below) or full-merges.
 func (db *DB) flushIter(cf uint32, t *memtable.MemTable) forwardIter {
-	db.mu.Lock()
-	snapshots := db.mu.snapshots.all()
-	db.mu.Unlock()
-	opts := compaction.GCOptions{Snapshots: snapshots}
-	if st := db.cfs.get(cf); st != nil && st.merger != nil {
-		opts.Merger = st.merger
-	}
-	return compaction.NewIter(t.NewIter(nil, nil), opts)
+	return compaction.NewIter(t.NewIter(nil, nil), db.gcOptions(cf))
 }
 
 // writeTable writes the entries of it into a new table of column family cf,

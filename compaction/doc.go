@@ -28,7 +28,7 @@
 //
 // Then, without the mutex, in the compaction goroutine:
 //
-//	if c.IsMove: edit = delete c.Inputs[0][0] from StartLevel, add it to OutputLevel
+//	if c.IsMove: edit = c.Edit(cf, c.Inputs[0])   // the table changes level, unrewritten
 //	else:
 //	  it := compaction.NewIter(c.NewInputIter(openTable), compaction.GCOptions{
 //	      Snapshots: snaps, ElideTombstone: compaction.NewElider(levels, c.OutputLevel), Merger: m})
@@ -39,7 +39,7 @@
 //	  }
 //	  err := it.Close()            // input error or corruption: install nothing
 //	  finish w; sync tables and directory
-//	  edit = delete all inputs, add the outputs to OutputLevel
+//	  edit = c.Edit(cf, outputs)   // delete every input, add the outputs to OutputLevel
 //
 // and under the mutex again: apply the edit, clear Compacting on the inputs
 // (also on failure), release the version. it.Stats() feeds the metrics.
