@@ -23,7 +23,9 @@ type compactState struct {
 	lastErr error
 }
 
-func (db *DB) picker(cf uint32) *compaction.Picker {
+// pickerLocked returns column family cf's picker, creating it.
+// REQUIRES: db.mu held (it guards the pickers and their cursors).
+func (db *DB) pickerLocked(cf uint32) *compaction.Picker {
 	if db.compact.pickers == nil {
 		db.compact.pickers = map[uint32]*compaction.Picker{}
 	}
@@ -62,7 +64,7 @@ func (db *DB) maybeScheduleCompactionLocked() {
 			if !db.compactable(id) {
 				continue
 			}
-			if c := db.picker(id).Pick(lv); c != nil && (picked == nil || c.Score > picked.Score) {
+			if c := db.pickerLocked(id).Pick(lv); c != nil && (picked == nil || c.Score > picked.Score) {
 				picked, cf = c, id
 			}
 		}
@@ -108,7 +110,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 			db.setBackgroundErrorLocked(err)
 		}
 	}
-	db.updateReadState()
+	db.updateReadStateLocked()
 	db.mu.cond.Broadcast()
 }
 
@@ -415,7 +417,7 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			v.Unref()
 			return nil, nil, nil
 		}
-		c, err := db.picker(cf).PickManual(lv, level, start, end)
+		c, err := db.pickerLocked(cf).PickManual(lv, level, start, end)
 		switch {
 		case errors.Is(err, compaction.ErrInputsCompacting):
 			v.Unref()

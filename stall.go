@@ -24,7 +24,7 @@ func (db *DB) makeRoomForWrite(incoming int) error {
 			return db.maybeStallForL0Locked()
 		}
 		if len(db.mu.imm) >= db.opts.MaxImmutableMemTables && db.canFlush() {
-			db.stallWait("memtables")
+			db.stallWaitLocked("memtables")
 			continue
 		}
 		return db.rotateMemLocked()
@@ -51,7 +51,7 @@ func (db *DB) maybeStallForL0Locked() error {
 				// merger): do not deadlock the writer.
 				return nil
 			}
-			db.stallWait("L0 tables")
+			db.stallWaitLocked("L0 tables")
 			continue
 		}
 		if !slowed && n >= max(db.opts.L0StopWritesTrigger-4, db.opts.L0CompactionTrigger+1) {
@@ -69,9 +69,9 @@ func (db *DB) maybeStallForL0Locked() error {
 // maxL0Files is the largest L0 table count over column families.
 func (db *DB) maxL0Files() int { return int(db.maxL0.Load()) }
 
-// stallWait blocks the commit leader until a flush or compaction signals,
-// counting the stall. REQUIRES: db.mu held.
-func (db *DB) stallWait(reason string) {
+// stallWaitLocked blocks the commit leader until a flush or compaction
+// signals, counting the stall. REQUIRES: db.mu held.
+func (db *DB) stallWaitLocked(reason string) {
 	start := time.Now()
 	db.metrics.stalls.Add(1)
 	db.opts.Logger.Warn("write stall", "reason", reason)

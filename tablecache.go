@@ -154,8 +154,10 @@ func (c *tableCache) release(e *tableEntry) {
 	}
 }
 
-// evict forgets a table that is being deleted, and its cached blocks.
-func (c *tableCache) evict(num uint64) {
+// forget drops a table that is being deleted, and its cached blocks, from
+// the cache (unlike evictLocked, which trims the least recently used
+// readers to MaxOpenFiles).
+func (c *tableCache) forget(num uint64) {
 	c.mu.Lock()
 	if e, ok := c.entries[num]; ok {
 		c.removeLocked(e)
