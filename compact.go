@@ -203,15 +203,8 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 					failed.Store(true)
 				}
 			}()
-			ropts := opts
-			ropts.ElideTombstone = func(ukey []byte) bool {
-				for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
-					if len(lv.Overlapping(level, ukey, ukey)) > 0 {
-						return false
-					}
-				}
-				return true
-			}
+			ropts := opts // each range its own elider: it keeps cursors
+			ropts.ElideTombstone = compaction.NewElider(lv, c.OutputLevel)
 			stats[r], errs[r] = db.compactRange(c, ropts, outs[r], lower, upper, &failed)
 		})
 	}
@@ -262,7 +255,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 	if len(opts.Snapshots) > 0 {
 		earliestSnap = opts.Snapshots[0]
 	}
-	it := compaction.NewIter(c.NewInputIterRange(db.compactionOpener(), lower, upper), opts)
+	it := compaction.NewIter(c.NewInputIterRange(db.tableOpener(nil, nil), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
@@ -309,18 +302,6 @@ func totalSize(files []*manifest.FileMetadata) uint64 {
 		n += f.Size
 	}
 	return n
-}
-
-// compactionOpener opens input tables through the table cache; the
-// returned iterators release their reference on Close.
-func (db *DB) compactionOpener() compaction.TableOpener {
-	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
-		e, err := db.tables.get(f)
-		if err != nil {
-			return nil, err
-		}
-		return newTableIter(db, e, e.r.NewIter(nil, nil)), nil
-	}
 }
 
 // Compact flushes the memtables, then compacts the key range [start, end]

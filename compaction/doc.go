@@ -86,10 +86,10 @@
 // # Reading
 //
 // A DB iterator is a MergingIter whose children are, newest first, the
-// memtables, one LevelIter per L0 table, and one LevelIter per non-empty
-// level L1..L6 (LevelIters builds these):
+// memtables, one LevelIter per L0 table overlapping the bounds, and one
+// LevelIter per non-empty level L1..L6 (LevelIters appends these):
 //
-//	children := append(memtableIters, compaction.LevelIters(levels, openTable, opts)...)
+//	children := compaction.LevelIters(memtableIters, levels, openTable, opts)
 //	it := compaction.NewMergingIter(opts, children...)
 //
 // The DB's iterator above it hides versions newer than its sequence
