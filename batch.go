@@ -3,6 +3,7 @@ package sieve
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -221,4 +222,11 @@ func (r *batchReader) next() (e batchEntry, ok bool) {
 	}
 	r.left--
 	return e, true
+}
+
+func addUnique(s []uint32, v uint32) []uint32 {
+	if slices.Contains(s, v) {
+		return s
+	}
+	return append(s, v)
 }

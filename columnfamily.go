@@ -1,174 +1,136 @@
 package sieve
 
 import (
-	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/sievedb/sieve/filter"
-	"github.com/sievedb/sieve/internal/lockrank"
-	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/base"
 )
 
-var errForeignBatch = errors.New("sieve: batch belongs to another DB")
+// ColumnFamilyOptions configure a column family. Zero fields take the
+// database's options.
+type ColumnFamilyOptions struct {
+	// Merger resolves the family's merge operands. Its Name is recorded in
+	// the manifest; reopening with another name is an error, and a family
+	// whose recorded merger is not supplied fails reads of merge operands
+	// and is not compacted.
+	Merger Merger
+	// FilterPolicy builds the family's table filters (default: the DB's).
+	FilterPolicy filter.Policy
+}
 
-// cfState is the runtime state of one column family.
-type cfState struct {
+// ColumnFamily is a handle on a column family: a keyspace with its own
+// memtables, levels, merger and filter policy, sharing the database's WAL
+// and manifest. Handles are safe for concurrent use and stay valid until
+// the DB is closed.
+type ColumnFamily struct {
+	db   *DB
 	id   uint32
 	name string
-	// recordedMerger is the merger name the manifest records ("" = none).
-	recordedMerger string
-	// merger is the merger supplied in this process (nil = none).
-	merger       Merger
-	filterPolicy filter.Policy
 }
 
-// cfRegistry maps column family IDs and names to their state.
-type cfRegistry struct {
-	db *DB
-	// createMu (rank CFCreate) serializes creations and merger bindings:
-	// each reads the registry, writes the manifest, then updates it.
-	createMu lockrank.Mutex
-	// mu (rank CFRegistry) guards the maps; states are copied on write,
-	// so a reader keeps a *cfState without a lock.
-	mu     lockrank.RWMutex
-	byID   map[uint32]*cfState
-	byName map[string]*cfState
-}
+// Name returns the family's name.
+func (cf *ColumnFamily) Name() string { return cf.name }
 
-func newCFRegistry(db *DB) *cfRegistry {
-	r := &cfRegistry{db: db, byID: map[uint32]*cfState{}, byName: map[string]*cfState{}}
-	r.createMu.Init(lockrank.CFCreate)
-	r.mu.Init(lockrank.CFRegistry)
-	return r
-}
-
-// lookupName returns the state of the family called name, or nil.
-func (r *cfRegistry) lookupName(name string) *cfState {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byName[name]
-}
-
-// create records a new column family in the manifest and registers it in
-// the same step that publishes the version holding its (empty) levels.
-// REQUIRES: createMu held; name is not registered.
-func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, error) {
-	var id uint32
-	r.mu.RLock()
-	for existing := range r.byID {
-		id = max(id, existing+1)
-	}
-	r.mu.RUnlock()
-	cf := manifest.ColumnFamily{ID: id, Name: name}
-	if co.Merger != nil {
-		cf.Merger = co.Merger.Name()
-	}
-	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy}
-	if co.FilterPolicy != nil {
-		st.filterPolicy = co.FilterPolicy
-	}
-	err := r.db.logAndApply(&manifest.VersionEdit{AddedCFs: []manifest.ColumnFamily{cf}}, func() {
-		r.mu.Lock()
-		r.byID[id], r.byName[name] = st, st
-		r.mu.Unlock()
-	})
-	if err != nil {
+// OpenColumnFamily opens the column family name, creating it (durably, in
+// the manifest) if it does not exist. "default" is the family the DB
+// methods use.
+func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFamily, error) {
+	if err := db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return st, nil
-}
-
-// load builds the registry from the manifest and binds the default column
-// family's options.
-func (r *cfRegistry) load() error {
-	for id, cf := range r.db.versions.ColumnFamilies() {
-		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy}
-		r.byID[id] = st
-		r.byName[cf.Name] = st
+	if name == "" || len(name) > 255 {
+		return nil, fmt.Errorf("sieve: column family name %q: must be 1 to 255 bytes", name)
 	}
-	def := r.byID[manifest.DefaultCFID]
-	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy)
-}
-
-// bind supplies a merger and filter policy to a column family, recording
-// the merger's name in the manifest the first time one is supplied.
-func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy) error {
+	var co ColumnFamilyOptions
+	if o != nil {
+		co = *o
+	}
+	r := db.cfs
+	// Serialize creations and bindings with each other (rank CFCreate,
+	// outside the manifest writer).
 	r.createMu.Lock()
 	defer r.createMu.Unlock()
-	return r.bindLocked(st, m, p)
-}
-
-// bindLocked is bind. States are copied on write: readers hold a *cfState
-// without locks. REQUIRES: createMu held.
-func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy) error {
-	st := *old
-	if p != nil {
-		st.filterPolicy = p
-	}
-	if m != nil {
-		if st.recordedMerger != "" && st.recordedMerger != m.Name() {
-			return fmt.Errorf("sieve: column family %q was written with merger %q; %q supplied",
-				st.name, st.recordedMerger, m.Name())
-		}
-		if st.recordedMerger == "" && !r.db.opts.ReadOnly {
-			e := &manifest.VersionEdit{SetMergers: []manifest.ColumnFamily{{ID: st.id, Merger: m.Name()}}}
-			if err := r.db.logAndApply(e, nil); err != nil {
-				return err
-			}
-			st.recordedMerger = m.Name()
-		}
-		st.merger = m
-	}
-	r.mu.Lock()
-	r.byID[st.id], r.byName[st.name] = &st, &st
-	r.mu.Unlock()
-	return nil
-}
-
-func (r *cfRegistry) get(id uint32) *cfState {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byID[id]
-}
-
-func (r *cfRegistry) known(id uint32) bool { return r.get(id) != nil }
-
-// checkMerge returns an error unless column family id can take merge
-// operands now.
-func (r *cfRegistry) checkMerge(id uint32) error {
-	st := r.get(id)
+	st := r.lookupName(name)
 	if st == nil {
-		return fmt.Errorf("sieve: unknown column family %d", id)
-	}
-	if st.merger == nil {
-		if st.recordedMerger != "" {
-			return fmt.Errorf("%w: column family %q needs merger %q, which was not supplied",
-				ErrNoMerger, st.name, st.recordedMerger)
+		if db.opts.ReadOnly {
+			return nil, fmt.Errorf("sieve: column family %q does not exist (read-only)", name)
 		}
-		return fmt.Errorf("%w: column family %q", ErrNoMerger, st.name)
+		var err error
+		if st, err = r.create(name, co); err != nil {
+			return nil, err
+		}
+	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy); err != nil {
+		return nil, err
 	}
-	return nil
+	return &ColumnFamily{db: db, id: st.id, name: name}, nil
 }
 
-// checkBatch validates the column families a batch names.
-func (r *cfRegistry) checkBatch(b *Batch) error {
-	for _, id := range b.cfs {
-		if !r.known(id) {
-			return fmt.Errorf("sieve: batch names unknown column family %d", id)
-		}
+// Put sets key to value in the family.
+func (cf *ColumnFamily) Put(key, value []byte, o *WriteOptions) error {
+	if err := cf.db.checkOpen(); err != nil {
+		return err
 	}
-	for _, id := range b.mergeCFs {
-		if err := r.checkMerge(id); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cf.db.writeOne(base.KindSet, cf.id, key, value, o)
 }
 
-func addUnique(s []uint32, v uint32) []uint32 {
-	if slices.Contains(s, v) {
-		return s
+// Delete removes key from the family.
+func (cf *ColumnFamily) Delete(key []byte, o *WriteOptions) error {
+	if err := cf.db.checkOpen(); err != nil {
+		return err
 	}
-	return append(s, v)
+	return cf.db.writeOne(base.KindDelete, cf.id, key, nil, o)
+}
+
+// Merge adds a merge operand for key; the family's merger resolves it.
+func (cf *ColumnFamily) Merge(key, operand []byte, o *WriteOptions) error {
+	if err := cf.db.checkOpen(); err != nil {
+		return err
+	}
+	if err := cf.db.cfs.checkMerge(cf.id); err != nil {
+		return err
+	}
+	return cf.db.writeOne(base.KindMerge, cf.id, key, operand, o)
+}
+
+// Get returns a copy of key's value in the family, or ErrNotFound.
+func (cf *ColumnFamily) Get(key []byte) ([]byte, error) { return cf.db.getCF(cf.id, key, nil) }
+
+// NewIter returns an iterator over the family as of now.
+func (cf *ColumnFamily) NewIter(o *IterOptions) *Iterator {
+	return cf.db.newIter(cf.id, o, nil)
+}
+
+// Metrics returns the database metrics with the levels of this family.
+func (cf *ColumnFamily) Metrics() *Metrics { return cf.db.metricsFor(cf.id) }
+
+// PutCF sets key to value in column family cf.
+func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) error {
+	return b.add(base.KindSet, cf.id, key, value)
+}
+
+// DeleteCF removes key from column family cf.
+func (b *Batch) DeleteCF(cf *ColumnFamily, key []byte) error {
+	return b.add(base.KindDelete, cf.id, key, nil)
+}
+
+// MergeCF adds a merge operand for key in column family cf.
+func (b *Batch) MergeCF(cf *ColumnFamily, key, operand []byte) error {
+	return b.add(base.KindMerge, cf.id, key, operand)
+}
+
+// GetCF returns key's value in column family cf as of the snapshot.
+func (s *Snapshot) GetCF(cf *ColumnFamily, key []byte) ([]byte, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	return s.db.getCF(cf.id, key, &s.seq)
+}
+
+// NewIterCF returns an iterator over column family cf as of the snapshot.
+func (s *Snapshot) NewIterCF(cf *ColumnFamily, o *IterOptions) *Iterator {
+	if s.closed.Load() {
+		return &Iterator{err: ErrClosed, iter: emptyIter{}}
+	}
+	return s.db.newIter(cf.id, o, &s.seq)
 }

@@ -269,52 +269,28 @@ func (db *DB) collapseMerge(cf uint32, key, operand []byte, seq uint64) ([]byte,
 	return v, true
 }
 
-// makeRoomForWrite rotates the memtable group when the mutable one is full,
-// stalling while too many full groups wait for a flush. REQUIRES: leader.
-func (db *DB) makeRoomForWrite(incoming int) error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	for {
-		if db.mu.bgErr != nil {
-			return db.mu.bgErr
-		}
-		if db.closed.Load() {
-			return ErrClosed
-		}
-		mem := db.mu.mem
-		if mem.size()+int64(incoming) <= db.opts.MemTableSize || mem.empty() {
-			return db.maybeStallForL0Locked()
-		}
-		if len(db.mu.imm) >= db.opts.MaxImmutableMemTables && db.canFlush() {
-			db.stallWait("memtables")
-			continue
-		}
-		return db.rotateMemLocked()
-	}
-}
-
 // rotateMemLocked makes the mutable group immutable, and starts a new WAL
 // and group. REQUIRES: db.mu held, leader.
 func (db *DB) rotateMemLocked() error {
 	old := db.mu.mem
-	if err := db.newWAL(0); err != nil {
+	if err := db.newWALLocked(0); err != nil {
 		db.setBackgroundErrorLocked(err)
 		return err
 	}
 	db.mu.imm = append(db.mu.imm, old)
 	db.mu.mem = newMemGroup(db.log.num)
-	db.updateReadState()
+	db.updateReadStateLocked()
 	db.maybeScheduleFlushLocked()
 	return nil
 }
 
-// newWAL closes the current WAL (syncing it, so that later WALs never hold
-// writes whose predecessors could be lost) and creates the next one, making
+// newWALLocked closes the current WAL (syncing it, so that later WALs
+// never hold writes whose predecessors could be lost) and creates the next one, making
 // its directory entry durable: number num, or the next file number when
 // num is 0. REQUIRES: db.mu held; leader (or Open). It takes no other DB
 // lock (file numbers are atomic), so a rotation under db.mu never waits
 // for the manifest writer.
-func (db *DB) newWAL(num uint64) error {
+func (db *DB) newWALLocked(num uint64) error {
 	if db.log.w != nil {
 		old := db.log
 		// Released even on error, so that Close does not close it again

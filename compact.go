@@ -11,8 +11,6 @@ import (
 	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
-	"github.com/sievedb/sieve/sstable"
-	"github.com/sievedb/sieve/vfs"
 )
 
 // compactState is guarded by db.mu.
@@ -25,7 +23,9 @@ type compactState struct {
 	lastErr error
 }
 
-func (db *DB) picker(cf uint32) *compaction.Picker {
+// pickerLocked returns column family cf's picker, creating it.
+// REQUIRES: db.mu held (it guards the pickers and their cursors).
+func (db *DB) pickerLocked(cf uint32) *compaction.Picker {
 	if db.compact.pickers == nil {
 		db.compact.pickers = map[uint32]*compaction.Picker{}
 	}
@@ -64,7 +64,7 @@ func (db *DB) maybeScheduleCompactionLocked() {
 			if !db.compactable(id) {
 				continue
 			}
-			if c := db.picker(id).Pick(lv); c != nil && (picked == nil || c.Score > picked.Score) {
+			if c := db.pickerLocked(id).Pick(lv); c != nil && (picked == nil || c.Score > picked.Score) {
 				picked, cf = c, id
 			}
 		}
@@ -110,60 +110,87 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 			db.setBackgroundErrorLocked(err)
 		}
 	}
-	db.updateReadState()
+	db.updateReadStateLocked()
 	db.mu.cond.Broadcast()
 }
 
 // runCompaction executes c on column family cf, picked from version v, and
 // installs its result. The inputs must be marked Compacting.
 func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Version) error {
-	start := time.Now()
 	if c.IsMove {
-		f := c.Inputs[0][0]
-		edit := &manifest.VersionEdit{
-			DeletedFiles: []manifest.DeletedFile{{CF: cf, Level: c.StartLevel, FileNum: f.FileNum}},
-			NewFiles:     []manifest.NewFile{{CF: cf, Level: c.OutputLevel, Meta: f}},
-		}
-		if err := db.logAndApply(edit, nil); err != nil {
-			return err
-		}
-		db.metrics.moves.Add(1)
-		db.opts.Logger.Info("compaction move", "compaction", c.String())
-		return nil
+		return db.runMove(cf, c)
 	}
+	start := time.Now()
+	outs, gc, err := db.runSubcompactions(cf, c, v)
+	var metas []*manifest.FileMetadata
+	for _, out := range outs {
+		metas = append(metas, out.metas...)
+	}
+	if err == nil && len(metas) > 0 {
+		err = db.fs.SyncDir(db.dirname)
+	}
+	if err != nil {
+		for _, out := range outs {
+			out.abandon()
+		}
+		return fmt.Errorf("compaction %s: %w", c, err)
+	}
+	if err := db.logAndApply(c.Edit(cf, metas), nil); err != nil {
+		// Keep the outputs: the edit naming them may be in the manifest
+		// (after a failed sync its state is unknown). The next Open
+		// deletes them if the manifest does not name them.
+		return err
+	}
+	db.recordCompaction(c, metas, gc, len(outs), time.Since(start))
+	return nil
+}
+
+// runMove installs a trivial move: c's one input table changes level in
+// the manifest, unrewritten.
+func (db *DB) runMove(cf uint32, c *compaction.Compaction) error {
+	if err := db.logAndApply(c.Edit(cf, c.Inputs[0]), nil); err != nil {
+		return err
+	}
+	db.metrics.moves.Add(1)
+	db.opts.Logger.Info("compaction move", "compaction", c.String())
+	return nil
+}
+
+// gcOptions are the compaction iterator's options for column family cf, as
+// a flush needs them: the open snapshots and the family's merger, and no
+// ElideTombstone (a compaction sets its own).
+func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 	db.mu.Lock()
 	snapshots := db.mu.snapshots.all()
 	db.mu.Unlock()
-	lv := v.Levels(cf)
-	opts := compaction.GCOptions{
-		Snapshots: snapshots,
-		ElideTombstone: func(ukey []byte) bool {
-			for level := c.OutputLevel + 1; level < manifest.NumLevels; level++ {
-				if len(lv.Overlapping(level, ukey, ukey)) > 0 {
-					return false
-				}
-			}
-			return true
-		},
-	}
+	opts := compaction.GCOptions{Snapshots: snapshots}
 	if st := db.cfs.get(cf); st != nil && st.merger != nil {
 		opts.Merger = st.merger
 	}
-	// A manual compaction (its caller waits) of a large enough input runs
-	// as subcompactions: disjoint key ranges merged and written by
-	// separate goroutines, installed by one edit.
+	return opts
+}
+
+// runSubcompactions writes the output tables of compaction c, picked from
+// version v: as one run, or, for a manual compaction (its caller waits) of
+// a large enough input, as subcompactions — disjoint key ranges merged and
+// written by separate goroutines, to be installed by one edit. It returns
+// every range's output (their tables in key order; on an error, what to
+// abandon), their summed GC statistics, and the first range's error.
+func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest.Version) ([]*tableOutput, compaction.GCStats, error) {
+	lv := v.Levels(cf)
+	opts := db.gcOptions(cf)
 	var bounds [][]byte
 	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
 	}
-	outs := make([]*compactionOutput, len(bounds)+1)
+	outs := make([]*tableOutput, len(bounds)+1)
 	stats := make([]compaction.GCStats, len(outs))
 	errs := make([]error, len(outs))
 	var failed atomic.Bool // one range's error stops the others
 	var wg sync.WaitGroup
 	for r := range outs {
 		lower, upper := compaction.SubcompactionRange(bounds, r)
-		outs[r] = &compactionOutput{db: db, cf: cf}
+		outs[r] = &tableOutput{db: db, cf: cf}
 		wg.Go(func() {
 			defer func() {
 				// A panic (in a user's Merger, say) fails this range
@@ -176,54 +203,28 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 					failed.Store(true)
 				}
 			}()
-			stats[r], errs[r] = db.compactRange(c, opts, outs[r], lower, upper, snapshots, &failed)
+			ropts := opts // each range its own elider: it keeps cursors
+			ropts.ElideTombstone = compaction.NewElider(lv, c.OutputLevel)
+			stats[r], errs[r] = db.compactRange(c, ropts, outs[r], lower, upper, &failed)
 		})
 	}
 	wg.Wait()
-	var err error
-	for _, e := range errs {
-		if e != nil && !errors.Is(e, errSubcompactionStopped) {
-			err = e
-			break
-		}
-	}
-	var metas []*manifest.FileMetadata
 	var gc compaction.GCStats
-	for r, out := range outs {
-		metas = append(metas, out.metas...)
+	for r := range outs {
 		gc.Add(stats[r])
 	}
-	if err == nil && len(metas) > 0 {
-		err = db.fs.SyncDir(db.dirname)
-	}
-	if err != nil {
-		for _, out := range outs {
-			out.abandon()
-		}
-		return fmt.Errorf("compaction %s: %w", c, err)
-	}
-	edit := &manifest.VersionEdit{}
-	for i, files := range c.Inputs {
-		level := c.StartLevel
-		if i == 1 {
-			level = c.OutputLevel
-		}
-		for _, f := range files {
-			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{CF: cf, Level: level, FileNum: f.FileNum})
+	for _, e := range errs {
+		if e != nil && !errors.Is(e, errSubcompactionStopped) {
+			return outs, gc, e
 		}
 	}
-	var written uint64
-	for _, m := range metas {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: m})
-		written += m.Size
-	}
-	if err := db.logAndApply(edit, nil); err != nil {
-		// Keep the outputs: the edit naming them may be in the manifest
-		// (after a failed sync its state is unknown). The next Open
-		// deletes them if the manifest does not name them.
-		return err
-	}
-	read := c.InputBytes()
+	return outs, gc, nil
+}
+
+// recordCompaction counts an installed compaction, which wrote metas, in
+// the metrics and the log.
+func (db *DB) recordCompaction(c *compaction.Compaction, metas []*manifest.FileMetadata, gc compaction.GCStats, ranges int, took time.Duration) {
+	read, written := c.InputBytes(), totalSize(metas)
 	m := &db.metrics
 	m.compactions.Add(1)
 	m.compactBytesRead.Add(int64(read))
@@ -232,12 +233,11 @@ func (db *DB) runCompaction(cf uint32, c *compaction.Compaction, v *manifest.Ver
 	m.levelBytesRead[c.OutputLevel].Add(int64(read))
 	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
 	m.mergeErrors.Add(gc.MergeErrors)
-	if len(outs) > 1 {
+	if ranges > 1 {
 		m.splitCompactions.Add(1)
 	}
-	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(metas), "subcompactions", len(outs),
-		"read", read, "written", written, "dropped", gc.DroppedShadowed+gc.DroppedTombstones, "took", time.Since(start))
-	return nil
+	db.opts.Logger.Info("compacted", "compaction", c.String(), "tables", len(metas), "subcompactions", ranges,
+		"read", read, "written", written, "dropped", gc.DroppedShadowed+gc.DroppedTombstones, "took", took)
 }
 
 // errSubcompactionStopped ends a subcompaction whose sibling failed; the
@@ -248,14 +248,14 @@ var errSubcompactionStopped = errors.New("sieve: subcompaction stopped: another 
 // (nil = open) into out, which it leaves with its finished, synced tables
 // (or with what to abandon, on an error). Subcompactions call it
 // concurrently: each with its own iterators, splitter and output.
-func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, out *compactionOutput,
-	lower, upper []byte, snapshots []uint64, failed *atomic.Bool) (compaction.GCStats, error) {
+func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, out *tableOutput,
+	lower, upper []byte, failed *atomic.Bool) (compaction.GCStats, error) {
 	zeroSeqs := c.OutputLevel == manifest.NumLevels-1
 	earliestSnap := base.SeqNumMax
-	if len(snapshots) > 0 {
-		earliestSnap = snapshots[0]
+	if len(opts.Snapshots) > 0 {
+		earliestSnap = opts.Snapshots[0]
 	}
-	it := compaction.NewIter(c.NewInputIterRange(db.compactionOpener(), lower, upper), opts)
+	it := compaction.NewIter(c.NewInputIterRange(db.tableOpener(nil, nil), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
@@ -303,109 +303,6 @@ func totalSize(files []*manifest.FileMetadata) uint64 {
 	}
 	return n
 }
-
-// compactionOpener opens input tables through the table cache; the
-// returned iterators release their reference on Close.
-func (db *DB) compactionOpener() compaction.TableOpener {
-	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
-		e, err := db.tables.get(f)
-		if err != nil {
-			return nil, err
-		}
-		return newTableIter(db, e, e.r.NewIter(nil, nil)), nil
-	}
-}
-
-// compactionOutput writes the output tables of one compaction or flush.
-type compactionOutput struct {
-	db    *DB
-	cf    uint32
-	num   uint64
-	f     vfs.File
-	w     *sstable.Writer
-	metas []*manifest.FileMetadata
-	files []uint64 // every table created, for cleanup
-}
-
-func (o *compactionOutput) start() error {
-	db := o.db
-	o.num = db.versions.NextFileNum()
-	f, err := db.fs.Create(base.MakeFilename(db.dirname, base.FileTypeTable, o.num))
-	if err != nil {
-		return err
-	}
-	o.files = append(o.files, o.num)
-	o.f = f
-	o.w = sstable.NewWriter(f, db.writerOptions(o.cf))
-	return nil
-}
-
-// finish completes, syncs and closes the current table.
-func (o *compactionOutput) finish() error {
-	md, err := o.w.Finish()
-	if err == nil {
-		err = o.f.Sync()
-	}
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
-	}
-	o.w, o.f = nil, nil
-	if err != nil {
-		return err
-	}
-	o.metas = append(o.metas, &manifest.FileMetadata{
-		FileNum: o.num, Size: md.Size,
-		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
-		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
-	})
-	return nil
-}
-
-// abandon removes every table the output created.
-func (o *compactionOutput) abandon() {
-	if o.f != nil {
-		o.f.Close()
-	}
-	o.db.removeFiles(o.files)
-}
-
-// maybeStallForL0Locked blocks the commit leader while L0 holds
-// L0StopWritesTrigger tables or more, and slows writes down (1 ms each)
-// from L0StopWritesTrigger-4 on. REQUIRES: db.mu held.
-func (db *DB) maybeStallForL0Locked() error {
-	slowed := false
-	for {
-		if db.mu.bgErr != nil {
-			return db.mu.bgErr
-		}
-		if db.closed.Load() {
-			return ErrClosed
-		}
-		n := db.maxL0Files()
-		if n >= db.opts.L0StopWritesTrigger {
-			db.maybeScheduleCompactionLocked()
-			if db.compact.running == 0 {
-				// Nothing can reduce L0 (e.g. a family without its
-				// merger): do not deadlock the writer.
-				return nil
-			}
-			db.stallWait("L0 tables")
-			continue
-		}
-		if !slowed && n >= max(db.opts.L0StopWritesTrigger-4, db.opts.L0CompactionTrigger+1) {
-			slowed = true
-			db.metrics.slowdowns.Add(1)
-			db.mu.Unlock()
-			time.Sleep(time.Millisecond)
-			db.mu.Lock()
-			continue
-		}
-		return nil
-	}
-}
-
-// maxL0Files is the largest L0 table count over column families.
-func (db *DB) maxL0Files() int { return int(db.maxL0.Load()) }
 
 // Compact flushes the memtables, then compacts the key range [start, end]
 // (nil = unbounded) of the default column family level by level down to
@@ -501,7 +398,7 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			v.Unref()
 			return nil, nil, nil
 		}
-		c, err := db.picker(cf).PickManual(lv, level, start, end)
+		c, err := db.pickerLocked(cf).PickManual(lv, level, start, end)
 		switch {
 		case errors.Is(err, compaction.ErrInputsCompacting):
 			v.Unref()

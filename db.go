@@ -125,12 +125,12 @@ func (db *DB) loadReadState() *readState {
 	return rs
 }
 
-// updateReadState publishes a new read state from db.mu's memtables and the
-// current version. REQUIRES: db.mu held. Every change of the memtables and
+// updateReadStateLocked publishes a new read state from db.mu's memtables
+// and the current version. REQUIRES: db.mu held. Every change of the memtables and
 // every install of a version happens under db.mu (logAndApply installs
 // versions there), so that each read state is a state some serial history
 // produced: a flushed memtable and its table are never both in one.
-func (db *DB) updateReadState() {
+func (db *DB) updateReadStateLocked() {
 	rs := &readState{mem: db.mu.mem, imm: append([]*memGroup(nil), db.mu.imm...), version: db.versions.Current()}
 	rs.refs.Store(1)
 	n := 0
@@ -314,8 +314,8 @@ func (db *DB) checkOpen() error {
 	return nil
 }
 
-// setBackgroundError records the first fatal error; the DB refuses writes
-// from then on. REQUIRES: db.mu held.
+// setBackgroundErrorLocked records the first fatal error; the DB refuses
+// writes from then on. REQUIRES: db.mu held.
 func (db *DB) setBackgroundErrorLocked(err error) {
 	if db.mu.bgErr == nil {
 		db.mu.bgErr = fmt.Errorf("sieve: database is read-only after an error: %w", err)
@@ -324,6 +324,8 @@ func (db *DB) setBackgroundErrorLocked(err error) {
 	db.mu.cond.Broadcast()
 }
 
+// setBackgroundError is setBackgroundErrorLocked for a caller not holding
+// db.mu.
 func (db *DB) setBackgroundError(err error) {
 	db.mu.Lock()
 	db.setBackgroundErrorLocked(err)

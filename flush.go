@@ -8,7 +8,6 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/memtable"
-	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/sievedb/sieve/wal"
 )
@@ -125,21 +124,14 @@ type forwardIter interface {
 // snapshot stripe, and runs of merge operands folded by PartialMerge. It
 // never drops tombstones (older data may lie below) or full-merges.
 func (db *DB) flushIter(cf uint32, t *memtable.MemTable) forwardIter {
-	db.mu.Lock()
-	snapshots := db.mu.snapshots.all()
-	db.mu.Unlock()
-	opts := compaction.GCOptions{Snapshots: snapshots}
-	if st := db.cfs.get(cf); st != nil && st.merger != nil {
-		opts.Merger = st.merger
-	}
-	return compaction.NewIter(t.NewIter(nil, nil), opts)
+	return compaction.NewIter(t.NewIter(nil, nil), db.gcOptions(cf))
 }
 
 // writeTable writes the entries of it into a new table of column family cf,
 // syncs and closes it, and returns its metadata. The caller syncs the
 // directory before the manifest names the table.
 func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, error) {
-	out := &compactionOutput{db: db, cf: cf}
+	out := &tableOutput{db: db, cf: cf}
 	err := out.start()
 	for ok := err == nil && it.First(); ok && err == nil; ok = it.Next() {
 		err = out.w.Add(it.Key(), it.Value())
@@ -155,27 +147,6 @@ func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, err
 		return nil, err
 	}
 	return out.metas[0], nil
-}
-
-func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
-	o := sstable.WriterOptions{
-		BlockSize:            db.opts.BlockSize,
-		BlockRestartInterval: db.opts.BlockRestartInterval,
-		Compression:          sstable.SnappyCompression,
-	}
-	if db.opts.Compression == NoCompression {
-		o.Compression = sstable.NoCompression
-	}
-	if st := db.cfs.get(cf); st != nil {
-		o.FilterPolicy = st.filterPolicy
-	}
-	return o
-}
-
-func (db *DB) removeFiles(nums []uint64) {
-	for _, n := range nums {
-		db.fs.Remove(base.MakeFilename(db.dirname, base.FileTypeTable, n))
-	}
 }
 
 // Flush makes every write acknowledged so far durable in L0 tables and
@@ -215,15 +186,4 @@ func (db *DB) Flush() error {
 		db.mu.cond.Wait()
 	}
 	return db.mu.bgErr
-}
-
-// stallWait blocks the commit leader until a flush or compaction signals,
-// counting the stall. REQUIRES: db.mu held.
-func (db *DB) stallWait(reason string) {
-	start := time.Now()
-	db.metrics.stalls.Add(1)
-	db.opts.Logger.Warn("write stall", "reason", reason)
-	db.maybeScheduleFlushLocked()
-	db.mu.cond.Wait()
-	db.metrics.stallNanos.Add(int64(time.Since(start)))
 }

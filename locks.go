@@ -17,7 +17,8 @@ package sieve
 //     writer queue. A writer ranks it from the moment it queues (it may
 //     wait for the leader), the leader until its group is applied; Flush,
 //     Close and the WAL-buffer timer take it with acquire. The leader
-//     takes db.mu (makeRoomForWrite, rotation) and reads (collapseMerge).
+//     takes db.mu (makeRoomForWrite in stall.go, rotateMemLocked) and reads
+//     (collapseMerge).
 //  4. DB.versionMu (Version): the manifest writer, held only inside
 //     logAndApply (manifest.go), the one path that writes the manifest.
 //  5. DB.mu (DB): memtables (mem, imm), WAL list, flush and compaction

@@ -32,7 +32,7 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, retire func()) error {
 		if retire != nil {
 			retire()
 		}
-		db.updateReadState()
+		db.updateReadStateLocked()
 	})
 	if err != nil {
 		db.setBackgroundError(fmt.Errorf("manifest write: %w", err))

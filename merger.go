@@ -1,5 +1,7 @@
 package sieve
 
+import "fmt"
+
 // Merger resolves merge operands of a column family.
 //
 // The algebra it must satisfy: merging is associative — for operands a, b,
@@ -25,4 +27,24 @@ type Merger interface {
 	// PartialMerge combines adjacent operands (oldest first) into one;
 	// ok=false keeps them as they are.
 	PartialMerge(key []byte, operands [][]byte) (merged []byte, ok bool)
+}
+
+// fullMerge resolves operands (oldest first) with column family cf's merger.
+func (db *DB) fullMerge(cf uint32, key, baseVal []byte, hasBase bool, operands [][]byte) ([]byte, error) {
+	st := db.cfs.get(cf)
+	if st == nil || st.merger == nil {
+		name := ""
+		if st != nil {
+			name = st.recordedMerger
+		}
+		return nil, fmt.Errorf("%w: key %q has merge operands; merger %q not supplied", ErrNoMerger, key, name)
+	}
+	if !hasBase {
+		baseVal = nil
+	}
+	v, err := st.merger.FullMerge(key, baseVal, hasBase, operands)
+	if err != nil {
+		return nil, fmt.Errorf("sieve: merger %q failed on key %q: %w", st.merger.Name(), key, err)
+	}
+	return v, nil
 }

@@ -105,6 +105,10 @@ type Metrics struct {
 		// full groups waiting for a flush.
 		Size      int64
 		Immutable int64
+		// MergesCollapsed counts merge operands that a write replaced by
+		// the value they resolve to, because the key already had
+		// MaxSuccessiveMerges operands in the memtable.
+		MergesCollapsed int64
 	}
 	Flush struct {
 		Count, Bytes int64
@@ -123,9 +127,13 @@ type Metrics struct {
 	// ReadAmp is the number of tables a point lookup may have to probe
 	// now: every L0 table plus one per non-empty deeper level.
 	ReadAmp int64
-	Stall   struct {
-		Count    int64
-		Duration time.Duration
+	// Stall counts the writes that waited for a flush or compaction
+	// (Count, for Duration in all) and the writes slowed down by 1 ms
+	// because L0 neared L0StopWritesTrigger (Slowdowns).
+	Stall struct {
+		Count     int64
+		Duration  time.Duration
+		Slowdowns int64
 	}
 	IndexResidentBytes int64
 }
@@ -164,6 +172,8 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)
 	}
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
+	out.Stall.Slowdowns = m.slowdowns.Load()
+	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
 	if db.closed.Load() {
 		return out
 	}
@@ -206,25 +216,6 @@ func (db *DB) scoreTargets(lv *manifest.Levels) [manifest.NumLevels]float64 {
 	}).Scores(lv)
 }
 
-// residentBytes sums the index and filter blocks held by open tables.
-func (c *tableCache) residentBytes() (index, filter int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, e := range c.entries {
-		select {
-		case <-e.ready:
-		default:
-			continue
-		}
-		if e.r != nil {
-			i, f := e.r.ResidentSize()
-			index += int64(i)
-			filter += int64(f)
-		}
-	}
-	return index, filter
-}
-
 func humanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
@@ -255,8 +246,8 @@ func (m *Metrics) String() string {
 			l.Score, humanBytes(l.BytesIn), humanBytes(l.BytesRead), humanBytes(l.BytesWritten))
 	}
 	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
-	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
-		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable,
+	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
+		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable, m.MemTable.MergesCollapsed,
 		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
 	f := m.Filter
@@ -272,6 +263,6 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&sb, "block cache: %s of %s, %d blocks, %d hits, %d misses (%.1f%% hit rate); index resident %s\n",
 		humanBytes(c.Size), humanBytes(c.Capacity), c.Count, c.Hits, c.Misses, hitRate, humanBytes(m.IndexResidentBytes))
-	fmt.Fprintf(&sb, "stalls: %d, %s\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond))
+	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	return sb.String()
 }

@@ -43,32 +43,25 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 	}
 	copts := compaction.IterOptions{LowerBound: lower, UpperBound: upper}
 	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper}
-	openTable := func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+	if lv := rs.version.Levels(cf); lv != nil {
+		children = compaction.LevelIters(children, lv, db.tableOpener(lower, upper), copts)
+	}
+	it.iter = compaction.NewMergingIter(copts, children...)
+	it.release = rs.unref
+	return it
+}
+
+// tableOpener opens tables through the table cache, for a LevelIter: each
+// table iterator is bounded by [lower, upper) (nil = open) and releases its
+// table-cache reference on Close.
+func (db *DB) tableOpener(lower, upper []byte) compaction.TableOpener {
+	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
 		e, err := db.tables.get(f)
 		if err != nil {
 			return nil, err
 		}
 		return newTableIter(db, e, e.r.NewIter(lower, upper)), nil
 	}
-	if lv := rs.version.Levels(cf); lv != nil {
-		for i, f := range lv[0] {
-			// Overlaps takes an inclusive range: a table starting
-			// exactly at upper is opened in vain, never skipped wrongly.
-			if !f.Overlaps(lower, upper) {
-				continue
-			}
-			children = append(children, compaction.NewLevelIter(copts, lv[0][i:i+1], openTable))
-		}
-		for level := 1; level < manifest.NumLevels && it.err == nil; level++ {
-			if len(lv[level]) == 0 {
-				continue
-			}
-			children = append(children, compaction.NewLevelIter(copts, lv[level], openTable))
-		}
-	}
-	it.iter = compaction.NewMergingIter(copts, children...)
-	it.release = rs.unref
-	return it
 }
 
 // tableIter releases its table-cache reference on Close.

@@ -13,7 +13,7 @@ func (db *DB) onObsoleteTables(files []*manifest.FileMetadata) {
 		return
 	}
 	for _, f := range files {
-		db.tables.evict(f.FileNum)
+		db.tables.forget(f.FileNum)
 		name := base.MakeFilename(db.dirname, base.FileTypeTable, f.FileNum)
 		if err := db.fs.Remove(name); err != nil {
 			db.opts.Logger.Warn("removing obsolete table", "table", f.FileNum, "err", err)

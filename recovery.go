@@ -81,17 +81,17 @@ func (db *DB) recover(d dirState) error {
 	db.mu.wals = logs
 	if db.opts.ReadOnly {
 		db.mu.mem = newMemGroup(0)
-		db.updateReadState()
+		db.updateReadStateLocked()
 		db.mu.Unlock()
 		return nil
 	}
-	if err := db.newWAL(d.firstWAL); err != nil {
+	if err := db.newWALLocked(d.firstWAL); err != nil {
 		db.mu.Unlock()
 		return err
 	}
 	db.mu.mem = newMemGroup(db.log.num)
 	minLive := db.minLiveWALLocked()
-	db.updateReadState()
+	db.updateReadStateLocked()
 	db.mu.Unlock()
 	// WALs that held nothing to replay are about to be deleted: move the
 	// log number past them first, so that the manifest never names a WAL

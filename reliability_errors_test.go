@@ -807,7 +807,7 @@ func TestHarmlessRulesAreNarrow(t *testing.T) {
 		{rec(vfs.OpRemove, "/db/MANIFEST-000003", "manifest.(*VersionSet).rotate"), rotation, true},
 		{rec(vfs.OpSyncDir, "/db", "manifest.(*VersionSet).rotate"), append(rotation, rec(vfs.OpRemove, "/db/MANIFEST-000003")), true},
 		// A new WAL's, a flush's or a new manifest's directory sync.
-		{rec(vfs.OpSyncDir, "/db", "sieve.(*DB).newWAL"), nil, false},
+		{rec(vfs.OpSyncDir, "/db", "sieve.(*DB).newWALLocked"), nil, false},
 		{rec(vfs.OpSyncDir, "/db", "sieve.(*DB).flushGroup"), nil, false},
 		{rec(vfs.OpSyncDir, "/db", "manifest.(*VersionSet).rotate"), rotation[:1], false},
 		// The new manifest removed by a failed rotation; a table removed
@@ -818,7 +818,7 @@ func TestHarmlessRulesAreNarrow(t *testing.T) {
 		// written table; the WAL at Close.
 		{rec(vfs.OpList, "/db", "sieve.(*DB).checkDir"), nil, false},
 		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).withWAL"), nil, false},
-		{rec(vfs.OpClose, "/db/000005.sst", "sieve.(*compactionOutput).finish"), nil, false},
+		{rec(vfs.OpClose, "/db/000005.sst", "sieve.(*tableOutput).finish"), nil, false},
 		{rec(vfs.OpClose, "/db/000004.log", "sieve.(*DB).Close"), nil, false},
 		{rec(vfs.OpRemove, "/db/000004.log", "sieve.(*DB).onObsoleteTables"), nil, false},
 		{rec(vfs.OpClose, "/db/000004.log"), nil, false},

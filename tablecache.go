@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"fmt"
 
-	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
 	"github.com/sievedb/sieve/internal/lockrank"
@@ -155,8 +154,10 @@ func (c *tableCache) release(e *tableEntry) {
 	}
 }
 
-// evict forgets a table that is being deleted, and its cached blocks.
-func (c *tableCache) evict(num uint64) {
+// forget drops a table that is being deleted, and its cached blocks, from
+// the cache (unlike evictLocked, which trims the least recently used
+// readers to MaxOpenFiles).
+func (c *tableCache) forget(num uint64) {
 	c.mu.Lock()
 	if e, ok := c.entries[num]; ok {
 		c.removeLocked(e)
@@ -176,16 +177,21 @@ func (c *tableCache) close() {
 	c.mu.Unlock()
 }
 
-// policies lists the filter policies of every column family, for decoding
-// tables' filter blocks.
-func (r *cfRegistry) policies() []filter.Policy {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []filter.Policy
-	for _, st := range r.byID {
-		if st.filterPolicy != nil {
-			out = append(out, st.filterPolicy)
+// residentBytes sums the index and filter blocks held by open tables.
+func (c *tableCache) residentBytes() (index, filter int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		select {
+		case <-e.ready:
+		default:
+			continue
+		}
+		if e.r != nil {
+			i, f := e.r.ResidentSize()
+			index += int64(i)
+			filter += int64(f)
 		}
 	}
-	return out
+	return index, filter
 }

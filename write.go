@@ -1,10 +1,13 @@
 package sieve
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/sievedb/sieve/internal/base"
 )
+
+var errForeignBatch = errors.New("sieve: batch belongs to another DB")
 
 var batchPool = sync.Pool{New: func() any { return new(Batch) }}
 

@@ -77,6 +77,31 @@ func (c *Compaction) newInputIter(open TableOpener, o IterOptions) *MergingIter 
 	return NewMergingIter(o, children...)
 }
 
+// Edit returns the version edit that installs the compaction in column
+// family cf: it deletes every input table from its level (Inputs[0] from
+// StartLevel, Inputs[1] from OutputLevel) and adds outputs to OutputLevel.
+// For a trivial move, outputs is Inputs[0]: the table is deleted from
+// StartLevel and added, unchanged, to OutputLevel.
+func (c *Compaction) Edit(cf uint32, outputs []*manifest.FileMetadata) *manifest.VersionEdit {
+	edit := &manifest.VersionEdit{
+		DeletedFiles: make([]manifest.DeletedFile, 0, len(c.Inputs[0])+len(c.Inputs[1])),
+		NewFiles:     make([]manifest.NewFile, 0, len(outputs)),
+	}
+	for i, files := range c.Inputs {
+		level := c.StartLevel
+		if i == 1 {
+			level = c.OutputLevel
+		}
+		for _, f := range files {
+			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{CF: cf, Level: level, FileNum: f.FileNum})
+		}
+	}
+	for _, f := range outputs {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: c.OutputLevel, Meta: f})
+	}
+	return edit
+}
+
 // NewSplitter returns the output splitter for this compaction, with the
 // picker's TargetFileSize and MaxGrandparentOverlapBytes.
 func (c *Compaction) NewSplitter() *Splitter {

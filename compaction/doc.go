@@ -28,7 +28,7 @@
 //
 // Then, without the mutex, in the compaction goroutine:
 //
-//	if c.IsMove: edit = delete c.Inputs[0][0] from StartLevel, add it to OutputLevel
+//	if c.IsMove: edit = c.Edit(cf, c.Inputs[0])   // the table changes level, unrewritten
 //	else:
 //	  it := compaction.NewIter(c.NewInputIter(openTable), compaction.GCOptions{
 //	      Snapshots: snaps, ElideTombstone: compaction.NewElider(levels, c.OutputLevel), Merger: m})
@@ -39,7 +39,7 @@
 //	  }
 //	  err := it.Close()            // input error or corruption: install nothing
 //	  finish w; sync tables and directory
-//	  edit = delete all inputs, add the outputs to OutputLevel
+//	  edit = c.Edit(cf, outputs)   // delete every input, add the outputs to OutputLevel
 //
 // and under the mutex again: apply the edit, clear Compacting on the inputs
 // (also on failure), release the version. it.Stats() feeds the metrics.
@@ -86,10 +86,10 @@
 // # Reading
 //
 // A DB iterator is a MergingIter whose children are, newest first, the
-// memtables, one LevelIter per L0 table, and one LevelIter per non-empty
-// level L1..L6 (LevelIters builds these):
+// memtables, one LevelIter per L0 table overlapping the bounds, and one
+// LevelIter per non-empty level L1..L6 (LevelIters appends these):
 //
-//	children := append(memtableIters, compaction.LevelIters(levels, openTable, opts)...)
+//	children := compaction.LevelIters(memtableIters, levels, openTable, opts)
 //	it := compaction.NewMergingIter(opts, children...)
 //
 // The DB's iterator above it hides versions newer than its sequence

@@ -257,21 +257,25 @@ func (l *LevelIter) Close() error {
 	return l.err
 }
 
-// LevelIters returns the children a read iterator over levels needs, in
-// the order NewMergingIter wants them (newest data first): a LevelIter for
-// each L0 table, newest first (each opens its table lazily), then one
-// LevelIter for each non-empty level L1..L6. The DB puts its memtable
-// iterators in front of them. Every LevelIter gets opts; open may bound
-// the table iterators it creates with the same bounds.
-func LevelIters(levels *manifest.Levels, open TableOpener, opts IterOptions) []base.InternalIterator {
-	var its []base.InternalIterator
-	for _, f := range levels[0] {
-		its = append(its, NewLevelIter(opts, []*manifest.FileMetadata{f}, open))
+// LevelIters appends to dst the children a read iterator over levels
+// needs, in the order NewMergingIter wants them (newest data first), and
+// returns the extended slice: a LevelIter for each L0 table whose key
+// range overlaps opts' bounds, newest first (each opens its table lazily),
+// then one LevelIter for each non-empty level L1..L6. The DB passes its
+// memtable iterators as dst. Every LevelIter gets opts; open may bound the
+// table iterators it creates with the same bounds.
+func LevelIters(dst []base.InternalIterator, levels *manifest.Levels, open TableOpener, opts IterOptions) []base.InternalIterator {
+	for i, f := range levels[0] {
+		// Overlaps takes an inclusive range: a table starting exactly
+		// at the upper bound is included in vain, never skipped wrongly.
+		if f.Overlaps(opts.LowerBound, opts.UpperBound) {
+			dst = append(dst, NewLevelIter(opts, levels[0][i:i+1], open))
+		}
 	}
 	for l := 1; l < manifest.NumLevels; l++ {
 		if len(levels[l]) > 0 {
-			its = append(its, NewLevelIter(opts, levels[l], open))
+			dst = append(dst, NewLevelIter(opts, levels[l], open))
 		}
 	}
-	return its
+	return dst
 }

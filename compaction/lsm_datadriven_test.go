@@ -192,7 +192,7 @@ func (s *lsm) newIter(d *ddCase) base.InternalIterator {
 	if d.has("level") {
 		return NewLevelIter(opts, lv[d.int(s.t, "level", 0)], s.opener)
 	}
-	return NewMergingIter(opts, LevelIters(lv, s.opener, opts)...)
+	return NewMergingIter(opts, LevelIters(nil, lv, s.opener, opts)...)
 }
 
 // runIter executes iterator commands, one per input line, printing each

@@ -1,0 +1,177 @@
+package sieve
+
+import (
+	"fmt"
+
+	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/lockrank"
+	"github.com/sievedb/sieve/internal/manifest"
+)
+
+// cfState is the runtime state of one column family.
+type cfState struct {
+	id   uint32
+	name string
+	// recordedMerger is the merger name the manifest records ("" = none).
+	recordedMerger string
+	// merger is the merger supplied in this process (nil = none).
+	merger       Merger
+	filterPolicy filter.Policy
+}
+
+// cfRegistry maps column family IDs and names to their state.
+type cfRegistry struct {
+	db *DB
+	// createMu (rank CFCreate) serializes creations and merger bindings:
+	// each reads the registry, writes the manifest, then updates it.
+	createMu lockrank.Mutex
+	// mu (rank CFRegistry) guards the maps; states are copied on write,
+	// so a reader keeps a *cfState without a lock.
+	mu     lockrank.RWMutex
+	byID   map[uint32]*cfState
+	byName map[string]*cfState
+}
+
+func newCFRegistry(db *DB) *cfRegistry {
+	r := &cfRegistry{db: db, byID: map[uint32]*cfState{}, byName: map[string]*cfState{}}
+	r.createMu.Init(lockrank.CFCreate)
+	r.mu.Init(lockrank.CFRegistry)
+	return r
+}
+
+// lookupName returns the state of the family called name, or nil.
+func (r *cfRegistry) lookupName(name string) *cfState {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byName[name]
+}
+
+// create records a new column family in the manifest and registers it in
+// the same step that publishes the version holding its (empty) levels.
+// REQUIRES: createMu held; name is not registered.
+func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, error) {
+	var id uint32
+	r.mu.RLock()
+	for existing := range r.byID {
+		id = max(id, existing+1)
+	}
+	r.mu.RUnlock()
+	cf := manifest.ColumnFamily{ID: id, Name: name}
+	if co.Merger != nil {
+		cf.Merger = co.Merger.Name()
+	}
+	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy}
+	if co.FilterPolicy != nil {
+		st.filterPolicy = co.FilterPolicy
+	}
+	err := r.db.logAndApply(&manifest.VersionEdit{AddedCFs: []manifest.ColumnFamily{cf}}, func() {
+		r.mu.Lock()
+		r.byID[id], r.byName[name] = st, st
+		r.mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// load builds the registry from the manifest and binds the default column
+// family's options.
+func (r *cfRegistry) load() error {
+	for id, cf := range r.db.versions.ColumnFamilies() {
+		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy}
+		r.byID[id] = st
+		r.byName[cf.Name] = st
+	}
+	def := r.byID[manifest.DefaultCFID]
+	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy)
+}
+
+// bind supplies a merger and filter policy to a column family, recording
+// the merger's name in the manifest the first time one is supplied.
+func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy) error {
+	r.createMu.Lock()
+	defer r.createMu.Unlock()
+	return r.bindLocked(st, m, p)
+}
+
+// bindLocked is bind. States are copied on write: readers hold a *cfState
+// without locks. REQUIRES: createMu held.
+func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy) error {
+	st := *old
+	if p != nil {
+		st.filterPolicy = p
+	}
+	if m != nil {
+		if st.recordedMerger != "" && st.recordedMerger != m.Name() {
+			return fmt.Errorf("sieve: column family %q was written with merger %q; %q supplied",
+				st.name, st.recordedMerger, m.Name())
+		}
+		if st.recordedMerger == "" && !r.db.opts.ReadOnly {
+			e := &manifest.VersionEdit{SetMergers: []manifest.ColumnFamily{{ID: st.id, Merger: m.Name()}}}
+			if err := r.db.logAndApply(e, nil); err != nil {
+				return err
+			}
+			st.recordedMerger = m.Name()
+		}
+		st.merger = m
+	}
+	r.mu.Lock()
+	r.byID[st.id], r.byName[st.name] = &st, &st
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *cfRegistry) get(id uint32) *cfState {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.byID[id]
+}
+
+func (r *cfRegistry) known(id uint32) bool { return r.get(id) != nil }
+
+// checkMerge returns an error unless column family id can take merge
+// operands now.
+func (r *cfRegistry) checkMerge(id uint32) error {
+	st := r.get(id)
+	if st == nil {
+		return fmt.Errorf("sieve: unknown column family %d", id)
+	}
+	if st.merger == nil {
+		if st.recordedMerger != "" {
+			return fmt.Errorf("%w: column family %q needs merger %q, which was not supplied",
+				ErrNoMerger, st.name, st.recordedMerger)
+		}
+		return fmt.Errorf("%w: column family %q", ErrNoMerger, st.name)
+	}
+	return nil
+}
+
+// checkBatch validates the column families a batch names.
+func (r *cfRegistry) checkBatch(b *Batch) error {
+	for _, id := range b.cfs {
+		if !r.known(id) {
+			return fmt.Errorf("sieve: batch names unknown column family %d", id)
+		}
+	}
+	for _, id := range b.mergeCFs {
+		if err := r.checkMerge(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// policies lists the filter policies of every column family, for decoding
+// tables' filter blocks.
+func (r *cfRegistry) policies() []filter.Policy {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []filter.Policy
+	for _, st := range r.byID {
+		if st.filterPolicy != nil {
+			out = append(out, st.filterPolicy)
+		}
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package sieve
+
+import (
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
+	"github.com/sievedb/sieve/vfs"
+)
+
+// tableOutput writes the tables of a flush (one, writeTable) or of a
+// compaction (as many as its Splitter cuts, one tableOutput per
+// subcompaction): start creates the next table, finish completes, syncs
+// and closes it and records its metadata, abandon removes every table it
+// created. The caller syncs the directory before a manifest edit names
+// the tables.
+type tableOutput struct {
+	db    *DB
+	cf    uint32
+	num   uint64
+	f     vfs.File
+	w     *sstable.Writer
+	metas []*manifest.FileMetadata
+	files []uint64 // every table created, for cleanup
+}
+
+// start creates the next table and its writer.
+func (o *tableOutput) start() error {
+	db := o.db
+	o.num = db.versions.NextFileNum()
+	f, err := db.fs.Create(base.MakeFilename(db.dirname, base.FileTypeTable, o.num))
+	if err != nil {
+		return err
+	}
+	o.files = append(o.files, o.num)
+	o.f = f
+	o.w = sstable.NewWriter(f, db.writerOptions(o.cf))
+	return nil
+}
+
+// finish completes, syncs and closes the current table.
+func (o *tableOutput) finish() error {
+	md, err := o.w.Finish()
+	if err == nil {
+		err = o.f.Sync()
+	}
+	if cerr := o.f.Close(); err == nil {
+		err = cerr
+	}
+	o.w, o.f = nil, nil
+	if err != nil {
+		return err
+	}
+	o.metas = append(o.metas, &manifest.FileMetadata{
+		FileNum: o.num, Size: md.Size,
+		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
+		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
+	})
+	return nil
+}
+
+// abandon removes every table the output created.
+func (o *tableOutput) abandon() {
+	if o.f != nil {
+		o.f.Close()
+	}
+	o.db.removeFiles(o.files)
+}
+
+// writerOptions are the table writer's options for column family cf.
+func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
+	o := sstable.WriterOptions{
+		BlockSize:            db.opts.BlockSize,
+		BlockRestartInterval: db.opts.BlockRestartInterval,
+		Compression:          sstable.SnappyCompression,
+	}
+	if db.opts.Compression == NoCompression {
+		o.Compression = sstable.NoCompression
+	}
+	if st := db.cfs.get(cf); st != nil {
+		o.FilterPolicy = st.filterPolicy
+	}
+	return o
+}
+
+// removeFiles removes the tables nums, ignoring errors (what is left is
+// deleted as obsolete by the next Open).
+func (db *DB) removeFiles(nums []uint64) {
+	for _, n := range nums {
+		db.fs.Remove(base.MakeFilename(db.dirname, base.FileTypeTable, n))
+	}
+}
