@@ -47,7 +47,7 @@ type Options struct {
 	// before writes stall. Default 2.
 	MaxImmutableMemTables int
 	// BlockSize is the target uncompressed size of SSTable data blocks.
-	// Default 3 KiB: a point read or seek that misses the block cache
+	// Default 3 KiB (sstable.DefaultBlockSize): a point read or seek that misses the block cache
 	// checksums and decodes one block, and that is most of its cost, so
 	// sieve, built for point lookups, cuts smaller blocks than the usual
 	// 4 KiB (measured: about 10% less CPU per random read, for a third
@@ -159,7 +159,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	def64(&c.MemTableSize, 32<<20)
 	def(&c.MaxImmutableMemTables, 2)
-	def(&c.BlockSize, 3<<10)
+	def(&c.BlockSize, sstable.DefaultBlockSize)
 	def(&c.BlockRestartInterval, 16)
 	def64(&c.BlockCacheSize, 8<<20)
 	def(&c.MaxOpenFiles, 1000)
