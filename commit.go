@@ -177,7 +177,7 @@ func (db *DB) commitGroup(writers []*writer, sync bool, size int) (err error) {
 		}
 	}
 	if werr != nil {
-		db.setBackgroundError(fmt.Errorf("WAL %06d write: %w", db.log.num, werr))
+		db.setBackgroundError(fmt.Errorf("WAL %s write: %w", base.FileName(base.FileTypeLog, db.log.num), werr))
 		return werr
 	}
 	db.metrics.walBytes.Add(int64(len(record)))
@@ -185,7 +185,7 @@ func (db *DB) commitGroup(writers []*writer, sync bool, size int) (err error) {
 	if sync {
 		if err := db.log.w.Sync(); err != nil {
 			// Never retry a failed fsync: the WAL's state is unknown.
-			db.setBackgroundError(fmt.Errorf("WAL %06d sync: %w", db.log.num, err))
+			db.setBackgroundError(fmt.Errorf("WAL %s sync: %w", base.FileName(base.FileTypeLog, db.log.num), err))
 			return err
 		}
 		db.metrics.walSyncs.Add(1)
@@ -223,7 +223,7 @@ func (db *DB) flushWALBuffer() {
 		return
 	}
 	if err := db.log.w.Flush(); err != nil {
-		db.setBackgroundError(fmt.Errorf("WAL %06d write: %w", db.log.num, err))
+		db.setBackgroundError(fmt.Errorf("WAL %s write: %w", base.FileName(base.FileTypeLog, db.log.num), err))
 	}
 }
 
@@ -298,10 +298,10 @@ func (db *DB) newWALLocked(num uint64) error {
 		db.log = walHandle{}
 		if err := old.w.Close(); err != nil {
 			old.f.Close()
-			return fmt.Errorf("WAL %06d close: %w", old.num, err)
+			return fmt.Errorf("WAL %s close: %w", base.FileName(base.FileTypeLog, old.num), err)
 		}
 		if err := old.f.Close(); err != nil {
-			return fmt.Errorf("WAL %06d close: %w", old.num, err)
+			return fmt.Errorf("WAL %s close: %w", base.FileName(base.FileTypeLog, old.num), err)
 		}
 	}
 	if num == 0 {

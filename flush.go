@@ -52,7 +52,7 @@ func (db *DB) flushLoop() {
 
 		if err := db.flushGroup(g, nextLog); err != nil {
 			db.mu.Lock()
-			db.setBackgroundErrorLocked(fmt.Errorf("flush of WAL %06d: %w", g.logNum, err))
+			db.setBackgroundErrorLocked(fmt.Errorf("flush of WAL %s: %w", base.FileName(base.FileTypeLog, g.logNum), err))
 			db.flush.running = false
 			db.mu.Unlock()
 			return

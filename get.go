@@ -202,7 +202,7 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64, st 
 	err = r.Get(key, seq, &rstats, st.visit)
 	m.addReadStats(&rstats)
 	if err != nil {
-		return fmt.Errorf("table %06d: %w", f.FileNum, err)
+		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}
 	if hasFilter {
 		if st.seen {

@@ -3,6 +3,7 @@ package sieve
 import (
 	"fmt"
 
+	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
 )
 
@@ -43,13 +44,13 @@ func (db *DB) verifyTable(f *manifest.FileMetadata) error {
 	}
 	defer db.tables.release(e)
 	if err := e.r.Verify(); err != nil {
-		return fmt.Errorf("table %06d: %w", f.FileNum, err)
+		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}
 	p := e.r.Properties()
 	if p.SmallestSeq != f.SmallestSeq || p.LargestSeq != f.LargestSeq ||
 		string(p.SmallestKey.UserKey) != string(f.Smallest.UserKey) || string(p.LargestKey.UserKey) != string(f.Largest.UserKey) {
-		return fmt.Errorf("%w: table %06d: properties [%s-%s] seqs [%d-%d] differ from the manifest's %s",
-			ErrCorruption, f.FileNum, p.SmallestKey, p.LargestKey, p.SmallestSeq, p.LargestSeq, f)
+		return fmt.Errorf("%w: table %s: properties [%s-%s] seqs [%d-%d] differ from the manifest's %s",
+			ErrCorruption, base.FileName(base.FileTypeTable, f.FileNum), p.SmallestKey, p.LargestKey, p.SmallestSeq, p.LargestSeq, f)
 	}
 	return nil
 }

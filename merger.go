@@ -1,6 +1,10 @@
 package sieve
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sievedb/sieve/compaction"
+)
 
 // Merger resolves merge operands of a column family.
 //
@@ -17,17 +21,9 @@ import "fmt"
 //
 // A Merger must be safe for concurrent use and deterministic: the same
 // inputs always give the same output.
-type Merger interface {
-	// Name is recorded in the manifest for each column family; reopening
-	// with a merger of another name is an error.
-	Name() string
-	// FullMerge applies operands (oldest first) to the base value; hasBase
-	// is false when the key has none (never written, or deleted).
-	FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error)
-	// PartialMerge combines adjacent operands (oldest first) into one;
-	// ok=false keeps them as they are.
-	PartialMerge(key []byte, operands [][]byte) (merged []byte, ok bool)
-}
+//
+// It is compaction.Merger: one definition, re-exported here.
+type Merger = compaction.Merger
 
 // fullMerge resolves operands (oldest first) with column family cf's merger.
 func (db *DB) fullMerge(cf uint32, key, baseVal []byte, hasBase bool, operands [][]byte) ([]byte, error) {

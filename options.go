@@ -7,31 +7,24 @@ import (
 	"runtime"
 
 	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 )
 
-// Compression selects how SSTable blocks are compressed.
-type Compression int
+// Compression selects how SSTable blocks are compressed. It is
+// sstable.Compression: one type, one set of values, re-exported here.
+type Compression = sstable.Compression
 
 const (
-	// DefaultCompression is SnappyCompression.
-	DefaultCompression Compression = iota
+	// DefaultCompression is the zero value; Open replaces it with
+	// SnappyCompression.
+	DefaultCompression = sstable.DefaultCompression
+	// NoCompression stores blocks as they are.
+	NoCompression = sstable.NoCompression
 	// SnappyCompression compresses each block with Snappy when that saves
 	// at least 1/8 of the block.
-	SnappyCompression
-	// NoCompression stores blocks as they are.
-	NoCompression
+	SnappyCompression = sstable.SnappyCompression
 )
-
-func (c Compression) String() string {
-	switch c {
-	case DefaultCompression, SnappyCompression:
-		return "snappy"
-	case NoCompression:
-		return "none"
-	}
-	return fmt.Sprintf("Compression(%d)", int(c))
-}
 
 // Limits on what one write may hold. Larger keys or values are refused with
 // an error and nothing of the write is applied.
@@ -54,7 +47,7 @@ type Options struct {
 	// before writes stall. Default 2.
 	MaxImmutableMemTables int
 	// BlockSize is the target uncompressed size of SSTable data blocks.
-	// Default 3 KiB: a point read or seek that misses the block cache
+	// Default 3 KiB (sstable.DefaultBlockSize): a point read or seek that misses the block cache
 	// checksums and decodes one block, and that is most of its cost, so
 	// sieve, built for point lookups, cuts smaller blocks than the usual
 	// 4 KiB (measured: about 10% less CPU per random read, for a third
@@ -140,7 +133,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		{"BlockSize", c.BlockSize < 0 || (c.BlockSize > 0 && c.BlockSize < 256) || c.BlockSize > 16<<20, c.BlockSize},
 		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
 		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},
-		{"Compression", c.Compression < DefaultCompression || c.Compression > NoCompression, c.Compression},
+		{"Compression", c.Compression > SnappyCompression, c.Compression},
 		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger},
 		{"L0StopWritesTrigger", c.L0StopWritesTrigger < 0, c.L0StopWritesTrigger},
 		{"LevelMultiplier", c.LevelMultiplier < 0 || c.LevelMultiplier == 1, c.LevelMultiplier},
@@ -166,7 +159,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	def64(&c.MemTableSize, 32<<20)
 	def(&c.MaxImmutableMemTables, 2)
-	def(&c.BlockSize, 3<<10)
+	def(&c.BlockSize, sstable.DefaultBlockSize)
 	def(&c.BlockRestartInterval, 16)
 	def64(&c.BlockCacheSize, 8<<20)
 	def(&c.MaxOpenFiles, 1000)

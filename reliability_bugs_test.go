@@ -187,7 +187,7 @@ func TestMisplacedDataBlockDetected(t *testing.T) {
 	layout := r.Layout()
 	r.Close()
 	// Two data blocks of the same length, not adjacent.
-	var from, to sstable.BlockInfo
+	var from, to sstable.BlockLocation
 	for _, a := range layout {
 		for _, b := range layout {
 			if a.Kind == "data" && b.Kind == "data" && a.Length == b.Length && b.Offset > a.Offset+2*a.Length {
@@ -196,7 +196,7 @@ func TestMisplacedDataBlockDetected(t *testing.T) {
 		}
 	}
 	require.NotZero(t, to.Length, "no two data blocks of the same size")
-	for _, dir := range []struct{ src, dst sstable.BlockInfo }{{from, to}, {to, from}} {
+	for _, dir := range []struct{ src, dst sstable.BlockLocation }{{from, to}, {to, from}} {
 		c := fs.CrashClone(vfs.CrashOptions{})
 		require.NoError(t, c.Corrupt(table, int64(dir.dst.Offset), data[dir.src.Offset:dir.src.Offset+dir.src.Length]))
 		db, err := Open("/db", &Options{FS: c})

@@ -615,7 +615,7 @@ func (m *corruptionMatrix) tables() {
 		layout := r.Layout()
 		r.Close()
 		e := expectation{want: want, context: fmt.Sprintf("%06d", num)}
-		byKind := map[string][]sstable.BlockInfo{}
+		byKind := map[string][]sstable.BlockLocation{}
 		for _, b := range layout {
 			byKind[b.Kind] = append(byKind[b.Kind], b)
 		}

@@ -85,7 +85,7 @@ func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) 
 	name := base.MakeFilename(c.db.dirname, base.FileTypeTable, meta.FileNum)
 	f, err := c.db.fs.Open(name)
 	if err != nil {
-		return nil, fmt.Errorf("sieve: opening table %06d named by the manifest: %w", meta.FileNum, err)
+		return nil, fmt.Errorf("sieve: opening table %s named by the manifest: %w", base.FileName(base.FileTypeTable, meta.FileNum), err)
 	}
 	size, err := f.Size()
 	if err != nil {
@@ -94,14 +94,14 @@ func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) 
 	}
 	if uint64(size) != meta.Size {
 		f.Close()
-		return nil, base.CorruptionErrorf("table %06d: %d bytes on disk, manifest records %d", meta.FileNum, size, meta.Size)
+		return nil, base.CorruptionErrorf("table %s: %d bytes on disk, manifest records %d", base.FileName(base.FileTypeTable, meta.FileNum), size, meta.Size)
 	}
 	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{
 		FileNum: meta.FileNum, Cache: c.cache, Policies: c.db.cfs.policies(),
 	})
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("table %06d: %w", meta.FileNum, err)
+		return nil, fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, meta.FileNum), err)
 	}
 	if r.FilterState() == sstable.FilterUnknown {
 		c.db.metrics.filterUnknown.Add(1)

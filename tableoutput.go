@@ -71,10 +71,7 @@ func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:            db.opts.BlockSize,
 		BlockRestartInterval: db.opts.BlockRestartInterval,
-		Compression:          sstable.SnappyCompression,
-	}
-	if db.opts.Compression == NoCompression {
-		o.Compression = sstable.NoCompression
+		Compression:          db.opts.Compression,
 	}
 	if st := db.cfs.get(cf); st != nil {
 		o.FilterPolicy = st.filterPolicy

@@ -222,6 +222,8 @@ func (s *sliceIter) Close() error {
 // length.
 type appendMerger struct{ refuseOdd bool }
 
+func (appendMerger) Name() string { return "append" }
+
 func (appendMerger) FullMerge(key, b []byte, hasBase bool, ops [][]byte) ([]byte, error) {
 	out := append([]byte(nil), b...)
 	for _, op := range ops {
@@ -240,6 +242,8 @@ func (m appendMerger) PartialMerge(key []byte, ops [][]byte) ([]byte, bool) {
 // counterMerger adds decimal integers. An operand or base that is not a
 // number makes FullMerge fail and PartialMerge decline.
 type counterMerger struct{}
+
+func (counterMerger) Name() string { return "counter" }
 
 var errNotNumber = errors.New("counter: not a number")
 

@@ -7,14 +7,21 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 )
 
-// Merger resolves merge operands during compaction. It has the shape of
-// sieve.Merger (which satisfies it) without Name, and the same contract:
-// operands are passed oldest first; PartialMerge may be applied to any run
-// of adjacent operands, so the operation must be associative; both methods
-// must be deterministic. Neither may retain or modify its arguments.
+// Merger resolves merge operands of a column family. It is the one
+// definition of a merge operator in sieve: the root package re-exports it
+// as sieve.Merger, whose documentation states the full contract.
+//
+// In short: operands are passed oldest first; PartialMerge may be applied
+// to any run of adjacent operands not split by a snapshot, in any grouping,
+// so the operation must be associative; it must be safe for concurrent use
+// and deterministic. Neither merge method may retain or modify its
+// arguments. Compaction does not call Name.
 type Merger interface {
+	// Name is recorded in the manifest for each column family; reopening
+	// with a merger of another name is an error.
+	Name() string
 	// FullMerge applies operands (oldest first) to the base value; hasBase
-	// is false when the key has none.
+	// is false when the key has none (never written, or deleted).
 	FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error)
 	// PartialMerge combines adjacent operands (oldest first) into one;
 	// ok=false keeps them as they are.

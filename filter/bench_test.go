@@ -97,8 +97,8 @@ func BenchmarkProbe(b *testing.B) {
 // BenchmarkStandalone measures the mutable filters' Add and Test.
 func BenchmarkStandalone(b *testing.B) {
 	present, absent := benchSet()
-	b.Run("BloomFilter/Add", func(b *testing.B) {
-		f, _ := NewBloomFilter(benchKeys, 0.01)
+	b.Run("StandardBloomFilter/Add", func(b *testing.B) {
+		f, _ := NewStandardBloomFilter(benchKeys, 0.01)
 		i := 0
 		for b.Loop() {
 			f.Add(present.at(i))
@@ -107,8 +107,8 @@ func BenchmarkStandalone(b *testing.B) {
 			}
 		}
 	})
-	b.Run("BloomFilter/Test", func(b *testing.B) {
-		f, _ := NewBloomFilter(benchKeys, 0.01)
+	b.Run("StandardBloomFilter/Test", func(b *testing.B) {
+		f, _ := NewStandardBloomFilter(benchKeys, 0.01)
 		for i := range benchKeys {
 			f.Add(present.at(i))
 		}
@@ -121,8 +121,8 @@ func BenchmarkStandalone(b *testing.B) {
 			}
 		}
 	})
-	b.Run("CuckooFilter/AddDelete", func(b *testing.B) {
-		f, _ := NewCuckooFilter(benchKeys, 12)
+	b.Run("CuckooTableFilter/AddDelete", func(b *testing.B) {
+		f, _ := NewCuckooTableFilter(benchKeys, 12)
 		for i := range benchKeys * 9 / 10 {
 			_ = f.Add(present.at(i))
 		}
@@ -135,8 +135,8 @@ func BenchmarkStandalone(b *testing.B) {
 			}
 		}
 	})
-	b.Run("CuckooFilter/Test", func(b *testing.B) {
-		f, _ := NewCuckooFilter(benchKeys, 12)
+	b.Run("CuckooTableFilter/Test", func(b *testing.B) {
+		f, _ := NewCuckooTableFilter(benchKeys, 12)
 		for i := range benchKeys {
 			_ = f.Add(present.at(i))
 		}

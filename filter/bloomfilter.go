@@ -9,21 +9,22 @@ import (
 	"math/bits"
 )
 
-// BloomFilter is a mutable classic Bloom filter for sets that are not
-// tables: the sketch column family's Bloom values, or users who want a
-// filter without a database. It uses StandardBloom's probes (xxhash64,
-// Kirsch–Mitzenmacher double hashing), so the same key sets the same bits
-// in both for the same m and k.
+// StandardBloomFilter is a mutable classic Bloom filter for sets that are
+// not tables: the layers of the sketch column family's Bloom values, or
+// users who want a filter without a database. It uses StandardBloom's
+// probes (xxhash64, Kirsch–Mitzenmacher double hashing), so the same key
+// sets the same bits in both for the same m and k. (It is not the blocked
+// layout that bare "Bloom" names in this package.)
 //
-// A BloomFilter is sized for a capacity; adding more keys than that raises
-// the false-positive rate quickly (a filter made for 1M keys at 1% is at
-// ~44% with 3M keys). Watch FillRatio or ExpectedFPR, or stack filters as
-// the sketch column family does. Keys cannot be removed; use CuckooFilter
-// for that.
+// A StandardBloomFilter is sized for a capacity; adding more keys than that
+// raises the false-positive rate quickly (a filter made for 1M keys at 1%
+// is at ~44% with 3M keys). Watch FillRatio or ExpectedFPR, or stack
+// filters as the sketch column family does. Keys cannot be removed; use
+// CuckooTableFilter for that.
 //
-// A BloomFilter is not safe for concurrent mutation; concurrent Tests are
-// fine.
-type BloomFilter struct {
+// A StandardBloomFilter is not safe for concurrent mutation; concurrent
+// Tests are fine.
+type StandardBloomFilter struct {
 	words     []uint64
 	m         uint64
 	k         int
@@ -37,10 +38,10 @@ const (
 	maxBloomValueBits   = 1 << 38 // 32 GiB: beyond this a size is a mistake
 )
 
-// NewBloomFilter returns an empty filter for capacity keys at false-positive
+// NewStandardBloomFilter returns an empty filter for capacity keys at false-positive
 // rate errorRate, with m = −capacity·ln p/(ln 2)² bits rounded up to whole
 // 64-bit words and k = OptimalK(m/capacity) probes.
-func NewBloomFilter(capacity uint64, errorRate float64) (*BloomFilter, error) {
+func NewStandardBloomFilter(capacity uint64, errorRate float64) (*StandardBloomFilter, error) {
 	if capacity == 0 {
 		return nil, errors.New("filter: Bloom filter capacity must be positive")
 	}
@@ -52,7 +53,7 @@ func NewBloomFilter(capacity uint64, errorRate float64) (*BloomFilter, error) {
 		return nil, fmt.Errorf("filter: Bloom filter of %d keys at %v needs %.0f bits, more than %d", capacity, errorRate, m, uint64(maxBloomValueBits))
 	}
 	mb := max(64, (uint64(m)+63)&^63)
-	return &BloomFilter{
+	return &StandardBloomFilter{
 		words:     make([]uint64, mb/64),
 		m:         mb,
 		k:         OptimalK(float64(mb) / float64(capacity)),
@@ -63,7 +64,7 @@ func NewBloomFilter(capacity uint64, errorRate float64) (*BloomFilter, error) {
 
 // Add adds key and reports whether the filter changed, i.e. whether key
 // was certainly not in it before (what Redis's BF.ADD returns).
-func (f *BloomFilter) Add(key []byte) bool {
+func (f *StandardBloomFilter) Add(key []byte) bool {
 	if setKM(f.words, f.m, f.k, hashKey(key)) {
 		f.count++
 		return true
@@ -72,22 +73,22 @@ func (f *BloomFilter) Add(key []byte) bool {
 }
 
 // Test reports false if key was certainly never added.
-func (f *BloomFilter) Test(key []byte) bool { return testKM(f.words, f.m, f.k, hashKey(key)) }
+func (f *StandardBloomFilter) Test(key []byte) bool { return testKM(f.words, f.m, f.k, hashKey(key)) }
 
 // M returns the size of the bit array; K the number of probes.
-func (f *BloomFilter) M() uint64 { return f.m }
-func (f *BloomFilter) K() int    { return f.k }
+func (f *StandardBloomFilter) M() uint64 { return f.m }
+func (f *StandardBloomFilter) K() int    { return f.k }
 
 // Capacity and ErrorRate return what the filter was sized for.
-func (f *BloomFilter) Capacity() uint64   { return f.capacity }
-func (f *BloomFilter) ErrorRate() float64 { return f.errorRate }
+func (f *StandardBloomFilter) Capacity() uint64   { return f.capacity }
+func (f *StandardBloomFilter) ErrorRate() float64 { return f.errorRate }
 
 // Count returns the number of Adds that changed the filter: the number of
 // distinct keys added, short of those that were false positives when added.
-func (f *BloomFilter) Count() uint64 { return f.count }
+func (f *StandardBloomFilter) Count() uint64 { return f.count }
 
 // BitsSet returns the number of bits set.
-func (f *BloomFilter) BitsSet() uint64 {
+func (f *StandardBloomFilter) BitsSet() uint64 {
 	var n uint64
 	for _, w := range f.words {
 		n += uint64(bits.OnesCount64(w))
@@ -96,16 +97,16 @@ func (f *BloomFilter) BitsSet() uint64 {
 }
 
 // FillRatio returns BitsSet/M; an optimally filled filter is at 1/2.
-func (f *BloomFilter) FillRatio() float64 { return float64(f.BitsSet()) / float64(f.m) }
+func (f *StandardBloomFilter) FillRatio() float64 { return float64(f.BitsSet()) / float64(f.m) }
 
 // ExpectedFPR returns the false-positive rate the filter shows now,
 // FillRatio^k: the chance that k random positions are all set.
-func (f *BloomFilter) ExpectedFPR() float64 { return math.Pow(f.FillRatio(), float64(f.k)) }
+func (f *StandardBloomFilter) ExpectedFPR() float64 { return math.Pow(f.FillRatio(), float64(f.k)) }
 
 // EstimatedCount estimates the number of distinct keys added from the bits
 // set X alone: −(m/k)·ln(1 − X/m) (Swamidass and Baldi 2007). Unlike Count
 // it is meaningful after Union.
-func (f *BloomFilter) EstimatedCount() float64 {
+func (f *StandardBloomFilter) EstimatedCount() float64 {
 	x := float64(f.BitsSet())
 	if x >= float64(f.m) {
 		return math.Inf(1)
@@ -116,7 +117,7 @@ func (f *BloomFilter) EstimatedCount() float64 {
 // Union sets f to the union of f and g: a bitwise OR, which needs the same m
 // and k. It is associative and commutative. Afterwards Count is the rounded
 // EstimatedCount, since the counts of the two cannot simply be added.
-func (f *BloomFilter) Union(g *BloomFilter) error {
+func (f *StandardBloomFilter) Union(g *StandardBloomFilter) error {
 	if f.m != g.m || f.k != g.k {
 		return fmt.Errorf("filter: cannot union Bloom filters of m=%d,k=%d and m=%d,k=%d", f.m, f.k, g.m, g.k)
 	}
@@ -129,14 +130,14 @@ func (f *BloomFilter) Union(g *BloomFilter) error {
 	return nil
 }
 
-// MarshalBinary encodes the filter as described in FORMAT.md ("Bloom value").
-func (f *BloomFilter) MarshalBinary() ([]byte, error) {
+// MarshalBinary encodes the filter as described in FORMAT.md ("standard Bloom value").
+func (f *StandardBloomFilter) MarshalBinary() ([]byte, error) {
 	return f.AppendBinary(make([]byte, 0, bloomValueHeaderLen+f.m/8))
 }
 
 // AppendBinary appends the MarshalBinary encoding to b.
-func (f *BloomFilter) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, byte(FormatBloomValue), byte(f.k))
+func (f *StandardBloomFilter) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, byte(FormatStandardBloomValue), byte(f.k))
 	b = binary.LittleEndian.AppendUint64(b, f.m)
 	b = binary.LittleEndian.AppendUint64(b, f.capacity)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f.errorRate))
@@ -150,8 +151,8 @@ func (f *BloomFilter) AppendBinary(b []byte) ([]byte, error) {
 // UnmarshalBinary replaces f with the filter encoded in data, which it does
 // not retain. Malformed data returns an error wrapping ErrMalformed (or
 // ErrTypeMismatch / ErrUnknownType for another format) and leaves f as it was.
-func (f *BloomFilter) UnmarshalBinary(data []byte) error {
-	if err := checkValueFormat(data, FormatBloomValue); err != nil {
+func (f *StandardBloomFilter) UnmarshalBinary(data []byte) error {
+	if err := checkValueFormat(data, FormatStandardBloomValue); err != nil {
 		return err
 	}
 	if len(data) < bloomValueHeaderLen {
@@ -179,7 +180,7 @@ func (f *BloomFilter) UnmarshalBinary(data []byte) error {
 	for i := range words {
 		words[i] = le.Uint64(body[8*i:])
 	}
-	*f = BloomFilter{words: words, m: m, k: k, capacity: capacity, errorRate: errorRate, count: le.Uint64(data[26:])}
+	*f = StandardBloomFilter{words: words, m: m, k: k, capacity: capacity, errorRate: errorRate, count: le.Uint64(data[26:])}
 	return nil
 }
 
@@ -191,7 +192,7 @@ func checkValueFormat(data []byte, want Format) error {
 	switch got := Format(data[0]); {
 	case got == want:
 		return nil
-	case got >= FormatBlockedBloom && got <= FormatCuckooValue:
+	case got >= FormatBlockedBloom && got <= FormatCuckooTableValue:
 		return fmt.Errorf("%w: %s data, want %s", ErrTypeMismatch, got, want)
 	default:
 		return fmt.Errorf("%w: format code %d, want %s", ErrUnknownType, uint8(got), want)
@@ -199,10 +200,10 @@ func checkValueFormat(data []byte, want Format) error {
 }
 
 var (
-	_ encoding.BinaryMarshaler   = (*BloomFilter)(nil)
-	_ encoding.BinaryUnmarshaler = (*BloomFilter)(nil)
-	_ encoding.BinaryAppender    = (*BloomFilter)(nil)
-	_ encoding.BinaryMarshaler   = (*CuckooFilter)(nil)
-	_ encoding.BinaryUnmarshaler = (*CuckooFilter)(nil)
-	_ encoding.BinaryAppender    = (*CuckooFilter)(nil)
+	_ encoding.BinaryMarshaler   = (*StandardBloomFilter)(nil)
+	_ encoding.BinaryUnmarshaler = (*StandardBloomFilter)(nil)
+	_ encoding.BinaryAppender    = (*StandardBloomFilter)(nil)
+	_ encoding.BinaryMarshaler   = (*CuckooTableFilter)(nil)
+	_ encoding.BinaryUnmarshaler = (*CuckooTableFilter)(nil)
+	_ encoding.BinaryAppender    = (*CuckooTableFilter)(nil)
 )

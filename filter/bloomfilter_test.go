@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestBloomFilterSizing(t *testing.T) {
-	f, err := NewBloomFilter(1_000_000, 0.01)
+func TestStandardBloomFilterSizing(t *testing.T) {
+	f, err := NewStandardBloomFilter(1_000_000, 0.01)
 	require.NoError(t, err)
 	want := uint64(math.Ceil(1_000_000 * -math.Log(0.01) / (math.Ln2 * math.Ln2)))
 	require.Equal(t, (want+63)&^63, f.M())
@@ -17,22 +17,22 @@ func TestBloomFilterSizing(t *testing.T) {
 	require.Equal(t, uint64(1_000_000), f.Capacity())
 	require.Equal(t, 0.01, f.ErrorRate())
 
-	_, err = NewBloomFilter(0, 0.01)
+	_, err = NewStandardBloomFilter(0, 0.01)
 	require.Error(t, err)
 	for _, p := range []float64{0, 1, -1, math.NaN()} {
-		_, err = NewBloomFilter(10, p)
+		_, err = NewStandardBloomFilter(10, p)
 		require.Error(t, err, "error rate %v", p)
 	}
-	_, err = NewBloomFilter(1<<40, 0.001)
+	_, err = NewStandardBloomFilter(1<<40, 0.001)
 	require.Error(t, err, "absurd size")
 }
 
-// TestBloomFilterRate fills a filter to capacity and measures its rate
+// TestStandardBloomFilterRate fills a filter to capacity and measures its rate
 // against the requested one.
-func TestBloomFilterRate(t *testing.T) {
+func TestStandardBloomFilterRate(t *testing.T) {
 	n := figureKeys(t)
 	for _, p := range []float64{0.01, 0.001} {
-		f, err := NewBloomFilter(uint64(n), p)
+		f, err := NewStandardBloomFilter(uint64(n), p)
 		require.NoError(t, err)
 		present, absent := randomKeys(41, n), randomKeys(42, n)
 		for i := range n {
@@ -57,8 +57,8 @@ func TestBloomFilterRate(t *testing.T) {
 	}
 }
 
-func TestBloomFilterAddReportsChange(t *testing.T) {
-	f, err := NewBloomFilter(100, 0.01)
+func TestStandardBloomFilterAddReportsChange(t *testing.T) {
+	f, err := NewStandardBloomFilter(100, 0.01)
 	require.NoError(t, err)
 	require.True(t, f.Add([]byte("a")))
 	require.False(t, f.Add([]byte("a")))
@@ -67,12 +67,12 @@ func TestBloomFilterAddReportsChange(t *testing.T) {
 	require.True(t, f.Test([]byte("a")))
 }
 
-// TestBloomFilterMatchesStandardBlock: a BloomFilter and a StandardBloom
+// TestStandardBloomFilterMatchesStandardBlock: a StandardBloomFilter and a StandardBloom
 // block with the same m and k hold the same bits.
-func TestBloomFilterMatchesStandardBlock(t *testing.T) {
+func TestStandardBloomFilterMatchesStandardBlock(t *testing.T) {
 	ks := randomKeys(43, 6400)
 	data := build(StandardBloom(10), ks) // m = 64000, k = 7
-	f, err := NewBloomFilter(6400, 0.0082)
+	f, err := NewStandardBloomFilter(6400, 0.0082)
 	require.NoError(t, err)
 	f.words, f.m, f.k = make([]uint64, 1000), 64000, 7
 	for i := range ks.len() {
@@ -83,10 +83,10 @@ func TestBloomFilterMatchesStandardBlock(t *testing.T) {
 	require.Equal(t, data[:len(data)-standardTrailerLen], enc[bloomValueHeaderLen:])
 }
 
-func TestBloomFilterUnion(t *testing.T) {
-	a, _ := NewBloomFilter(10_000, 0.01)
-	b, _ := NewBloomFilter(10_000, 0.01)
-	both, _ := NewBloomFilter(10_000, 0.01)
+func TestStandardBloomFilterUnion(t *testing.T) {
+	a, _ := NewStandardBloomFilter(10_000, 0.01)
+	b, _ := NewStandardBloomFilter(10_000, 0.01)
+	both, _ := NewStandardBloomFilter(10_000, 0.01)
 	ka, kb := randomKeys(44, 4000), randomKeys(45, 4000)
 	for i := range 4000 {
 		a.Add(ka.at(i))
@@ -103,27 +103,27 @@ func TestBloomFilterUnion(t *testing.T) {
 	require.Equal(t, ab.Count(), ba.Count())
 	require.InEpsilon(t, 8000, float64(ab.Count()), 0.02)
 
-	other, _ := NewBloomFilter(20_000, 0.01)
+	other, _ := NewStandardBloomFilter(20_000, 0.01)
 	require.Error(t, a.Union(other))
 }
 
-func clone(t *testing.T, f *BloomFilter) *BloomFilter {
+func clone(t *testing.T, f *StandardBloomFilter) *StandardBloomFilter {
 	enc, err := f.MarshalBinary()
 	require.NoError(t, err)
-	var g BloomFilter
+	var g StandardBloomFilter
 	require.NoError(t, g.UnmarshalBinary(enc))
 	return &g
 }
 
-func TestBloomFilterMarshal(t *testing.T) {
-	f, _ := NewBloomFilter(1000, 0.02)
+func TestStandardBloomFilterMarshal(t *testing.T) {
+	f, _ := NewStandardBloomFilter(1000, 0.02)
 	ks := randomKeys(46, 800)
 	for i := range 800 {
 		f.Add(ks.at(i))
 	}
 	enc, err := f.MarshalBinary()
 	require.NoError(t, err)
-	require.Equal(t, byte(FormatBloomValue), enc[0])
+	require.Equal(t, byte(FormatStandardBloomValue), enc[0])
 	g := clone(t, f)
 	require.Equal(t, f, g)
 	for i := range 800 {
@@ -134,8 +134,8 @@ func TestBloomFilterMarshal(t *testing.T) {
 	require.Equal(t, enc, app[6:])
 }
 
-func TestBloomFilterUnmarshalRejects(t *testing.T) {
-	f, _ := NewBloomFilter(100, 0.01)
+func TestStandardBloomFilterUnmarshalRejects(t *testing.T) {
+	f, _ := NewStandardBloomFilter(100, 0.01)
 	f.Add([]byte("x"))
 	good, _ := f.MarshalBinary()
 	le := binary.LittleEndian
@@ -155,7 +155,7 @@ func TestBloomFilterUnmarshalRejects(t *testing.T) {
 		"capacity 0":     mutate(func(b []byte) []byte { le.PutUint64(b[10:], 0); return b }),
 		"error rate 0":   mutate(func(b []byte) []byte { le.PutUint64(b[18:], 0); return b }),
 		"error rate NaN": mutate(func(b []byte) []byte { le.PutUint64(b[18:], math.Float64bits(math.NaN())); return b }),
-		"cuckoo value":   mutate(func(b []byte) []byte { b[0] = byte(FormatCuckooValue); return b }),
+		"cuckoo value":   mutate(func(b []byte) []byte { b[0] = byte(FormatCuckooTableValue); return b }),
 		"unknown format": mutate(func(b []byte) []byte { b[0] = 77; return b }),
 	}
 	for name, data := range cases {
@@ -164,7 +164,7 @@ func TestBloomFilterUnmarshalRejects(t *testing.T) {
 		require.Error(t, err, name)
 		require.Equal(t, *f, g, "%s: a failed decode leaves the filter as it was", name)
 	}
-	var g BloomFilter
+	var g StandardBloomFilter
 	require.ErrorIs(t, g.UnmarshalBinary(cases["cuckoo value"]), ErrTypeMismatch)
 	require.ErrorIs(t, g.UnmarshalBinary(cases["unknown format"]), ErrUnknownType)
 	require.ErrorIs(t, g.UnmarshalBinary(cases["short"]), ErrMalformed)

@@ -6,7 +6,7 @@ import (
 )
 
 // Buckets of the cuckoo filters (table blocks and the standalone
-// CuckooFilter). A bucket holds 4 slots of f bits, slot j in bits
+// CuckooTableFilter). A bucket holds 4 slots of f bits, slot j in bits
 // [j·f, (j+1)·f) of a little-endian word; a zero slot is empty, so
 // fingerprints are never zero. Buckets are stride = ⌈4f/8⌉ bytes apart.
 //

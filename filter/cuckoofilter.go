@@ -6,10 +6,13 @@ import (
 	"fmt"
 )
 
-// CuckooFilter is a mutable cuckoo filter (Fan et al. 2014) that supports
-// deletion: the sketch column family's cuckoo values, or users who need a
-// filter they can remove keys from. Buckets, fingerprints and the alternate
-// bucket are those of the Cuckoo table filter (cuckoo_bucket.go).
+// CuckooTableFilter is a mutable cuckoo filter (Fan et al. 2014) that
+// supports deletion, for users who need a filter they can remove keys
+// from: one fixed-size table whose buckets, fingerprints and alternate
+// bucket are those of the Cuckoo policy's blocks (cuckoo_bucket.go). It
+// does not grow. The sketch column family's cuckoo values are not this
+// type but sketchcol.CuckooFilter (RedisBloom's CF.*: stacked sub-filters
+// of 8-bit fingerprints).
 //
 // The same key may be added several times (up to 8 copies, two full
 // buckets); each Delete removes one copy.
@@ -20,9 +23,9 @@ import (
 // false, and changes nothing, for a key whose fingerprint is in neither of
 // its buckets.
 //
-// A CuckooFilter is not safe for concurrent mutation; concurrent Tests are
-// fine.
-type CuckooFilter struct {
+// A CuckooTableFilter is not safe for concurrent mutation; concurrent
+// Tests are fine.
+type CuckooTableFilter struct {
 	data     []byte // n·stride bytes of buckets, then 8 bytes of padding for loads
 	n        uint32
 	l        cuckooLayout
@@ -42,15 +45,15 @@ const (
 	maxCuckooBuckets     = 1 << 31
 )
 
-// ErrFull is returned by CuckooFilter.Add when no place is found for a key
+// ErrFull is returned by CuckooTableFilter.Add when no place is found for a key
 // within 2000 evictions. The filter is left exactly as it was.
 var ErrFull = errors.New("filter: cuckoo filter is full")
 
-// NewCuckooFilter returns an empty cuckoo filter with fingerprintBits-bit
+// NewCuckooTableFilter returns an empty cuckoo filter with fingerprintBits-bit
 // fingerprints (4..16) and ⌈capacity/(4·0.95)⌉ buckets. Inserting capacity
 // distinct keys succeeds with high probability; beyond that Add starts to
 // fail with ErrFull. Its false-positive rate is at most 8/2^f.
-func NewCuckooFilter(capacity uint64, fingerprintBits int) (*CuckooFilter, error) {
+func NewCuckooTableFilter(capacity uint64, fingerprintBits int) (*CuckooTableFilter, error) {
 	if capacity == 0 {
 		return nil, errors.New("filter: cuckoo filter capacity must be positive")
 	}
@@ -62,11 +65,11 @@ func NewCuckooFilter(capacity uint64, fingerprintBits int) (*CuckooFilter, error
 		return nil, fmt.Errorf("filter: cuckoo filter of capacity %d needs %d buckets, more than %d", capacity, n, maxCuckooBuckets)
 	}
 	l := newCuckooLayout(fingerprintBits)
-	return &CuckooFilter{data: make([]byte, uint64(n)*l.stride+8), n: n, l: l, capacity: capacity, rng: kickRand(n)}, nil
+	return &CuckooTableFilter{data: make([]byte, uint64(n)*l.stride+8), n: n, l: l, capacity: capacity, rng: kickRand(n)}, nil
 }
 
 // locate returns the fingerprint and the two buckets of key.
-func (c *CuckooFilter) locate(key []byte) (fp uint64, i1, i2 uint32) {
+func (c *CuckooTableFilter) locate(key []byte) (fp uint64, i1, i2 uint32) {
 	h := hashKey(key)
 	fp = c.l.fingerprint(h)
 	i1 = homeBucket(h, c.n)
@@ -75,7 +78,7 @@ func (c *CuckooFilter) locate(key []byte) (fp uint64, i1, i2 uint32) {
 
 // Add adds one copy of key. It returns ErrFull, leaving the filter
 // unchanged, if the key cannot be placed.
-func (c *CuckooFilter) Add(key []byte) error {
+func (c *CuckooTableFilter) Add(key []byte) error {
 	fp, i1, i2 := c.locate(key)
 	for _, i := range [2]uint32{i1, i2} {
 		if w, ok := c.l.put(c.l.load(c.data, i), fp); ok {
@@ -93,7 +96,7 @@ func (c *CuckooFilter) Add(key []byte) error {
 
 // kick is kickIn of the table builder, recording its path so that a failed
 // insertion can be undone.
-func (c *CuckooFilter) kick(i1, i2 uint32, fp uint64) bool {
+func (c *CuckooTableFilter) kick(i1, i2 uint32, fp uint64) bool {
 	i := i1
 	if c.rng.next()&1 == 1 {
 		i = i2
@@ -124,14 +127,14 @@ func (c *CuckooFilter) kick(i1, i2 uint32, fp uint64) bool {
 }
 
 // Test reports false if key is certainly not in the filter.
-func (c *CuckooFilter) Test(key []byte) bool {
+func (c *CuckooTableFilter) Test(key []byte) bool {
 	fp, i1, i2 := c.locate(key)
 	return c.l.has(c.l.load(c.data, i1), fp) || c.l.has(c.l.load(c.data, i2), fp)
 }
 
 // Delete removes one copy of key's fingerprint and reports whether there
 // was one. See the hazard in the type's comment.
-func (c *CuckooFilter) Delete(key []byte) bool {
+func (c *CuckooTableFilter) Delete(key []byte) bool {
 	fp, i1, i2 := c.locate(key)
 	for _, i := range [2]uint32{i1, i2} {
 		w := c.l.load(c.data, i)
@@ -149,7 +152,7 @@ func (c *CuckooFilter) Delete(key []byte) bool {
 // Count returns how many copies of key's fingerprint the filter holds (what
 // Redis's CF.COUNT returns): at least the times key was added and not
 // deleted, more if other keys share its fingerprint and buckets.
-func (c *CuckooFilter) Count(key []byte) int {
+func (c *CuckooTableFilter) Count(key []byte) int {
 	fp, i1, i2 := c.locate(key)
 	n := c.l.count(c.l.load(c.data, i1), fp)
 	if i2 != i1 {
@@ -159,31 +162,33 @@ func (c *CuckooFilter) Count(key []byte) int {
 }
 
 // Len returns the number of fingerprints stored: adds minus deletes.
-func (c *CuckooFilter) Len() uint64 { return c.count }
+func (c *CuckooTableFilter) Len() uint64 { return c.count }
 
 // Load returns Len over the number of slots.
-func (c *CuckooFilter) Load() float64 { return float64(c.count) / float64(bucketSlots*uint64(c.n)) }
+func (c *CuckooTableFilter) Load() float64 {
+	return float64(c.count) / float64(bucketSlots*uint64(c.n))
+}
 
 // Capacity returns the capacity the filter was sized for.
-func (c *CuckooFilter) Capacity() uint64 { return c.capacity }
+func (c *CuckooTableFilter) Capacity() uint64 { return c.capacity }
 
 // Buckets returns the number of 4-slot buckets.
-func (c *CuckooFilter) Buckets() uint32 { return c.n }
+func (c *CuckooTableFilter) Buckets() uint32 { return c.n }
 
 // FingerprintBits returns f.
-func (c *CuckooFilter) FingerprintBits() int { return int(c.l.f) }
+func (c *CuckooTableFilter) FingerprintBits() int { return int(c.l.f) }
 
 // ExpectedFPR returns the false-positive rate at the current load, CuckooFPR(f, Load()).
-func (c *CuckooFilter) ExpectedFPR() float64 { return CuckooFPR(int(c.l.f), c.Load()) }
+func (c *CuckooTableFilter) ExpectedFPR() float64 { return CuckooFPR(int(c.l.f), c.Load()) }
 
-// MarshalBinary encodes the filter as described in FORMAT.md ("Cuckoo value").
-func (c *CuckooFilter) MarshalBinary() ([]byte, error) {
+// MarshalBinary encodes the filter as described in FORMAT.md ("cuckoo table value").
+func (c *CuckooTableFilter) MarshalBinary() ([]byte, error) {
 	return c.AppendBinary(make([]byte, 0, cuckooValueHeaderLen+uint64(c.n)*c.l.stride))
 }
 
 // AppendBinary appends the MarshalBinary encoding to b.
-func (c *CuckooFilter) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, byte(FormatCuckooValue), byte(c.l.f))
+func (c *CuckooTableFilter) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, byte(FormatCuckooTableValue), byte(c.l.f))
 	b = binary.LittleEndian.AppendUint32(b, c.n)
 	b = binary.LittleEndian.AppendUint64(b, c.capacity)
 	b = binary.LittleEndian.AppendUint64(b, c.count)
@@ -193,8 +198,8 @@ func (c *CuckooFilter) AppendBinary(b []byte) ([]byte, error) {
 // UnmarshalBinary replaces c with the filter encoded in data, which it does
 // not retain. Malformed data returns an error wrapping ErrMalformed (or
 // ErrTypeMismatch / ErrUnknownType for another format) and leaves c as it was.
-func (c *CuckooFilter) UnmarshalBinary(data []byte) error {
-	if err := checkValueFormat(data, FormatCuckooValue); err != nil {
+func (c *CuckooTableFilter) UnmarshalBinary(data []byte) error {
+	if err := checkValueFormat(data, FormatCuckooTableValue); err != nil {
 		return err
 	}
 	if len(data) < cuckooValueHeaderLen {
@@ -227,7 +232,7 @@ func (c *CuckooFilter) UnmarshalBinary(data []byte) error {
 	if stored != count {
 		return malformed("cuckoo value claims %d fingerprints and holds %d", count, stored)
 	}
-	*c = CuckooFilter{data: buf, n: n, l: l, count: count, capacity: capacity, rng: kickRand(uint64(n) ^ count)}
+	*c = CuckooTableFilter{data: buf, n: n, l: l, count: count, capacity: capacity, rng: kickRand(uint64(n) ^ count)}
 	return nil
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestCuckooFilterBasics(t *testing.T) {
-	c, err := NewCuckooFilter(1000, 12)
+func TestCuckooTableFilterBasics(t *testing.T) {
+	c, err := NewCuckooTableFilter(1000, 12)
 	require.NoError(t, err)
 	require.Equal(t, uint32(264), c.Buckets()) // ⌈1000/3.8⌉
 	require.Equal(t, 12, c.FingerprintBits())
@@ -30,24 +30,24 @@ func TestCuckooFilterBasics(t *testing.T) {
 	require.Zero(t, c.Len())
 
 	for _, f := range []int{3, 17} {
-		_, err := NewCuckooFilter(10, f)
+		_, err := NewCuckooTableFilter(10, f)
 		require.Error(t, err)
 	}
-	_, err = NewCuckooFilter(0, 12)
+	_, err = NewCuckooTableFilter(0, 12)
 	require.Error(t, err)
 }
 
-// TestCuckooFilterModel runs random adds and deletes against a multiset and
+// TestCuckooTableFilterModel runs random adds and deletes against a multiset and
 // checks after each step: no added key tests negative, Count(key) is at
 // least its multiplicity, and Len is the multiset's size.
-func TestCuckooFilterModel(t *testing.T) {
+func TestCuckooTableFilterModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(testSeed(t), 4))
 	steps := 20_000
 	if raceEnabled || testing.Short() {
 		steps = 4_000
 	}
 	for _, f := range []int{4, 8, 12, 16} {
-		c, err := NewCuckooFilter(2000, f)
+		c, err := NewCuckooTableFilter(2000, f)
 		require.NoError(t, err)
 		universe := randomKeyList(rng, 3000)
 		model := map[string]int{}
@@ -80,12 +80,12 @@ func TestCuckooFilterModel(t *testing.T) {
 	}
 }
 
-// TestCuckooFilterDeleteKeepsOthers deletes half of the added keys, then
+// TestCuckooTableFilterDeleteKeepsOthers deletes half of the added keys, then
 // checks that every remaining key still tests positive, and that keys never
 // added and testing negative are reported as not found by Delete.
-func TestCuckooFilterDeleteKeepsOthers(t *testing.T) {
+func TestCuckooTableFilterDeleteKeepsOthers(t *testing.T) {
 	const n = 50_000
-	c, err := NewCuckooFilter(n, 8) // small fingerprints: many shared ones
+	c, err := NewCuckooTableFilter(n, 8) // small fingerprints: many shared ones
 	require.NoError(t, err)
 	ks, absent := randomKeys(51, n), randomKeys(52, n)
 	for i := range n {
@@ -108,10 +108,10 @@ func TestCuckooFilterDeleteKeepsOthers(t *testing.T) {
 	require.Equal(t, uint64(n/2), c.Len())
 }
 
-func TestCuckooFilterFillsToCapacity(t *testing.T) {
+func TestCuckooTableFilterFillsToCapacity(t *testing.T) {
 	n := figureKeys(t)
 	for _, f := range []int{8, 12, 16} {
-		c, err := NewCuckooFilter(uint64(n), f)
+		c, err := NewCuckooTableFilter(uint64(n), f)
 		require.NoError(t, err)
 		ks := randomKeys(uint64(53+f), n)
 		for i := range n {
@@ -130,10 +130,10 @@ func TestCuckooFilterFillsToCapacity(t *testing.T) {
 	}
 }
 
-// TestCuckooFilterFullIsUnchanged fills a small filter until Add fails and
+// TestCuckooTableFilterFullIsUnchanged fills a small filter until Add fails and
 // checks that the failed Add changed nothing.
-func TestCuckooFilterFullIsUnchanged(t *testing.T) {
-	c, err := NewCuckooFilter(500, 12)
+func TestCuckooTableFilterFullIsUnchanged(t *testing.T) {
+	c, err := NewCuckooTableFilter(500, 12)
 	require.NoError(t, err)
 	ks := randomKeys(54, 1000)
 	added := 0
@@ -154,16 +154,16 @@ func TestCuckooFilterFullIsUnchanged(t *testing.T) {
 	}
 }
 
-func TestCuckooFilterMarshal(t *testing.T) {
+func TestCuckooTableFilterMarshal(t *testing.T) {
 	for _, f := range []int{4, 7, 12, 13, 16} {
-		c, _ := NewCuckooFilter(300, f)
+		c, _ := NewCuckooTableFilter(300, f)
 		ks := randomKeys(55, 250)
 		for i := range 250 {
 			require.NoError(t, c.Add(ks.at(i)))
 		}
 		enc, err := c.MarshalBinary()
 		require.NoError(t, err)
-		var d CuckooFilter
+		var d CuckooTableFilter
 		require.NoError(t, d.UnmarshalBinary(enc))
 		for i := range 250 {
 			require.True(t, d.Test(ks.at(i)))
@@ -177,8 +177,8 @@ func TestCuckooFilterMarshal(t *testing.T) {
 	}
 }
 
-func TestCuckooFilterUnmarshalRejects(t *testing.T) {
-	c, _ := NewCuckooFilter(100, 13) // odd f: buckets have padding bits
+func TestCuckooTableFilterUnmarshalRejects(t *testing.T) {
+	c, _ := NewCuckooTableFilter(100, 13) // odd f: buckets have padding bits
 	require.NoError(t, c.Add([]byte("x")))
 	good, _ := c.MarshalBinary()
 	le := binary.LittleEndian
@@ -199,7 +199,7 @@ func TestCuckooFilterUnmarshalRejects(t *testing.T) {
 		"capacity 0":     mutate(func(b []byte) { le.PutUint64(b[6:], 0) }),
 		"count wrong":    mutate(func(b []byte) { le.PutUint64(b[14:], 2) }),
 		"padding set":    mutate(func(b []byte) { b[cuckooValueHeaderLen+6] |= 0x80 }),
-		"bloom value":    mutate(func(b []byte) { b[0] = byte(FormatBloomValue) }),
+		"bloom value":    mutate(func(b []byte) { b[0] = byte(FormatStandardBloomValue) }),
 		"unknown format": mutate(func(b []byte) { b[0] = 0 }),
 	}
 	for name, data := range cases {
@@ -208,7 +208,7 @@ func TestCuckooFilterUnmarshalRejects(t *testing.T) {
 		require.Error(t, err, name)
 		require.Equal(t, c.Len(), d.Len(), name)
 	}
-	var d CuckooFilter
+	var d CuckooTableFilter
 	require.ErrorIs(t, d.UnmarshalBinary(cases["bloom value"]), ErrTypeMismatch)
 	require.ErrorIs(t, d.UnmarshalBinary(cases["unknown format"]), ErrUnknownType)
 	require.ErrorIs(t, d.UnmarshalBinary(cases["padding set"]), ErrMalformed)

@@ -47,8 +47,8 @@ func ExampleBitsPerKey() {
 	// cuckoo at 0.1%: 13-bit fingerprints
 }
 
-func ExampleCuckooFilter() {
-	cf, _ := filter.NewCuckooFilter(1000, 12)
+func ExampleCuckooTableFilter() {
+	cf, _ := filter.NewCuckooTableFilter(1000, 12)
 	_ = cf.Add([]byte("session-17"))
 	fmt.Println(cf.Test([]byte("session-17")))
 	fmt.Println(cf.Delete([]byte("session-17")), cf.Test([]byte("session-17")))
@@ -59,8 +59,8 @@ func ExampleCuckooFilter() {
 	// false
 }
 
-func ExampleBloomFilter() {
-	bf, _ := filter.NewBloomFilter(1_000_000, 0.01)
+func ExampleStandardBloomFilter() {
+	bf, _ := filter.NewStandardBloomFilter(1_000_000, 0.01)
 	fmt.Println(bf.M(), "bits,", bf.K(), "probes")
 	fmt.Println(bf.Add([]byte("user:1")), bf.Add([]byte("user:1")))
 	fmt.Println(bf.Test([]byte("user:1")))

@@ -3,6 +3,20 @@
 // filter and a cuckoo filter — behind the Policy/Builder/Reader contract,
 // plus standalone mutable Bloom and cuckoo filters.
 //
+// # Names
+//
+// A name means one layout throughout the package. Bare "Bloom" is the
+// cache-line-blocked Bloom filter (Bloom, BloomProbes, FormatBlockedBloom);
+// "StandardBloom" is the classic one, k probes anywhere in one bit array
+// (StandardBloom, FormatStandardBloom, and the standalone
+// StandardBloomFilter, which sets the same bits). "Cuckoo" is one table of
+// 4-slot buckets of f-bit fingerprints (Cuckoo, FormatCuckoo, and the
+// standalone CuckooTableFilter, which adds deletion). CuckooTableFilter is
+// not sketchcol.CuckooFilter: that one is RedisBloom's CF.* value, a stack
+// of growing sub-filters of 8-bit fingerprints; this one is a single
+// fixed-size table. BlockInfo describes a filter block (what Inspect
+// reads); the location of a block in an SSTable is sstable.BlockLocation.
+//
 // The package imports nothing of the engine and can be used on its own.
 //
 // # Choosing a filter
@@ -28,8 +42,9 @@
 // Policies are immutable and may be shared by any number of goroutines.
 // A Builder belongs to one goroutine. Readers are immutable views of their
 // block and answer MayContain from any number of goroutines; MayContain does
-// not allocate. The standalone BloomFilter and CuckooFilter are not safe for
-// concurrent mutation: guard them with a lock, or use Test only.
+// not allocate. The standalone StandardBloomFilter and CuckooTableFilter
+// are not safe for concurrent mutation: guard them with a lock, or use Test
+// only.
 //
 // # Formats
 //
@@ -91,12 +106,12 @@ var (
 type Format uint8
 
 const (
-	formatReserved      Format = 0 // never written
-	FormatBlockedBloom  Format = 1 // v1: k probes in one 64-byte line, per-line pattern choice
-	FormatStandardBloom Format = 2 // v1: classic Bloom, Kirsch–Mitzenmacher double hashing
-	FormatCuckoo        Format = 3 // v1: 4-slot buckets, f-bit fingerprints, reflected alternate bucket
-	FormatBloomValue    Format = 4 // v1: standalone BloomFilter.MarshalBinary
-	FormatCuckooValue   Format = 5 // v1: standalone CuckooFilter.MarshalBinary
+	formatReserved           Format = 0 // never written
+	FormatBlockedBloom       Format = 1 // v1: k probes in one 64-byte line, per-line pattern choice
+	FormatStandardBloom      Format = 2 // v1: classic Bloom, Kirsch–Mitzenmacher double hashing
+	FormatCuckoo             Format = 3 // v1: 4-slot buckets, f-bit fingerprints, reflected alternate bucket
+	FormatStandardBloomValue Format = 4 // v1: standalone StandardBloomFilter.MarshalBinary
+	FormatCuckooTableValue   Format = 5 // v1: standalone CuckooTableFilter.MarshalBinary
 )
 
 func (f Format) String() string {
@@ -107,10 +122,10 @@ func (f Format) String() string {
 		return "standard-bloom"
 	case FormatCuckoo:
 		return "cuckoo"
-	case FormatBloomValue:
-		return "bloom-value"
-	case FormatCuckooValue:
-		return "cuckoo-value"
+	case FormatStandardBloomValue:
+		return "standard-bloom-value"
+	case FormatCuckooTableValue:
+		return "cuckoo-table-value"
 	}
 	return fmt.Sprintf("format(%d)", uint8(f))
 }

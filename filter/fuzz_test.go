@@ -62,13 +62,13 @@ func FuzzBuildRoundTrip(f *testing.F) {
 // FuzzBloomUnmarshal: accepted input re-encodes to itself, and the decoded
 // filter works.
 func FuzzBloomUnmarshal(f *testing.F) {
-	bf, _ := NewBloomFilter(20, 0.01)
+	bf, _ := NewStandardBloomFilter(20, 0.01)
 	bf.Add([]byte("x"))
 	enc, _ := bf.MarshalBinary()
 	f.Add(enc)
-	f.Add([]byte{byte(FormatBloomValue)})
+	f.Add([]byte{byte(FormatStandardBloomValue)})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var g BloomFilter
+		var g StandardBloomFilter
 		if err := g.UnmarshalBinary(data); err != nil {
 			return
 		}
@@ -87,13 +87,13 @@ func FuzzBloomUnmarshal(f *testing.F) {
 // FuzzCuckooUnmarshal: accepted input re-encodes to itself, and the decoded
 // filter survives adds and deletes without losing a key.
 func FuzzCuckooUnmarshal(f *testing.F) {
-	cf, _ := NewCuckooFilter(20, 12)
+	cf, _ := NewCuckooTableFilter(20, 12)
 	_ = cf.Add([]byte("x"))
 	enc, _ := cf.MarshalBinary()
 	f.Add(enc, []byte("key"))
-	f.Add([]byte{byte(FormatCuckooValue), 13}, []byte{})
+	f.Add([]byte{byte(FormatCuckooTableValue), 13}, []byte{})
 	f.Fuzz(func(t *testing.T, data, key []byte) {
-		var c CuckooFilter
+		var c CuckooTableFilter
 		if err := c.UnmarshalBinary(data); err != nil {
 			return
 		}

@@ -48,7 +48,7 @@ func main() {
 
 	for _, capacity := range []uint64{1, 100} {
 		for _, p := range []float64{0.1, 0.001} {
-			bf, err := filter.NewBloomFilter(capacity, p)
+			bf, err := filter.NewStandardBloomFilter(capacity, p)
 			if err != nil {
 				log.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func main() {
 		}
 	}
 	for _, f := range []int{4, 8, 12, 13, 16} {
-		cf, err := filter.NewCuckooFilter(40, f)
+		cf, err := filter.NewCuckooTableFilter(40, f)
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -37,9 +37,9 @@ func TestFormatGolden(t *testing.T) {
 			dumpBlock(&out, data, info)
 		}
 	}
-	bf, err := NewBloomFilter(20, 0.1)
+	bf, err := NewStandardBloomFilter(20, 0.1)
 	require.NoError(t, err)
-	cf, err := NewCuckooFilter(10, 12)
+	cf, err := NewCuckooTableFilter(10, 12)
 	require.NoError(t, err)
 	for _, k := range []string{"apple", "pear", "plum"} {
 		bf.Add([]byte(k))
@@ -47,10 +47,10 @@ func TestFormatGolden(t *testing.T) {
 	}
 	benc, _ := bf.MarshalBinary()
 	cenc, _ := cf.MarshalBinary()
-	fmt.Fprintf(&out, "== BloomFilter(20, 0.1) with apple, pear, plum\n")
+	fmt.Fprintf(&out, "== StandardBloomFilter(20, 0.1) with apple, pear, plum\n")
 	dumpFields(&out, benc, []field{{"code", 1}, {"k", 1}, {"m", 8}, {"capacity", 8}, {"errorRate", 8}, {"count", 8}})
 	dumpRows(&out, "bits", benc[bloomValueHeaderLen:], 16)
-	fmt.Fprintf(&out, "== CuckooFilter(10, 12) with apple, pear, plum\n")
+	fmt.Fprintf(&out, "== CuckooTableFilter(10, 12) with apple, pear, plum\n")
 	dumpFields(&out, cenc, []field{{"code", 1}, {"f", 1}, {"N", 4}, {"capacity", 8}, {"count", 8}})
 	dumpRows(&out, "bucket", cenc[cuckooValueHeaderLen:], 6)
 

@@ -12,8 +12,8 @@ import (
 // g_i = h1 + i·h2 (Kirsch–Mitzenmacher 2006 double hashing, i = 0..k−1, as
 // Guava does), with h1 = h and h2 = h rotated by 32 bits, both from the one
 // xxhash64 of the key. Each g_i (mod 2^64) is mapped onto [0, m) by
-// multiply-shift. The standalone BloomFilter uses the same probes and bit
-// order, so a table block and a BloomFilter of the same m and k set the
+// multiply-shift. The standalone StandardBloomFilter uses the same probes and bit
+// order, so a table block and a StandardBloomFilter of the same m and k set the
 // same bits.
 
 const standardTrailerLen = 18 // keys u64, m u64, k u8, format u8

@@ -86,7 +86,7 @@ func (s BloomSpec) normalized() BloomSpec {
 // filter for that. A ScalableBloom is not safe for concurrent use.
 type ScalableBloom struct {
 	spec   BloomSpec
-	layers []*filter.BloomFilter
+	layers []*filter.StandardBloomFilter
 }
 
 // BFInfo is what BF.INFO reports, with go-redis's field names.
@@ -103,11 +103,11 @@ func NewScalableBloom(spec BloomSpec) (*ScalableBloom, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	first, err := filter.NewBloomFilter(uint64(spec.Capacity), spec.ErrorRate)
+	first, err := filter.NewStandardBloomFilter(uint64(spec.Capacity), spec.ErrorRate)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	return &ScalableBloom{spec: spec.normalized(), layers: []*filter.BloomFilter{first}}, nil
+	return &ScalableBloom{spec: spec.normalized(), layers: []*filter.StandardBloomFilter{first}}, nil
 }
 
 // itemHash is the one hash of a Bloom or cuckoo item.
@@ -166,7 +166,7 @@ func (b *ScalableBloom) addHash(h uint64, overfill bool) (bool, error) {
 
 // nextLayer returns the sub-filter to stack when the newest is full, or
 // ErrFilterFull.
-func (b *ScalableBloom) nextLayer() (*filter.BloomFilter, error) {
+func (b *ScalableBloom) nextLayer() (*filter.StandardBloomFilter, error) {
 	if b.spec.NonScaling {
 		return nil, fmt.Errorf("%w: non-scaling Bloom filter holds its capacity of %d", ErrFilterFull, b.spec.Capacity)
 	}
@@ -178,7 +178,7 @@ func (b *ScalableBloom) nextLayer() (*filter.BloomFilter, error) {
 	if c > math.MaxInt64/uint64(b.spec.Expansion) {
 		return nil, fmt.Errorf("%w: next Bloom sub-filter's capacity overflows", ErrFilterFull)
 	}
-	next, err := filter.NewBloomFilter(c*uint64(b.spec.Expansion), p)
+	next, err := filter.NewStandardBloomFilter(c*uint64(b.spec.Expansion), p)
 	if err != nil {
 		return nil, fmt.Errorf("%w: no room for another sub-filter: %v", ErrFilterFull, err)
 	}

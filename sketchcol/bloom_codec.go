@@ -10,7 +10,7 @@ import (
 // The Bloom value encoding; FORMAT.md ("Bloom value") specifies it.
 //
 //	kind 0x20 | version 1 | flags | layers n | expansion u16 | error rate f64 | capacity u64
-//	n × ( length u64 | filter.BloomFilter encoding )
+//	n × ( length u64 | filter.StandardBloomFilter encoding )
 const (
 	bloomHeaderLen = 22
 	// bloomLayerOverhead is the length prefix plus the filter package's
@@ -77,7 +77,7 @@ func ParseBloom(data []byte) (*ScalableBloom, error) {
 		return nil, corruptf("Bloom value has capacity %d", capacity)
 	}
 	spec.Capacity = int64(capacity)
-	b := &ScalableBloom{spec: spec, layers: make([]*filter.BloomFilter, 0, n)}
+	b := &ScalableBloom{spec: spec, layers: make([]*filter.StandardBloomFilter, 0, n)}
 	rest := data[bloomHeaderLen:]
 	wantCap, wantRate := capacity, spec.ErrorRate
 	for i := range n {
@@ -89,7 +89,7 @@ func ParseBloom(data []byte) (*ScalableBloom, error) {
 		if l > uint64(len(rest)) {
 			return nil, corruptf("Bloom sub-filter %d claims %d bytes, %d left", i, l, len(rest))
 		}
-		layer := new(filter.BloomFilter)
+		layer := new(filter.StandardBloomFilter)
 		if err := layer.UnmarshalBinary(rest[:l]); err != nil {
 			return nil, corruptf("Bloom sub-filter %d: %w", i, err)
 		}

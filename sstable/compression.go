@@ -7,7 +7,8 @@ import (
 	"github.com/klauspost/compress/s2"
 )
 
-// Compression selects how the writer compresses blocks.
+// Compression selects how the writer compresses blocks. The root package
+// re-exports it as sieve.Compression, with the same constants.
 type Compression uint8
 
 const (

@@ -85,7 +85,7 @@ func TestCorruptionBitFlips(t *testing.T) {
 						err := readEverything(bad, kvs)
 						require.Error(t, err, "flip bit %d of byte %d went unnoticed", bit, off)
 						require.ErrorIs(t, err, base.ErrCorruption, "flip at %d: %v", off, err)
-						require.Contains(t, err.Error(), "file 000007")
+						require.Contains(t, err.Error(), "000007.sst")
 						require.Contains(t, err.Error(), "offset")
 					}
 				}
@@ -234,7 +234,7 @@ func TestVerifyKeyOrder(t *testing.T) {
 				err = r.Verify()
 			}
 			require.ErrorIs(t, err, base.ErrCorruption)
-			require.Contains(t, err.Error(), "file 000012: ")
+			require.Contains(t, err.Error(), "000012.sst: ")
 			require.Contains(t, err.Error(), "block at offset")
 		})
 	}

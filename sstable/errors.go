@@ -25,7 +25,7 @@ func (c errCtx) corrupt(err error) error {
 	if !c.set {
 		return err
 	}
-	return base.CorruptionErrorf("sstable: file %06d: %s block at offset %d: %w", c.fileNum, c.kind, c.offset, err)
+	return base.CorruptionErrorf("sstable: table %s: %s block at offset %d: %w", base.FileName(base.FileTypeTable, c.fileNum), c.kind, c.offset, err)
 }
 
 func (c errCtx) corruptf(format string, args ...any) error {

@@ -2,20 +2,21 @@ package sstable
 
 import "sort"
 
-// BlockInfo locates one block of a table: its kind ("data", "index",
+// BlockLocation locates one block of a table: its kind ("data", "index",
 // "filter", "properties", "metaindex", "footer"), its offset and its stored
-// length including the trailer.
-type BlockInfo struct {
+// length including the trailer. (A filter block's parameters are
+// filter.BlockInfo.)
+type BlockLocation struct {
 	Kind           string
 	Offset, Length uint64
 }
 
 // Layout lists the table's blocks in file order, footer last. Tests use it
 // to damage each kind of block.
-func (r *Reader) Layout() []BlockInfo {
-	var out []BlockInfo
+func (r *Reader) Layout() []BlockLocation {
+	var out []BlockLocation
 	add := func(kind string, h blockHandle) {
-		out = append(out, BlockInfo{Kind: kind, Offset: h.offset, Length: h.length + blockTrailerLen})
+		out = append(out, BlockLocation{Kind: kind, Offset: h.offset, Length: h.length + blockTrailerLen})
 	}
 	for i := range r.index {
 		add("data", r.index[i].h)
@@ -33,6 +34,6 @@ func (r *Reader) Layout() []BlockInfo {
 	add("metaindex", r.footer.metaindex)
 	add("index", r.footer.index)
 	sort.Slice(out, func(i, j int) bool { return out[i].Offset < out[j].Offset })
-	out = append(out, BlockInfo{Kind: "footer", Offset: uint64(r.size) - footerLen, Length: footerLen})
+	out = append(out, BlockLocation{Kind: "footer", Offset: uint64(r.size) - footerLen, Length: footerLen})
 	return out
 }

@@ -157,7 +157,7 @@ func (r *Reader) readAt(buf []byte, off uint64, ctx errCtx) error {
 	if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
 		return ctx.corruptf("short read: %d of %d bytes (truncated file?)", n, len(buf))
 	}
-	return fmt.Errorf("sstable: file %06d: reading %s block at offset %d: %w", ctx.fileNum, ctx.kind, ctx.offset, err)
+	return fmt.Errorf("sstable: table %s: reading %s block at offset %d: %w", base.FileName(base.FileTypeTable, ctx.fileNum), ctx.kind, ctx.offset, err)
 }
 
 // readBlock reads the block at h from the file, verifies its checksum and

@@ -13,10 +13,15 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 )
 
+// DefaultBlockSize is the data-block size a zero BlockSize means, both
+// here and in the engine's Options: 3 KiB (sieve.Options.BlockSize says
+// why it is below the usual 4 KiB).
+const DefaultBlockSize = 3 << 10
+
 // WriterOptions configure a Writer. The zero value is usable.
 type WriterOptions struct {
 	// BlockSize is the uncompressed size at which a data block is cut.
-	// Default 4096.
+	// Default DefaultBlockSize.
 	BlockSize int
 	// BlockRestartInterval is the number of keys between restart points in
 	// data blocks. Default 16.
@@ -32,7 +37,7 @@ type WriterOptions struct {
 
 func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	if o.BlockSize <= 0 {
-		o.BlockSize = 4096
+		o.BlockSize = DefaultBlockSize
 	}
 	if o.BlockRestartInterval <= 0 {
 		o.BlockRestartInterval = 16

@@ -146,7 +146,7 @@ func TestFileHeader(t *testing.T) {
 		data    []byte
 		corrupt string // "" means a torn tail at offset 0
 	}{
-		{"wrong log number", edit(headerSize+9, 8), "file header is for log 8, expected log 7"},
+		{"wrong log number", edit(headerSize+9, 8), "file header is for 000008.log, expected 000007.log"},
 		{"bad magic", edit(headerSize, 'S'), "bad magic"},
 		{"unknown version", edit(headerSize+8, 2), "unsupported log format version 2"},
 		{"synced offset set", edit(offSynced, 1), "bad file header chunk"},

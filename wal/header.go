@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/sievedb/sieve/internal/base"
 )
 
 // The file header is the chunk at offset 0 (FORMAT.md rules 6 and 7).
@@ -45,7 +46,7 @@ func (r *Reader) readFileHeader() error {
 		return corruptionf(0, "unsupported log format version %d", p[len(magic)])
 	}
 	if n := binary.LittleEndian.Uint64(p[len(magic)+1:]); n != r.logNum {
-		return corruptionf(0, "file header is for log %d, expected log %d", n, r.logNum)
+		return corruptionf(0, "file header is for %s, expected %s", base.FileName(base.FileTypeLog, n), base.FileName(base.FileTypeLog, r.logNum))
 	}
 	r.pos, r.validEnd = fileHeaderSize, fileHeaderSize
 	return nil

@@ -1,6 +1,10 @@
 package wal
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/sievedb/sieve/internal/base"
+)
 
 // TruncatableFile is a log file that Seal can cut back: vfs.File
 // satisfies it. Writes must append at the end of the file.
@@ -23,7 +27,7 @@ type TruncatableFile interface {
 func Seal(f TruncatableFile, logNum uint64, validEnd int64) error {
 	if validEnd < fileHeaderSize {
 		if err := f.Truncate(0); err != nil {
-			return fmt.Errorf("wal: sealing log %d: %w", logNum, err)
+			return fmt.Errorf("wal: sealing %s: %w", base.FileName(base.FileTypeLog, logNum), err)
 		}
 		w, err := NewWriter(f, logNum)
 		if err != nil {
@@ -32,13 +36,13 @@ func Seal(f TruncatableFile, logNum uint64, validEnd int64) error {
 		return w.Close()
 	}
 	if err := f.Truncate(validEnd); err != nil {
-		return fmt.Errorf("wal: sealing log %d: %w", logNum, err)
+		return fmt.Errorf("wal: sealing %s: %w", base.FileName(base.FileTypeLog, logNum), err)
 	}
 	w := &Writer{f: f, logNum: logNum}
 	w.offset.Store(validEnd)
 	// The cut must be durable before the trailer vouches for it.
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("wal: sealing log %d: sync through offset %d: %w", logNum, validEnd, err)
+		return fmt.Errorf("wal: sealing %s: sync through offset %d: %w", base.FileName(base.FileTypeLog, logNum), validEnd, err)
 	}
 	w.synced.Store(validEnd)
 	return w.Close()

@@ -121,12 +121,12 @@ type overfillRow struct {
 
 func (l *filterLab) overfill() (*overfill, error) {
 	capacity, probes := l.cfg.N, l.absent.len()
-	bf, err := filter.NewBloomFilter(uint64(capacity), l.cfg.OverfillP)
+	bf, err := filter.NewStandardBloomFilter(uint64(capacity), l.cfg.OverfillP)
 	if err != nil {
 		return nil, err
 	}
 	fbits := filter.CuckooFingerprintBits(l.cfg.OverfillP)
-	cf, err := filter.NewCuckooFilter(uint64(capacity), fbits)
+	cf, err := filter.NewCuckooTableFilter(uint64(capacity), fbits)
 	if err != nil {
 		return nil, err
 	}

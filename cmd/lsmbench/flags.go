@@ -12,6 +12,7 @@ import (
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/sstable"
 )
 
 // benchNames lists every benchmark -benchmarks accepts, in the order the
@@ -110,7 +111,7 @@ func defaultConfig() config {
 	c := config{
 		Num: 1_000_000, Reads: -1, KeySize: 16, ValueSize: 100, CompressRatio: 0.5,
 		Filter: "bloom", BitsPerKey: 10, FingerprintBits: 12,
-		CacheSize: 8 << 20, MemTableSize: 32 << 20, BlockSize: 4 << 10,
+		CacheSize: 8 << 20, MemTableSize: 32 << 20, BlockSize: sstable.DefaultBlockSize,
 		Compression: "snappy", Threads: 1, SeekNexts: 10, SketchKeys: 16, Seed: 1, Progress: "auto",
 	}
 	_ = c.setBenchmarks(defaultBenchmarks)

@@ -70,7 +70,7 @@ func bloomScalingCSV(w io.Writer, bs *bloomScaling) error {
 func cuckooCSV(w io.Writer, cl *cuckooLoad) error {
 	var out [][]string
 	for _, r := range cl.Rows {
-		out = append(out, []string{"filter.CuckooFilter", "", fi(r.Keys), ff(r.Load), ff(r.MeasuredFPR), ff(r.TheoryFPR), "1", fi(int64(cl.Bytes))})
+		out = append(out, []string{"filter.CuckooTableFilter", "", fi(r.Keys), ff(r.Load), ff(r.MeasuredFPR), ff(r.TheoryFPR), "1", fi(int64(cl.Bytes))})
 	}
 	for _, r := range cl.Scalable {
 		out = append(out, []string{"sketchcol.CuckooFilter", ff(r.Fill), fi(r.Keys), "", ff(r.FPR), "", fi(r.SubFilters), fi(r.Bytes)})
@@ -99,7 +99,7 @@ func bloomScalingChart(bs *bloomScaling) *chart {
 		c.XMax = math.Max(c.XMax, math.Ceil(r.Fill)+0.5)
 	}
 	c.Series = []series{
-		{Name: "one filter.BloomFilter", Points: single, Line: true, Marker: "circle"},
+		{Name: "one filter.StandardBloomFilter", Points: single, Line: true, Marker: "circle"},
 		{Name: "sketchcol.ScalableBloom", Points: scalable, Line: true, Marker: "square"},
 		{Name: "ScalableBloom.ExpectedFPR", Points: expect, Line: true, Dashed: true},
 	}
@@ -108,7 +108,7 @@ func bloomScalingChart(bs *bloomScaling) *chart {
 }
 
 func cuckooLoadChart(cl *cuckooLoad) *chart {
-	c := &chart{Title: fmt.Sprintf("filter.CuckooFilter, f = %d: false positives against load", cl.FingerprintBits),
+	c := &chart{Title: fmt.Sprintf("filter.CuckooTableFilter, f = %d: false positives against load", cl.FingerprintBits),
 		XLabel: "load (fingerprints / slots)", YLabel: "false-positive rate", YFormat: fpct, XFormat: fpct, XMin: 0, XMax: 1}
 	var measured, theory []point
 	for _, r := range cl.Rows {

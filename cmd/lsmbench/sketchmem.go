@@ -39,7 +39,7 @@ func (l *sketchLab) memory() []memoryRow {
 	sample := min(l.cfg.N, sampleIDs)
 	mapBytes := measureMapBytes(sample, ks)
 	f := filter.CuckooFingerprintBits(p)
-	cf, _ := filter.NewCuckooFilter(uint64(sample), f)
+	cf, _ := filter.NewCuckooTableFilter(uint64(sample), f)
 	cblob, _ := cf.MarshalBinary()
 	hllBytes, hllEnc := measureHLLBytes(min(l.cfg.N, 200_000), ks)
 	return []memoryRow{
@@ -52,7 +52,7 @@ func (l *sketchLab) memory() []memoryRow {
 			"membership, "+pct(p)+" false positives, no delete", fmt.Sprintf("filter.BloomBitsPerKey(p) = %.2f bits/ID", filter.BloomBitsPerKey(p))),
 		row(fmt.Sprintf("cuckoo (f = %d)", f), float64(len(cblob))/float64(sample)*n,
 			"membership, ≤ "+pct(8/math.Exp2(float64(f)))+" false positives, delete",
-			fmt.Sprintf("filter.NewCuckooFilter at %s IDs, scaled", commas(int64(sample)))),
+			fmt.Sprintf("filter.NewCuckooTableFilter at %s IDs, scaled", commas(int64(sample)))),
 		row("bitmap (dense integer IDs 0..n−1)", n/8, "membership, exact; only for dense integer IDs", "n bits"),
 		row("HyperLogLog (sketchcol, Redis format)", float64(hllBytes), "count only, ±0.81% standard error; not membership",
 			fmt.Sprintf("sketchcol.HLL.Bytes(), %s encoding", hllEnc)),

@@ -10,7 +10,7 @@ import (
 )
 
 // bloomScaling fills three Bloom values of the same initial geometry past
-// their capacity: a plain filter.BloomFilter (it drifts), sketchcol's
+// their capacity: a plain filter.StandardBloomFilter (it drifts), sketchcol's
 // ScalableBloom (it stacks sub-filters, RedisBloom-style) and a
 // non-scaling ScalableBloom (it refuses with ErrFilterFull).
 type bloomScaling struct {
@@ -39,7 +39,7 @@ var scalingFills = []float64{0.5, 1, 1.5, 2, 3, 4, 6, 8}
 
 func (l *sketchLab) bloomScaling() (*bloomScaling, error) {
 	c := l.cfg
-	single, err := filter.NewBloomFilter(uint64(c.Capacity), c.Rate)
+	single, err := filter.NewStandardBloomFilter(uint64(c.Capacity), c.Rate)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (l *sketchLab) bloomScaling() (*bloomScaling, error) {
 
 func printBloomScaling(w io.Writer, bs *bloomScaling) {
 	fmt.Fprintf(w, "2. Bloom values past capacity: sized for %s items at %s\n", commas(int64(bs.Capacity)), pct(bs.Rate))
-	fmt.Fprintf(w, "   one filter.BloomFilter, against sketchcol.ScalableBloom (expansion %d: each sub-filter ×%d capacity at half the error rate)\n",
+	fmt.Fprintf(w, "   one filter.StandardBloomFilter, against sketchcol.ScalableBloom (expansion %d: each sub-filter ×%d capacity at half the error rate)\n",
 		bs.Expansion, bs.Expansion)
 	fmt.Fprintf(w, "%6s %11s | %10s %9s %10s | %10s %10s %5s %10s\n", "fill", "items", "one FPR", "bits set", "size",
 		"scalable", "expected", "subs", "size")
@@ -116,7 +116,7 @@ func printBloomScaling(w io.Writer, bs *bloomScaling) {
 	fmt.Fprintln(w)
 }
 
-// cuckooLoad fills filter.CuckooFilter (fixed size, f-bit fingerprints) to
+// cuckooLoad fills filter.CuckooTableFilter (fixed size, f-bit fingerprints) to
 // ErrFull, measuring on the way, then deletes half its keys; and fills
 // sketchcol's scalable cuckoo value (RedisBloom: 8-bit fingerprints,
 // sub-filters stacked when full) well past its capacity.
@@ -155,7 +155,7 @@ type cuckooScalingRow struct {
 func (l *sketchLab) cuckooLoad() (*cuckooLoad, error) {
 	c := l.cfg
 	f := filter.CuckooFingerprintBits(c.Rate)
-	cf, err := filter.NewCuckooFilter(uint64(c.Capacity), f)
+	cf, err := filter.NewCuckooTableFilter(uint64(c.Capacity), f)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (l *sketchLab) cuckooScaling(cl *cuckooLoad) error {
 }
 
 func printCuckooLoad(w io.Writer, cl *cuckooLoad) {
-	fmt.Fprintf(w, "3. Cuckoo values. filter.CuckooFilter sized for %s keys, f = %d (%s): filling up, then deleting\n",
+	fmt.Fprintf(w, "3. Cuckoo values. filter.CuckooTableFilter sized for %s keys, f = %d (%s): filling up, then deleting\n",
 		commas(int64(cl.Capacity)), cl.FingerprintBits, humanBytes(int64(cl.Bytes)))
 	fmt.Fprintf(w, "%11s %7s %10s %10s\n", "keys", "load", "measured", "theory")
 	for _, r := range cl.Rows {

@@ -28,10 +28,10 @@ type FileMetadata struct {
 
 func (m *FileMetadata) validate() error {
 	if base.CompareInternal(m.Smallest, m.Largest) > 0 {
-		return fmt.Errorf("table %06d: smallest %s > largest %s", m.FileNum, m.Smallest, m.Largest)
+		return fmt.Errorf("table %s: smallest %s > largest %s", base.FileName(base.FileTypeTable, m.FileNum), m.Smallest, m.Largest)
 	}
 	if m.SmallestSeq > m.LargestSeq {
-		return fmt.Errorf("table %06d: seqnum range %d > %d", m.FileNum, m.SmallestSeq, m.LargestSeq)
+		return fmt.Errorf("table %s: seqnum range %d > %d", base.FileName(base.FileTypeTable, m.FileNum), m.SmallestSeq, m.LargestSeq)
 	}
 	return nil
 }

@@ -94,13 +94,13 @@ func (v *Version) Apply(e *VersionEdit, onZero func([]*FileMetadata)) (*Version,
 		}
 	}
 	for _, d := range deleted {
-		return nil, base.CorruptionErrorf("manifest: deleting table %06d from cf %d L%d, which does not hold it", d.FileNum, d.CF, d.Level)
+		return nil, base.CorruptionErrorf("manifest: deleting table %s from cf %d L%d, which does not hold it", base.FileName(base.FileTypeTable, d.FileNum), d.CF, d.Level)
 	}
 	touched := map[*Levels]map[int]bool{}
 	for _, n := range e.NewFiles {
 		lv, ok := nv.CFs[n.CF]
 		if !ok {
-			return nil, base.CorruptionErrorf("manifest: table %06d added to unknown column family %d", n.Meta.FileNum, n.CF)
+			return nil, base.CorruptionErrorf("manifest: table %s added to unknown column family %d", base.FileName(base.FileTypeTable, n.Meta.FileNum), n.CF)
 		}
 		lv[n.Level] = append(lv[n.Level][:len(lv[n.Level]):len(lv[n.Level])], n.Meta)
 		if touched[lv] == nil {
@@ -154,7 +154,7 @@ func (v *Version) CheckLevels() error {
 		for level, files := range lv {
 			for i, f := range files {
 				if seen[f.FileNum] {
-					return base.CorruptionErrorf("manifest: table %06d appears twice", f.FileNum)
+					return base.CorruptionErrorf("manifest: table %s appears twice", base.FileName(base.FileTypeTable, f.FileNum))
 				}
 				seen[f.FileNum] = true
 				if err := f.validate(); err != nil {
@@ -166,14 +166,14 @@ func (v *Version) CheckLevels() error {
 				prev := files[i-1]
 				if level == 0 {
 					if prev.LargestSeq < f.LargestSeq {
-						return base.CorruptionErrorf("manifest: cf %d L0: %06d (seq %d) ordered before newer %06d (seq %d)",
-							cfID, prev.FileNum, prev.LargestSeq, f.FileNum, f.LargestSeq)
+						return base.CorruptionErrorf("manifest: cf %d L0: %s (seq %d) ordered before newer %s (seq %d)",
+							cfID, base.FileName(base.FileTypeTable, prev.FileNum), prev.LargestSeq, base.FileName(base.FileTypeTable, f.FileNum), f.LargestSeq)
 					}
 					continue
 				}
 				if bytes.Compare(prev.Largest.UserKey, f.Smallest.UserKey) >= 0 {
-					return base.CorruptionErrorf("manifest: cf %d L%d: %06d [%s] overlaps %06d [%s]",
-						cfID, level, prev.FileNum, prev.Largest, f.FileNum, f.Smallest)
+					return base.CorruptionErrorf("manifest: cf %d L%d: %s [%s] overlaps %s [%s]",
+						cfID, level, base.FileName(base.FileTypeTable, prev.FileNum), prev.Largest, base.FileName(base.FileTypeTable, f.FileNum), f.Smallest)
 				}
 			}
 		}

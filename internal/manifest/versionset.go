@@ -180,13 +180,13 @@ func (vs *VersionSet) replay(num uint64) error {
 		for _, files := range lv {
 			for _, f := range files {
 				if f.FileNum >= vs.nextFileNum.Load() {
-					return base.CorruptionErrorf("manifest %s: table %06d >= next file number %d", name, f.FileNum, vs.nextFileNum.Load())
+					return base.CorruptionErrorf("manifest %s: table %s >= next file number %d", name, base.FileName(base.FileTypeTable, f.FileNum), vs.nextFileNum.Load())
 				}
 			}
 		}
 	}
 	if vs.logNum >= vs.nextFileNum.Load() && vs.logNum != 0 {
-		return base.CorruptionErrorf("manifest %s: log number %d >= next file number %d", name, vs.logNum, vs.nextFileNum.Load())
+		return base.CorruptionErrorf("manifest %s: WAL %s >= next file number %d", name, base.FileName(base.FileTypeLog, vs.logNum), vs.nextFileNum.Load())
 	}
 	v.Ref()
 	vs.current = v

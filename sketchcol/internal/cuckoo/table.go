@@ -6,8 +6,8 @@
 // power-of-two number of buckets and a configurable number of evictions
 // (MAXITERATIONS).
 //
-// It exists beside filter.CuckooFilter because that type fixes 4 slots per
-// bucket and 500 evictions and keeps its eviction random state outside its
+// It exists beside filter.CuckooTableFilter because that type fixes 4 slots
+// per bucket and 500 evictions and keeps its eviction random state outside its
 // encoding; here every choice is a function of the table and the item, so
 // replaying the same operations on a decoded copy gives the same bytes.
 //
