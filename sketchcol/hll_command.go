@@ -5,6 +5,9 @@ import (
 	"fmt"
 )
 
+// Per-command helpers for HyperLogLog values; see bloom_command.go for the
+// Reply/Op pattern.
+
 // PFCountValues returns PFCOUNT over HLL values: for one value its cached
 // cardinality when valid (computed otherwise), for several the estimate
 // of their union (no cache involved, as in Redis). Missing keys are
