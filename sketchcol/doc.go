@@ -56,10 +56,10 @@
 //     CFReserveOptions).
 //
 // What all three share: kind.go (the kind byte every value and operand
-// starts with, KindOf), operand.go (the set operand of Restore, and the
-// decoding of any value or operand into its layer's type), merger.go
-// (Merger), store.go (Store, Open, Dump, Restore, the per-key locks),
-// store_batch.go (Batch), errors.go, and murmur.go (the hash HLL
+// starts with: KindOf, expectKind), operand.go (the set operand of Restore,
+// and the decoding of any value or operand into its sketch's type),
+// merger.go (Merger), store.go (Store, Open, Dump, Restore, the per-key
+// locks), store_batch.go (Batch), errors.go, and murmur.go (the hash HLL
 // positions come from). A Bloom value stacks the filter package's
 // BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
 //
