@@ -9,8 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // lsmbench filters: the filter laboratory. Three experiments on the filter
@@ -139,47 +137,6 @@ func parseFilterFlags(args []string, out io.Writer) (filterLabConfig, error) {
 	}
 	slices.Sort(c.Overfill)
 	return c, nil
-}
-
-func setList(dst *[]string, s string, known []string) error {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		if !slices.Contains(known, v) {
-			return fmt.Errorf("unknown %q (known: %s)", v, strings.Join(known, ", "))
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return errors.New("empty list")
-	}
-	*dst = out
-	return nil
-}
-
-func parseFloats(s string, lo, hi float64) ([]float64, error) {
-	var out []float64
-	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", v)
-		}
-		if !(f >= lo && f <= hi) {
-			return nil, fmt.Errorf("%v is outside [%v, %v]", f, lo, hi)
-		}
-		out = append(out, f)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("empty list")
-	}
-	return out, nil
 }
 
 // filterLabReport is the -json document of lsmbench filters.
