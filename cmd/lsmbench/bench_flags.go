@@ -108,16 +108,8 @@ func defaultConfig() config {
 // parseBenchFlags parses the engine benchmark's command line.
 func parseBenchFlags(args []string, out io.Writer) (config, error) {
 	c := defaultConfig()
-	fs := newBenchFlags(&c, out)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, &usageError{msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return c, usagef("unexpected argument %q (subcommands: filters, sketches; flags start with -)", fs.Arg(0))
+	if err := parseFlags(newBenchFlags(&c, out), args, " (subcommands: filters, sketches; flags start with -)"); err != nil {
+		return c, err
 	}
 	if c.Reads < 0 {
 		c.Reads = min(c.Num, defaultMaxReads)
@@ -177,10 +169,8 @@ func (c *config) validate() error {
 		return usagef("-use_existing_db needs -db DIR")
 	case c.JSON && c.CSV:
 		return usagef("-json and -csv are exclusive")
-	case !slices.Contains([]string{"auto", "on", "off"}, c.Progress):
-		return usagef("-progress must be auto, on or off, got %q", c.Progress)
 	}
-	return nil
+	return checkProgress(c.Progress)
 }
 
 // policy returns the filter policy the flags select.

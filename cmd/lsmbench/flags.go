@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strconv"
@@ -150,4 +152,38 @@ func parseFloats(s string, lo, hi float64) ([]float64, error) {
 		return nil, errors.New("empty list")
 	}
 	return out, nil
+}
+
+// parseFlags parses args with fs, which then returns its errors instead
+// of printing them: -h gives flag.ErrHelp, any other mistake a usage
+// error, as does an argument left over (its message ending in hint).
+func parseFlags(fs *flag.FlagSet, args []string, hint string) error {
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q%s", fs.Arg(0), hint)
+	}
+	return nil
+}
+
+// checkProgress checks a -progress flag.
+func checkProgress(mode string) error {
+	switch mode {
+	case "auto", "on", "off":
+		return nil
+	}
+	return usagef("-progress must be auto, on or off, got %q", mode)
+}
+
+// printUsage prints a program's usage: text, its flags with their
+// defaults, then tail.
+func printUsage(w io.Writer, text string, fs *flag.FlagSet, tail string) {
+	fmt.Fprint(w, text)
+	fs.PrintDefaults()
+	fmt.Fprint(w, tail)
 }

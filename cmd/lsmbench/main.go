@@ -67,7 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func benchUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: lsmbench [flags]            engine benchmark (db_bench style)
+	c := defaultConfig()
+	printUsage(w, `usage: lsmbench [flags]            engine benchmark (db_bench style)
        lsmbench filters [flags]    filter lab (FPR vs bits/key, vs k, overfill; CSV + SVG)
        lsmbench sketches [flags]   sketch lab (memory per structure, Bloom/cuckoo values)
 
@@ -85,11 +86,7 @@ Benchmarks (-benchmarks, run in the order given):
                                  (sketchcol.Store; blind unless -sketch_reply), checked after
 
 Flags:
-`)
-	c := defaultConfig()
-	fs := newBenchFlags(&c, w)
-	fs.PrintDefaults()
-	fmt.Fprint(w, `
+`, newBenchFlags(&c, w), `
 Examples:
   lsmbench -num=100k -benchmarks=fillseq,readrandom,readmissing -filter=cuckoo -fingerprint_bits=12
   lsmbench -db=/tmp/b -benchmarks=fillrandom,compact && lsmbench -db=/tmp/b -use_existing_db -benchmarks=readhot -threads=2
