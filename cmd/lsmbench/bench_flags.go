@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -118,22 +116,7 @@ func parseBenchFlags(args []string, out io.Writer) (config, error) {
 }
 
 func (c *config) setBenchmarks(s string) error {
-	var list []string
-	for _, name := range strings.Split(s, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		if !slices.Contains(benchNames, name) {
-			return fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(benchNames, ", "))
-		}
-		list = append(list, name)
-	}
-	if len(list) == 0 {
-		return errors.New("empty benchmark list")
-	}
-	c.Benchmarks = list
-	return nil
+	return setNamedList(&c.Benchmarks, s, benchNames, "benchmark ")
 }
 
 // validate reports the first setting that makes no sense.

@@ -113,7 +113,14 @@ func parseSize(s string) (int64, error) {
 	return int64(v), nil
 }
 
+// setList is setNamedList for lab flags (-policies, -sections).
 func setList(dst *[]string, s string, known []string) error {
+	return setNamedList(dst, s, known, "")
+}
+
+// setNamedList sets *dst to the comma-separated names in s, each one of
+// known; noun (with its trailing space, or "") names them in errors.
+func setNamedList(dst *[]string, s string, known []string, noun string) error {
 	var out []string
 	for _, v := range strings.Split(s, ",") {
 		v = strings.TrimSpace(v)
@@ -121,12 +128,12 @@ func setList(dst *[]string, s string, known []string) error {
 			continue
 		}
 		if !slices.Contains(known, v) {
-			return fmt.Errorf("unknown %q (known: %s)", v, strings.Join(known, ", "))
+			return fmt.Errorf("unknown %s%q (known: %s)", noun, v, strings.Join(known, ", "))
 		}
 		out = append(out, v)
 	}
 	if len(out) == 0 {
-		return errors.New("empty list")
+		return fmt.Errorf("empty %slist", noun)
 	}
 	*dst = out
 	return nil
