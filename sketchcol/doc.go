@@ -23,6 +23,53 @@
 //
 // FORMAT.md specifies every byte of every value and operand.
 //
+// # Where things are
+//
+// Each sketch's files are named <sketch>_<layer>.go, so one sketch's files
+// sort together and the suffix says the layer. From the bottom up:
+//
+//	layer                  HyperLogLog      Bloom              cuckoo
+//	value type             hll.go           bloom.go           cuckoo.go
+//	                       hll_estimate.go
+//	value bytes            hll_codec.go     bloom_codec.go     cuckoo_codec.go
+//	operand and fold       hll_merge.go     bloom_merge.go     cuckoo_merge.go
+//	per-command Reply/Op   hll_command.go   bloom_command.go   cuckoo_command.go
+//	Store command          hll_store.go     bloom_store.go     cuckoo_store.go
+//
+// The rows:
+//
+//   - value type: the decoded sketch and its Redis semantics — HLL
+//     (hll_estimate.go holds its cardinality estimator), ScalableBloom
+//     with BloomSpec and BFInfo, CuckooFilter with CuckooSpec and CFInfo.
+//   - value bytes: ParseHLL and HLL.Bytes, ParseBloom and
+//     ScalableBloom.MarshalBinary, ParseCuckoo and
+//     CuckooFilter.MarshalBinary.
+//   - operand and fold: the decoded operand (hllOp, bloomOp, cuckooOp),
+//     its encoding and decoding, how it applies to a value, and the fold
+//     PartialMerge uses (foldHLLOps, foldBloomOps, foldCuckooOps).
+//   - per-command Reply/Op: the exported functions over bytes described
+//     above — PFAddReply, PFAddOp, PFMergeOp, PFCountValues, RefreshHLL;
+//     BFAddReply, BFAddOp, BFReserveOp, BFExistsReply, ...; CFAddReply,
+//     CFAddOp, CFDelOp, CFReserveOp, CFCountReply, ...
+//   - Store command: the Store's methods PF*, BF* and CF*, with the
+//     options they take (BFReserveOptions, BFInsertOptions,
+//     CFReserveOptions).
+//
+// What all three share: kind.go (the kind byte every value and operand
+// starts with: KindOf, expectKind), operand.go (the set operand of Restore,
+// and the decoding of any value or operand into its sketch's type),
+// merger.go (Merger), store.go (Store, Open, Dump, Restore, the per-key
+// locks), store_batch.go (Batch), errors.go, and murmur.go (the hash HLL
+// positions come from). A Bloom value stacks the filter package's
+// BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
+//
+// Tests follow the same names: hll_test.go, bloom_test.go and
+// cuckoo_test.go test a sketch's value, its bytes and its Reply functions;
+// hll_store_test.go, bloom_store_test.go and cuckoo_store_test.go run the
+// Store's commands as tables (on the harness of store_test.go).
+// merger_test.go and fuzz_test.go test the operands and the merge of all
+// three sketches, and the other store_*_test.go test the Store as a whole.
+//
 // # Choosing a sketch
 //
 //   - HyperLogLog counts distinct elements in 12 KB (0.81% standard

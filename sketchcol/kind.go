@@ -1,5 +1,7 @@
 package sketchcol
 
+import "fmt"
+
 // Every value and operand of the sketch column family starts with a kind
 // byte; all but the HyperLogLog value (whose first byte is the 'H' of
 // Redis's "HYLL") follow it with a version byte. The codes are one linear
@@ -88,4 +90,21 @@ func KindOf(value []byte) (Kind, error) {
 		return KindCuckoo, nil
 	}
 	return KindNone, corruptf("not a sketch value: %s (kind byte %#02x)", kindName(value[0]), value[0])
+}
+
+// expectKind checks that a stored value (nil = missing key) holds want:
+// ErrWrongType when it holds another kind of sketch, an error wrapping
+// ErrCorruption when it is no sketch value at all.
+func expectKind(cur []byte, want Kind) error {
+	if cur == nil {
+		return nil
+	}
+	k, err := KindOf(cur)
+	if err != nil {
+		return err
+	}
+	if k != want {
+		return fmt.Errorf("%w: key holds a %s, not a %s", ErrWrongType, k, want)
+	}
+	return nil
 }

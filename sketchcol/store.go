@@ -108,10 +108,12 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 	return s, nil
 }
 
-// CF returns the column family the Store writes (for Compact, Metrics and
-// iteration). Writing it directly bypasses the Store's validation: a value
-// that is not a sketch makes the Store's commands on that key fail.
-func (s *Store) CF() *sieve.ColumnFamily { return s.cf }
+// ColumnFamily returns the column family the Store writes (for Compact,
+// Metrics and iteration). Writing it directly bypasses the Store's
+// validation: a value that is not a sketch makes the Store's commands on
+// that key fail. (It is not called CF: every CF* method of the package is
+// a cuckoo filter command.)
+func (s *Store) ColumnFamily() *sieve.ColumnFamily { return s.cf }
 
 // lock locks key's stripe and returns its unlock.
 func (s *Store) lock(key []byte) func() {

@@ -112,7 +112,7 @@ func BenchmarkStorePFCount(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := s.CF().Compact(nil, nil); err != nil {
+		if err := s.ColumnFamily().Compact(nil, nil); err != nil {
 			b.Fatal(err)
 		}
 		v, err := s.Dump(key)
@@ -121,7 +121,7 @@ func BenchmarkStorePFCount(b *testing.B) {
 		}
 		stale := append([]byte(nil), v...)
 		stale[15] |= hllCardInvalid
-		if err := s.CF().Put([]byte("stale"), stale, nil); err != nil {
+		if err := s.ColumnFamily().Put([]byte("stale"), stale, nil); err != nil {
 			b.Fatal(err)
 		}
 		if err := s.Restore([]byte("ops"), v); err != nil {
@@ -236,13 +236,13 @@ func BenchmarkStoreCompact(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				before := s.CF().Metrics().Compaction.BytesRead
+				before := s.ColumnFamily().Metrics().Compaction.BytesRead
 				b.StartTimer()
-				if err := s.CF().Compact(nil, nil); err != nil {
+				if err := s.ColumnFamily().Compact(nil, nil); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
-				read += s.CF().Metrics().Compaction.BytesRead - before
+				read += s.ColumnFamily().Metrics().Compaction.BytesRead - before
 				b.StartTimer()
 			}
 			b.ReportMetric(float64(b.N*keys)/b.Elapsed().Seconds(), "keys/s")

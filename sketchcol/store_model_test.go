@@ -438,7 +438,7 @@ func TestStoreCompactionEquivalence(t *testing.T) {
 	}
 
 	require.NoError(t, s.db.Flush())
-	require.NoError(t, s.CF().Compact(nil, nil))
+	require.NoError(t, s.ColumnFamily().Compact(nil, nil))
 	merges := s.merger.fullMerges.Load()
 	for _, key := range w.m.keys() {
 		d, err := s.Dump(k(key))
@@ -453,7 +453,7 @@ func TestStoreCompactionEquivalence(t *testing.T) {
 		if !ok {
 			continue
 		}
-		v, err := s.CF().Get(k(key))
+		v, err := s.ColumnFamily().Get(k(key))
 		require.NoError(t, err)
 		hdr, err := parseHLLHeader(v)
 		require.NoError(t, err)
@@ -483,7 +483,7 @@ func TestStorePFCountReads(t *testing.T) {
 	require.Equal(t, int64(20), n)
 	require.Equal(t, before+1, s.merger.fullMerges.Load(), "operands merged by the read")
 
-	require.NoError(t, s.CF().Compact(nil, nil))
+	require.NoError(t, s.ColumnFamily().Compact(nil, nil))
 	before = s.merger.fullMerges.Load()
 	probed := tablesProbed(s.db)
 	n, err = s.PFCount(k("h"))

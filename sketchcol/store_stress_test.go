@@ -1444,7 +1444,7 @@ func (s *stress) maintain(stop <-chan struct{}, rng *rand.Rand) {
 					lo, hi = hi, lo
 				}
 			}
-			if err := s.st.CF().Compact(lo, hi); err != nil {
+			if err := s.st.ColumnFamily().Compact(lo, hi); err != nil {
 				s.violation("Compact(%q, %q): %v", lo, hi, err)
 			}
 			s.manCompac.Add(1)
@@ -1484,7 +1484,7 @@ func (s *stress) maintain(stop <-chan struct{}, rng *rand.Rand) {
 // a compaction): the bytes must be the same.
 func (s *stress) snapshotCheck(rng *rand.Rand) {
 	s.snapshots.Add(1)
-	cf := s.st.CF()
+	cf := s.st.ColumnFamily()
 	var key []byte
 	var check func(v []byte)
 	kind := rng.IntN(3)
@@ -1714,7 +1714,7 @@ func (s *stress) compareDumps() {
 // checkIterator scans the sketch column family: exactly the keys recorded,
 // each with its recorded value.
 func (s *stress) checkIterator(stage string) {
-	it := s.st.CF().NewIter(nil)
+	it := s.st.ColumnFamily().NewIter(nil)
 	seen := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		want, had := s.dumps[string(it.Key())]

@@ -101,8 +101,8 @@ func TestStoreWrongType(t *testing.T) {
 	// A value written around the Store that is no sketch at all: every
 	// command refuses it, as Redis refuses a string that is not an HLL,
 	// and the error also says it is corrupt (the Store never writes one).
-	require.NoError(t, s.CF().Put(k("plain"), []byte("just a string"), sieve.Sync))
-	require.NoError(t, s.CF().Put(k("empty"), []byte{}, sieve.Sync))
+	require.NoError(t, s.ColumnFamily().Put(k("plain"), []byte("just a string"), sieve.Sync))
+	require.NoError(t, s.ColumnFamily().Put(k("empty"), []byte{}, sieve.Sync))
 	for _, key := range [][]byte{k("plain"), k("empty")} {
 		for _, cmds := range storeCommands(key) {
 			for name, c := range cmds {
@@ -114,7 +114,7 @@ func TestStoreWrongType(t *testing.T) {
 		_, err := s.Dump(key)
 		require.ErrorIs(t, err, ErrCorruption)
 	}
-	v, err := s.CF().Get(k("plain"))
+	v, err := s.ColumnFamily().Get(k("plain"))
 	require.NoError(t, err)
 	require.Equal(t, []byte("just a string"), v, "nothing was written over it")
 }

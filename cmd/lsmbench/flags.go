@@ -9,57 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/sievedb/sieve"
-	"github.com/sievedb/sieve/filter"
-	"github.com/sievedb/sieve/sstable"
 )
 
-// benchNames lists every benchmark -benchmarks accepts, in the order the
-// usage text shows them. "flush" and "compact" are steps rather than
-// measured workloads, as in db_bench.
-var benchNames = []string{
-	"fillseq", "fillrandom", "overwrite", "flush", "compact",
-	"readrandom", "readmissing", "readhot", "seekrandom", "scan",
-	"pfadd", "bfadd",
-}
-
-const defaultBenchmarks = "fillrandom,compact,readrandom,readmissing,seekrandom"
-
-// defaultMaxReads caps the default -reads (which is -num otherwise): 200k
-// random reads measure a steady state and a filter's rate to ±0.04% at 1%,
-// and keep the default run well under a minute on two busy cores.
-const defaultMaxReads = 200_000
-
-// config is the parsed command line of the engine benchmark.
-type config struct {
-	Benchmarks      []string `json:"benchmarks"`
-	Num             int      `json:"num"`
-	Reads           int      `json:"reads"`
-	KeySize         int      `json:"key_size"`
-	ValueSize       int      `json:"value_size"`
-	CompressRatio   float64  `json:"compression_ratio"`
-	Filter          string   `json:"filter"`
-	BitsPerKey      float64  `json:"bits_per_key"`
-	FingerprintBits int      `json:"fingerprint_bits"`
-	CacheSize       int64    `json:"cache_size"`
-	MemTableSize    int64    `json:"memtable_size"`
-	BlockSize       int64    `json:"block_size"`
-	Compression     string   `json:"compression"`
-	Sync            bool     `json:"sync"`
-	Threads         int      `json:"threads"`
-	SeekNexts       int      `json:"seek_nexts"`
-	SketchKeys      int      `json:"sketch_keys"`
-	SketchReply     bool     `json:"sketch_reply"`
-	UseExistingDB   bool     `json:"use_existing_db"`
-	DB              string   `json:"db,omitempty"`
-	Seed            uint64   `json:"seed"`
-	JSON            bool     `json:"-"`
-	CSV             bool     `json:"-"`
-	Stats           bool     `json:"-"`
-	Progress        string   `json:"-"`
-	CPUProfile      string   `json:"-"`
-}
+// Flag types and parsing shared by the engine benchmark and the labs.
 
 // usageError is a mistake on the command line: main prints it with the
 // usage text and exits with status 2.
@@ -69,169 +21,6 @@ func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// newBenchFlags declares the engine benchmark's flags on a fresh FlagSet
-// bound to c, with c's current values as defaults.
-func newBenchFlags(c *config, out io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("lsmbench", flag.ContinueOnError)
-	fs.SetOutput(out)
-	fs.Func("benchmarks", "comma-separated `list` to run in order (default "+defaultBenchmarks+");\none of: "+strings.Join(benchNames, ", "), func(s string) error {
-		return c.setBenchmarks(s)
-	})
-	fs.Var((*countFlag)(&c.Num), "num", "number of keys to load (`n`; 20000, 20k, 1M, 1_000_000)")
-	fs.Var((*countFlag)(&c.Reads), "reads", "operations per read benchmark (`n`)")
-	fs.IntVar(&c.KeySize, "key_size", c.KeySize, "key size in `bytes` (>= 8: a scrambled 64-bit number, then '0' padding)")
-	fs.IntVar(&c.ValueSize, "value_size", c.ValueSize, "value size in `bytes`")
-	fs.Float64Var(&c.CompressRatio, "compression_ratio", c.CompressRatio, "values compress to about this `fraction` (db_bench's default 0.5)")
-	fs.StringVar(&c.Filter, "filter", c.Filter, "table filter `policy`: bloom (blocked), standardbloom, cuckoo or none")
-	fs.Float64Var(&c.BitsPerKey, "bits_per_key", c.BitsPerKey, "`bits` per key of the bloom and standardbloom filters")
-	fs.IntVar(&c.FingerprintBits, "fingerprint_bits", c.FingerprintBits, "fingerprint `bits` of the cuckoo filter (4..16)")
-	fs.Var((*sizeFlag)(&c.CacheSize), "cache_size", "block cache `size` (bytes, or 64KiB, 8MiB, 1GiB); 0 disables the cache")
-	fs.Var((*sizeFlag)(&c.MemTableSize), "memtable_size", "memtable `size` (>= 64KiB)")
-	fs.Var((*sizeFlag)(&c.BlockSize), "block_size", "target data block `size` (>= 256B)")
-	fs.StringVar(&c.Compression, "compression", c.Compression, "block `compression`: snappy or none")
-	fs.BoolVar(&c.Sync, "sync", c.Sync, "fsync the WAL on every write (sieve.Sync)")
-	fs.IntVar(&c.Threads, "threads", c.Threads, "concurrent `goroutines` per benchmark (writers split the keys, readers the -reads)")
-	fs.IntVar(&c.SeekNexts, "seek_nexts", c.SeekNexts, "Next calls after each seek in seekrandom (`n`; peerbench uses 10)")
-	fs.IntVar(&c.SketchKeys, "sketch_keys", c.SketchKeys, "HyperLogLogs (pfadd) or Bloom filters (bfadd) the adds are spread over (`n`)")
-	fs.BoolVar(&c.SketchReply, "sketch_reply", c.SketchReply, "pfadd and bfadd use the commands with Redis's reply (read, then write) instead of blind adds")
-	fs.BoolVar(&c.UseExistingDB, "use_existing_db", c.UseExistingDB, "reuse the database in -db (written earlier with the same -num and -key_size)")
-	fs.StringVar(&c.DB, "db", c.DB, "database `directory`, kept afterwards (default: a temporary directory, removed)")
-	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` of the access order (keys themselves do not depend on it)")
-	fs.BoolVar(&c.JSON, "json", c.JSON, "print the results as JSON (schema "+jsonSchema+") instead of the text report")
-	fs.BoolVar(&c.CSV, "csv", c.CSV, "print the results as CSV, one row per benchmark")
-	fs.BoolVar(&c.Stats, "stats", c.Stats, "print the engine's full Metrics at the end")
-	fs.StringVar(&c.Progress, "progress", c.Progress, "progress bars: `auto` (when stdout and stderr are terminals), on or off")
-	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile of the benchmarks to `file` (go tool pprof)")
-	return fs
-}
-
-func defaultConfig() config {
-	c := config{
-		Num: 1_000_000, Reads: -1, KeySize: 16, ValueSize: 100, CompressRatio: 0.5,
-		Filter: "bloom", BitsPerKey: 10, FingerprintBits: 12,
-		CacheSize: 8 << 20, MemTableSize: 32 << 20, BlockSize: sstable.DefaultBlockSize,
-		Compression: "snappy", Threads: 1, SeekNexts: 10, SketchKeys: 16, Seed: 1, Progress: "auto",
-	}
-	_ = c.setBenchmarks(defaultBenchmarks)
-	return c
-}
-
-// parseBenchFlags parses the engine benchmark's command line.
-func parseBenchFlags(args []string, out io.Writer) (config, error) {
-	c := defaultConfig()
-	fs := newBenchFlags(&c, out)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, &usageError{msg: err.Error()}
-	}
-	if fs.NArg() > 0 {
-		return c, usagef("unexpected argument %q (subcommands: filters, sketches; flags start with -)", fs.Arg(0))
-	}
-	if c.Reads < 0 {
-		c.Reads = min(c.Num, defaultMaxReads)
-	}
-	return c, c.validate()
-}
-
-func (c *config) setBenchmarks(s string) error {
-	var list []string
-	for _, name := range strings.Split(s, ",") {
-		name = strings.TrimSpace(name)
-		if name == "" {
-			continue
-		}
-		if !slices.Contains(benchNames, name) {
-			return fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(benchNames, ", "))
-		}
-		list = append(list, name)
-	}
-	if len(list) == 0 {
-		return errors.New("empty benchmark list")
-	}
-	c.Benchmarks = list
-	return nil
-}
-
-// validate reports the first setting that makes no sense.
-func (c *config) validate() error {
-	switch {
-	case c.Num < 1:
-		return usagef("-num must be at least 1, got %d", c.Num)
-	case c.KeySize < 8 || c.KeySize > 1<<16:
-		return usagef("-key_size must be in [8, 65536] (keys carry a 64-bit number), got %d", c.KeySize)
-	case c.ValueSize < 0 || c.ValueSize > 64<<20:
-		return usagef("-value_size must be in [0, 64MiB], got %d", c.ValueSize)
-	case !(c.CompressRatio > 0 && c.CompressRatio <= 1):
-		return usagef("-compression_ratio must be in (0, 1], got %v", c.CompressRatio)
-	case !slices.Contains([]string{"bloom", "standardbloom", "cuckoo", "none"}, c.Filter):
-		return usagef("-filter must be bloom, standardbloom, cuckoo or none, got %q", c.Filter)
-	case !(c.BitsPerKey >= 1 && c.BitsPerKey <= 64):
-		return usagef("-bits_per_key must be in [1, 64], got %v", c.BitsPerKey)
-	case c.FingerprintBits < 4 || c.FingerprintBits > 16:
-		return usagef("-fingerprint_bits must be in [4, 16], got %d", c.FingerprintBits)
-	case c.MemTableSize < 64<<10 || c.MemTableSize > 4<<30:
-		return usagef("-memtable_size must be in [64KiB, 4GiB], got %d", c.MemTableSize)
-	case c.BlockSize < 256 || c.BlockSize > 16<<20:
-		return usagef("-block_size must be in [256B, 16MiB], got %d", c.BlockSize)
-	case c.Compression != "snappy" && c.Compression != "none":
-		return usagef("-compression must be snappy or none, got %q", c.Compression)
-	case c.Threads < 1 || c.Threads > 1024:
-		return usagef("-threads must be in [1, 1024], got %d", c.Threads)
-	case c.SeekNexts < 0:
-		return usagef("-seek_nexts must not be negative, got %d", c.SeekNexts)
-	case c.SketchKeys < 1 || c.SketchKeys > 1_000_000:
-		return usagef("-sketch_keys must be in [1, 1000000], got %d", c.SketchKeys)
-	case c.UseExistingDB && c.DB == "":
-		return usagef("-use_existing_db needs -db DIR")
-	case c.JSON && c.CSV:
-		return usagef("-json and -csv are exclusive")
-	case !slices.Contains([]string{"auto", "on", "off"}, c.Progress):
-		return usagef("-progress must be auto, on or off, got %q", c.Progress)
-	}
-	return nil
-}
-
-// policy returns the filter policy the flags select.
-func (c *config) policy() filter.Policy {
-	switch c.Filter {
-	case "standardbloom":
-		return filter.StandardBloom(c.BitsPerKey)
-	case "cuckoo":
-		return filter.Cuckoo(c.FingerprintBits)
-	case "none":
-		return filter.None
-	}
-	return filter.Bloom(c.BitsPerKey)
-}
-
-// options returns the engine options the flags select.
-func (c *config) options() *sieve.Options {
-	o := &sieve.Options{
-		MemTableSize:   c.MemTableSize,
-		BlockSize:      int(c.BlockSize),
-		BlockCacheSize: c.CacheSize,
-		Compression:    sieve.SnappyCompression,
-		FilterPolicy:   c.policy(),
-	}
-	if c.CacheSize == 0 {
-		o.BlockCacheSize = -1 // sieve: 0 means "default", negative disables
-	}
-	if c.Compression == "none" {
-		o.Compression = sieve.NoCompression
-	}
-	return o
-}
-
-func (c *config) writeOptions() *sieve.WriteOptions {
-	if c.Sync {
-		return sieve.Sync
-	}
-	return sieve.NoSync
 }
 
 // countFlag is an operation or key count: 1000000, 1_000_000, 20k, 1M, 1e6.
@@ -322,4 +111,86 @@ func parseSize(s string) (int64, error) {
 		return 0, fmt.Errorf("%q is too large", s)
 	}
 	return int64(v), nil
+}
+
+// setList is setNamedList for lab flags (-policies, -sections).
+func setList(dst *[]string, s string, known []string) error {
+	return setNamedList(dst, s, known, "")
+}
+
+// setNamedList sets *dst to the comma-separated names in s, each one of
+// known; noun (with its trailing space, or "") names them in errors.
+func setNamedList(dst *[]string, s string, known []string, noun string) error {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if !slices.Contains(known, v) {
+			return fmt.Errorf("unknown %s%q (known: %s)", noun, v, strings.Join(known, ", "))
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return fmt.Errorf("empty %slist", noun)
+	}
+	*dst = out
+	return nil
+}
+
+func parseFloats(s string, lo, hi float64) ([]float64, error) {
+	var out []float64
+	for _, v := range strings.Split(s, ",") {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", v)
+		}
+		if !(f >= lo && f <= hi) {
+			return nil, fmt.Errorf("%v is outside [%v, %v]", f, lo, hi)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty list")
+	}
+	return out, nil
+}
+
+// parseFlags parses args with fs, which then returns its errors instead
+// of printing them: -h gives flag.ErrHelp, any other mistake a usage
+// error, as does an argument left over (its message ending in hint).
+func parseFlags(fs *flag.FlagSet, args []string, hint string) error {
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return &usageError{msg: err.Error()}
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q%s", fs.Arg(0), hint)
+	}
+	return nil
+}
+
+// checkProgress checks a -progress flag.
+func checkProgress(mode string) error {
+	switch mode {
+	case "auto", "on", "off":
+		return nil
+	}
+	return usagef("-progress must be auto, on or off, got %q", mode)
+}
+
+// printUsage prints a program's usage: text, its flags with their
+// defaults, then tail.
+func printUsage(w io.Writer, text string, fs *flag.FlagSet, tail string) {
+	fmt.Fprint(w, text)
+	fs.PrintDefaults()
+	fmt.Fprint(w, tail)
 }

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -50,36 +48,4 @@ func busyWarning(load float64) string {
 		return fmt.Sprintf("load average %.1f on %d CPUs: other processes compete for the CPUs, so times are inflated and tails long; compare ratios within one run", load, cpus)
 	}
 	return ""
-}
-
-// labRun measures one laboratory run (filters, sketches): wall and CPU time,
-// and the load average at its start.
-type labRun struct {
-	start time.Time
-	cpu   time.Duration
-	load  float64
-}
-
-func startLab() labRun { return labRun{start: time.Now(), cpu: cpuTime(), load: loadAverage()} }
-
-// elapsed is the run's wall time in seconds so far.
-func (r labRun) elapsed() float64 { return time.Since(r.start).Seconds() }
-
-// finish prints rep as one JSON document, or the files the run wrote and
-// what the run cost, with a warning when the machine was busy.
-func (r labRun) finish(stdout io.Writer, asJSON bool, rep any, files []string, wall float64) error {
-	if asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
-	}
-	fmt.Fprintf(stdout, "files (open the .svg in a browser):\n")
-	for _, f := range files {
-		fmt.Fprintf(stdout, "  %s\n", f)
-	}
-	fmt.Fprintf(stdout, "wall time %s, CPU time %s\n", seconds(wall), seconds((cpuTime() - r.cpu).Seconds()))
-	if warn := busyWarning(max(r.load, loadAverage())); warn != "" {
-		fmt.Fprintf(stdout, "warning: %s\n", warn)
-	}
-	return nil
 }

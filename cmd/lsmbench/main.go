@@ -12,6 +12,13 @@
 // positives (the measured false-positive rate beside the policy's
 // theoretical one), data blocks read and the block-cache hit rate. Run
 // "lsmbench -h", "lsmbench filters -h" or "lsmbench sketches -h" for flags.
+//
+// Each program's files carry its prefix: bench_*.go the engine benchmark,
+// filter_*.go the filter lab, sketch_*.go the sketch lab. lab.go is the
+// skeleton both labs run on (-out, -json, -progress, sections, files);
+// the unprefixed rest is shared by all three (flag parsing and usage,
+// keys, number formats, statistics, progress bars, the machine's load,
+// SVG charts).
 package main
 
 import (
@@ -67,7 +74,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func benchUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: lsmbench [flags]            engine benchmark (db_bench style)
+	c := defaultConfig()
+	printUsage(w, `usage: lsmbench [flags]            engine benchmark (db_bench style)
        lsmbench filters [flags]    filter lab (FPR vs bits/key, vs k, overfill; CSV + SVG)
        lsmbench sketches [flags]   sketch lab (memory per structure, Bloom/cuckoo values)
 
@@ -85,11 +93,7 @@ Benchmarks (-benchmarks, run in the order given):
                                  (sketchcol.Store; blind unless -sketch_reply), checked after
 
 Flags:
-`)
-	c := defaultConfig()
-	fs := newBenchFlags(&c, w)
-	fs.PrintDefaults()
-	fmt.Fprint(w, `
+`, newBenchFlags(&c, w), `
 Examples:
   lsmbench -num=100k -benchmarks=fillseq,readrandom,readmissing -filter=cuckoo -fingerprint_bits=12
   lsmbench -db=/tmp/b -benchmarks=fillrandom,compact && lsmbench -db=/tmp/b -use_existing_db -benchmarks=readhot -threads=2

@@ -1,9 +1,9 @@
 package sketchcol
 
-import (
-	"bytes"
-	"fmt"
-)
+import "bytes"
+
+// Per-command helpers for HyperLogLog values; see bloom_command.go for the
+// Reply/Op pattern.
 
 // PFCountValues returns PFCOUNT over HLL values: for one value its cached
 // cardinality when valid (computed otherwise), for several the estimate
@@ -65,23 +65,6 @@ func hllCountCached(v []byte) (n int64, computed bool, err error) {
 		return 0, false, err
 	}
 	return histo.estimate(), true, nil
-}
-
-// expectKind checks that a stored value (nil = missing key) holds want:
-// ErrWrongType when it holds another kind of sketch, an error wrapping
-// ErrCorruption when it is no sketch value at all.
-func expectKind(cur []byte, want Kind) error {
-	if cur == nil {
-		return nil
-	}
-	k, err := KindOf(cur)
-	if err != nil {
-		return err
-	}
-	if k != want {
-		return fmt.Errorf("%w: key holds a %s, not a %s", ErrWrongType, k, want)
-	}
-	return nil
 }
 
 // PFAddOp returns the blind merge operand of PFADD key elems...: the

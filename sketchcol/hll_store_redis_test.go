@@ -80,7 +80,7 @@ func TestStoreRedisInterop(t *testing.T) {
 			require.Equal(t, u, r.mustInt(t, "PFCOUNT", "union-bytes"))
 			_, err = r.do("DEL", "union", "from-sieve")
 			require.NoError(t, err)
-			require.NoError(t, s.CF().Delete(k("union"), nil))
+			require.NoError(t, s.ColumnFamily().Delete(k("union"), nil))
 		})
 	}
 }

@@ -120,7 +120,7 @@ func (b *bench) checkSketch(r *result) {
 	if err != nil {
 		r.Error = err.Error()
 	}
-	r.Notes = append(r.Notes, "sketch column family: "+shapeOf(b.store.CF().Metrics()).brief())
+	r.Notes = append(r.Notes, "sketch column family: "+shapeOf(b.store.ColumnFamily().Metrics()).brief())
 }
 
 // checkPFAdd compares the count of the union of the HLLs with the number

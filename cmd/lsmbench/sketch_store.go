@@ -87,11 +87,11 @@ func (l *sketchLab) storeSketches() (*storeRun, error) {
 		rates[i] = float64(len(ids)) / time.Since(start).Seconds()
 		ph.add(1)
 	}
-	if err := s.CF().Compact(nil, nil); err != nil {
+	if err := s.ColumnFamily().Compact(nil, nil); err != nil {
 		return nil, err
 	}
 	sr := &storeRun{IDs: c.Capacity, Rate: c.Rate}
-	for _, lv := range s.CF().Metrics().Levels {
+	for _, lv := range s.ColumnFamily().Metrics().Levels {
 		sr.TableBytes += lv.Size
 	}
 	standalone, err := standaloneSketches(c, ids)

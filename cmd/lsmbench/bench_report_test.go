@@ -11,41 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestNumberFormats(t *testing.T) {
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -1234: "-1,234"} {
-		require.Equal(t, want, commas(n))
-	}
-	for n, want := range map[int64]string{0: "0B", 1023: "1023B", 1024: "1.0KiB", 8 << 20: "8.0MiB", 3 << 30: "3.0GiB", 5 << 40: "5.0TiB"} {
-		require.Equal(t, want, humanBytes(n))
-	}
-	for r, want := range map[float64]string{0: "0%", 0.436: "43.6%", 0.0082: "0.82%", 0.000195: "0.0195%", 1: "100.0%"} {
-		require.Equal(t, want, pct(r))
-	}
-	for us, want := range map[float64]string{0.2345: "0.234", 12.345: "12.35", 123.45: "123.5", 4567.8: "4568"} {
-		require.Equal(t, want, micros(us))
-	}
-	require.Equal(t, "1%", fpct(0.01))
-	require.Equal(t, "0.1%", fpct(0.001))
-	require.Equal(t, "1.234s", seconds(1.2345))
-	require.Equal(t, "12.3s", seconds(12.34))
-}
-
-func TestWilson(t *testing.T) {
-	p, lo, hi := wilson(0, 0)
-	require.Zero(t, p+lo+hi)
-	p, lo, hi = wilson(0, 1000)
-	require.Zero(t, p)
-	require.Zero(t, lo)
-	require.InDelta(t, 0.0038, hi, 0.0002, "about 3.8/n with no hits")
-	p, lo, hi = wilson(80, 10000)
-	require.Equal(t, 0.008, p)
-	require.True(t, lo < p && p < hi)
-	require.InDelta(t, 1.96*math.Sqrt(p*(1-p)/10000), hi-p, 0.0002)
-	_, lo, hi = wilson(10, 10)
-	require.Equal(t, 1.0, hi)
-	require.Less(t, lo, 1.0)
-}
-
 func sampleResult() result {
 	return result{
 		Name: "readmissing", Ops: 200000, Threads: 1, Seconds: 0.2, OpsPerSec: 1e6, MicrosPerOp: 1, CPUMicrosPerOp: 0.9,

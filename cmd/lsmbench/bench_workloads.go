@@ -19,7 +19,7 @@ import (
 //	readhot      Get -reads random keys among a hot 1% of the keys.
 //	seekrandom   SeekGE to -reads random present keys, then -seek_nexts Nexts.
 //	scan         Walk -reads entries forward from First (wrapping around).
-//	pfadd bfadd  -num sketch adds through sketchcol.Store (sketchbench.go).
+//	pfadd bfadd  -num sketch adds through sketchcol.Store (bench_sketch.go).
 //
 // With -threads T each goroutine does 1/T of the operations; fills split
 // the keys into T disjoint ranges of the fill order.

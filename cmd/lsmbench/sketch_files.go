@@ -12,41 +12,29 @@ import (
 // The sketch lab's files: CSV per experiment and its chart.
 
 func writeSketchFiles(dir string, rep *sketchLabReport) ([]string, error) {
-	type file struct {
-		name  string
-		write func(io.Writer) error
-	}
-	var files []file
+	var files []labFile
 	if rep.Memory != nil {
-		files = append(files, file{"sketch_memory.csv", func(w io.Writer) error { return memoryCSV(w, rep.Memory) }})
+		files = append(files, labFile{"sketch_memory.csv", func(w io.Writer) error { return memoryCSV(w, rep.Memory) }})
 	}
 	if bs := rep.Bloom; bs != nil {
 		files = append(files,
-			file{"bloom_scaling.csv", func(w io.Writer) error { return bloomScalingCSV(w, bs) }},
-			file{"bloom_scaling.svg", func(w io.Writer) error { return bloomScalingChart(bs).writeSVG(w) }})
+			labFile{"bloom_scaling.csv", func(w io.Writer) error { return bloomScalingCSV(w, bs) }},
+			labFile{"bloom_scaling.svg", func(w io.Writer) error { return bloomScalingChart(bs).writeSVG(w) }})
 	}
 	if cl := rep.Cuckoo; cl != nil {
 		files = append(files,
-			file{"cuckoo_load.csv", func(w io.Writer) error { return cuckooCSV(w, cl) }},
-			file{"cuckoo_load.svg", func(w io.Writer) error { return cuckooLoadChart(cl).writeSVG(w) }})
+			labFile{"cuckoo_load.csv", func(w io.Writer) error { return cuckooCSV(w, cl) }},
+			labFile{"cuckoo_load.svg", func(w io.Writer) error { return cuckooLoadChart(cl).writeSVG(w) }})
 	}
 	if hs := rep.HLL; hs != nil {
 		files = append(files,
-			file{"hll_error.csv", func(w io.Writer) error { return hllCSV(w, hs) }},
-			file{"hll_error.svg", func(w io.Writer) error { return hllChart(hs).writeSVG(w) }})
+			labFile{"hll_error.csv", func(w io.Writer) error { return hllCSV(w, hs) }},
+			labFile{"hll_error.svg", func(w io.Writer) error { return hllChart(hs).writeSVG(w) }})
 	}
 	if sr := rep.Store; sr != nil {
-		files = append(files, file{"sketch_store.csv", func(w io.Writer) error { return storeCSV(w, sr) }})
+		files = append(files, labFile{"sketch_store.csv", func(w io.Writer) error { return storeCSV(w, sr) }})
 	}
-	var paths []string
-	for _, f := range files {
-		p, err := writeFile(dir, f.name, f.write)
-		if err != nil {
-			return paths, err
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
+	return writeFiles(dir, files)
 }
 
 func memoryCSV(w io.Writer, rows []memoryRow) error {

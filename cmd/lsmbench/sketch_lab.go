@@ -2,11 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"os"
 	"slices"
 )
 
@@ -32,25 +29,23 @@ import (
 // measure the Store under load.
 
 type sketchLabConfig struct {
-	N           int      `json:"n"`
-	Rate        float64  `json:"rate"`
-	Capacity    int      `json:"capacity"`
-	Probes      int      `json:"probes"`
-	KeySize     int      `json:"key_size"`
-	HLLMax      int      `json:"hll_max"`
-	HLLTrials   int      `json:"hll_trials"`
-	Sections    []string `json:"sections"`
-	Out         string   `json:"out"`
-	JSON        bool     `json:"-"`
-	Progress    string   `json:"-"`
-	outProvided bool
+	N         int      `json:"n"`
+	Rate      float64  `json:"rate"`
+	Capacity  int      `json:"capacity"`
+	Probes    int      `json:"probes"`
+	KeySize   int      `json:"key_size"`
+	HLLMax    int      `json:"hll_max"`
+	HLLTrials int      `json:"hll_trials"`
+	Sections  []string `json:"sections"`
+	labOutput
 }
 
 var sketchSections = []string{"memory", "bloom", "cuckoo", "hll", "store"}
 
 func defaultSketchLabConfig() sketchLabConfig {
 	return sketchLabConfig{N: 100_000_000, Rate: 0.01, Capacity: 100_000, Probes: 1_000_000, KeySize: 16,
-		HLLMax: 1_000_000, HLLTrials: 20, Sections: slices.Clone(sketchSections), Progress: "auto"}
+		HLLMax: 1_000_000, HLLTrials: 20, Sections: slices.Clone(sketchSections),
+		labOutput: labOutput{Progress: "auto"}}
 }
 
 func newSketchFlags(c *sketchLabConfig, out io.Writer) *flag.FlagSet {
@@ -66,26 +61,16 @@ func newSketchFlags(c *sketchLabConfig, out io.Writer) *flag.FlagSet {
 	fs.Func("sections", "`list` of experiments: memory, bloom, cuckoo, hll, store (default all)", func(s string) error {
 		return setList(&c.Sections, s, sketchSections)
 	})
-	fs.StringVar(&c.Out, "out", c.Out, "`directory` for the CSV files and SVG charts (default: a new temporary directory)")
-	fs.BoolVar(&c.JSON, "json", c.JSON, "print the results as one JSON document instead of tables")
-	fs.StringVar(&c.Progress, "progress", c.Progress, "progress bars: `auto`, on or off")
+	c.labOutput.flags(fs)
 	return fs
 }
 
 func parseSketchFlags(args []string, out io.Writer) (sketchLabConfig, error) {
 	c := defaultSketchLabConfig()
 	fs := newSketchFlags(&c, out)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, &usageError{msg: err.Error()}
+	if err := c.labOutput.parse(fs, args); err != nil {
+		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, usagef("unexpected argument %q", fs.Arg(0))
-	}
-	fs.Visit(func(f *flag.Flag) { c.outProvided = c.outProvided || f.Name == "out" })
 	switch {
 	case c.N < 1:
 		return c, usagef("-n must be at least 1")
@@ -101,10 +86,8 @@ func parseSketchFlags(args []string, out io.Writer) (sketchLabConfig, error) {
 		return c, usagef("-hll_max must be at least 1")
 	case c.HLLTrials < 1 || c.HLLTrials > 10000:
 		return c, usagef("-hll_trials must be in [1, 10000], got %d", c.HLLTrials)
-	case !slices.Contains([]string{"auto", "on", "off"}, c.Progress):
-		return c, usagef("-progress must be auto, on or off, got %q", c.Progress)
 	}
-	return c, nil
+	return c, checkProgress(c.Progress)
 }
 
 // sketchLabReport is the -json document of lsmbench sketches.
@@ -119,8 +102,7 @@ type sketchLabReport struct {
 	// Missing lists what the lab cannot measure yet (nothing now; kept
 	// for the schema).
 	Missing []string `json:"not_yet_available"`
-	Files   []string `json:"files"`
-	Seconds float64  `json:"seconds"`
+	labFiles
 }
 
 func runSketches(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -128,58 +110,40 @@ func runSketches(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if !c.outProvided {
-		if c.Out, err = os.MkdirTemp("", "lsmbench-sketches-"); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return err
-	}
-	run := startLab()
 	lab := &sketchLab{cfg: c, ctx: ctx, prog: newProgress(c.Progress, c.JSON, stdout, stderr)}
-	rep := &sketchLabReport{Schema: "sieve.lsmbench.sketches.v1", Config: &lab.cfg, Missing: []string{}, Files: []string{}}
-	text := func(f func(io.Writer)) {
-		if !c.JSON {
-			f(stdout)
-		}
-	}
-	for _, s := range c.Sections {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		switch s {
-		case "memory":
-			rep.Memory = lab.memory()
-			text(func(w io.Writer) { printMemory(w, &c, rep.Memory) })
-		case "bloom":
-			if rep.Bloom, err = lab.bloomScaling(); err != nil {
-				return err
+	rep := &sketchLabReport{Schema: "sieve.lsmbench.sketches.v1", Config: &lab.cfg, Missing: []string{},
+		labFiles: labFiles{Files: []string{}}}
+	return runLab(ctx, stdout, labSpec{
+		name: "sketches", out: &lab.cfg.labOutput, sections: c.Sections,
+		section: func(s string) (func(io.Writer), error) {
+			var err error
+			switch s {
+			case "memory":
+				rep.Memory = lab.memory()
+				return func(w io.Writer) { printMemory(w, &lab.cfg, rep.Memory) }, nil
+			case "bloom":
+				rep.Bloom, err = lab.bloomScaling()
+				return func(w io.Writer) { printBloomScaling(w, rep.Bloom) }, err
+			case "cuckoo":
+				rep.Cuckoo, err = lab.cuckooLoad()
+				return func(w io.Writer) { printCuckooLoad(w, rep.Cuckoo) }, err
+			case "hll":
+				rep.HLL = lab.hllSweep()
+				return func(w io.Writer) { printHLL(w, rep.HLL) }, nil
+			case "store":
+				rep.Store, err = lab.storeSketches()
+				return func(w io.Writer) { printStore(w, rep.Store) }, err
 			}
-			text(func(w io.Writer) { printBloomScaling(w, rep.Bloom) })
-		case "cuckoo":
-			if rep.Cuckoo, err = lab.cuckooLoad(); err != nil {
-				return err
-			}
-			text(func(w io.Writer) { printCuckooLoad(w, rep.Cuckoo) })
-		case "hll":
-			rep.HLL = lab.hllSweep()
-			text(func(w io.Writer) { printHLL(w, rep.HLL) })
-		case "store":
-			if rep.Store, err = lab.storeSketches(); err != nil {
-				return err
-			}
-			text(func(w io.Writer) { printStore(w, rep.Store) })
-		}
-	}
-	if rep.Files, err = writeSketchFiles(c.Out, rep); err != nil {
-		return err
-	}
-	rep.Seconds = run.elapsed()
-	return run.finish(stdout, c.JSON, rep, rep.Files, rep.Seconds)
+			return nil, nil
+		},
+		write:  func(dir string) ([]string, error) { return writeSketchFiles(dir, rep) },
+		report: rep, tail: &rep.labFiles,
+	})
 }
 
 func sketchesUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: lsmbench sketches [flags]
+	c := defaultSketchLabConfig()
+	printUsage(w, `usage: lsmbench sketches [flags]
 
 The sketch laboratory: memory per structure for n IDs at rate p; Bloom values
 past capacity (a plain filter drifts, sketchcol's scalable value stacks,
@@ -189,7 +153,5 @@ sketches written through the sketch column family (sketchcol.Store) into a
 temporary database and compacted. Writes CSV and SVG to -out.
 
 Flags:
-`)
-	c := defaultSketchLabConfig()
-	newSketchFlags(&c, w).PrintDefaults()
+`, newSketchFlags(&c, w), "")
 }

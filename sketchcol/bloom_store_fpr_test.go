@@ -42,7 +42,7 @@ func TestStoreBloomScaledFPR(t *testing.T) {
 			}
 		}
 	}
-	require.NoError(t, s.CF().Compact(nil, nil))
+	require.NoError(t, s.ColumnFamily().Compact(nil, nil))
 
 	var want []byte
 	for _, key := range []string{"reply", "blind"} {

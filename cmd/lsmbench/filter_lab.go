@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // lsmbench filters: the filter laboratory. Three experiments on the filter
@@ -28,22 +23,19 @@ import (
 // charts go to -out.
 
 type filterLabConfig struct {
-	N           int       `json:"n"`
-	Probes      int       `json:"probes"`
-	KeySize     int       `json:"key_size"`
-	Policies    []string  `json:"policies"`
-	Bits        []float64 `json:"bits_per_key"`
-	FPBits      []int     `json:"fingerprint_bits"`
-	KBits       float64   `json:"k_sweep_bits_per_key"`
-	KMax        int       `json:"k_max"`
-	Overfill    []float64 `json:"overfill"`
-	OverfillP   float64   `json:"overfill_rate"`
-	Sections    []string  `json:"sections"`
-	Out         string    `json:"out"`
-	Seed        uint64    `json:"seed"`
-	JSON        bool      `json:"-"`
-	Progress    string    `json:"-"`
-	outProvided bool
+	N         int       `json:"n"`
+	Probes    int       `json:"probes"`
+	KeySize   int       `json:"key_size"`
+	Policies  []string  `json:"policies"`
+	Bits      []float64 `json:"bits_per_key"`
+	FPBits    []int     `json:"fingerprint_bits"`
+	KBits     float64   `json:"k_sweep_bits_per_key"`
+	KMax      int       `json:"k_max"`
+	Overfill  []float64 `json:"overfill"`
+	OverfillP float64   `json:"overfill_rate"`
+	Sections  []string  `json:"sections"`
+	labOutput
+	Seed uint64 `json:"seed"`
 }
 
 func defaultFilterLabConfig() filterLabConfig {
@@ -56,7 +48,7 @@ func defaultFilterLabConfig() filterLabConfig {
 		Overfill:  []float64{0.5, 1, 1.5, 2, 2.5, 3},
 		OverfillP: 0.01,
 		Sections:  []string{"sweep", "k", "overfill"},
-		Seed:      1, Progress: "auto",
+		Seed:      1, labOutput: labOutput{Progress: "auto"},
 	}
 }
 
@@ -100,27 +92,17 @@ func newFilterFlags(c *filterLabConfig, out io.Writer) *flag.FlagSet {
 	fs.Func("sections", "`list` of experiments to run: sweep, k, overfill (default all)", func(s string) error {
 		return setList(&c.Sections, s, []string{"sweep", "k", "overfill"})
 	})
-	fs.StringVar(&c.Out, "out", c.Out, "`directory` for the CSV files and SVG charts (default: a new temporary directory)")
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` (the keys themselves are fixed; see the engine benchmark)")
-	fs.BoolVar(&c.JSON, "json", c.JSON, "print the results as one JSON document instead of tables")
-	fs.StringVar(&c.Progress, "progress", c.Progress, "progress bars: `auto`, on or off")
+	c.labOutput.flags(fs)
 	return fs
 }
 
 func parseFilterFlags(args []string, out io.Writer) (filterLabConfig, error) {
 	c := defaultFilterLabConfig()
 	fs := newFilterFlags(&c, out)
-	fs.Usage = func() {}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, err
-		}
-		return c, &usageError{msg: err.Error()}
+	if err := c.labOutput.parse(fs, args); err != nil {
+		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, usagef("unexpected argument %q", fs.Arg(0))
-	}
-	fs.Visit(func(f *flag.Flag) { c.outProvided = c.outProvided || f.Name == "out" })
 	switch {
 	case c.N < 1:
 		return c, usagef("-n must be at least 1")
@@ -134,52 +116,12 @@ func parseFilterFlags(args []string, out io.Writer) (filterLabConfig, error) {
 		return c, usagef("-k_max must be in [1, 64], got %d", c.KMax)
 	case !(c.OverfillP > 0 && c.OverfillP < 1):
 		return c, usagef("-overfill_rate must be in (0, 1), got %v", c.OverfillP)
-	case !slices.Contains([]string{"auto", "on", "off"}, c.Progress):
-		return c, usagef("-progress must be auto, on or off, got %q", c.Progress)
+	}
+	if err := checkProgress(c.Progress); err != nil {
+		return c, err
 	}
 	slices.Sort(c.Overfill)
 	return c, nil
-}
-
-func setList(dst *[]string, s string, known []string) error {
-	var out []string
-	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		if !slices.Contains(known, v) {
-			return fmt.Errorf("unknown %q (known: %s)", v, strings.Join(known, ", "))
-		}
-		out = append(out, v)
-	}
-	if len(out) == 0 {
-		return errors.New("empty list")
-	}
-	*dst = out
-	return nil
-}
-
-func parseFloats(s string, lo, hi float64) ([]float64, error) {
-	var out []float64
-	for _, v := range strings.Split(s, ",") {
-		v = strings.TrimSpace(v)
-		if v == "" {
-			continue
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a number", v)
-		}
-		if !(f >= lo && f <= hi) {
-			return nil, fmt.Errorf("%v is outside [%v, %v]", f, lo, hi)
-		}
-		out = append(out, f)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("empty list")
-	}
-	return out, nil
 }
 
 // filterLabReport is the -json document of lsmbench filters.
@@ -189,8 +131,7 @@ type filterLabReport struct {
 	Sweep    []sweepRow       `json:"sweep,omitempty"`
 	KSweep   *kSweep          `json:"k_sweep,omitempty"`
 	Overfill *overfill        `json:"overfill,omitempty"`
-	Files    []string         `json:"files"`
-	Seconds  float64          `json:"seconds"`
+	labFiles
 }
 
 func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -198,56 +139,38 @@ func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if !c.outProvided {
-		if c.Out, err = os.MkdirTemp("", "lsmbench-filters-"); err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(c.Out, 0o755); err != nil {
-		return err
-	}
-	run := startLab()
 	lab := &filterLab{cfg: c, ctx: ctx, prog: newProgress(c.Progress, c.JSON, stdout, stderr)}
-	lab.makeKeys()
-	rep := &filterLabReport{Schema: "sieve.lsmbench.filters.v1", Config: &lab.cfg, Files: []string{}}
-	text := func(f func(io.Writer)) {
-		if !c.JSON {
-			f(stdout)
-		}
-	}
-	text(func(w io.Writer) {
-		fmt.Fprintf(w, "filter lab: %s keys of %d B per filter, %s absent keys probed per filter\n\n",
-			commas(int64(c.N)), c.KeySize, commas(int64(c.Probes)))
+	rep := &filterLabReport{Schema: "sieve.lsmbench.filters.v1", Config: &lab.cfg, labFiles: labFiles{Files: []string{}}}
+	return runLab(ctx, stdout, labSpec{
+		name: "filters", out: &lab.cfg.labOutput, sections: c.Sections,
+		prepare: lab.makeKeys,
+		header: func(w io.Writer) {
+			fmt.Fprintf(w, "filter lab: %s keys of %d B per filter, %s absent keys probed per filter\n\n",
+				commas(int64(c.N)), c.KeySize, commas(int64(c.Probes)))
+		},
+		section: func(s string) (func(io.Writer), error) {
+			var err error
+			switch s {
+			case "sweep":
+				rep.Sweep, err = lab.sweep()
+				return func(w io.Writer) { printSweep(w, rep.Sweep) }, err
+			case "k":
+				rep.KSweep = lab.kSweep()
+				return func(w io.Writer) { printKSweep(w, rep.KSweep) }, nil
+			case "overfill":
+				rep.Overfill, err = lab.overfill()
+				return func(w io.Writer) { printOverfill(w, rep.Overfill) }, err
+			}
+			return nil, nil
+		},
+		write:  func(dir string) ([]string, error) { return writeFilterFiles(dir, rep) },
+		report: rep, tail: &rep.labFiles,
 	})
-	for _, s := range c.Sections {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		switch s {
-		case "sweep":
-			if rep.Sweep, err = lab.sweep(); err != nil {
-				return err
-			}
-			text(func(w io.Writer) { printSweep(w, rep.Sweep) })
-		case "k":
-			rep.KSweep = lab.kSweep()
-			text(func(w io.Writer) { printKSweep(w, rep.KSweep) })
-		case "overfill":
-			rep.Overfill, err = lab.overfill()
-			if err != nil {
-				return err
-			}
-			text(func(w io.Writer) { printOverfill(w, rep.Overfill) })
-		}
-	}
-	if rep.Files, err = writeFilterFiles(c.Out, rep); err != nil {
-		return err
-	}
-	rep.Seconds = run.elapsed()
-	return run.finish(stdout, c.JSON, rep, rep.Files, rep.Seconds)
 }
 
 func filtersUsage(w io.Writer) {
-	fmt.Fprint(w, `usage: lsmbench filters [flags]
+	c := defaultFilterLabConfig()
+	printUsage(w, `usage: lsmbench filters [flags]
 
 The filter laboratory (no database): a sweep of policies × bits/key on n keys
 (measured FPR and its 95% interval beside theory, bytes/key, build and probe
@@ -256,21 +179,5 @@ experiment. Writes filters_*.csv and fpr_vs_bits.svg, fpr_vs_k.svg,
 overfill.svg to -out.
 
 Flags:
-`)
-	c := defaultFilterLabConfig()
-	newFilterFlags(&c, w).PrintDefaults()
-}
-
-// writeFile creates dir/name with the output of write and returns its path.
-func writeFile(dir, name string, write func(io.Writer) error) (string, error) {
-	path := filepath.Join(dir, name)
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	if err := write(f); err != nil {
-		f.Close()
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return path, f.Close()
+`, newFilterFlags(&c, w), "")
 }

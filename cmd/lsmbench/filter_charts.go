@@ -13,36 +13,24 @@ import (
 // The filter lab's files: one CSV per experiment and its chart.
 
 func writeFilterFiles(dir string, rep *filterLabReport) ([]string, error) {
-	type file struct {
-		name  string
-		write func(io.Writer) error
-	}
-	var files []file
+	var files []labFile
 	if rep.Sweep != nil {
 		files = append(files,
-			file{"filters_sweep.csv", func(w io.Writer) error { return sweepCSV(w, rep.Sweep) }},
-			file{"fpr_vs_bits.svg", func(w io.Writer) error { return sweepChart(rep.Sweep).writeSVG(w) }})
+			labFile{"filters_sweep.csv", func(w io.Writer) error { return sweepCSV(w, rep.Sweep) }},
+			labFile{"fpr_vs_bits.svg", func(w io.Writer) error { return sweepChart(rep.Sweep).writeSVG(w) }})
 	}
 	if rep.KSweep != nil {
 		files = append(files,
-			file{"filters_k.csv", func(w io.Writer) error { return kCSV(w, rep.KSweep) }},
-			file{"fpr_vs_k.svg", func(w io.Writer) error { return kChart(rep.KSweep).writeSVG(w) }},
-			file{"bits_set_vs_k.svg", func(w io.Writer) error { return kBitsChart(rep.KSweep).writeSVG(w) }})
+			labFile{"filters_k.csv", func(w io.Writer) error { return kCSV(w, rep.KSweep) }},
+			labFile{"fpr_vs_k.svg", func(w io.Writer) error { return kChart(rep.KSweep).writeSVG(w) }},
+			labFile{"bits_set_vs_k.svg", func(w io.Writer) error { return kBitsChart(rep.KSweep).writeSVG(w) }})
 	}
 	if rep.Overfill != nil {
 		files = append(files,
-			file{"filters_overfill.csv", func(w io.Writer) error { return overfillCSV(w, rep.Overfill) }},
-			file{"overfill.svg", func(w io.Writer) error { return overfillChart(rep.Overfill).writeSVG(w) }})
+			labFile{"filters_overfill.csv", func(w io.Writer) error { return overfillCSV(w, rep.Overfill) }},
+			labFile{"overfill.svg", func(w io.Writer) error { return overfillChart(rep.Overfill).writeSVG(w) }})
 	}
-	var paths []string
-	for _, f := range files {
-		p, err := writeFile(dir, f.name, f.write)
-		if err != nil {
-			return paths, err
-		}
-		paths = append(paths, p)
-	}
-	return paths, nil
+	return writeFiles(dir, files)
 }
 
 // fpct formats an axis tick as a short percentage: 1%, 0.1%, 25%.

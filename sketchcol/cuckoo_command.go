@@ -2,7 +2,7 @@ package sketchcol
 
 import "github.com/sievedb/sieve"
 
-// Per-command helpers for cuckoo values; see bloom_ops.go for the
+// Per-command helpers for cuckoo values; see bloom_command.go for the
 // Reply/Op pattern.
 
 func cuckooSpecOrDefault(spec *CuckooSpec) (CuckooSpec, error) {

@@ -197,10 +197,10 @@ func (b *bench) flushAndCompact() ([]string, error) {
 	if b.store == nil {
 		return nil, nil
 	}
-	if err := b.store.CF().Compact(nil, nil); err != nil {
+	if err := b.store.ColumnFamily().Compact(nil, nil); err != nil {
 		return nil, fmt.Errorf("compact the sketch column family: %w", err)
 	}
-	return []string{"sketch column family compacted too: " + shapeOf(b.store.CF().Metrics()).brief()}, nil
+	return []string{"sketch column family compacted too: " + shapeOf(b.store.ColumnFamily().Metrics()).brief()}, nil
 }
 
 func isPointLookup(name string) bool {
