@@ -42,7 +42,7 @@ const (
 	maxBloomLayers = 64
 	// maxBloomLayerBits bounds the first sub-filter (4 GiB of bits), below
 	// the filter package's own limit, so that Validate can answer without
-	// allocating and NewBloomFilter never refuses a validated spec.
+	// allocating and filter.NewStandardBloomFilter never refuses a validated spec.
 	maxBloomLayerBits = 1 << 35
 )
 
