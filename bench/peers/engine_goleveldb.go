@@ -98,15 +98,23 @@ func (e *goleveldbEngine) Describe() string {
 }
 
 func (e *goleveldbEngine) Shape() string {
-	var s leveldb.DBStats
-	if err := e.db.Stats(&s); err != nil {
-		return err.Error()
-	}
 	var b strings.Builder
-	for i, n := range s.LevelTablesCounts {
-		if n > 0 {
-			fmt.Fprintf(&b, "L%d:%d/%s ", i, n, mib(s.LevelSizes[i]))
+	for level := 0; level < 7; level++ {
+		v, err := e.db.GetProperty(fmt.Sprintf("leveldb.num-files-at-level%d", level))
+		if err != nil {
+			return err.Error()
 		}
+		if v != "0" {
+			fmt.Fprintf(&b, "L%d:%s ", level, v)
+		}
+	}
+	var s leveldb.DBStats
+	if err := e.db.Stats(&s); err == nil {
+		var total int64
+		for _, size := range s.LevelSizes {
+			total += size
+		}
+		fmt.Fprintf(&b, "tables %s", mib(total))
 	}
 	return strings.TrimSpace(b.String())
 }
