@@ -32,6 +32,9 @@ type Engine interface {
 	Get(key, dst []byte) (value []byte, found bool, err error)
 	// NewIterator returns an iterator over the whole store.
 	NewIterator() (Iterator, error)
+	// NewReader returns a Get handle for one reader goroutine (-threads);
+	// readers of one engine may run concurrently with each other.
+	NewReader() (Reader, error)
 	// FlushCompact flushes the memtables and compacts everything, the
 	// engine's own way, and waits for it.
 	FlushCompact() error
@@ -57,6 +60,20 @@ type Iterator interface {
 	Value() []byte
 	Close() error
 }
+
+// Reader is one reader goroutine's point-lookup handle.
+type Reader interface {
+	Get(key, dst []byte) (value []byte, found bool, err error)
+	Close() error
+}
+
+// getReader is the Reader of engines whose Get is safe for concurrent use.
+type getReader struct {
+	get func(key, dst []byte) ([]byte, bool, error)
+}
+
+func (r getReader) Get(k, dst []byte) ([]byte, bool, error) { return r.get(k, dst) }
+func (r getReader) Close() error                            { return nil }
 
 // Shared counter names for Engine.Stats.
 const (

@@ -168,3 +168,5 @@ func (i *badgerIter) Value() []byte {
 	return v
 }
 func (i *badgerIter) Close() error { i.it.Close(); i.txn.Discard(); return nil }
+
+func (e *badgerEngine) NewReader() (Reader, error) { return getReader{e.Get}, nil }

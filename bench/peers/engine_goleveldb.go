@@ -130,3 +130,5 @@ func (i *goleveldbIter) Next() bool         { return i.it.Next() }
 func (i *goleveldbIter) Key() []byte        { return i.it.Key() }
 func (i *goleveldbIter) Value() []byte      { return i.it.Value() }
 func (i *goleveldbIter) Close() error       { i.it.Release(); return i.it.Error() }
+
+func (e *goleveldbEngine) NewReader() (Reader, error) { return getReader{e.Get}, nil }

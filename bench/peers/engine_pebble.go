@@ -74,15 +74,7 @@ func (e *pebbleEngine) Get(k, dst []byte) ([]byte, bool, error) {
 			}
 			e.getIter = it
 		}
-		it := e.getIter
-		if !it.SeekPrefixGE(k) || !bytes.Equal(it.Key(), k) {
-			return dst[:0], false, it.Error()
-		}
-		v, err := it.ValueAndErr()
-		if err != nil {
-			return dst[:0], false, err
-		}
-		return append(dst[:0], v...), true, nil
+		return prefixGet(e.getIter, k, dst)
 	}
 	v, closer, err := e.db.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -94,6 +86,37 @@ func (e *pebbleEngine) Get(k, dst []byte) ([]byte, bool, error) {
 	dst = append(dst[:0], v...)
 	return dst, true, closer.Close()
 }
+
+// prefixGet is pebble-l6f's point lookup: SeekPrefixGE consults the table
+// filters, L6 included when the iterator was opened with UseL6Filters.
+func prefixGet(it *pebble.Iterator, k, dst []byte) ([]byte, bool, error) {
+	if !it.SeekPrefixGE(k) || !bytes.Equal(it.Key(), k) {
+		return dst[:0], false, it.Error()
+	}
+	v, err := it.ValueAndErr()
+	if err != nil {
+		return dst[:0], false, err
+	}
+	return append(dst[:0], v...), true, nil
+}
+
+// NewReader: pebble's db.Get is safe for concurrent use; pebble-l6f gives
+// each reader its own reused UseL6Filters iterator.
+func (e *pebbleEngine) NewReader() (Reader, error) {
+	if !e.l6f {
+		return getReader{e.Get}, nil
+	}
+	it, err := e.db.NewIter(&pebble.IterOptions{UseL6Filters: true})
+	if err != nil {
+		return nil, err
+	}
+	return &pebbleL6Reader{it: it}, nil
+}
+
+type pebbleL6Reader struct{ it *pebble.Iterator }
+
+func (r *pebbleL6Reader) Get(k, dst []byte) ([]byte, bool, error) { return prefixGet(r.it, k, dst) }
+func (r *pebbleL6Reader) Close() error                            { return r.it.Close() }
 
 func (e *pebbleEngine) NewIterator() (Iterator, error) {
 	it, err := e.db.NewIter(nil)

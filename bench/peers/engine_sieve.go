@@ -109,3 +109,5 @@ func (i *sieveIter) Next() bool         { return i.it.Next() }
 func (i *sieveIter) Key() []byte        { return i.it.Key() }
 func (i *sieveIter) Value() []byte      { return i.it.Value() }
 func (i *sieveIter) Close() error       { return i.it.Close() }
+
+func (e *sieveEngine) NewReader() (Reader, error) { return getReader{e.Get}, nil }

@@ -46,6 +46,23 @@ func TestEngineConformance(t *testing.T) {
 						t.Fatalf("%s: Get(absent %s) = %q, %v, %v", stage, k, v, found, err)
 					}
 				}
+				rd, err := e.NewReader()
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < n; i += 7 {
+					k = presentKey(k, i)
+					if v, found, err = rd.Get(k, v); err != nil || !found || !bytes.Equal(v, vals.value(i)) {
+						t.Fatalf("%s: Reader.Get(%s) = %q, %v, %v", stage, k, v, found, err)
+					}
+					k = absentKey(k, i)
+					if v, found, err = rd.Get(k, v); err != nil || found {
+						t.Fatalf("%s: Reader.Get(absent %s) = %q, %v, %v", stage, k, v, found, err)
+					}
+				}
+				if err := rd.Close(); err != nil {
+					t.Fatal(err)
+				}
 				it, err := e.NewIterator()
 				if err != nil {
 					t.Fatal(err)

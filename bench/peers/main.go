@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,6 +26,7 @@ type options struct {
 	jsonFile string
 	baseline string
 	compact  bool
+	threads  int
 }
 
 func main() {
@@ -39,6 +42,7 @@ func main() {
 	flag.StringVar(&o.jsonFile, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.baseline, "baseline", "", "engine the ratios are relative to (default: pebble-l6f if selected, else the first engine)")
 	flag.BoolVar(&o.compact, "compact", true, "flush and compact before the reads (false: reads see the LSM as the load left it)")
+	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n")
 		flag.PrintDefaults()
@@ -83,10 +87,11 @@ type engineRun struct {
 	ShapeReads  string                 `json:"shape_after_reads"`
 	Reads       map[string]*readResult `json:"reads"`
 
-	info engineInfo
-	eng  Engine
-	dir  string
-	iter Iterator
+	info    engineInfo
+	eng     Engine
+	dir     string
+	readers []Reader   // one per thread
+	iters   []Iterator // one per thread, reused by seekrandom
 }
 
 type readResult struct {
@@ -98,9 +103,10 @@ type readResult struct {
 
 type workload struct {
 	name string
-	// ops returns the operation arguments: key indexes.
+	// idx are the operations' key indexes.
 	idx []int
-	run func(r *engineRun, idx []int, res *readResult) error
+	// run runs idx on reader thread th and returns the wrong results.
+	run func(r *engineRun, th int, idx []int) (wrong int64, err error)
 }
 
 var readWorkloads = []string{"readrandom", "readmissing", "seekrandom"}
@@ -113,6 +119,9 @@ func run(o options, args []string) error {
 	}
 	if o.rounds < 1 {
 		o.rounds = 1
+	}
+	if o.threads < 1 {
+		o.threads = 1
 	}
 	infos, err := selectEngines(o.engines)
 	if err != nil {
@@ -181,8 +190,16 @@ func run(o options, args []string) error {
 		if err := r.eng.Open(r.dir, cfg); err != nil {
 			return fmt.Errorf("%s: reopen: %w", r.Name, err)
 		}
-		if r.iter, err = r.eng.NewIterator(); err != nil {
-			return fmt.Errorf("%s: iterator: %w", r.Name, err)
+		for th := 0; th < o.threads; th++ {
+			rd, err := r.eng.NewReader()
+			if err != nil {
+				return fmt.Errorf("%s: reader: %w", r.Name, err)
+			}
+			it, err := r.eng.NewIterator()
+			if err != nil {
+				return fmt.Errorf("%s: iterator: %w", r.Name, err)
+			}
+			r.readers, r.iters = append(r.readers, rd), append(r.iters, it)
 		}
 	}
 	for _, w := range makeWorkloads(o.n, rng, vals) {
@@ -198,7 +215,7 @@ func run(o options, args []string) error {
 				runtime.GC()
 				before := r.eng.Stats()
 				a := takeSample()
-				err := w.run(r, w.idx[lo:hi], res)
+				err := runThreads(r, w, w.idx[lo:hi], o.threads, res)
 				b := takeSample()
 				if err != nil {
 					return fmt.Errorf("%s: %s: %w", r.Name, w.name, err)
@@ -213,8 +230,13 @@ func run(o options, args []string) error {
 	}
 	for _, r := range runs {
 		r.ShapeReads = r.eng.Shape()
-		if err := r.iter.Close(); err != nil {
-			return fmt.Errorf("%s: iterator close: %w", r.Name, err)
+		for th := range r.iters {
+			if err := r.iters[th].Close(); err != nil {
+				return fmt.Errorf("%s: iterator close: %w", r.Name, err)
+			}
+			if err := r.readers[th].Close(); err != nil {
+				return fmt.Errorf("%s: reader close: %w", r.Name, err)
+			}
 		}
 		if err := r.eng.Close(); err != nil {
 			return fmt.Errorf("%s: close: %w", r.Name, err)
@@ -234,6 +256,31 @@ func run(o options, args []string) error {
 		}
 	}
 	return nil
+}
+
+// runThreads splits idx between the reader threads and waits for them.
+func runThreads(r *engineRun, w workload, idx []int, threads int, res *readResult) error {
+	if threads == 1 {
+		wrong, err := w.run(r, 0, idx)
+		res.Wrong += wrong
+		return err
+	}
+	var wg sync.WaitGroup
+	wrongs := make([]int64, threads)
+	errs := make([]error, threads)
+	for th := 0; th < threads; th++ {
+		part := idx[len(idx)*th/threads : len(idx)*(th+1)/threads]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wrongs[th], errs[th] = w.run(r, th, part)
+		}()
+	}
+	wg.Wait()
+	for th := range wrongs {
+		res.Wrong += wrongs[th]
+	}
+	return errors.Join(errs...)
 }
 
 // load runs fillrandom and flush+compact on a fresh database, then closes it.
@@ -289,52 +336,52 @@ func makeWorkloads(n int, rng *rand.Rand, vals *values) []workload {
 		return s
 	}
 	return []workload{
-		{name: "readrandom", idx: idx(n/2, n), run: func(r *engineRun, idx []int, res *readResult) error {
+		{name: "readrandom", idx: idx(n/2, n), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
 			var key, val []byte
-			var err error
 			var found bool
+			rd := r.readers[th]
 			for _, i := range idx {
 				key = presentKey(key, i)
-				if val, found, err = r.eng.Get(key, val); err != nil {
-					return err
+				if val, found, err = rd.Get(key, val); err != nil {
+					return wrong, err
 				}
 				if !found || !bytes.Equal(val, vals.value(i)) {
-					res.Wrong++
+					wrong++
 				}
 			}
-			return nil
+			return wrong, nil
 		}},
-		{name: "readmissing", idx: idx(n/2, n-1), run: func(r *engineRun, idx []int, res *readResult) error {
+		{name: "readmissing", idx: idx(n/2, n-1), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
 			var key, val []byte
-			var err error
 			var found bool
+			rd := r.readers[th]
 			for _, j := range idx {
 				key = absentKey(key, j)
-				if val, found, err = r.eng.Get(key, val); err != nil {
-					return err
+				if val, found, err = rd.Get(key, val); err != nil {
+					return wrong, err
 				}
 				if found {
-					res.Wrong++
+					wrong++
 				}
 			}
-			return nil
+			return wrong, nil
 		}},
-		{name: "seekrandom", idx: idx(max(n/10, 1), n), run: func(r *engineRun, idx []int, res *readResult) error {
+		{name: "seekrandom", idx: idx(max(n/10, 1), n), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
 			var seek, want []byte
-			it := r.iter
+			it := r.iters[th]
 			for _, i := range idx {
 				seek = presentKey(seek, i)
 				ok := it.Seek(seek)
 				for step := 0; ; step++ {
 					if i+step >= n {
 						if ok {
-							res.Wrong++
+							wrong++
 						}
 						break
 					}
 					want = presentKey(want, i+step)
 					if !ok || !bytes.Equal(it.Key(), want) || !bytes.Equal(it.Value(), vals.value(i+step)) {
-						res.Wrong++
+						wrong++
 						break
 					}
 					if step == seekNexts {
@@ -343,7 +390,7 @@ func makeWorkloads(n int, rng *rand.Rand, vals *values) []workload {
 					ok = it.Next()
 				}
 			}
-			return nil
+			return wrong, nil
 		}},
 	}
 }

@@ -29,6 +29,7 @@ type jsonConfig struct {
 	Rounds   int     `json:"rounds"`
 	Seed     uint64  `json:"seed"`
 	Compact  bool    `json:"compact"`
+	Threads  int     `json:"threads"`
 }
 
 func (rep *report) writeJSON(path string) error {
@@ -37,7 +38,7 @@ func (rep *report) writeJSON(path string) error {
 		Schema string     `json:"schema"`
 		Config jsonConfig `json:"config"`
 		*report
-	}{"sieve.bench.peers.v1", jsonConfig{o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.compact}, rep}
+	}{"sieve.bench.peers.v1", jsonConfig{o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.compact, o.threads}, rep}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
@@ -93,8 +94,8 @@ func (rep *report) writeText(w io.Writer) {
 	if !o.compact {
 		mode = "  -compact=false: the reads see the LSM as the load left it"
 	}
-	fmt.Fprintf(w, "bench/peers  N=%d  keys=%dB  values=%dB (~2:1)  cache=%.1fMiB  bloom=%d bits/key  rounds=%d  seed=%d%s\n",
-		o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, mode)
+	fmt.Fprintf(w, "bench/peers  N=%d  keys=%dB  values=%dB (~2:1)  cache=%.1fMiB  bloom=%d bits/key  rounds=%d  seed=%d  reader threads=%d%s\n",
+		o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.threads, mode)
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s; started %s, total %.0fs\n", rep.GoVersion, rep.GOMAXPROCS, rep.CPU, rep.Started, rep.TotalSeconds)
 	fmt.Fprintf(w, "command: %s\n\n", rep.Command)
 	shapeLabel := "after compact"
