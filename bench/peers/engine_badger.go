@@ -80,12 +80,15 @@ func (e *badgerEngine) NewIterator() (Iterator, error) {
 }
 
 // FlushCompact: badger has no public memtable flush; Close writes the
-// memtables to L0. Reopen, then Flatten moves everything to one level.
+// memtables to L0. Reopen, then Flatten. Flatten alone leaves an L0 below
+// its compaction trigger (5 tables) where it is, so the reopen lowers the
+// trigger to 1: several L0 tables go down to the base level. A single L0
+// table (score 1, not above it) stays: it is read-amp 1 already.
 func (e *badgerEngine) FlushCompact() error {
 	if err := e.db.Close(); err != nil {
 		return err
 	}
-	db, err := badger.Open(e.options(e.dir))
+	db, err := badger.Open(e.options(e.dir).WithNumLevelZeroTables(1))
 	if err != nil {
 		return err
 	}
