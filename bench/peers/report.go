@@ -207,6 +207,7 @@ func (rep *report) writeText(w io.Writer) {
 		if name != "seekrandom" {
 			prow(name+": filter checks/op", counter(statFilterChecks), "%.3f")
 			prow(name+": filter negatives/op", counter(statFilterNegatives), "%.3f")
+			prow(name+": filter false positives/op", counter(statFilterFalsePos), "%.4f")
 			prow(name+": tables searched/op", counter(statTablesSearched), "%.3f")
 		}
 		if name == "readmissing" {
