@@ -15,6 +15,19 @@ func TestEngineConformance(t *testing.T) {
 	cfg := Config{CacheBytes: 1 << 20, BitsPerKey: 10}
 	for _, info := range sortedEngines() {
 		t.Run(info.name, func(t *testing.T) {
+			t.Run("seq", func(t *testing.T) { conform(t, info, cfg, vals, n) })
+			t.Run("scattered", func(t *testing.T) {
+				scatteredKeys = true
+				defer func() { scatteredKeys = false }()
+				conform(t, info, cfg, vals, n)
+			})
+		})
+	}
+}
+
+func conform(t *testing.T, info engineInfo, cfg Config, vals *values, n int) {
+	{
+		{
 			dir := t.TempDir()
 			e := info.ctor()
 			if err := e.Open(dir, cfg); err != nil {
@@ -119,7 +132,22 @@ func TestEngineConformance(t *testing.T) {
 			if err := e.Close(); err != nil {
 				t.Fatal(err)
 			}
-		})
+		}
+	}
+}
+
+// TestScatteredKeys checks the scattered scheme's order: present key i sorts
+// i-th, absent key j strictly between present keys j and j+1, never adjacent.
+func TestScatteredKeys(t *testing.T) {
+	scatteredKeys = true
+	defer func() { scatteredKeys = false }()
+	prev := presentKey(nil, 0)
+	for i := 1; i < 5000; i++ {
+		a, p := absentKey(nil, i-1), presentKey(nil, i)
+		if !(bytes.Compare(prev, a) < 0 && bytes.Compare(a, p) < 0) || len(a) != keyLen || len(p) != keyLen {
+			t.Fatalf("order: %s %s %s", prev, a, p)
+		}
+		prev = p
 	}
 }
 

@@ -27,6 +27,7 @@ type options struct {
 	baseline string
 	compact  bool
 	threads  int
+	keys     string
 }
 
 func main() {
@@ -42,6 +43,7 @@ func main() {
 	flag.StringVar(&o.jsonFile, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.baseline, "baseline", "", "engine the ratios are relative to (default: pebble-l6f if selected, else the first engine)")
 	flag.BoolVar(&o.compact, "compact", true, "flush and compact before the reads (false: reads see the LSM as the load left it)")
+	flag.StringVar(&o.keys, "keys", "seq", "key scheme: seq (absent keys adjacent to present ones) or scattered")
 	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n")
@@ -122,6 +124,16 @@ func run(o options, args []string) error {
 	}
 	if o.threads < 1 {
 		o.threads = 1
+	}
+	switch o.keys {
+	case "seq":
+	case "scattered":
+		scatteredKeys = true
+	default:
+		return fmt.Errorf("-keys must be seq or scattered")
+	}
+	if int64(o.n)*1000 >= 1e13 {
+		return fmt.Errorf("-n too large for 13-digit keys")
 	}
 	infos, err := selectEngines(o.engines)
 	if err != nil {

@@ -30,6 +30,7 @@ type jsonConfig struct {
 	Seed     uint64  `json:"seed"`
 	Compact  bool    `json:"compact"`
 	Threads  int     `json:"threads"`
+	Keys     string  `json:"keys"`
 }
 
 func (rep *report) writeJSON(path string) error {
@@ -38,7 +39,7 @@ func (rep *report) writeJSON(path string) error {
 		Schema string     `json:"schema"`
 		Config jsonConfig `json:"config"`
 		*report
-	}{"sieve.bench.peers.v1", jsonConfig{o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.compact, o.threads}, rep}
+	}{"sieve.bench.peers.v1", jsonConfig{o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.compact, o.threads, o.keys}, rep}
 	data, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
@@ -94,8 +95,8 @@ func (rep *report) writeText(w io.Writer) {
 	if !o.compact {
 		mode = "  -compact=false: the reads see the LSM as the load left it"
 	}
-	fmt.Fprintf(w, "bench/peers  N=%d  keys=%dB  values=%dB (~2:1)  cache=%.1fMiB  bloom=%d bits/key  rounds=%d  seed=%d  reader threads=%d%s\n",
-		o.n, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.threads, mode)
+	fmt.Fprintf(w, "bench/peers  N=%d  keys=%dB (%s)  values=%dB (~2:1)  cache=%.1fMiB  bloom=%d bits/key  rounds=%d  seed=%d  reader threads=%d%s\n",
+		o.n, keyLen, o.keys, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.threads, mode)
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s; started %s, total %.0fs\n", rep.GoVersion, rep.GOMAXPROCS, rep.CPU, rep.Started, rep.TotalSeconds)
 	fmt.Fprintf(w, "command: %s\n\n", rep.Command)
 	shapeLabel := "after compact"

@@ -18,10 +18,37 @@ const (
 	valueLen = 100
 )
 
-// Keys are "key%013d". Present keys are the even numbers 2i (i < n), absent
-// keys the odd numbers 2j+1 (j < n-1): the same length, inside the key range.
-func presentKey(dst []byte, i int) []byte { return fmtKey(dst, 2*int64(i)) }
-func absentKey(dst []byte, j int) []byte  { return fmtKey(dst, 2*int64(j)+1) }
+// Keys are "key%013d". With -keys=seq (the default) present keys are the
+// even numbers 2i (i < n) and absent keys the odd numbers 2j+1 (j < n-1):
+// the same length, inside the key range, each absent key adjacent to two
+// present ones (the worst case for a weak 32-bit filter hash). With
+// -keys=scattered, key i is i·1000 plus a hashed offset in [0, 250) and
+// absent key j is j·1000 + 500 plus a hashed offset in [0, 250): no two
+// keys adjacent, the low digits irregular. Either way present key i sorts
+// i-th and absent key j sorts between present keys j and j+1.
+var scatteredKeys bool
+
+func presentKey(dst []byte, i int) []byte {
+	if scatteredKeys {
+		return fmtKey(dst, int64(i)*1000+int64(mix64(uint64(i))%250))
+	}
+	return fmtKey(dst, 2*int64(i))
+}
+
+func absentKey(dst []byte, j int) []byte {
+	if scatteredKeys {
+		return fmtKey(dst, int64(j)*1000+500+int64(mix64(uint64(j)^0xabcdef)%250))
+	}
+	return fmtKey(dst, 2*int64(j)+1)
+}
+
+// mix64 is splitmix64's finalizer.
+func mix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
 
 func fmtKey(dst []byte, num int64) []byte {
 	dst = append(dst[:0], "key0000000000000"...)
