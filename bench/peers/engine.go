@@ -1,0 +1,152 @@
+// Command peers benchmarks sieve against other embedded Go key-value
+// engines (Pebble, goleveldb, Badger) on identical inputs in one process
+// and reports each engine's figures as a ratio to a baseline engine.
+//
+// It is its own module so that the library's go.mod never depends on the
+// peers. See README.md in this directory.
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Config is what every engine is asked to honour.
+type Config struct {
+	// CacheBytes is the block cache size.
+	CacheBytes int64
+	// BitsPerKey is the Bloom filter budget per key.
+	BitsPerKey int
+}
+
+// Engine is one key-value store driven through its public API. It is used
+// by one goroutine at a time.
+type Engine interface {
+	// Open opens (creating if needed) the store in dir.
+	Open(dir string, cfg Config) error
+	// Put writes one key as a batch of one, WAL on, no fsync.
+	Put(key, value []byte) error
+	// Get appends the value of key to dst[:0]; found is false for an
+	// absent key (which is not an error).
+	Get(key, dst []byte) (value []byte, found bool, err error)
+	// NewIterator returns an iterator over the whole store.
+	NewIterator() (Iterator, error)
+	// NewReader returns a Get handle for one reader goroutine (-threads);
+	// readers of one engine may run concurrently with each other.
+	NewReader() (Reader, error)
+	// FlushCompact flushes the memtables and compacts everything, the
+	// engine's own way, and waits for it.
+	FlushCompact() error
+	// Close closes the store.
+	Close() error
+	// Stats returns cumulative engine counters (names in statNames); a
+	// counter the engine does not expose is absent.
+	Stats() map[string]int64
+	// Describe says how the engine maps Config.
+	Describe() string
+	// Shape describes the LSM (levels and tables) while open.
+	Shape() string
+	// WriteAmp is the engine's own write amplification, if it exposes one.
+	WriteAmp() (float64, bool)
+}
+
+// Iterator is a forward iterator. Key and Value are valid until the next
+// positioning call.
+type Iterator interface {
+	Seek(key []byte) bool
+	Next() bool
+	Key() []byte
+	Value() []byte
+	Close() error
+}
+
+// Reader is one reader goroutine's point-lookup handle.
+type Reader interface {
+	Get(key, dst []byte) (value []byte, found bool, err error)
+	Close() error
+}
+
+// getReader is the Reader of engines whose Get is safe for concurrent use.
+type getReader struct {
+	get func(key, dst []byte) ([]byte, bool, error)
+}
+
+func (r getReader) Get(k, dst []byte) ([]byte, bool, error) { return r.get(k, dst) }
+func (r getReader) Close() error                            { return nil }
+
+// Shared counter names for Engine.Stats.
+const (
+	statFilterChecks    = "filter.checks"
+	statFilterNegatives = "filter.negatives"
+	statFilterFalsePos  = "filter.false_positives"
+	statTablesSearched  = "table.searches"
+	statCacheHits       = "blockcache.hits"
+	statCacheMisses     = "blockcache.misses"
+	statEngineReadBytes = "engine.read.bytes"
+)
+
+var statNames = []string{statFilterChecks, statFilterNegatives, statFilterFalsePos,
+	statTablesSearched, statCacheHits, statCacheMisses, statEngineReadBytes}
+
+type engineInfo struct {
+	name      string
+	order     int
+	inDefault bool
+	summary   string
+	ctor      func() Engine
+}
+
+var registry = map[string]engineInfo{}
+
+func register(name string, order int, inDefault bool, summary string, ctor func() Engine) {
+	if _, dup := registry[name]; dup {
+		panic("duplicate engine " + name)
+	}
+	registry[name] = engineInfo{name, order, inDefault, summary, ctor}
+}
+
+func sortedEngines() []engineInfo {
+	var out []engineInfo
+	for _, e := range registry {
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].order < out[j].order })
+	return out
+}
+
+// selectEngines resolves -engines: "default", "all" or a comma list.
+func selectEngines(spec string) ([]engineInfo, error) {
+	switch spec {
+	case "", "default", "all":
+		var out []engineInfo
+		for _, e := range sortedEngines() {
+			if spec == "all" || e.inDefault {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	var out []engineInfo
+	seen := map[string]bool{}
+	for _, name := range strings.Split(spec, ",") {
+		name = strings.TrimSpace(name)
+		e, ok := registry[name]
+		if !ok {
+			return nil, fmt.Errorf("unknown engine %q (have %s)", name, engineNames())
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func engineNames() string {
+	var names []string
+	for _, e := range sortedEngines() {
+		names = append(names, e.name)
+	}
+	return strings.Join(names, ",")
+}

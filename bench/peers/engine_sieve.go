@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/filter"
+)
+
+func init() {
+	register("sieve", 10, true, "sievedb/sieve, filter.Bloom(bits) (blocked)", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) }}
+	})
+	register("sieve-cuckoo", 11, true, "sievedb/sieve, filter.Cuckoo(12)", func() Engine {
+		return &sieveEngine{policyName: "filter.Cuckoo(12) (-bits ignored)", policy: func(int) filter.Policy { return filter.Cuckoo(12) }}
+	})
+	register("sieve-standard", 12, false, "sievedb/sieve, filter.StandardBloom(bits)", func() Engine {
+		return &sieveEngine{policyName: "filter.StandardBloom(%d) (classic)", policy: func(b int) filter.Policy { return filter.StandardBloom(float64(b)) }}
+	})
+}
+
+type sieveEngine struct {
+	policyName string
+	policy     func(bits int) filter.Policy
+	cfg        Config
+	db         *sieve.DB
+}
+
+func (e *sieveEngine) Open(dir string, cfg Config) error {
+	e.cfg = cfg
+	db, err := sieve.Open(dir, &sieve.Options{
+		BlockCacheSize: cfg.CacheBytes,
+		FilterPolicy:   e.policy(cfg.BitsPerKey),
+		Compression:    sieve.SnappyCompression,
+	})
+	if err != nil {
+		return err
+	}
+	e.db = db
+	return nil
+}
+
+func (e *sieveEngine) Put(k, v []byte) error { return e.db.Put(k, v, sieve.NoSync) }
+
+func (e *sieveEngine) Get(k, dst []byte) ([]byte, bool, error) {
+	v, err := e.db.Get(k)
+	if errors.Is(err, sieve.ErrNotFound) {
+		return dst[:0], false, nil
+	}
+	if err != nil {
+		return dst[:0], false, err
+	}
+	return append(dst[:0], v...), true, nil
+}
+
+func (e *sieveEngine) NewIterator() (Iterator, error) {
+	return &sieveIter{it: e.db.NewIter(nil)}, nil
+}
+
+// FlushCompact: DB.Compact flushes the memtables, then compacts the whole
+// key range down to the bottom level.
+func (e *sieveEngine) FlushCompact() error { return e.db.Compact(nil, nil) }
+
+func (e *sieveEngine) Close() error { return e.db.Close() }
+
+func (e *sieveEngine) Stats() map[string]int64 {
+	m := e.db.Metrics()
+	return map[string]int64{
+		statFilterChecks:    m.Filter.Checks,
+		statFilterNegatives: m.Filter.Negatives,
+		statFilterFalsePos:  m.Filter.FalsePositives,
+		statTablesSearched:  m.PointLookups.TablesProbed - m.Filter.Negatives,
+		statCacheHits:       m.BlockCache.Hits,
+		statCacheMisses:     m.BlockCache.Misses,
+		statEngineReadBytes: m.PointLookups.BytesRead,
+	}
+}
+
+func (e *sieveEngine) Describe() string {
+	p := e.policyName
+	if strings.Contains(p, "%d") {
+		p = fmt.Sprintf(p, e.cfg.BitsPerKey)
+	}
+	return fmt.Sprintf("%s, snappy, default block size, block cache %s (filters and indexes held outside it), Get = db.Get, Put = db.Put(NoSync)",
+		p, mib(e.cfg.CacheBytes))
+}
+
+func (e *sieveEngine) Shape() string {
+	m := e.db.Metrics()
+	var b strings.Builder
+	for i, l := range m.Levels {
+		if l.NumFiles > 0 {
+			fmt.Fprintf(&b, "L%d:%d/%s ", i, l.NumFiles, mib(l.Size))
+		}
+	}
+	fmt.Fprintf(&b, "read-amp %d; memtable %s, %d immutable; filter resident %s, index resident %s",
+		m.ReadAmp, mib(m.MemTable.Size), m.MemTable.Immutable, mib(m.Filter.ResidentBytes), mib(m.IndexResidentBytes))
+	return b.String()
+}
+
+func (e *sieveEngine) WriteAmp() (float64, bool) { return e.db.Metrics().WriteAmp, true }
+
+type sieveIter struct{ it *sieve.Iterator }
+
+func (i *sieveIter) Seek(k []byte) bool { return i.it.SeekGE(k) }
+func (i *sieveIter) Next() bool         { return i.it.Next() }
+func (i *sieveIter) Key() []byte        { return i.it.Key() }
+func (i *sieveIter) Value() []byte      { return i.it.Value() }
+func (i *sieveIter) Close() error       { return i.it.Close() }
+
+func (e *sieveEngine) NewReader() (Reader, error) { return getReader{e.Get}, nil }

@@ -1,0 +1,421 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+type options struct {
+	engines  string
+	n        int
+	cacheMiB float64
+	bits     int
+	rounds   int
+	seed     uint64
+	dir      string
+	keep     bool
+	jsonFile string
+	baseline string
+	compact  bool
+	threads  int
+	keys     string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.engines, "engines", "default", "engines: default, all, or a comma list ("+engineNames()+")")
+	flag.IntVar(&o.n, "n", 1000000, "number of keys loaded")
+	flag.Float64Var(&o.cacheMiB, "cache-mib", 8, "block cache MiB for every engine")
+	flag.IntVar(&o.bits, "bits", 10, "Bloom filter bits per key for every engine")
+	flag.IntVar(&o.rounds, "rounds", 5, "chunks each read workload is split into, run in rotating engine order")
+	flag.Uint64Var(&o.seed, "seed", 1, "seed of the load order, the read keys and the values")
+	flag.StringVar(&o.dir, "dir", "", "parent directory of the databases (default: a new temp dir)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the databases")
+	flag.StringVar(&o.jsonFile, "json", "", "also write the results as JSON to this file")
+	flag.StringVar(&o.baseline, "baseline", "", "engine the ratios are relative to (default: pebble-l6f if selected, else the first engine)")
+	flag.BoolVar(&o.compact, "compact", true, "flush and compact before the reads (false: reads see the LSM as the load left it)")
+	flag.StringVar(&o.keys, "keys", "seq", "key scheme: seq (absent keys adjacent to present ones) or scattered")
+	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if flag.Arg(0) == "list" {
+		for _, e := range sortedEngines() {
+			def := ""
+			if e.inDefault {
+				def = " (default)"
+			}
+			fmt.Printf("%-14s %s%s\n", e.name, e.summary, def)
+		}
+		return
+	}
+	if flag.NArg() > 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(o, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(1)
+	}
+}
+
+// engineRun is one engine's state and figures in a run.
+type engineRun struct {
+	Name     string `json:"name"`
+	Describe string `json:"describe"`
+	// Shape is the LSM after FlushCompact (or after the load, with
+	// -compact=false), before it is closed.
+	Shape   string `json:"shape"`
+	Fill    cost   `json:"fill"`
+	Compact cost   `json:"flush_compact"`
+	// WriteAmp is the engine's own figure, if it has one.
+	WriteAmp    *float64               `json:"engine_write_amp,omitempty"`
+	UserBytes   int64                  `json:"user_bytes"`
+	DiskCompact int64                  `json:"disk_after_compact_bytes"`
+	TablesComp  int64                  `json:"tables_after_compact_bytes"`
+	DiskRest    int64                  `json:"disk_at_rest_bytes"`
+	TablesRest  int64                  `json:"tables_at_rest_bytes"`
+	ShapeReads  string                 `json:"shape_after_reads"`
+	Reads       map[string]*readResult `json:"reads"`
+
+	info    engineInfo
+	eng     Engine
+	dir     string
+	readers []Reader   // one per thread
+	iters   []Iterator // one per thread, reused by seekrandom
+}
+
+type readResult struct {
+	Ops   int64            `json:"ops"`
+	Cost  cost             `json:"cost"`
+	Stats map[string]int64 `json:"engine_counters"`
+	Wrong int64            `json:"wrong_results"`
+}
+
+type workload struct {
+	name string
+	// idx are the operations' key indexes.
+	idx []int
+	// run runs idx on reader thread th and returns the wrong results.
+	run func(r *engineRun, th int, idx []int) (wrong int64, err error)
+}
+
+var readWorkloads = []string{"readrandom", "readmissing", "seekrandom"}
+
+const seekNexts = 10
+
+func run(o options, args []string) error {
+	if o.n < 2 {
+		return fmt.Errorf("-n must be at least 2")
+	}
+	if o.rounds < 1 {
+		o.rounds = 1
+	}
+	if o.threads < 1 {
+		o.threads = 1
+	}
+	switch o.keys {
+	case "seq":
+	case "scattered":
+		scatteredKeys = true
+	default:
+		return fmt.Errorf("-keys must be seq or scattered")
+	}
+	if int64(o.n)*1000 >= 1e13 {
+		return fmt.Errorf("-n too large for 13-digit keys")
+	}
+	infos, err := selectEngines(o.engines)
+	if err != nil {
+		return err
+	}
+	if len(infos) == 0 {
+		return fmt.Errorf("no engines selected")
+	}
+	baseline := o.baseline
+	if baseline == "" {
+		baseline = infos[0].name
+		for _, e := range infos {
+			if e.name == "pebble-l6f" {
+				baseline = e.name
+			}
+		}
+	}
+	found := false
+	for _, e := range infos {
+		found = found || e.name == baseline
+	}
+	if !found {
+		return fmt.Errorf("baseline %q is not among the engines", baseline)
+	}
+	parent := o.dir
+	if parent == "" {
+		parent, err = os.MkdirTemp("", "peers-")
+		if err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	if !o.keep {
+		defer func() {
+			for _, e := range infos {
+				os.RemoveAll(filepath.Join(parent, e.name))
+			}
+			if o.dir == "" {
+				os.RemoveAll(parent)
+			}
+		}()
+	}
+	cfg := Config{CacheBytes: int64(o.cacheMiB * (1 << 20)), BitsPerKey: o.bits}
+	vals := newValues(o.seed)
+	rng := rand.New(rand.NewPCG(o.seed, 0x10ad))
+	order := rng.Perm(o.n)
+	start := time.Now()
+
+	runs := make([]*engineRun, len(infos))
+	for i, info := range infos {
+		r := &engineRun{Name: info.name, info: info, dir: filepath.Join(parent, info.name), Reads: map[string]*readResult{}}
+		runs[i] = r
+		if err := os.RemoveAll(r.dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: load %d keys\n", info.name, o.n)
+		if err := load(r, cfg, o, order, vals); err != nil {
+			return fmt.Errorf("%s: %w", info.name, err)
+		}
+	}
+
+	// Reopen every engine: each starts the reads with a cold cache.
+	for _, r := range runs {
+		r.eng = r.info.ctor()
+		if err := r.eng.Open(r.dir, cfg); err != nil {
+			return fmt.Errorf("%s: reopen: %w", r.Name, err)
+		}
+		for th := 0; th < o.threads; th++ {
+			rd, err := r.eng.NewReader()
+			if err != nil {
+				return fmt.Errorf("%s: reader: %w", r.Name, err)
+			}
+			it, err := r.eng.NewIterator()
+			if err != nil {
+				return fmt.Errorf("%s: iterator: %w", r.Name, err)
+			}
+			r.readers, r.iters = append(r.readers, rd), append(r.iters, it)
+		}
+	}
+	for _, w := range makeWorkloads(o.n, rng, vals) {
+		fmt.Fprintf(os.Stderr, "%s: %d ops in %d rounds\n", w.name, len(w.idx), o.rounds)
+		for _, r := range runs {
+			r.Reads[w.name] = &readResult{Stats: map[string]int64{}}
+		}
+		for round := 0; round < o.rounds; round++ {
+			lo, hi := len(w.idx)*round/o.rounds, len(w.idx)*(round+1)/o.rounds
+			for k := range runs {
+				r := runs[(k+round)%len(runs)]
+				res := r.Reads[w.name]
+				runtime.GC()
+				before := r.eng.Stats()
+				a := takeSample()
+				err := runThreads(r, w, w.idx[lo:hi], o.threads, res)
+				b := takeSample()
+				if err != nil {
+					return fmt.Errorf("%s: %s: %w", r.Name, w.name, err)
+				}
+				res.Cost.add(a, b)
+				res.Ops += int64(hi - lo)
+				for name, v := range r.eng.Stats() {
+					res.Stats[name] += v - before[name]
+				}
+			}
+		}
+	}
+	for _, r := range runs {
+		r.ShapeReads = r.eng.Shape()
+		for th := range r.iters {
+			if err := r.iters[th].Close(); err != nil {
+				return fmt.Errorf("%s: iterator close: %w", r.Name, err)
+			}
+			if err := r.readers[th].Close(); err != nil {
+				return fmt.Errorf("%s: reader close: %w", r.Name, err)
+			}
+		}
+		if err := r.eng.Close(); err != nil {
+			return fmt.Errorf("%s: close: %w", r.Name, err)
+		}
+		r.DiskRest, r.TablesRest = diskUsage(r.dir)
+	}
+	rep := &report{
+		Opts: o, Baseline: baseline, Command: "peers " + strings.Join(args, " "),
+		GoVersion: runtime.Version(), GOMAXPROCS: runtime.GOMAXPROCS(0), CPU: cpuModel(),
+		Started: start.UTC().Format(time.RFC3339), TotalSeconds: time.Since(start).Seconds(),
+		Engines: runs,
+	}
+	rep.writeText(os.Stdout)
+	if o.jsonFile != "" {
+		if err := rep.writeJSON(o.jsonFile); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runThreads splits idx between the reader threads and waits for them.
+func runThreads(r *engineRun, w workload, idx []int, threads int, res *readResult) error {
+	if threads == 1 {
+		wrong, err := w.run(r, 0, idx)
+		res.Wrong += wrong
+		return err
+	}
+	var wg sync.WaitGroup
+	wrongs := make([]int64, threads)
+	errs := make([]error, threads)
+	for th := 0; th < threads; th++ {
+		part := idx[len(idx)*th/threads : len(idx)*(th+1)/threads]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wrongs[th], errs[th] = w.run(r, th, part)
+		}()
+	}
+	wg.Wait()
+	for th := range wrongs {
+		res.Wrong += wrongs[th]
+	}
+	return errors.Join(errs...)
+}
+
+// load runs fillrandom and flush+compact on a fresh database, then closes it.
+func load(r *engineRun, cfg Config, o options, order []int, vals *values) error {
+	r.eng = r.info.ctor()
+	if err := r.eng.Open(r.dir, cfg); err != nil {
+		return err
+	}
+	r.Describe = r.eng.Describe()
+	runtime.GC()
+	var key []byte
+	a := takeSample()
+	for _, i := range order {
+		key = presentKey(key, i)
+		if err := r.eng.Put(key, vals.value(i)); err != nil {
+			return fmt.Errorf("put: %w", err)
+		}
+	}
+	b := takeSample()
+	r.Fill.add(a, b)
+	r.UserBytes = int64(len(order)) * (keyLen + valueLen)
+	if o.compact {
+		a = takeSample()
+		if err := r.eng.FlushCompact(); err != nil {
+			return fmt.Errorf("flush+compact: %w", err)
+		}
+		b = takeSample()
+		r.Compact.add(a, b)
+	}
+	if wa, ok := r.eng.WriteAmp(); ok {
+		r.WriteAmp = &wa
+	}
+	r.Shape = r.eng.Shape()
+	a = takeSample()
+	if err := r.eng.Close(); err != nil {
+		return fmt.Errorf("close: %w", err)
+	}
+	b = takeSample()
+	// Close may write (badger flushes its memtables; -compact=false leaves
+	// them for Close in most engines): it counts as compaction writes.
+	r.Compact.WriteBytes += b.wchr - a.wchr
+	r.DiskCompact, r.TablesComp = diskUsage(r.dir)
+	r.eng = nil
+	return nil
+}
+
+func makeWorkloads(n int, rng *rand.Rand, vals *values) []workload {
+	idx := func(count, max int) []int {
+		s := make([]int, count)
+		for i := range s {
+			s[i] = rng.IntN(max)
+		}
+		return s
+	}
+	return []workload{
+		{name: "readrandom", idx: idx(n/2, n), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
+			var key, val []byte
+			var found bool
+			rd := r.readers[th]
+			for _, i := range idx {
+				key = presentKey(key, i)
+				if val, found, err = rd.Get(key, val); err != nil {
+					return wrong, err
+				}
+				if !found || !bytes.Equal(val, vals.value(i)) {
+					wrong++
+				}
+			}
+			return wrong, nil
+		}},
+		{name: "readmissing", idx: idx(n/2, n-1), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
+			var key, val []byte
+			var found bool
+			rd := r.readers[th]
+			for _, j := range idx {
+				key = absentKey(key, j)
+				if val, found, err = rd.Get(key, val); err != nil {
+					return wrong, err
+				}
+				if found {
+					wrong++
+				}
+			}
+			return wrong, nil
+		}},
+		{name: "seekrandom", idx: idx(max(n/10, 1), n), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
+			var seek, want []byte
+			it := r.iters[th]
+			for _, i := range idx {
+				seek = presentKey(seek, i)
+				ok := it.Seek(seek)
+				for step := 0; ; step++ {
+					if i+step >= n {
+						if ok {
+							wrong++
+						}
+						break
+					}
+					want = presentKey(want, i+step)
+					if !ok || !bytes.Equal(it.Key(), want) || !bytes.Equal(it.Value(), vals.value(i+step)) {
+						wrong++
+						break
+					}
+					if step == seekNexts {
+						break
+					}
+					ok = it.Next()
+				}
+			}
+			return wrong, nil
+		}},
+	}
+}
+
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return runtime.GOARCH
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if name, val, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(name) == "model name" {
+			return strings.TrimSpace(val)
+		}
+	}
+	return runtime.GOARCH
+}
