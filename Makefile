@@ -29,8 +29,9 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./...
 
+# The peer benchmark (bench/peers, its own module): sieve, Pebble, goleveldb, Badger.
 bench-peers:
-	../shared/peerbench/compare.sh -n=1000000
+	cd bench/peers && $(GO) run . -n=1000000 -engines=sieve,sieve-cuckoo,pebble,pebble-l6f,goleveldb,badger,pebble2
 
 # Long crash test: 30,000 writes (the default run makes 3,000), every
 # distinct crash clone reopened read-only and read-write. The figures in
