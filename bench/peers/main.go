@@ -46,8 +46,18 @@ func main() {
 	flag.StringVar(&o.keys, "keys", "seq", "key scheme: seq (absent keys adjacent to present ones) or scattered")
 	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n")
+		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n       peers filter [-n N] [-bits B] [-keys seq|scattered|both]   filter micro-benchmark\n")
 		flag.PrintDefaults()
+	}
+	if len(os.Args) > 1 && os.Args[1] == "filter" {
+		if err := runFilterCmd(os.Args[2:], os.Stdout); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				os.Exit(2)
+			}
+			fmt.Fprintln(os.Stderr, "peers filter:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	flag.Parse()
 	if flag.Arg(0) == "list" {
