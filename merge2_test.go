@@ -38,7 +38,6 @@ func tableEntriesFor(t *testing.T, db *DB, cf uint32, key []byte) (n int, kinds 
 // the tables and Get reads it.
 func TestMergeStackCollapsesInCompaction(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: counterMerger{}, MaxSuccessiveMerges: -1})
-	defer db.Close()
 	k := []byte("hot")
 	for i := 1; i <= 10000; i++ {
 		require.NoError(t, db.Merge(k, []byte("1"), nil))
@@ -60,7 +59,6 @@ func TestMergeStackCollapsesInCompaction(t *testing.T) {
 // are not merged together by compaction; the snapshot reads its own answer.
 func TestMergeSnapshotBoundary(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: appendMerger{}})
-	defer db.Close()
 	k := []byte("k")
 	require.NoError(t, db.Put(k, []byte("base"), nil))
 	require.NoError(t, db.Merge(k, []byte("a"), nil))
@@ -102,7 +100,6 @@ func TestMergeSnapshotBoundary(t *testing.T) {
 // key's operands uncollapsed (and counted); other keys collapse.
 func TestMergeErrorInCompaction(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: failingMerger{}})
-	defer db.Close()
 	require.NoError(t, db.Merge([]byte("bad"), []byte("x"), nil))
 	require.NoError(t, db.Merge([]byte("bad"), []byte("bad"), nil))
 	require.NoError(t, db.Merge([]byte("good"), []byte("x"), nil))
@@ -124,7 +121,6 @@ func TestMergeErrorInCompaction(t *testing.T) {
 // own filter policy.
 func TestColumnFamilyFilterPolicyInProperties(t *testing.T) {
 	db, _ := openMem(t, &Options{FilterPolicy: filter.Bloom(10)})
-	defer db.Close()
 	cu, err := db.OpenColumnFamily("cuckoo", &ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)})
 	require.NoError(t, err)
 	none, err := db.OpenColumnFamily("nofilter", &ColumnFamilyOptions{FilterPolicy: filter.None})

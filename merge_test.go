@@ -93,7 +93,6 @@ func (f failingMerger) PartialMerge(key []byte, ops [][]byte) ([]byte, bool) {
 
 func TestMergeBasics(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: appendMerger{}})
-	defer db.Close()
 	k := []byte("k")
 	require.NoError(t, db.Merge(k, []byte("a"), nil))
 	require.NoError(t, db.Merge(k, []byte("b"), nil))
@@ -145,7 +144,6 @@ func TestMergerNameRecorded(t *testing.T) {
 
 func TestMergerErrorFailsOnlyThatKey(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: failingMerger{}})
-	defer db.Close()
 	require.NoError(t, db.Merge([]byte("bad-key"), []byte("bad"), nil))
 	require.NoError(t, db.Merge([]byte("good-key"), []byte("fine"), nil))
 	_, err := db.Get([]byte("bad-key"))
@@ -160,7 +158,6 @@ func TestMergerErrorFailsOnlyThatKey(t *testing.T) {
 // cap replaces long stacks by values, so a Get reads few operands.
 func TestSuccessiveMergeCap(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: counterMerger{}})
-	defer db.Close()
 	k := []byte("hot")
 	for i := 1; i <= 10000; i++ {
 		require.NoError(t, db.Merge(k, []byte("1"), nil))
@@ -214,9 +211,7 @@ func TestColumnFamilies(t *testing.T) {
 	check(db, counters, other)
 	require.NoError(t, db.Close())
 
-	db, err = Open("/db", &Options{FS: fs})
-	require.NoError(t, err)
-	defer db.Close()
+	db = openDB(t, &Options{FS: fs})
 	counters, err = db.OpenColumnFamily("counters", &ColumnFamilyOptions{Merger: counterMerger{}})
 	require.NoError(t, err)
 	other, err = db.OpenColumnFamily("other", nil)
@@ -231,7 +226,6 @@ func TestColumnFamilies(t *testing.T) {
 func TestMergeModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
 	db, _ := openMem(t, &Options{Merger: appendMerger{}, MemTableSize: 64 << 10, MaxSuccessiveMerges: 8})
-	defer db.Close()
 	model := map[string]string{}
 	for i := 0; i < 5000; i++ {
 		k := fmt.Sprintf("k%02d", rng.Intn(40))

@@ -55,9 +55,7 @@ func TestRecoveredWALSyncedBeforeNewWrites(t *testing.T) {
 	crashed := fs.CrashClone(vfs.CrashOptions{})
 	killDB(db)
 
-	db, err = Open("/db", &Options{FS: crashed})
-	require.NoError(t, err)
-	defer db.Close()
+	db = openDB(t, &Options{FS: crashed})
 	for _, k := range []string{"a", "b", "c"} {
 		_, err := db.Get([]byte(k))
 		require.NoError(t, err, "key %s: the state after the power loss is not a prefix of the acknowledged writes", k)
