@@ -204,9 +204,7 @@ func TestOpenColumnFamilyDuringRotation(t *testing.T) {
 // value Get returns must still be the caller's to change, wherever the
 // operand came from (memtable or table).
 func TestGetReturnsOwnedMemory(t *testing.T) {
-	db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: lwwMerger{}})
-	require.NoError(t, err)
-	defer db.Close()
+	db, _ := openMem(t, &Options{Merger: lwwMerger{}})
 	key := []byte("k")
 	require.NoError(t, db.Merge(key, []byte("first"), nil))
 	require.NoError(t, db.Merge(key, []byte("value"), nil))

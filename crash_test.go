@@ -378,3 +378,60 @@ func TestReopenReadWriteSelfCheck(t *testing.T) {
 	// The marker is there now: a second check with the same want fails.
 	require.Error(t, reopenReadWrite(fs, want, nil))
 }
+
+// TestCrossFamilyBatchCrash: a batch spanning families is all or nothing
+// after a crash at any durability event.
+func TestCrossFamilyBatchCrash(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: fs, MemTableSize: 64 << 10})
+	require.NoError(t, err)
+	a, err := db.OpenColumnFamily("a", nil)
+	require.NoError(t, err)
+	b, err := db.OpenColumnFamily("b", nil)
+	require.NoError(t, err)
+	var (
+		mu     sync.Mutex
+		clones []*vfs.MemFS
+	)
+	// The hook also runs on flush goroutines.
+	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		mu.Lock()
+		defer mu.Unlock()
+		clones = append(clones, fs.CrashClone(vfs.CrashOptions{Unsynced: vfs.KeepUnsyncedSectors, KeepUnsyncedFraction: 0.5, Seed: uint64(len(clones))}))
+	})
+	for i := 0; i < 300; i++ {
+		batch := db.NewBatch()
+		v := []byte(strconv.Itoa(i) + string(make([]byte, 300)))
+		require.NoError(t, batch.PutCF(a, []byte("x"), v))
+		require.NoError(t, batch.PutCF(b, []byte("x"), v))
+		require.NoError(t, batch.Put([]byte("x"), v))
+		o := NoSync
+		if i%10 == 0 {
+			o = Sync
+		}
+		require.NoError(t, db.Apply(batch, o))
+	}
+	fs.SetDurabilityHook(nil)
+	require.NoError(t, db.Close())
+	require.NotEmpty(t, clones)
+	for i, c := range clones {
+		db, err := Open("/db", &Options{FS: c})
+		require.NoError(t, err, "clone %d", i)
+		a, err := db.OpenColumnFamily("a", nil)
+		if err != nil {
+			// The family's creation itself was not durable yet.
+			require.NoError(t, db.Close())
+			continue
+		}
+		b, err := db.OpenColumnFamily("b", nil)
+		require.NoError(t, err)
+		v0, e0 := db.Get([]byte("x"))
+		va, ea := a.Get([]byte("x"))
+		vb, eb := b.Get([]byte("x"))
+		require.Equal(t, e0 == nil, ea == nil, "clone %d", i)
+		require.Equal(t, e0 == nil, eb == nil, "clone %d", i)
+		require.Equal(t, v0, va, "clone %d", i)
+		require.Equal(t, v0, vb, "clone %d", i)
+		require.NoError(t, db.Close())
+	}
+}

@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// openMem opens a database on a fresh in-memory FS.
+// openMem opens a database on a fresh in-memory FS; see openDB for the
+// cleanup it registers.
 func openMem(t testing.TB, o *Options) (*DB, *vfs.MemFS) {
 	t.Helper()
 	fs := vfs.NewMem()
@@ -20,14 +21,33 @@ func openMem(t testing.TB, o *Options) (*DB, *vfs.MemFS) {
 		o = &Options{}
 	}
 	o.FS = fs
+	return openDB(t, o), fs
+}
+
+// openDB opens the database at /db on o.FS and registers a cleanup, as
+// bbolt's test helper does, that checks the database's invariants
+// (CheckInvariants(true): level invariants and every live table) and closes
+// it, failing the test on either error. A test may close the database
+// itself (to reopen it, or to test Close); the cleanup then only checks
+// that a second Close returns nil. A test whose database is expected to
+// fail closes it itself or opens it with Open.
+func openDB(t testing.TB, o *Options) *DB {
+	t.Helper()
 	db, err := Open("/db", o)
 	require.NoError(t, err)
-	return db, fs
+	t.Cleanup(func() {
+		if err := db.CheckInvariants(true); err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("invariants at the end of the test: %v", err)
+		}
+		if err := db.Close(); err != nil {
+			t.Errorf("Close at the end of the test: %v", err)
+		}
+	})
+	return db
 }
 
 func TestBasicAPI(t *testing.T) {
 	db, _ := openMem(t, nil)
-	defer db.Close()
 
 	cases := []struct {
 		name       string
@@ -73,7 +93,6 @@ func TestBasicAPI(t *testing.T) {
 
 func TestBatch(t *testing.T) {
 	db, _ := openMem(t, nil)
-	defer db.Close()
 	b := db.NewBatch()
 	require.NoError(t, b.Put([]byte("k1"), []byte("v1")))
 	require.NoError(t, b.Put([]byte("k2"), []byte("v2")))
@@ -98,7 +117,6 @@ func TestBatch(t *testing.T) {
 
 func TestTooLarge(t *testing.T) {
 	db, _ := openMem(t, nil)
-	defer db.Close()
 	big := make([]byte, MaxValueSize+1)
 	require.ErrorIs(t, db.Put([]byte("k"), big, nil), ErrTooLarge)
 	require.ErrorIs(t, db.Put(big, nil, nil), ErrTooLarge)
@@ -132,7 +150,6 @@ func TestClosed(t *testing.T) {
 
 func TestMergeWithoutMerger(t *testing.T) {
 	db, _ := openMem(t, nil)
-	defer db.Close()
 	require.ErrorIs(t, db.Merge([]byte("a"), []byte("1"), nil), ErrNoMerger)
 	b := db.NewBatch()
 	require.NoError(t, b.Merge([]byte("a"), []byte("1")))
@@ -209,7 +226,6 @@ func TestReopenManyTimes(t *testing.T) {
 
 func TestConcurrentWritersAndReaders(t *testing.T) {
 	db, _ := openMem(t, &Options{MemTableSize: 256 << 10})
-	defer db.Close()
 	const writers, perWriter = 8, 500
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
@@ -272,9 +288,7 @@ func TestOpenCompactsAnL0OverItsTrigger(t *testing.T) {
 	v.Unref()
 	require.NoError(t, db.Close())
 
-	db, err := Open("/db", &Options{FS: fs, L0CompactionTrigger: 4})
-	require.NoError(t, err)
-	defer db.Close()
+	db = openDB(t, &Options{FS: fs, L0CompactionTrigger: 4})
 	for {
 		db.mu.Lock()
 		running := db.compact.running
@@ -288,7 +302,6 @@ func TestOpenCompactsAnL0OverItsTrigger(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	require.NoError(t, db.CheckInvariants(true))
 	for i := 0; i < 300; i++ {
 		got, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
 		require.NoError(t, err)

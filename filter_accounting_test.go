@@ -29,7 +29,6 @@ func TestFilterAccounting(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db, _ := openMem(t, &Options{FilterPolicy: c.policy, MemTableSize: 4 << 20, L0CompactionTrigger: 1000, L0StopWritesTrigger: 1000})
-			defer db.Close()
 			val := make([]byte, 100)
 			// A scattered load order makes the L0 tables overlap, so that
 			// each lookup probes several filters.

@@ -172,7 +172,6 @@ func checkIterator(t *testing.T, rng *rand.Rand, it *Iterator, model map[string]
 func TestIteratorModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
 	db, _ := openMem(t, &Options{Merger: appendMerger{}, MemTableSize: 64 << 10, L0CompactionTrigger: 100, L0StopWritesTrigger: 200})
-	defer db.Close()
 	model := map[string]string{}
 	type snap struct {
 		s     *Snapshot

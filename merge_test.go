@@ -93,7 +93,6 @@ func (f failingMerger) PartialMerge(key []byte, ops [][]byte) ([]byte, bool) {
 
 func TestMergeBasics(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: appendMerger{}})
-	defer db.Close()
 	k := []byte("k")
 	require.NoError(t, db.Merge(k, []byte("a"), nil))
 	require.NoError(t, db.Merge(k, []byte("b"), nil))
@@ -145,7 +144,6 @@ func TestMergerNameRecorded(t *testing.T) {
 
 func TestMergerErrorFailsOnlyThatKey(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: failingMerger{}})
-	defer db.Close()
 	require.NoError(t, db.Merge([]byte("bad-key"), []byte("bad"), nil))
 	require.NoError(t, db.Merge([]byte("good-key"), []byte("fine"), nil))
 	_, err := db.Get([]byte("bad-key"))
@@ -160,7 +158,6 @@ func TestMergerErrorFailsOnlyThatKey(t *testing.T) {
 // cap replaces long stacks by values, so a Get reads few operands.
 func TestSuccessiveMergeCap(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: counterMerger{}})
-	defer db.Close()
 	k := []byte("hot")
 	for i := 1; i <= 10000; i++ {
 		require.NoError(t, db.Merge(k, []byte("1"), nil))
@@ -177,61 +174,11 @@ func TestSuccessiveMergeCap(t *testing.T) {
 	require.Equal(t, "10000", string(v))
 }
 
-func TestColumnFamilies(t *testing.T) {
-	fs := vfs.NewMem()
-	db, err := Open("/db", &Options{FS: fs})
-	require.NoError(t, err)
-	counters, err := db.OpenColumnFamily("counters", &ColumnFamilyOptions{Merger: counterMerger{}})
-	require.NoError(t, err)
-	other, err := db.OpenColumnFamily("other", nil)
-	require.NoError(t, err)
-
-	// Isolation: the same key in three families.
-	require.NoError(t, db.Put([]byte("k"), []byte("default"), nil))
-	require.NoError(t, counters.Merge([]byte("k"), []byte("5"), nil))
-	require.NoError(t, other.Put([]byte("k"), []byte("other"), nil))
-	require.ErrorIs(t, other.Merge([]byte("k"), []byte("1"), nil), ErrNoMerger)
-
-	// A batch across families is atomic.
-	b := db.NewBatch()
-	require.NoError(t, b.Put([]byte("b"), []byte("1")))
-	require.NoError(t, b.MergeCF(counters, []byte("k"), []byte("7")))
-	require.NoError(t, b.DeleteCF(other, []byte("k")))
-	require.NoError(t, db.Apply(b, Sync))
-
-	check := func(db *DB, counters, other *ColumnFamily) {
-		v, err := db.Get([]byte("k"))
-		require.NoError(t, err)
-		require.Equal(t, "default", string(v))
-		v, err = counters.Get([]byte("k"))
-		require.NoError(t, err)
-		require.Equal(t, "12", string(v))
-		_, err = other.Get([]byte("k"))
-		require.ErrorIs(t, err, ErrNotFound)
-	}
-	check(db, counters, other)
-	require.NoError(t, db.Flush())
-	check(db, counters, other)
-	require.NoError(t, db.Close())
-
-	db, err = Open("/db", &Options{FS: fs})
-	require.NoError(t, err)
-	defer db.Close()
-	counters, err = db.OpenColumnFamily("counters", &ColumnFamilyOptions{Merger: counterMerger{}})
-	require.NoError(t, err)
-	other, err = db.OpenColumnFamily("other", nil)
-	require.NoError(t, err)
-	check(db, counters, other)
-	_, err = db.OpenColumnFamily("counters", &ColumnFamilyOptions{Merger: appendMerger{}})
-	require.Error(t, err)
-}
-
 // TestMergeModel mixes puts, deletes, merges and flushes over a small key
 // space and compares reads with a model.
 func TestMergeModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
 	db, _ := openMem(t, &Options{Merger: appendMerger{}, MemTableSize: 64 << 10, MaxSuccessiveMerges: 8})
-	defer db.Close()
 	model := map[string]string{}
 	for i := 0; i < 5000; i++ {
 		k := fmt.Sprintf("k%02d", rng.Intn(40))

@@ -55,9 +55,7 @@ func TestRecoveredWALSyncedBeforeNewWrites(t *testing.T) {
 	crashed := fs.CrashClone(vfs.CrashOptions{})
 	killDB(db)
 
-	db, err = Open("/db", &Options{FS: crashed})
-	require.NoError(t, err)
-	defer db.Close()
+	db = openDB(t, &Options{FS: crashed})
 	for _, k := range []string{"a", "b", "c"} {
 		_, err := db.Get([]byte(k))
 		require.NoError(t, err, "key %s: the state after the power loss is not a prefix of the acknowledged writes", k)
@@ -65,10 +63,12 @@ func TestRecoveredWALSyncedBeforeNewWrites(t *testing.T) {
 }
 
 // failingOn returns an ErrorFS over fs that fails the first operation op
-// on a file of kind (fileKind) from the moment armed is set.
-func failingOn(fs vfs.FS, op vfs.Op, kind string, armed *bool) *vfs.ErrorFS {
+// on a file of kind (fileKind) from the moment armed is set (an
+// atomic.Bool: background flushes and compactions read it while the test
+// sets it).
+func failingOn(fs vfs.FS, op vfs.Op, kind string, armed *atomic.Bool) *vfs.ErrorFS {
 	return vfs.NewErrorFS(fs, vfs.ErrorOptions{Nth: 1, Match: func(o vfs.Op, name string) bool {
-		return *armed && o == op && fileKind(name) == kind
+		return armed.Load() && o == op && fileKind(name) == kind
 	}})
 }
 
@@ -77,7 +77,7 @@ func failingOn(fs vfs.FS, op vfs.Op, kind string, armed *bool) *vfs.ErrorFS {
 // fsync leaves the data's state unknown), and it names them.
 func TestCompactionKeepsOutputsWhenManifestSyncFails(t *testing.T) {
 	mem := vfs.NewMem()
-	armed := false
+	var armed atomic.Bool
 	efs := failingOn(mem, vfs.OpSync, "MANIFEST", &armed)
 	db, err := Open("/db", &Options{FS: efs})
 	require.NoError(t, err)
@@ -85,7 +85,7 @@ func TestCompactionKeepsOutputsWhenManifestSyncFails(t *testing.T) {
 		require.NoError(t, db.Put([]byte(fmt.Sprintf("k%d", i)), []byte("v"), nil))
 		require.NoError(t, db.Flush())
 	}
-	armed = true
+	armed.Store(true)
 	err = db.Compact(nil, nil)
 	require.ErrorIs(t, err, vfs.ErrInjected)
 	require.Error(t, db.Put([]byte("x"), []byte("y"), nil), "read-only after a failed manifest sync")
@@ -152,12 +152,12 @@ func TestLockIOError(t *testing.T) {
 // read-only; Close then reports the cause, not a double close.
 func TestCloseAfterFailedWALRotation(t *testing.T) {
 	mem := vfs.NewMem()
-	armed := false
+	var armed atomic.Bool
 	efs := failingOn(mem, vfs.OpSync, "WAL", &armed)
 	db, err := Open("/db", &Options{FS: efs})
 	require.NoError(t, err)
 	require.NoError(t, db.Put([]byte("k"), []byte("v"), nil))
-	armed = true
+	armed.Store(true)
 	require.ErrorIs(t, db.Flush(), vfs.ErrInjected)
 	if err := db.Close(); err != nil {
 		require.ErrorIs(t, err, vfs.ErrInjected)

@@ -19,7 +19,7 @@ package sieve
 // the end of a round, and after each reopen, the DB equals the oracle's
 // last states exactly.
 //
-// Replay: SIEVE_STRESS_SEED=N replays each goroutine's sequence of
+// Replay: SIEVE_SEED=N replays each goroutine's sequence of
 // operations (the interleaving of goroutines is the scheduler's, so a
 // failure replays with high probability, not certainty).
 // SIEVE_STRESS_LONG=1 (or SIEVE_LONG=1) runs the long version:
@@ -40,6 +40,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -797,13 +798,7 @@ func (r *stressRun) verifyExact(when string) {
 
 func TestStress(t *testing.T) {
 	cfg := stressConfigFor(t)
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SIEVE_STRESS_SEED"); s != "" {
-		var err error
-		seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (replay: SIEVE_STRESS_SEED=%d go test -run TestStress .)", seed, seed)
+	seed := uint64(testutil.Seed(t))
 	fs := vfs.NewMem()
 	r := &stressRun{t: t, cfg: cfg, seed: seed, fs: fs,
 		opts: &Options{FS: fs, Merger: counterMerger{}, MemTableSize: 64 << 10, TargetFileSize: 16 << 10,
@@ -869,7 +864,7 @@ func TestStress(t *testing.T) {
 		t.Error(e)
 	}
 	if r.failed.Load() {
-		t.Fatalf("stress failed; replay with SIEVE_STRESS_SEED=%d", seed)
+		t.Fatalf("stress failed; replay with SIEVE_SEED=%d go test -run '^TestStress$' .", seed)
 	}
 	// The test must reach what it names.
 	require.Positive(t, r.flushes, "no flush ran")

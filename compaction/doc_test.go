@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -36,8 +38,8 @@ func TestDocExamples(t *testing.T) {
 		sortEntries(es)
 		opts := GCOptions{}
 		if f[1] != "-" {
-			d := &ddCase{args: parseArgs([]string{"s=" + f[1]})}
-			opts.Snapshots = d.uints(t, "s")
+			d := &testutil.Case{Args: []testutil.Arg{{Key: "s", Vals: strings.Split(f[1], ",")}}}
+			opts.Snapshots = d.Uints(t, "s")
 		}
 		if f[2] == "yes" {
 			opts.ElideTombstone = func([]byte) bool { return true }

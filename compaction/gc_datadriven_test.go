@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/sievedb/sieve/internal/testutil"
 )
 
 // elideArg turns elide=all|none|k1,k2 into an ElideTombstone predicate
 // that also records the keys it was asked about.
-func elideArg(d *ddCase, asked *[]string) func([]byte) bool {
-	vals, ok := d.arg("elide")
+func elideArg(d *testutil.Case, asked *[]string) func([]byte) bool {
+	vals, ok := d.Arg("elide")
 	if !ok {
 		return nil
 	}
@@ -72,31 +74,31 @@ func formatByUserKey(es []entry) string {
 //	merger=append|append-refuse-odd|counter|none
 //	asked            also print the keys ElideTombstone was asked about
 func TestGCDataDriven(t *testing.T) {
-	runDataDriven(t, "testdata/gc", func(t *testing.T, d *ddCase) string {
-		if d.cmd != "gc" {
-			t.Fatalf("%s: unknown command %q", d.pos, d.cmd)
+	testutil.RunDataDriven(t, "testdata/gc", func(t *testing.T, d *testutil.Case) string {
+		if d.Cmd != "gc" {
+			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 		}
-		es, err := parseEntries(strings.Fields(strings.Join(d.input, " ")))
+		es, err := parseEntries(strings.Fields(strings.Join(d.Input, " ")))
 		if err != nil {
-			t.Fatalf("%s: %v", d.pos, err)
+			t.Fatalf("%s: %v", d.Pos, err)
 		}
 		sortEntries(es)
-		m, err := mergerByName(d.str("merger", "none"))
+		m, err := mergerByName(d.Str("merger", "none"))
 		if err != nil {
-			t.Fatalf("%s: %v", d.pos, err)
+			t.Fatalf("%s: %v", d.Pos, err)
 		}
 		var asked []string
 		it := NewIter(newSliceIter(es), GCOptions{
-			Snapshots:      d.uints(t, "snapshots"),
+			Snapshots:      d.Uints(t, "snapshots"),
 			ElideTombstone: elideArg(d, &asked),
 			Merger:         m,
 		})
 		out := collect(t, it)
 		if err := it.Close(); err != nil {
-			t.Fatalf("%s: close: %v", d.pos, err)
+			t.Fatalf("%s: close: %v", d.Pos, err)
 		}
 		s := formatByUserKey(out) + "\n" + formatStats(it.Stats())
-		if d.has("asked") {
+		if d.Has("asked") {
 			s += "\nasked: " + strings.Join(asked, " ")
 		}
 		return s

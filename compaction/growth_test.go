@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
+
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/stretchr/testify/require"
 )
@@ -121,19 +123,19 @@ func (g *growth) shape() string {
 // after each settle no level above the base level holds data.
 func TestGrowthDataDriven(t *testing.T) {
 	var g *growth
-	runDataDriven(t, "testdata/growth", func(t *testing.T, d *ddCase) string {
-		switch d.cmd {
+	testutil.RunDataDriven(t, "testdata/growth", func(t *testing.T, d *testutil.Case) string {
+		switch d.Cmd {
 		case "init":
 			g = &growth{t: t, version: &manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}, base: manifest.NumLevels - 1}
 			g.picker = NewPicker(PickerOptions{
-				L0CompactionTrigger: int(d.int(t, "l0-trigger", 0)),
-				LBaseMaxBytes:       d.int(t, "lbase-max-bytes", 0),
-				LevelMultiplier:     int(d.int(t, "multiplier", 0)),
-				TargetFileSize:      d.int(t, "target-file-size", 0),
+				L0CompactionTrigger: int(d.Int(t, "l0-trigger", 0)),
+				LBaseMaxBytes:       d.Int(t, "lbase-max-bytes", 0),
+				LevelMultiplier:     int(d.Int(t, "multiplier", 0)),
+				TargetFileSize:      d.Int(t, "target-file-size", 0),
 			})
 			return ""
 		case "flush":
-			n, size, every := int(d.int(t, "n", 1)), uint64(d.int(t, "size", 0)), int(d.int(t, "every", 0))
+			n, size, every := int(d.Int(t, "n", 1)), uint64(d.Int(t, "size", 0)), int(d.Int(t, "every", 0))
 			var sb strings.Builder
 			for i := 0; i < n; i++ {
 				g.apply(&manifest.VersionEdit{NewFiles: []manifest.NewFile{{Level: 0, Meta: g.table(0, growthKey0Max, size)}}})
@@ -141,7 +143,7 @@ func TestGrowthDataDriven(t *testing.T) {
 				g.flushed += size
 				prev := g.base
 				for _, b := range g.settle() {
-					require.LessOrEqual(t, b, prev, "%s: flush %d: base level moved down to L%d", d.pos, g.flushes, b)
+					require.LessOrEqual(t, b, prev, "%s: flush %d: base level moved down to L%d", d.Pos, g.flushes, b)
 					prev = b
 				}
 				g.checkAboveBase(d)
@@ -152,8 +154,8 @@ func TestGrowthDataDriven(t *testing.T) {
 			return sb.String()
 		case "shrink":
 			var factor float64
-			if _, err := fmt.Sscanf(d.str("factor", "1"), "%g", &factor); err != nil {
-				t.Fatalf("%s: bad factor", d.pos)
+			if _, err := fmt.Sscanf(d.Str("factor", "1"), "%g", &factor); err != nil {
+				t.Fatalf("%s: bad factor", d.Pos)
 			}
 			e := &manifest.VersionEdit{}
 			for l, files := range g.version.Levels(0) {
@@ -170,16 +172,16 @@ func TestGrowthDataDriven(t *testing.T) {
 			g.checkAboveBase(d)
 			return fmt.Sprintf("shrunk:  %s\nsettled: %s\nwritten: %d\n", before, g.shape(), g.written)
 		}
-		t.Fatalf("%s: unknown command %q", d.pos, d.cmd)
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 		return ""
 	})
 }
 
 const growthKey0Max = growthKeys - 1
 
-func (g *growth) checkAboveBase(d *ddCase) {
+func (g *growth) checkAboveBase(d *testutil.Case) {
 	lv := g.version.Levels(0)
 	for l := 1; l < g.base; l++ {
-		require.Empty(g.t, lv[l], "%s: after %d flushes L%d holds data above the base level L%d\n%s", d.pos, g.flushes, l, g.base, g.version)
+		require.Empty(g.t, lv[l], "%s: after %d flushes L%d holds data above the base level L%d\n%s", d.Pos, g.flushes, l, g.base, g.version)
 	}
 }

@@ -3,7 +3,6 @@ package compaction
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"math/rand"
 	"sort"
 	"strings"
@@ -17,22 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// memFile is an in-memory sstable.ReadableFile.
-type memFile struct{ data []byte }
-
-func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(f.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (f *memFile) Close() error { return nil }
-
 // buildTable writes es (sorted) into an in-memory sstable with small blocks.
 func buildTable(t testing.TB, num uint64, es []entry) *sstable.Reader {
 	var buf bytes.Buffer
@@ -42,7 +25,7 @@ func buildTable(t testing.TB, num uint64, es []entry) *sstable.Reader {
 	}
 	_, err := w.Finish()
 	require.NoError(t, err)
-	r, err := sstable.NewReader(&memFile{data: buf.Bytes()}, int64(buf.Len()), sstable.ReaderOptions{FileNum: num})
+	r, err := sstable.NewReader(testutil.NewMemFile(buf.Bytes()), int64(buf.Len()), sstable.ReaderOptions{FileNum: num})
 	require.NoError(t, err)
 	return r
 }

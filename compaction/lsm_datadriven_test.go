@@ -8,6 +8,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/testutil"
 )
 
 // lsm is the state of an LSM data-driven test: a version of column family
@@ -83,24 +84,24 @@ func (s *lsm) apply(e *manifest.VersionEdit) error {
 //	  <filenum> [size=<n>] [compacting]: entries...
 //
 // and builds the version.
-func (s *lsm) define(d *ddCase) string {
+func (s *lsm) define(d *testutil.Case) string {
 	t := s.t
 	s.version = &manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}
 	s.tables = map[uint64][]entry{}
 	s.nextFile = 1
 	s.opts = PickerOptions{
-		L0CompactionTrigger:        int(d.int(t, "l0-trigger", 0)),
-		LBaseMaxBytes:              d.int(t, "lbase-max-bytes", 0),
-		LevelMultiplier:            int(d.int(t, "multiplier", 0)),
-		TargetFileSize:             d.int(t, "target-file-size", 0),
-		MaxGrandparentOverlapBytes: d.int(t, "max-gp-overlap", 0),
-		MaxExpandedBytes:           d.int(t, "max-expanded", 0),
+		L0CompactionTrigger:        int(d.Int(t, "l0-trigger", 0)),
+		LBaseMaxBytes:              d.Int(t, "lbase-max-bytes", 0),
+		LevelMultiplier:            int(d.Int(t, "multiplier", 0)),
+		TargetFileSize:             d.Int(t, "target-file-size", 0),
+		MaxGrandparentOverlapBytes: d.Int(t, "max-gp-overlap", 0),
+		MaxExpandedBytes:           d.Int(t, "max-expanded", 0),
 	}
 	s.picker = NewPicker(s.opts)
 	s.last = nil
 	edit := &manifest.VersionEdit{}
 	level := -1
-	for _, line := range d.input {
+	for _, line := range d.Input {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
@@ -108,35 +109,35 @@ func (s *lsm) define(d *ddCase) string {
 		if strings.HasPrefix(line, "L") && !strings.Contains(line, ":") {
 			n, err := strconv.Atoi(line[1:])
 			if err != nil {
-				t.Fatalf("%s: bad level %q", d.pos, line)
+				t.Fatalf("%s: bad level %q", d.Pos, line)
 			}
 			level = n
 			continue
 		}
 		head, body, ok := strings.Cut(line, ":")
 		if !ok || level < 0 {
-			t.Fatalf("%s: bad table line %q", d.pos, line)
+			t.Fatalf("%s: bad table line %q", d.Pos, line)
 		}
 		hf := strings.Fields(head)
 		num, err := strconv.ParseUint(hf[0], 10, 64)
 		if err != nil {
-			t.Fatalf("%s: bad file number in %q", d.pos, line)
+			t.Fatalf("%s: bad file number in %q", d.Pos, line)
 		}
 		var size uint64
 		compacting := false
-		for _, a := range parseArgs(hf[1:]) {
-			switch a.key {
+		for _, a := range testutil.ParseArgs(hf[1:]) {
+			switch a.Key {
 			case "size":
-				size, _ = strconv.ParseUint(a.vals[0], 10, 64)
+				size, _ = strconv.ParseUint(a.Vals[0], 10, 64)
 			case "compacting":
 				compacting = true
 			default:
-				t.Fatalf("%s: unknown table attribute %q", d.pos, a.key)
+				t.Fatalf("%s: unknown table attribute %q", d.Pos, a.Key)
 			}
 		}
 		es, err := parseEntries(strings.Fields(body))
 		if err != nil || len(es) == 0 {
-			t.Fatalf("%s: table %d: %v", d.pos, num, err)
+			t.Fatalf("%s: table %d: %v", d.Pos, num, err)
 		}
 		m := s.newTable(num, es, size)
 		m.Compacting = compacting
@@ -145,7 +146,7 @@ func (s *lsm) define(d *ddCase) string {
 	if err := s.apply(edit); err != nil {
 		return "error: " + err.Error()
 	}
-	return s.describe(d.has("sizes"))
+	return s.describe(d.Has("sizes"))
 }
 
 // describe prints the LSM shape with every table's entries.
@@ -180,26 +181,26 @@ func (s *lsm) describe(sizes bool) string {
 // newIter builds the iterator the iter command walks: a LevelIter over
 // one level (level=n), or a MergingIter over every L0 table and a
 // LevelIter per other level.
-func (s *lsm) newIter(d *ddCase) base.InternalIterator {
+func (s *lsm) newIter(d *testutil.Case) base.InternalIterator {
 	opts := IterOptions{}
-	if v, ok := d.arg("lower"); ok {
+	if v, ok := d.Arg("lower"); ok {
 		opts.LowerBound = []byte(v[0])
 	}
-	if v, ok := d.arg("upper"); ok {
+	if v, ok := d.Arg("upper"); ok {
 		opts.UpperBound = []byte(v[0])
 	}
 	lv := s.levels()
-	if d.has("level") {
-		return NewLevelIter(opts, lv[d.int(s.t, "level", 0)], s.opener)
+	if d.Has("level") {
+		return NewLevelIter(opts, lv[d.Int(s.t, "level", 0)], s.opener)
 	}
 	return NewMergingIter(opts, LevelIters(nil, lv, s.opener, opts)...)
 }
 
 // runIter executes iterator commands, one per input line, printing each
 // step's result ("." when the iterator is exhausted).
-func runIter(t *testing.T, d *ddCase, it base.InternalIterator, trace *strings.Builder) string {
+func runIter(t *testing.T, d *testutil.Case, it base.InternalIterator, trace *strings.Builder) string {
 	var sb strings.Builder
-	for _, line := range d.input {
+	for _, line := range d.Input {
 		f := strings.Fields(line)
 		if len(f) == 0 {
 			continue
@@ -219,7 +220,7 @@ func runIter(t *testing.T, d *ddCase, it base.InternalIterator, trace *strings.B
 		case "seek-lt":
 			ok = it.SeekLT([]byte(f[1]))
 		default:
-			t.Fatalf("%s: unknown iterator command %q", d.pos, f[0])
+			t.Fatalf("%s: unknown iterator command %q", d.Pos, f[0])
 		}
 		fmt.Fprintf(&sb, "%s: ", line)
 		switch {
@@ -304,7 +305,7 @@ func (s *lsm) markCompacting() {
 // compact runs the last picked compaction: the merged inputs through the
 // GC iterator and the splitter into new tables, then installs the result
 // and prints the new LSM and the counters.
-func (s *lsm) compact(d *ddCase) string {
+func (s *lsm) compact(d *testutil.Case) string {
 	t := s.t
 	c := s.last
 	if c == nil {
@@ -327,12 +328,12 @@ func (s *lsm) compact(d *ddCase) string {
 		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: c.Inputs[0][0]})
 		stats = "moved"
 	} else {
-		m, err := mergerByName(d.str("merger", "none"))
+		m, err := mergerByName(d.Str("merger", "none"))
 		if err != nil {
-			t.Fatalf("%s: %v", d.pos, err)
+			t.Fatalf("%s: %v", d.Pos, err)
 		}
 		elide := NewElider(s.levels(), c.OutputLevel)
-		if v, ok := d.arg("elide"); ok {
+		if v, ok := d.Arg("elide"); ok {
 			all := v != nil && v[0] == "true"
 			elide = func([]byte) bool { return all }
 		}
@@ -340,20 +341,20 @@ func (s *lsm) compact(d *ddCase) string {
 		// (SubcompactionBounds, no minimum size), one after another, each
 		// with its own input, GC iterator and splitter.
 		var bounds [][]byte
-		if n := d.int(t, "subcompactions", 1); n > 1 {
+		if n := d.Int(t, "subcompactions", 1); n > 1 {
 			bounds = c.SubcompactionBounds(int(n), 0)
 		}
 		var total GCStats
 		for r := 0; r <= len(bounds); r++ {
 			lower, upper := SubcompactionRange(bounds, r)
 			elide := elide
-			if !d.has("elide") {
+			if !d.Has("elide") {
 				elide = NewElider(s.levels(), c.OutputLevel) // keeps cursors: one per range
 			}
-			it := NewIter(c.NewInputIterRange(s.opener, lower, upper), GCOptions{Snapshots: d.uints(t, "snapshots"), ElideTombstone: elide, Merger: m})
+			it := NewIter(c.NewInputIterRange(s.opener, lower, upper), GCOptions{Snapshots: d.Uints(t, "snapshots"), ElideTombstone: elide, Merger: m})
 			sp := c.NewSplitter()
-			if d.has("target-file-size") {
-				sp = NewSplitter(SplitterOptions{TargetFileSize: d.int(t, "target-file-size", 0), Grandparents: c.Grandparents})
+			if d.Has("target-file-size") {
+				sp = NewSplitter(SplitterOptions{TargetFileSize: d.Int(t, "target-file-size", 0), Grandparents: c.Grandparents})
 			}
 			var cur []entry
 			var size uint64
@@ -377,12 +378,12 @@ func (s *lsm) compact(d *ddCase) string {
 				return "error: " + err.Error()
 			}
 			if s.open != 0 {
-				t.Fatalf("%s: %d tables left open", d.pos, s.open)
+				t.Fatalf("%s: %d tables left open", d.Pos, s.open)
 			}
 			total.Add(it.Stats())
 		}
 		stats = formatStats(total)
-		if d.has("subcompactions") {
+		if d.Has("subcompactions") {
 			var bs []string
 			for _, b := range bounds {
 				bs = append(bs, fmt.Sprintf("%q", b))
@@ -393,7 +394,7 @@ func (s *lsm) compact(d *ddCase) string {
 	if err := s.apply(edit); err != nil {
 		return "error: " + err.Error()
 	}
-	return strings.TrimRight(s.describe(d.has("sizes")), "\n") + "\n" + stats
+	return strings.TrimRight(s.describe(d.Has("sizes")), "\n") + "\n" + stats
 }
 
 // TestLSMDataDriven runs the files testdata/{iter,picker,compact}:
@@ -413,21 +414,21 @@ func TestLSMDataDriven(t *testing.T) {
 	for _, name := range []string{"iter", "picker", "compact"} {
 		t.Run(name, func(t *testing.T) {
 			s := &lsm{t: t}
-			runDataDriven(t, "testdata/"+name, func(t *testing.T, d *ddCase) string {
+			testutil.RunDataDriven(t, "testdata/"+name, func(t *testing.T, d *testutil.Case) string {
 				s.t = t
-				switch d.cmd {
+				switch d.Cmd {
 				case "define":
 					return s.define(d)
 				case "iter":
 					var trace *strings.Builder
-					if d.has("trace") {
+					if d.Has("trace") {
 						s.trace = &strings.Builder{}
 						trace = s.trace
 					}
 					out := runIter(t, d, s.newIter(d), trace)
 					s.trace = nil
 					if s.open != 0 {
-						t.Fatalf("%s: %d tables left open", d.pos, s.open)
+						t.Fatalf("%s: %d tables left open", d.Pos, s.open)
 					}
 					return out
 				case "scores":
@@ -436,27 +437,27 @@ func TestLSMDataDriven(t *testing.T) {
 					return s.targets()
 				case "pick":
 					out := s.pickResult(s.picker.Pick(s.levels()), nil)
-					if d.has("mark") {
+					if d.Has("mark") {
 						s.markCompacting()
 					}
 					return out
 				case "pick-manual":
 					var start, end []byte
-					if v, ok := d.arg("start"); ok {
+					if v, ok := d.Arg("start"); ok {
 						start = []byte(v[0])
 					}
-					if v, ok := d.arg("end"); ok {
+					if v, ok := d.Arg("end"); ok {
 						end = []byte(v[0])
 					}
-					out := s.pickResult(s.picker.PickManual(s.levels(), int(d.int(t, "level", 0)), start, end))
-					if d.has("mark") {
+					out := s.pickResult(s.picker.PickManual(s.levels(), int(d.Int(t, "level", 0)), start, end))
+					if d.Has("mark") {
 						s.markCompacting()
 					}
 					return out
 				case "compact":
 					return s.compact(d)
 				}
-				t.Fatalf("%s: unknown command %q", d.pos, d.cmd)
+				t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
 				return ""
 			})
 		})

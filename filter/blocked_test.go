@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -64,7 +65,7 @@ func TestBloomExpectationTable(t *testing.T) {
 // TestBloomNoFalseNegatives adds random keys of random lengths (including
 // empty and repeated keys) and checks every one of them.
 func TestBloomNoFalseNegatives(t *testing.T) {
-	rng := rand.New(rand.NewPCG(testSeed(t), 1))
+	rng := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 1))
 	for _, p := range []Policy{Bloom(rng.Float64()*20 + 1), Bloom(10), StandardBloom(rng.Float64()*20 + 1), Cuckoo(4 + rng.IntN(13))} {
 		for range 20 {
 			keys := randomKeyList(rng, rng.IntN(3000))

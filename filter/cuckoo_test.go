@@ -4,11 +4,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
 func TestAltBucketIsInvolution(t *testing.T) {
-	rng := rand.New(rand.NewPCG(testSeed(t), 2))
+	rng := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 2))
 	for range iterations(100_000) {
 		n := 1 + rng.Uint32N(1<<20)
 		if rng.IntN(4) == 0 {
@@ -23,7 +24,7 @@ func TestAltBucketIsInvolution(t *testing.T) {
 }
 
 func TestBucketHas(t *testing.T) {
-	rng := rand.New(rand.NewPCG(testSeed(t), 3))
+	rng := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 3))
 	for f := minFingerprintBits; f <= maxFingerprintBits; f++ {
 		l := newCuckooLayout(f)
 		for range iterations(20_000) {

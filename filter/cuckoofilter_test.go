@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,7 +42,7 @@ func TestCuckooTableFilterBasics(t *testing.T) {
 // checks after each step: no added key tests negative, Count(key) is at
 // least its multiplicity, and Len is the multiset's size.
 func TestCuckooTableFilterModel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(testSeed(t), 4))
+	rng := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 4))
 	steps := 20_000
 	if raceEnabled || testing.Short() {
 		steps = 4_000

@@ -3,17 +3,14 @@ package filter
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/")
 
 // TestFormatGolden pins the bytes of small blocks and values of every format
 // as annotated dumps (testdata/format.golden). Any change to hashing, probe
@@ -54,14 +51,7 @@ func TestFormatGolden(t *testing.T) {
 	dumpFields(&out, cenc, []field{{"code", 1}, {"f", 1}, {"N", 4}, {"capacity", 8}, {"count", 8}})
 	dumpRows(&out, "bucket", cenc[cuckooValueHeaderLen:], 6)
 
-	path := filepath.Join("testdata", "format.golden")
-	if *rewrite {
-		require.NoError(t, os.WriteFile(path, []byte(out.String()), 0o644))
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run with -rewrite to create it")
-	require.Equal(t, string(want), out.String(), "format changed; see the test's comment")
+	testutil.Golden(t, filepath.Join("testdata", "format.golden"), out.String(), "format changed; see the test's comment")
 }
 
 type field struct {

@@ -3,27 +3,8 @@ package filter
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 )
-
-// testSeed returns the seed of a randomized test and logs how to replay it.
-// SIEVE_SEED overrides the clock, as in the rest of sieve.
-func testSeed(t testing.TB) uint64 {
-	t.Helper()
-	seed := uint64(time.Now().UnixNano())
-	if s := os.Getenv("SIEVE_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("bad SIEVE_SEED %q: %v", s, err)
-		}
-		seed = v
-	}
-	t.Logf("seed %d (replay: SIEVE_SEED=%d go test -run '^%s$' ./filter/)", seed, seed, t.Name())
-	return seed
-}
 
 const keyLen = 16
 

@@ -1,13 +1,13 @@
 package sketchcol
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -251,22 +251,16 @@ func mergeSeeds() [][]byte {
 // TestWriteFuzzSeeds writes the seed corpora under testdata/fuzz (only
 // with SIEVE_WRITE_FUZZ_SEEDS=1); the files are committed.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("SIEVE_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set SIEVE_WRITE_FUZZ_SEEDS=1 to regenerate testdata/fuzz")
-	}
+	testutil.SkipUnlessWritingFuzzSeeds(t)
 	for name, seeds := range map[string][][]byte{
 		"FuzzHLLDecode":    hllSeeds(),
 		"FuzzBloomDecode":  bloomSeeds(),
 		"FuzzCuckooDecode": cuckooSeeds(),
 		"FuzzMerge":        mergeSeeds(),
 	} {
-		dir := filepath.Join("testdata", "fuzz", name)
-		require.NoError(t, os.RemoveAll(dir))
-		require.NoError(t, os.MkdirAll(dir, 0o755))
+		require.NoError(t, os.RemoveAll(filepath.Join("testdata", "fuzz", name)))
 		for i, s := range seeds {
-			var b bytes.Buffer
-			fmt.Fprintf(&b, "go test fuzz v1\n[]byte(%q)\n", s)
-			require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), b.Bytes(), 0o644))
+			testutil.WriteFuzzSeed(t, name, fmt.Sprintf("seed-%02d", i), s)
 		}
 	}
 }

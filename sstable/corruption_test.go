@@ -10,6 +10,7 @@ import (
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -25,7 +26,7 @@ func corruptionTestTable(t *testing.T, comp Compression) ([]byte, []kv) {
 // readEverything opens the table and reads all of it every way there is,
 // returning the first error.
 func readEverything(data []byte, kvs []kv) (err error) {
-	r, err := NewReader(&memFile{data}, int64(len(data)), ReaderOptions{FileNum: 7, Cache: cache.New(1 << 20), Policies: testPolicies()})
+	r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), ReaderOptions{FileNum: 7, Cache: cache.New(1 << 20), Policies: testPolicies()})
 	if err != nil {
 		return err
 	}
@@ -176,25 +177,25 @@ func (*badExactBuilder) Finish() []byte { return []byte{exactFilterType, 1, 2} }
 func TestMalformedFilterIsCorruption(t *testing.T) {
 	kvs := []kv{{ikey("a", 1, base.KindSet), []byte("1")}}
 	data, _ := buildTable(t, kvs, WriterOptions{FilterPolicy: badExactPolicy{}})
-	_, err := NewReader(&memFile{data}, int64(len(data)), ReaderOptions{FileNum: 3, Policies: testPolicies()})
+	_, err := NewReader(testutil.NewMemFile(data), int64(len(data)), ReaderOptions{FileNum: 3, Policies: testPolicies()})
 	require.ErrorIs(t, err, base.ErrCorruption)
 	require.Contains(t, err.Error(), "filter block")
 }
 
-type failingFile struct{ memFile }
+type failingFile struct{ testutil.MemFile }
 
 var errDisk = errors.New("disk on fire")
 
 func (f *failingFile) ReadAt(p []byte, off int64) (int, error) {
-	if off < int64(len(f.data))-footerLen {
+	if off < int64(len(f.Data))-footerLen {
 		return 0, errDisk
 	}
-	return f.memFile.ReadAt(p, off)
+	return f.MemFile.ReadAt(p, off)
 }
 
 func TestIOErrorIsNotCorruption(t *testing.T) {
 	data, _ := corruptionTestTable(t, NoCompression)
-	_, err := NewReader(&failingFile{memFile{data}}, int64(len(data)), ReaderOptions{})
+	_, err := NewReader(&failingFile{testutil.MemFile{Data: data}}, int64(len(data)), ReaderOptions{})
 	require.ErrorIs(t, err, errDisk)
 	require.NotErrorIs(t, err, base.ErrCorruption)
 }
@@ -229,7 +230,7 @@ func TestVerifyKeyOrder(t *testing.T) {
 			require.NoError(t, err)
 			// Separators out of order are caught when the index is loaded,
 			// keys out of order by Verify.
-			r, err := NewReader(&memFile{buf.Bytes()}, int64(buf.Len()), ReaderOptions{FileNum: 12})
+			r, err := NewReader(testutil.NewMemFile(buf.Bytes()), int64(buf.Len()), ReaderOptions{FileNum: 12})
 			if err == nil {
 				err = r.Verify()
 			}

@@ -1,112 +1,16 @@
 package sstable
 
 import (
-	"bufio"
 	"bytes"
-	"flag"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-var rewrite = flag.Bool("rewrite", false, "rewrite the expected output of data-driven tests in testdata/")
-
-// dataDrivenCase is one command of a testdata file:
-//
-//	command arg=value ...
-//	input lines
-//	----
-//	expected output (no blank lines; a blank line ends the case)
-type dataDrivenCase struct {
-	cmd      string
-	args     map[string]string
-	input    []string
-	expected string
-}
-
-func parseDataDriven(t *testing.T, path string) (cases []*dataDrivenCase, preambles []string) {
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	var pre []string
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			pre = append(pre, line)
-			continue
-		}
-		fields := strings.Fields(line)
-		c := &dataDrivenCase{cmd: fields[0], args: map[string]string{}}
-		for _, a := range fields[1:] {
-			k, v, _ := strings.Cut(a, "=")
-			c.args[k] = v
-		}
-		for sc.Scan() && sc.Text() != "----" {
-			c.input = append(c.input, sc.Text())
-		}
-		var out []string
-		for sc.Scan() && sc.Text() != "" {
-			out = append(out, sc.Text())
-		}
-		if len(out) > 0 {
-			c.expected = strings.Join(out, "\n") + "\n"
-		}
-		preambles = append(preambles, strings.Join(pre, "\n"))
-		pre = nil
-		cases = append(cases, c)
-	}
-	require.NoError(t, sc.Err())
-	return cases, preambles
-}
-
-func runDataDriven(t *testing.T, path string, run func(t *testing.T, c *dataDrivenCase) string) {
-	cases, pre := parseDataDriven(t, path)
-	var out strings.Builder
-	for i, c := range cases {
-		got := run(t, c)
-		require.NotContains(t, got, "\n\n", "output must not contain blank lines")
-		if !*rewrite {
-			require.Equal(t, c.expected, got, "%s case %d (%s %v); rerun with -rewrite to accept", path, i, c.cmd, c.args)
-		}
-		if pre[i] != "" {
-			out.WriteString(pre[i] + "\n")
-		}
-		fmt.Fprintf(&out, "%s", c.cmd)
-		for _, k := range sortedKeys(c.args) {
-			fmt.Fprintf(&out, " %s=%s", k, c.args[k])
-		}
-		out.WriteString("\n")
-		for _, l := range c.input {
-			out.WriteString(l + "\n")
-		}
-		out.WriteString("----\n" + got + "\n")
-	}
-	if *rewrite {
-		require.NoError(t, os.WriteFile(path, []byte(strings.TrimSuffix(out.String(), "\n")), 0o644))
-	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	var ks []string
-	for k := range m {
-		ks = append(ks, k)
-	}
-	for i := range ks {
-		for j := i + 1; j < len(ks); j++ {
-			if ks[j] < ks[i] {
-				ks[i], ks[j] = ks[j], ks[i]
-			}
-		}
-	}
-	return ks
-}
 
 // parseKV parses "ukey#seq,KIND=value"; in the user key and value, \xNN
 // escapes are decoded.
@@ -130,9 +34,10 @@ func parseKV(t *testing.T, line string) kv {
 	return kv{base.MakeInternalKey(unq(uk), seq, kind), unq(v)}
 }
 
-func writerOptionsFromArgs(t *testing.T, args map[string]string) WriterOptions {
+func writerOptionsFromArgs(t *testing.T, args []testutil.Arg) WriterOptions {
 	var o WriterOptions
-	for k, v := range args {
+	for _, a := range args {
+		k, v := a.Key, strings.Join(a.Vals, ",")
 		switch k {
 		case "block-size":
 			o.BlockSize, _ = strconv.Atoi(v)
@@ -151,13 +56,13 @@ func writerOptionsFromArgs(t *testing.T, args map[string]string) WriterOptions {
 }
 
 func TestDescribe(t *testing.T) {
-	runDataDriven(t, "testdata/describe", func(t *testing.T, c *dataDrivenCase) string {
-		require.Equal(t, "build", c.cmd)
+	testutil.RunDataDriven(t, "testdata/describe", func(t *testing.T, c *testutil.Case) string {
+		require.Equal(t, "build", c.Cmd)
 		var kvs []kv
-		for _, l := range c.input {
+		for _, l := range c.Input {
 			kvs = append(kvs, parseKV(t, l))
 		}
-		data, _ := buildTable(t, kvs, writerOptionsFromArgs(t, c.args))
+		data, _ := buildTable(t, kvs, writerOptionsFromArgs(t, c.Args))
 		r := openTable(t, data, ReaderOptions{FileNum: 1})
 		require.NoError(t, r.Verify())
 		var buf bytes.Buffer

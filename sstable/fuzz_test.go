@@ -3,16 +3,14 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,9 +19,7 @@ import (
 // round trips where a decoder has an encoder). Seed corpora live in
 // testdata/fuzz/<Name>/ and are regenerated from real tables with
 //
-//	go test ./sstable -run TestWriteFuzzSeeds -write-fuzz-seeds
-
-var writeFuzzSeeds = flag.Bool("write-fuzz-seeds", false, "regenerate testdata/fuzz seed corpora")
+//	SIEVE_WRITE_FUZZ_SEEDS=1 go test ./sstable -run TestWriteFuzzSeeds
 
 // maxFuzzSteps bounds iteration over a fuzzed block or table.
 const maxFuzzSteps = 5000
@@ -161,7 +157,7 @@ func fixChecksums(data []byte) []byte {
 // fuzzTableOnce opens data as a table and reads it every way there is.
 func fuzzTableOnce(data []byte) {
 	{
-		r, err := NewReader(&memFile{data}, int64(len(data)), ReaderOptions{FileNum: 1, Cache: cache.New(1 << 20), Policies: fuzzPolicies()})
+		r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), ReaderOptions{FileNum: 1, Cache: cache.New(1 << 20), Policies: fuzzPolicies()})
 		if err != nil {
 			return
 		}
@@ -217,15 +213,8 @@ func fuzzSeedTables(t *testing.T) map[string][]byte {
 }
 
 func TestWriteFuzzSeeds(t *testing.T) {
-	if !*writeFuzzSeeds {
-		t.Skip("run with -write-fuzz-seeds to regenerate testdata/fuzz")
-	}
-	write := func(target, name string, data []byte) {
-		dir := filepath.Join("testdata", "fuzz", target)
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
-	}
+	testutil.SkipUnlessWritingFuzzSeeds(t)
+	write := func(target, name string, data []byte) { testutil.WriteFuzzSeed(t, target, name, data) }
 	for name, data := range fuzzSeedTables(t) {
 		write("FuzzTable", name, data)
 		write("FuzzFooter", name, data[len(data)-footerLen:])

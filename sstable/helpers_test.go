@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"testing"
@@ -12,27 +11,9 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
-
-// memFile is an in-memory ReadableFile.
-type memFile struct{ data []byte }
-
-func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 {
-		return 0, fmt.Errorf("negative offset")
-	}
-	if off >= int64(len(f.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (f *memFile) Close() error { return nil }
 
 // exactPolicy is a tiny filter for tests that do not depend on the filter
 // package's implementations: the sorted xxhash64 of every key, behind a
@@ -116,7 +97,7 @@ func openTable(t testing.TB, data []byte, o ReaderOptions) *Reader {
 	if o.Policies == nil {
 		o.Policies = testPolicies()
 	}
-	r, err := NewReader(&memFile{data}, int64(len(data)), o)
+	r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), o)
 	require.NoError(t, err)
 	return r
 }

@@ -3,22 +3,19 @@ package wal
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite golden files and the fuzz seed corpus")
-
 // exampleLog writes the log of FORMAT.md's worked example.
 func exampleLog(t testing.TB) []byte {
-	f := &memFile{}
+	f := &testutil.MemFile{}
 	w, err := NewWriter(f, 7)
 	require.NoError(t, err)
 	for i, rec := range [][]byte{[]byte("hello"), nil, []byte("world!"), make([]byte, 40000)} {
@@ -30,7 +27,7 @@ func exampleLog(t testing.TB) []byte {
 		require.NoError(t, err)
 	}
 	require.NoError(t, w.Close())
-	return f.data
+	return f.Data
 }
 
 // TestWorkedExample checks the bytes and the claims of FORMAT.md's worked
@@ -39,13 +36,7 @@ func TestWorkedExample(t *testing.T) {
 	data := exampleLog(t)
 	require.Len(t, data, 40142)
 	got := dumpLog(data, 24)
-	golden := filepath.Join("testdata", "example.golden")
-	if *rewrite {
-		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(golden)
-	require.NoError(t, err)
-	require.Equal(t, string(want), got, "format changed; review and rerun with -rewrite")
+	testutil.Golden(t, filepath.Join("testdata", "example.golden"), got, "format changed; review and rerun with -rewrite")
 
 	res := readLog(t, data)
 	require.Equal(t, io.EOF, res.err)

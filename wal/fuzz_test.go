@@ -11,6 +11,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -19,7 +20,8 @@ import (
 // FORMAT.md's reading rules, reports: the same records in the same order,
 // and the same verdict (corruption, or io.EOF with the same valid end).
 //
-// Seeds: testdata/fuzz/FuzzReader, rewritten by TestFuzzSeedCorpus -rewrite.
+// Seeds: testdata/fuzz/FuzzReader, rewritten by TestFuzzSeedCorpus with
+// SIEVE_WRITE_FUZZ_SEEDS=1.
 func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		want := refRead(data, testLogNum)
@@ -180,12 +182,11 @@ func FuzzRoundTrip(f *testing.F) {
 	})
 }
 
-// TestFuzzSeedCorpus (re)writes FuzzReader's seed corpus with -rewrite:
+// TestFuzzSeedCorpus (re)writes FuzzReader's seed corpus with
+// SIEVE_WRITE_FUZZ_SEEDS=1:
 // valid, torn, corrupt and wrong-file logs.
 func TestFuzzSeedCorpus(t *testing.T) {
-	if !*rewrite {
-		t.Skip("run with -rewrite to regenerate testdata/fuzz/FuzzReader")
-	}
+	testutil.SkipUnlessWritingFuzzSeeds(t)
 	small := append(recs(0, 10, 200), syncOp, op{rec: pattern(3, 50)}, op{rec: pattern(4, 70)})
 	open := writeLog(t, small, false).data
 	closed := writeLog(t, small, true).data
@@ -206,21 +207,18 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"wrong-log-number":     writeLogNum(t, 8),
 		"middle-without-first": appendRawChunk(writeLog(t, nil, false).data, chunkMiddle, 0, []byte("x")),
 	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzReader")
-	require.NoError(t, os.RemoveAll(dir))
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.RemoveAll(filepath.Join("testdata", "fuzz", "FuzzReader")))
 	for name, data := range seeds {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644))
+		testutil.WriteFuzzSeed(t, "FuzzReader", name, data)
 	}
 }
 
 func writeLogNum(t *testing.T, logNum uint64) []byte {
-	f := &memFile{}
+	f := &testutil.MemFile{}
 	w, err := NewWriter(f, logNum)
 	require.NoError(t, err)
 	_, err = w.WriteRecord([]byte("x"))
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
-	return f.data
+	return f.Data
 }

@@ -9,41 +9,11 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
 const testLogNum = 7
-
-// memFile is an in-memory WritableFile that counts syncs and can fail on
-// demand.
-type memFile struct {
-	data      []byte
-	syncs     int
-	writes    int
-	writeErr  error // returned by every Write once set
-	syncErr   error // returned by every Sync once set
-	shortBy   int   // Write reports this many bytes fewer than given
-	syncedLen int   // len(data) at the last successful Sync
-}
-
-func (f *memFile) Write(p []byte) (int, error) {
-	f.writes++
-	if f.writeErr != nil {
-		return 0, f.writeErr
-	}
-	n := max(len(p)-f.shortBy, 0)
-	f.data = append(f.data, p[:n]...)
-	return n, nil
-}
-
-func (f *memFile) Sync() error {
-	f.syncs++
-	if f.syncErr != nil {
-		return f.syncErr
-	}
-	f.syncedLen = len(f.data)
-	return nil
-}
 
 // op is one step of a test log: a record, or a Sync when sync is set.
 type op struct {
@@ -82,7 +52,7 @@ type written struct {
 
 func writeLog(t testing.TB, ops []op, close bool) written {
 	t.Helper()
-	f := &memFile{}
+	f := &testutil.MemFile{}
 	w, err := NewWriter(f, testLogNum)
 	require.NoError(t, err)
 	var wl written
@@ -106,7 +76,7 @@ func writeLog(t testing.TB, ops []op, close bool) written {
 	if close {
 		require.NoError(t, w.Close())
 	}
-	wl.data = f.data
+	wl.data = f.Data
 	return wl
 }
 

@@ -6,12 +6,13 @@ import (
 	"io"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
-// truncFile is a memFile that Seal can truncate.
+// truncFile is a testutil.MemFile that Seal can truncate.
 type truncFile struct {
-	memFile
+	testutil.MemFile
 	truncErr error
 }
 
@@ -19,7 +20,7 @@ func (f *truncFile) Truncate(size int64) error {
 	if f.truncErr != nil {
 		return f.truncErr
 	}
-	f.data = f.data[:size]
+	f.Data = f.Data[:size]
 	return nil
 }
 
@@ -35,11 +36,11 @@ func TestSealEveryCut(t *testing.T) {
 		}
 		torn := readLog(t, wl.data[:cut])
 		require.Equal(t, io.EOF, torn.err, "cut at %d", cut)
-		f := &truncFile{memFile: memFile{data: bytes.Clone(wl.data[:cut])}}
+		f := &truncFile{MemFile: testutil.MemFile{Data: bytes.Clone(wl.data[:cut])}}
 		require.NoError(t, Seal(f, testLogNum, torn.r.ValidEnd()), "cut at %d", cut)
-		require.Equal(t, len(f.data), f.syncedLen, "cut at %d: everything synced", cut)
+		require.Equal(t, len(f.Data), f.SyncedLen, "cut at %d: everything synced", cut)
 
-		res := readLog(t, f.data)
+		res := readLog(t, f.Data)
 		require.Equal(t, io.EOF, res.err, "cut at %d", cut)
 		requireRecords(t, torn.recs, res.recs, "cut at %d", cut)
 		require.True(t, res.r.Tail().Clean, "cut at %d: %s", cut, res.r.Tail())
@@ -49,12 +50,12 @@ func TestSealEveryCut(t *testing.T) {
 		// corruption, not a torn tail.
 		if len(res.recs) > 0 {
 			off := res.offsets[len(res.offsets)-1] + headerSize
-			require.Error(t, readLog(t, flipBit(f.data, off, 3)).err, "cut at %d", cut)
+			require.Error(t, readLog(t, flipBit(f.Data, off, 3)).err, "cut at %d", cut)
 		}
 		// Sealing again changes nothing.
-		before := bytes.Clone(f.data)
+		before := bytes.Clone(f.Data)
 		require.NoError(t, Seal(f, testLogNum, res.r.ValidEnd()))
-		require.Equal(t, before, f.data, "cut at %d: reseal", cut)
+		require.Equal(t, before, f.Data, "cut at %d: reseal", cut)
 	}
 }
 
@@ -66,13 +67,13 @@ func TestSealErrors(t *testing.T) {
 		f    *truncFile
 	}{
 		{"truncate", &truncFile{truncErr: boom}},
-		{"sync", &truncFile{memFile: memFile{syncErr: boom}}},
-		{"write", &truncFile{memFile: memFile{writeErr: boom}}},
+		{"sync", &truncFile{MemFile: testutil.MemFile{SyncErr: boom}}},
+		{"write", &truncFile{MemFile: testutil.MemFile{WriteErr: boom}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.f.data = bytes.Clone(wl.data)
+			tc.f.Data = bytes.Clone(wl.data)
 			require.ErrorIs(t, Seal(tc.f, testLogNum, wl.ends[1]), boom)
-			tc.f.data = bytes.Clone(wl.data)
+			tc.f.Data = bytes.Clone(wl.data)
 			require.ErrorIs(t, Seal(tc.f, testLogNum, 10), boom, "torn header")
 		})
 	}

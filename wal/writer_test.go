@@ -9,35 +9,36 @@ import (
 	"testing"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
 )
 
 func TestWriterSyncedOffsets(t *testing.T) {
-	f := &memFile{}
+	f := &testutil.MemFile{}
 	w, err := NewWriter(f, testLogNum)
 	require.NoError(t, err)
 	require.Equal(t, int64(fileHeaderSize), w.Size())
 	require.Equal(t, int64(0), w.SyncedOffset())
-	require.Equal(t, 0, f.syncs, "NewWriter must not sync")
+	require.Equal(t, 0, f.Syncs, "NewWriter must not sync")
 
 	end1, err := w.WriteRecord([]byte("a"))
 	require.NoError(t, err)
 	require.NoError(t, w.Sync())
 	require.Equal(t, end1, w.SyncedOffset())
 	require.NoError(t, w.Sync())
-	require.Equal(t, 1, f.syncs, "a Sync with nothing new to sync must not fsync")
+	require.Equal(t, 1, f.Syncs, "a Sync with nothing new to sync must not fsync")
 
 	end2, err := w.WriteRecord([]byte("b"))
 	require.NoError(t, err)
-	require.Equal(t, end1, chunkAt(f.data, end1).synced, "a chunk records the synced offset at the time it was written")
+	require.Equal(t, end1, chunkAt(f.Data, end1).synced, "a chunk records the synced offset at the time it was written")
 	require.NoError(t, w.Close())
-	require.Equal(t, 3, f.syncs, "Close syncs before and after the trailer")
-	trailer := chunkAt(f.data, end2)
+	require.Equal(t, 3, f.Syncs, "Close syncs before and after the trailer")
+	trailer := chunkAt(f.Data, end2)
 	require.Equal(t, chunkEOF, trailer.typ)
 	require.Equal(t, end2, trailer.synced)
-	require.Equal(t, int64(len(f.data)), w.Size())
+	require.Equal(t, int64(len(f.Data)), w.Size())
 	require.Equal(t, w.Size(), w.SyncedOffset())
-	require.Equal(t, 4, f.writes, "one Write per header, record and trailer")
+	require.Equal(t, 4, f.Writes, "one Write per header, record and trailer")
 }
 
 func TestWriterErrorsAreSticky(t *testing.T) {
@@ -47,42 +48,42 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 		return []error{errWrite, w.Sync(), w.Close()}
 	}
 	t.Run("sync", func(t *testing.T) {
-		f := &memFile{}
+		f := &testutil.MemFile{}
 		w, err := NewWriter(f, testLogNum)
 		require.NoError(t, err)
 		_, err = w.WriteRecord([]byte("a"))
 		require.NoError(t, err)
-		f.syncErr = boom
+		f.SyncErr = boom
 		require.ErrorIs(t, w.Sync(), boom)
-		f.syncErr = nil // a retry would now "succeed": the writer must not try
-		size := len(f.data)
+		f.SyncErr = nil // a retry would now "succeed": the writer must not try
+		size := len(f.Data)
 		for _, err := range calls(w) {
 			require.ErrorIs(t, err, boom)
 		}
-		require.Equal(t, 1, f.syncs, "fsync is never retried")
-		require.Len(t, f.data, size, "nothing is written after a failed sync")
+		require.Equal(t, 1, f.Syncs, "fsync is never retried")
+		require.Len(t, f.Data, size, "nothing is written after a failed sync")
 		require.ErrorIs(t, w.Close(), ErrClosed)
 	})
 	t.Run("write", func(t *testing.T) {
-		f := &memFile{}
+		f := &testutil.MemFile{}
 		w, err := NewWriter(f, testLogNum)
 		require.NoError(t, err)
-		f.writeErr = boom
+		f.WriteErr = boom
 		_, err = w.WriteRecord([]byte("a"))
 		require.ErrorIs(t, err, boom)
-		f.writeErr = nil
+		f.WriteErr = nil
 		for _, err := range calls(w) {
 			require.ErrorIs(t, err, boom)
 		}
-		require.Equal(t, 0, f.syncs)
+		require.Equal(t, 0, f.Syncs)
 	})
 	t.Run("short write", func(t *testing.T) {
-		f := &memFile{shortBy: 1}
+		f := &testutil.MemFile{ShortBy: 1}
 		_, err := NewWriter(f, testLogNum)
 		require.ErrorIs(t, err, io.ErrShortWrite)
 	})
 	t.Run("after close", func(t *testing.T) {
-		w, err := NewWriter(&memFile{}, testLogNum)
+		w, err := NewWriter(&testutil.MemFile{}, testLogNum)
 		require.NoError(t, err)
 		require.NoError(t, w.Close())
 		for _, err := range calls(w) {
@@ -94,16 +95,16 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 // A failed Sync inside Close leaves a log that reads back with all its
 // records: the trailer may be missing or torn, the records are not.
 func TestCloseWithFailingFinalSync(t *testing.T) {
-	f := &memFile{}
+	f := &testutil.MemFile{}
 	w, err := NewWriter(f, testLogNum)
 	require.NoError(t, err)
 	_, err = w.WriteRecord([]byte("a"))
 	require.NoError(t, err)
 	require.NoError(t, w.Sync())
-	f.syncErr = errors.New("boom")
+	f.SyncErr = errors.New("boom")
 	require.Error(t, w.Close())
-	for cut := len(f.data) - headerSize; cut <= len(f.data); cut++ {
-		res := readLog(t, f.data[:cut])
+	for cut := len(f.Data) - headerSize; cut <= len(f.Data); cut++ {
+		res := readLog(t, f.Data[:cut])
 		require.Equal(t, io.EOF, res.err)
 		requireRecords(t, [][]byte{[]byte("a")}, res.recs, "cut at %d", cut)
 	}
@@ -112,7 +113,7 @@ func TestCloseWithFailingFinalSync(t *testing.T) {
 // Size and SyncedOffset may be read while the writer's goroutine works
 // (run with -race).
 func TestWriterConcurrentSize(t *testing.T) {
-	w, err := NewWriter(&memFile{}, testLogNum)
+	w, err := NewWriter(&testutil.MemFile{}, testLogNum)
 	require.NoError(t, err)
 	var wg sync.WaitGroup
 	var stop atomic.Bool
@@ -192,7 +193,7 @@ func TestReaderIOErrors(t *testing.T) {
 // TestBufferRecord checks that buffered records reach the file in order
 // on Flush, Sync, WriteRecord and Close, and read back like written ones.
 func TestBufferRecord(t *testing.T) {
-	var f memFile
+	var f testutil.MemFile
 	w, err := NewWriter(&f, 7)
 	require.NoError(t, err)
 	var want [][]byte
@@ -213,11 +214,11 @@ func TestBufferRecord(t *testing.T) {
 		if i == 2000 {
 			require.NoError(t, w.Sync())
 			require.Zero(t, w.Buffered())
-			require.Equal(t, int64(len(f.data)), w.SyncedOffset())
+			require.Equal(t, int64(len(f.Data)), w.SyncedOffset())
 		}
 	}
 	require.NoError(t, w.Close())
-	r := NewReader(bytes.NewReader(f.data), int64(len(f.data)), 7)
+	r := NewReader(bytes.NewReader(f.Data), int64(len(f.Data)), 7)
 	for i, rec := range want {
 		got, err := r.Next()
 		require.NoError(t, err, "record %d", i)

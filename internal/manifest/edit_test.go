@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -87,14 +85,9 @@ func FuzzDecodeEdit(f *testing.F) {
 // TestWriteFuzzSeeds regenerates testdata/fuzz/FuzzDecodeEdit when
 // SIEVE_WRITE_FUZZ_SEEDS is set.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("SIEVE_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set SIEVE_WRITE_FUZZ_SEEDS=1 to regenerate the seed corpus")
-	}
-	dir := filepath.Join("testdata", "fuzz", "FuzzDecodeEdit")
-	require.NoError(t, os.MkdirAll(dir, 0o755))
+	testutil.SkipUnlessWritingFuzzSeeds(t)
 	for i, e := range sampleEdits() {
-		body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", e.Encode(nil))
-		require.NoError(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%d", i)), []byte(body), 0o644))
+		testutil.WriteFuzzSeed(t, "FuzzDecodeEdit", fmt.Sprintf("seed-%d", i), e.Encode(nil))
 	}
 }
 

@@ -2,13 +2,9 @@ package sieve
 
 import (
 	"fmt"
-	"strconv"
-	"sync"
 	"testing"
 
-	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
-	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -38,7 +34,6 @@ func tableEntriesFor(t *testing.T, db *DB, cf uint32, key []byte) (n int, kinds 
 // the tables and Get reads it.
 func TestMergeStackCollapsesInCompaction(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: counterMerger{}, MaxSuccessiveMerges: -1})
-	defer db.Close()
 	k := []byte("hot")
 	for i := 1; i <= 10000; i++ {
 		require.NoError(t, db.Merge(k, []byte("1"), nil))
@@ -60,7 +55,6 @@ func TestMergeStackCollapsesInCompaction(t *testing.T) {
 // are not merged together by compaction; the snapshot reads its own answer.
 func TestMergeSnapshotBoundary(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: appendMerger{}})
-	defer db.Close()
 	k := []byte("k")
 	require.NoError(t, db.Put(k, []byte("base"), nil))
 	require.NoError(t, db.Merge(k, []byte("a"), nil))
@@ -102,7 +96,6 @@ func TestMergeSnapshotBoundary(t *testing.T) {
 // key's operands uncollapsed (and counted); other keys collapse.
 func TestMergeErrorInCompaction(t *testing.T) {
 	db, _ := openMem(t, &Options{Merger: failingMerger{}})
-	defer db.Close()
 	require.NoError(t, db.Merge([]byte("bad"), []byte("x"), nil))
 	require.NoError(t, db.Merge([]byte("bad"), []byte("bad"), nil))
 	require.NoError(t, db.Merge([]byte("good"), []byte("x"), nil))
@@ -118,98 +111,6 @@ func TestMergeErrorInCompaction(t *testing.T) {
 	require.Equal(t, "x,y", string(v))
 	n, _ = tableEntriesFor(t, db, 0, []byte("good"))
 	require.Equal(t, 1, n)
-}
-
-// TestColumnFamilyFilterPolicyInProperties: each family's tables carry its
-// own filter policy.
-func TestColumnFamilyFilterPolicyInProperties(t *testing.T) {
-	db, _ := openMem(t, &Options{FilterPolicy: filter.Bloom(10)})
-	defer db.Close()
-	cu, err := db.OpenColumnFamily("cuckoo", &ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)})
-	require.NoError(t, err)
-	none, err := db.OpenColumnFamily("nofilter", &ColumnFamilyOptions{FilterPolicy: filter.None})
-	require.NoError(t, err)
-	for i := 0; i < 100; i++ {
-		k := []byte(fmt.Sprintf("k%03d", i))
-		require.NoError(t, db.Put(k, k, nil))
-		require.NoError(t, cu.Put(k, k, nil))
-		require.NoError(t, none.Put(k, k, nil))
-	}
-	require.NoError(t, db.Flush())
-	v := db.versions.Current()
-	defer v.Unref()
-	policy := func(cf *ColumnFamily, id uint32) (string, sstable.FilterState) {
-		f := v.Levels(id)[0][0]
-		e, err := db.tables.get(f)
-		require.NoError(t, err)
-		defer db.tables.release(e)
-		return e.r.Properties().FilterPolicy, e.r.FilterState()
-	}
-	p, st := policy(nil, 0)
-	require.Equal(t, filter.Bloom(10).Name(), p)
-	require.Equal(t, sstable.FilterLoaded, st)
-	p, st = policy(cu, cu.id)
-	require.Equal(t, filter.Cuckoo(12).Name(), p)
-	require.Equal(t, sstable.FilterLoaded, st)
-	_, st = policy(none, none.id)
-	require.Equal(t, sstable.FilterNone, st)
-}
-
-// TestCrossFamilyBatchCrash: a batch spanning families is all or nothing
-// after a crash at any durability event.
-func TestCrossFamilyBatchCrash(t *testing.T) {
-	fs := vfs.NewMem()
-	db, err := Open("/db", &Options{FS: fs, MemTableSize: 64 << 10})
-	require.NoError(t, err)
-	a, err := db.OpenColumnFamily("a", nil)
-	require.NoError(t, err)
-	b, err := db.OpenColumnFamily("b", nil)
-	require.NoError(t, err)
-	var (
-		mu     sync.Mutex
-		clones []*vfs.MemFS
-	)
-	// The hook also runs on flush goroutines.
-	fs.SetDurabilityHook(func(op vfs.Op, name string) {
-		mu.Lock()
-		defer mu.Unlock()
-		clones = append(clones, fs.CrashClone(vfs.CrashOptions{Unsynced: vfs.KeepUnsyncedSectors, KeepUnsyncedFraction: 0.5, Seed: uint64(len(clones))}))
-	})
-	for i := 0; i < 300; i++ {
-		batch := db.NewBatch()
-		v := []byte(strconv.Itoa(i) + string(make([]byte, 300)))
-		require.NoError(t, batch.PutCF(a, []byte("x"), v))
-		require.NoError(t, batch.PutCF(b, []byte("x"), v))
-		require.NoError(t, batch.Put([]byte("x"), v))
-		o := NoSync
-		if i%10 == 0 {
-			o = Sync
-		}
-		require.NoError(t, db.Apply(batch, o))
-	}
-	fs.SetDurabilityHook(nil)
-	require.NoError(t, db.Close())
-	require.NotEmpty(t, clones)
-	for i, c := range clones {
-		db, err := Open("/db", &Options{FS: c})
-		require.NoError(t, err, "clone %d", i)
-		a, err := db.OpenColumnFamily("a", nil)
-		if err != nil {
-			// The family's creation itself was not durable yet.
-			require.NoError(t, db.Close())
-			continue
-		}
-		b, err := db.OpenColumnFamily("b", nil)
-		require.NoError(t, err)
-		v0, e0 := db.Get([]byte("x"))
-		va, ea := a.Get([]byte("x"))
-		vb, eb := b.Get([]byte("x"))
-		require.Equal(t, e0 == nil, ea == nil, "clone %d", i)
-		require.Equal(t, e0 == nil, eb == nil, "clone %d", i)
-		require.Equal(t, v0, va, "clone %d", i)
-		require.Equal(t, v0, vb, "clone %d", i)
-		require.NoError(t, db.Close())
-	}
 }
 
 // TestMissingMergerBlocksCompaction: a family whose recorded merger is not
