@@ -126,67 +126,15 @@ var readWorkloads = []string{"readrandom", "readmissing", "seekrandom"}
 const seekNexts = 10
 
 func run(o options, args []string) error {
-	if o.n < 2 {
-		return fmt.Errorf("-n must be at least 2")
-	}
-	if o.rounds < 1 {
-		o.rounds = 1
-	}
-	if o.threads < 1 {
-		o.threads = 1
-	}
-	switch o.keys {
-	case "seq":
-	case "scattered":
-		scatteredKeys = true
-	default:
-		return fmt.Errorf("-keys must be seq or scattered")
-	}
-	if int64(o.n)*1000 >= 1e13 {
-		return fmt.Errorf("-n too large for 13-digit keys")
-	}
-	infos, err := selectEngines(o.engines)
+	infos, baseline, err := checkOptions(&o)
 	if err != nil {
 		return err
 	}
-	if len(infos) == 0 {
-		return fmt.Errorf("no engines selected")
-	}
-	baseline := o.baseline
-	if baseline == "" {
-		baseline = infos[0].name
-		for _, e := range infos {
-			if e.name == "pebble-l6f" {
-				baseline = e.name
-			}
-		}
-	}
-	found := false
-	for _, e := range infos {
-		found = found || e.name == baseline
-	}
-	if !found {
-		return fmt.Errorf("baseline %q is not among the engines", baseline)
-	}
-	parent := o.dir
-	if parent == "" {
-		parent, err = os.MkdirTemp("", "peers-")
-		if err != nil {
-			return err
-		}
-	} else if err := os.MkdirAll(parent, 0o755); err != nil {
+	parent, cleanup, err := benchDir(o, infos)
+	if err != nil {
 		return err
 	}
-	if !o.keep {
-		defer func() {
-			for _, e := range infos {
-				os.RemoveAll(filepath.Join(parent, e.name))
-			}
-			if o.dir == "" {
-				os.RemoveAll(parent)
-			}
-		}()
-	}
+	defer cleanup()
 	cfg := Config{CacheBytes: int64(o.cacheMiB * (1 << 20)), BitsPerKey: o.bits}
 	vals := newValues(o.seed)
 	rng := rand.New(rand.NewPCG(o.seed, 0x10ad))
@@ -205,65 +153,21 @@ func run(o options, args []string) error {
 			return fmt.Errorf("%s: %w", info.name, err)
 		}
 	}
-
 	// Reopen every engine: each starts the reads with a cold cache.
 	for _, r := range runs {
-		r.eng = r.info.ctor()
-		if err := r.eng.Open(r.dir, cfg); err != nil {
-			return fmt.Errorf("%s: reopen: %w", r.Name, err)
-		}
-		for th := 0; th < o.threads; th++ {
-			rd, err := r.eng.NewReader()
-			if err != nil {
-				return fmt.Errorf("%s: reader: %w", r.Name, err)
-			}
-			it, err := r.eng.NewIterator()
-			if err != nil {
-				return fmt.Errorf("%s: iterator: %w", r.Name, err)
-			}
-			r.readers, r.iters = append(r.readers, rd), append(r.iters, it)
+		if err := r.reopen(cfg, o.threads); err != nil {
+			return err
 		}
 	}
 	for _, w := range makeWorkloads(o.n, rng, vals) {
-		fmt.Fprintf(os.Stderr, "%s: %d ops in %d rounds\n", w.name, len(w.idx), o.rounds)
-		for _, r := range runs {
-			r.Reads[w.name] = &readResult{Stats: map[string]int64{}}
-		}
-		for round := 0; round < o.rounds; round++ {
-			lo, hi := len(w.idx)*round/o.rounds, len(w.idx)*(round+1)/o.rounds
-			for k := range runs {
-				r := runs[(k+round)%len(runs)]
-				res := r.Reads[w.name]
-				runtime.GC()
-				before := r.eng.Stats()
-				a := takeSample()
-				err := runThreads(r, w, w.idx[lo:hi], o.threads, res)
-				b := takeSample()
-				if err != nil {
-					return fmt.Errorf("%s: %s: %w", r.Name, w.name, err)
-				}
-				res.Cost.add(a, b)
-				res.Ops += int64(hi - lo)
-				for name, v := range r.eng.Stats() {
-					res.Stats[name] += v - before[name]
-				}
-			}
+		if err := runWorkload(runs, w, o); err != nil {
+			return err
 		}
 	}
 	for _, r := range runs {
-		r.ShapeReads = r.eng.Shape()
-		for th := range r.iters {
-			if err := r.iters[th].Close(); err != nil {
-				return fmt.Errorf("%s: iterator close: %w", r.Name, err)
-			}
-			if err := r.readers[th].Close(); err != nil {
-				return fmt.Errorf("%s: reader close: %w", r.Name, err)
-			}
+		if err := r.close(); err != nil {
+			return err
 		}
-		if err := r.eng.Close(); err != nil {
-			return fmt.Errorf("%s: close: %w", r.Name, err)
-		}
-		r.DiskRest, r.TablesRest = diskUsage(r.dir)
 	}
 	rep := &report{
 		Opts: o, Baseline: baseline, Command: "peers " + strings.Join(args, " "),
@@ -273,10 +177,145 @@ func run(o options, args []string) error {
 	}
 	rep.writeText(os.Stdout)
 	if o.jsonFile != "" {
-		if err := rep.writeJSON(o.jsonFile); err != nil {
-			return err
+		return rep.writeJSON(o.jsonFile)
+	}
+	return nil
+}
+
+// checkOptions validates o (raising rounds and threads to at least one),
+// selects its engines and names the baseline: -baseline, else pebble-l6f
+// when it runs, else the first engine.
+func checkOptions(o *options) ([]engineInfo, string, error) {
+	if o.n < 2 {
+		return nil, "", fmt.Errorf("-n must be at least 2")
+	}
+	o.rounds, o.threads = max(o.rounds, 1), max(o.threads, 1)
+	switch o.keys {
+	case "seq":
+	case "scattered":
+		scatteredKeys = true
+	default:
+		return nil, "", fmt.Errorf("-keys must be seq or scattered")
+	}
+	if int64(o.n)*1000 >= 1e13 {
+		return nil, "", fmt.Errorf("-n too large for 13-digit keys")
+	}
+	infos, err := selectEngines(o.engines)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(infos) == 0 {
+		return nil, "", fmt.Errorf("no engines selected")
+	}
+	baseline, found := o.baseline, false
+	if baseline == "" {
+		baseline = infos[0].name
+	}
+	for _, e := range infos {
+		if o.baseline == "" && e.name == "pebble-l6f" {
+			baseline = e.name
+		}
+		found = found || e.name == baseline
+	}
+	if !found {
+		return nil, "", fmt.Errorf("baseline %q is not among the engines", baseline)
+	}
+	return infos, baseline, nil
+}
+
+// benchDir returns the directory the engines' databases go under (-dir, or
+// a new temporary one) and a cleanup that removes them unless -keep.
+func benchDir(o options, infos []engineInfo) (string, func(), error) {
+	parent := o.dir
+	if parent == "" {
+		var err error
+		if parent, err = os.MkdirTemp("", "peers-"); err != nil {
+			return "", nil, err
+		}
+	} else if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", nil, err
+	}
+	cleanup := func() {
+		if o.keep {
+			return
+		}
+		for _, e := range infos {
+			os.RemoveAll(filepath.Join(parent, e.name))
+		}
+		if o.dir == "" {
+			os.RemoveAll(parent)
 		}
 	}
+	return parent, cleanup, nil
+}
+
+// reopen opens the loaded engine again (a cold cache) with a reader and an
+// iterator per thread.
+func (r *engineRun) reopen(cfg Config, threads int) error {
+	r.eng = r.info.ctor()
+	if err := r.eng.Open(r.dir, cfg); err != nil {
+		return fmt.Errorf("%s: reopen: %w", r.Name, err)
+	}
+	for th := 0; th < threads; th++ {
+		rd, err := r.eng.NewReader()
+		if err != nil {
+			return fmt.Errorf("%s: reader: %w", r.Name, err)
+		}
+		it, err := r.eng.NewIterator()
+		if err != nil {
+			return fmt.Errorf("%s: iterator: %w", r.Name, err)
+		}
+		r.readers, r.iters = append(r.readers, rd), append(r.iters, it)
+	}
+	return nil
+}
+
+// runWorkload runs w on every engine in o.rounds interleaved rounds, the
+// engines' order rotating each round, and records cost and counters.
+func runWorkload(runs []*engineRun, w workload, o options) error {
+	fmt.Fprintf(os.Stderr, "%s: %d ops in %d rounds\n", w.name, len(w.idx), o.rounds)
+	for _, r := range runs {
+		r.Reads[w.name] = &readResult{Stats: map[string]int64{}}
+	}
+	for round := 0; round < o.rounds; round++ {
+		lo, hi := len(w.idx)*round/o.rounds, len(w.idx)*(round+1)/o.rounds
+		for k := range runs {
+			r := runs[(k+round)%len(runs)]
+			res := r.Reads[w.name]
+			runtime.GC()
+			before := r.eng.Stats()
+			a := takeSample()
+			err := runThreads(r, w, w.idx[lo:hi], o.threads, res)
+			b := takeSample()
+			if err != nil {
+				return fmt.Errorf("%s: %s: %w", r.Name, w.name, err)
+			}
+			res.Cost.add(a, b)
+			res.Ops += int64(hi - lo)
+			for name, v := range r.eng.Stats() {
+				res.Stats[name] += v - before[name]
+			}
+		}
+	}
+	return nil
+}
+
+// close records the read-time shape, closes the readers, iterators and
+// engine, and measures the disk at rest.
+func (r *engineRun) close() error {
+	r.ShapeReads = r.eng.Shape()
+	for th := range r.iters {
+		if err := r.iters[th].Close(); err != nil {
+			return fmt.Errorf("%s: iterator close: %w", r.Name, err)
+		}
+		if err := r.readers[th].Close(); err != nil {
+			return fmt.Errorf("%s: reader close: %w", r.Name, err)
+		}
+	}
+	if err := r.eng.Close(); err != nil {
+		return fmt.Errorf("%s: close: %w", r.Name, err)
+	}
+	r.DiskRest, r.TablesRest = diskUsage(r.dir)
 	return nil
 }
 

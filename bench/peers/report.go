@@ -90,6 +90,39 @@ func (t *table) write(w io.Writer) {
 }
 
 func (rep *report) writeText(w io.Writer) {
+	rep.writeHeader(w)
+	rep.writeThroughput(w)
+	rep.writeCosts(w)
+}
+
+// shapeLabel names the moment the load phase ends.
+func (rep *report) shapeLabel() string {
+	if !rep.Opts.compact {
+		return "after load"
+	}
+	return "after compact"
+}
+
+// baseline returns the baseline engine's run.
+func (rep *report) baseline() *engineRun {
+	for _, r := range rep.Engines {
+		if r.Name == rep.Baseline {
+			return r
+		}
+	}
+	return nil
+}
+
+// engineNames is a table head: label, then the engines.
+func (rep *report) engineNames(label string) []string {
+	head := []string{label}
+	for _, r := range rep.Engines {
+		head = append(head, r.Name)
+	}
+	return head
+}
+
+func (rep *report) writeHeader(w io.Writer) {
 	o := rep.Opts
 	mode := ""
 	if !o.compact {
@@ -99,22 +132,16 @@ func (rep *report) writeText(w io.Writer) {
 		o.n, keyLen, o.keys, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed, o.threads, mode)
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s; started %s, total %.0fs\n", rep.GoVersion, rep.GOMAXPROCS, rep.CPU, rep.Started, rep.TotalSeconds)
 	fmt.Fprintf(w, "command: %s\n\n", rep.Command)
-	shapeLabel := "after compact"
-	if !o.compact {
-		shapeLabel = "after load"
-	}
+	shapeLabel := rep.shapeLabel()
 	for _, r := range rep.Engines {
 		fmt.Fprintf(w, "  %-14s %s\n", r.Name, r.Describe)
 		fmt.Fprintf(w, "  %-14s %s: %s\n", "", shapeLabel, r.Shape)
 		fmt.Fprintf(w, "  %-14s after reads: %s\n", "", r.ShapeReads)
 	}
-	var base *engineRun
-	for _, r := range rep.Engines {
-		if r.Name == rep.Baseline {
-			base = r
-		}
-	}
-	n := int64(o.n)
+}
+
+func (rep *report) writeThroughput(w io.Writer) {
+	o, base, n := rep.Opts, rep.baseline(), int64(rep.Opts.n)
 	ratio := func(v, b float64) string {
 		if b == 0 {
 			return "-"
@@ -123,11 +150,7 @@ func (rep *report) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nThroughput (ratio = engine / %s; for the time and size rows lower is better)\n", rep.Baseline)
 	var t table
-	head := []string{"workload"}
-	for _, r := range rep.Engines {
-		head = append(head, r.Name)
-	}
-	t.add(head...)
+	t.add(rep.engineNames("workload")...)
 	row := func(label string, val func(r *engineRun) float64, format func(float64) string) {
 		cells := []string{label}
 		bv := val(base)
@@ -150,13 +173,19 @@ func (rep *report) writeText(w io.Writer) {
 	}
 	row("disk at rest (allocated)", func(r *engineRun) float64 { return float64(r.DiskRest) }, size)
 	row("of which table files", func(r *engineRun) float64 { return float64(r.TablesRest) }, size)
-	row("disk right after "+strings.TrimPrefix(shapeLabel, "after "), func(r *engineRun) float64 { return float64(r.DiskCompact) }, size)
+	row("disk right after "+strings.TrimPrefix(rep.shapeLabel(), "after "), func(r *engineRun) float64 { return float64(r.DiskCompact) }, size)
 	t.write(w)
+}
 
+// costRow adds one row of the per-op cost table: label, then each engine's
+// value formatted with prec, or '-' where val says it is not measured.
+type costRow func(label string, val func(r *engineRun) (float64, bool), prec string)
+
+func (rep *report) writeCosts(w io.Writer) {
+	n := int64(rep.Opts.n)
 	fmt.Fprintf(w, "\nPer-op costs (process-wide CPU and rusage, /proc/self/io read/write syscalls (badger mmaps: its I/O is not seen); engine counters where exposed, '-' = not exposed)\n")
-	t = table{}
-	head[0] = "metric"
-	t.add(head...)
+	var t table
+	t.add(rep.engineNames("metric")...)
 	prow := func(label string, val func(r *engineRun) (float64, bool), prec string) {
 		cells := []string{label}
 		for _, r := range rep.Engines {
@@ -182,61 +211,66 @@ func (rep *report) writeText(w io.Writer) {
 		return *r.WriteAmp, true
 	}, "%.2f")
 	for _, name := range readWorkloads {
-		per := func(f func(res *readResult) float64) func(r *engineRun) (float64, bool) {
-			return func(r *engineRun) (float64, bool) {
-				res := r.Reads[name]
-				if res.Ops == 0 {
-					return 0, false
-				}
-				return f(res) / float64(res.Ops), true
-			}
-		}
-		counter := func(stat string) func(r *engineRun) (float64, bool) {
-			return func(r *engineRun) (float64, bool) {
-				res := r.Reads[name]
-				v, ok := res.Stats[stat]
-				if !ok || res.Ops == 0 {
-					return 0, false
-				}
-				return float64(v) / float64(res.Ops), true
-			}
-		}
-		prow(name+": cpu us/op", per(func(res *readResult) float64 { return res.Cost.CPUSeconds * 1e6 }), "%.2f")
-		prow(name+": read syscalls/op", per(func(res *readResult) float64 { return float64(res.Cost.ReadCalls) }), "%.2f")
-		prow(name+": read syscall KiB/op", per(func(res *readResult) float64 { return float64(res.Cost.ReadBytes) / 1024 }), "%.2f")
-		prow(name+": page faults/op", per(func(res *readResult) float64 { return float64(res.Cost.Faults) }), "%.3f")
-		if name != "seekrandom" {
-			prow(name+": filter checks/op", counter(statFilterChecks), "%.3f")
-			prow(name+": filter negatives/op", counter(statFilterNegatives), "%.3f")
-			prow(name+": filter false positives/op", counter(statFilterFalsePos), "%.4f")
-			prow(name+": tables searched/op", counter(statTablesSearched), "%.3f")
-		}
-		if name == "readmissing" {
-			// Every key is absent, so a check that passed is a false positive.
-			prow(name+": filter FPR", func(r *engineRun) (float64, bool) {
-				s := r.Reads[name].Stats
-				c, ok := s[statFilterChecks]
-				if !ok || c == 0 {
-					return 0, false
-				}
-				return 100 * float64(c-s[statFilterNegatives]) / float64(c), true
-			}, "%.3f%%")
-		}
-		prow(name+": block cache misses/op", counter(statCacheMisses), "%.3f")
-		prow(name+": block cache hit rate", func(r *engineRun) (float64, bool) {
-			s := r.Reads[name].Stats
-			h, ok1 := s[statCacheHits]
-			m, ok2 := s[statCacheMisses]
-			if !ok1 || !ok2 || h+m == 0 {
-				return 0, false
-			}
-			return 100 * float64(h) / float64(h+m), true
-		}, "%.1f%%")
-		prow(name+": engine-read KiB/op", func(r *engineRun) (float64, bool) {
-			v, ok := counter(statEngineReadBytes)(r)
-			return v / 1024, ok
-		}, "%.3f")
-		prow(name+": wrong results", func(r *engineRun) (float64, bool) { return float64(r.Reads[name].Wrong), true }, "%.0f")
+		readCosts(prow, name)
 	}
 	t.write(w)
+}
+
+// readCosts adds workload name's rows to the per-op cost table.
+func readCosts(prow costRow, name string) {
+	per := func(f func(res *readResult) float64) func(r *engineRun) (float64, bool) {
+		return func(r *engineRun) (float64, bool) {
+			res := r.Reads[name]
+			if res.Ops == 0 {
+				return 0, false
+			}
+			return f(res) / float64(res.Ops), true
+		}
+	}
+	counter := func(stat string) func(r *engineRun) (float64, bool) {
+		return func(r *engineRun) (float64, bool) {
+			res := r.Reads[name]
+			v, ok := res.Stats[stat]
+			if !ok || res.Ops == 0 {
+				return 0, false
+			}
+			return float64(v) / float64(res.Ops), true
+		}
+	}
+	prow(name+": cpu us/op", per(func(res *readResult) float64 { return res.Cost.CPUSeconds * 1e6 }), "%.2f")
+	prow(name+": read syscalls/op", per(func(res *readResult) float64 { return float64(res.Cost.ReadCalls) }), "%.2f")
+	prow(name+": read syscall KiB/op", per(func(res *readResult) float64 { return float64(res.Cost.ReadBytes) / 1024 }), "%.2f")
+	prow(name+": page faults/op", per(func(res *readResult) float64 { return float64(res.Cost.Faults) }), "%.3f")
+	if name != "seekrandom" {
+		prow(name+": filter checks/op", counter(statFilterChecks), "%.3f")
+		prow(name+": filter negatives/op", counter(statFilterNegatives), "%.3f")
+		prow(name+": filter false positives/op", counter(statFilterFalsePos), "%.4f")
+		prow(name+": tables searched/op", counter(statTablesSearched), "%.3f")
+	}
+	if name == "readmissing" {
+		// Every key is absent, so a check that passed is a false positive.
+		prow(name+": filter FPR", func(r *engineRun) (float64, bool) {
+			s := r.Reads[name].Stats
+			c, ok := s[statFilterChecks]
+			if !ok || c == 0 {
+				return 0, false
+			}
+			return 100 * float64(c-s[statFilterNegatives]) / float64(c), true
+		}, "%.3f%%")
+	}
+	prow(name+": block cache misses/op", counter(statCacheMisses), "%.3f")
+	prow(name+": block cache hit rate", func(r *engineRun) (float64, bool) {
+		s := r.Reads[name].Stats
+		h, ok1 := s[statCacheHits]
+		m, ok2 := s[statCacheMisses]
+		if !ok1 || !ok2 || h+m == 0 {
+			return 0, false
+		}
+		return 100 * float64(h) / float64(h+m), true
+	}, "%.1f%%")
+	prow(name+": engine-read KiB/op", func(r *engineRun) (float64, bool) {
+		v, ok := counter(statEngineReadBytes)(r)
+		return v / 1024, ok
+	}, "%.3f")
+	prow(name+": wrong results", func(r *engineRun) (float64, bool) { return float64(r.Reads[name].Wrong), true }, "%.0f")
 }
