@@ -70,23 +70,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		rep.Failed = true
 		fmt.Fprintf(stderr, "lsmbench: close: %v\n", err)
 	}
-	switch {
-	case cfg.JSON:
-		err = writeJSON(stdout, rep)
-	case cfg.CSV:
-		err = writeCSV(stdout, rep.Results)
-	default:
-		stats := ""
-		if cfg.Stats {
-			stats = m.String()
-		}
-		tr.footer(rep.LSM, stats)
-		fmt.Fprintf(stdout, "\nwall time %s, CPU time %s, load average %.1f at the end\n",
-			seconds(rep.WallSeconds), seconds(rep.Env.CPUSeconds), rep.Env.LoadAvgEnd)
-		if warn := busyWarning(rep.Env.LoadAvgEnd); warn != "" {
-			fmt.Fprintf(stdout, "warning: %s\n", warn)
-		}
-	}
+	err = rep.write(&cfg, tr, m)
 	switch {
 	case err != nil:
 		return err
@@ -94,6 +78,29 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return ctx.Err()
 	case rep.Failed:
 		return errFailed
+	}
+	return nil
+}
+
+// write writes the finished report in the format cfg asks for: JSON, CSV,
+// or the text footer (the LSM's shape, the metrics with -stats, the wall and
+// CPU time) under the header and results tr has written.
+func (rep *benchReport) write(cfg *config, tr textReport, m *sieve.Metrics) error {
+	switch {
+	case cfg.JSON:
+		return writeJSON(tr.w, rep)
+	case cfg.CSV:
+		return writeCSV(tr.w, rep.Results)
+	}
+	stats := ""
+	if cfg.Stats {
+		stats = m.String()
+	}
+	tr.footer(rep.LSM, stats)
+	fmt.Fprintf(tr.w, "\nwall time %s, CPU time %s, load average %.1f at the end\n",
+		seconds(rep.WallSeconds), seconds(rep.Env.CPUSeconds), rep.Env.LoadAvgEnd)
+	if warn := busyWarning(rep.Env.LoadAvgEnd); warn != "" {
+		fmt.Fprintf(tr.w, "warning: %s\n", warn)
 	}
 	return nil
 }

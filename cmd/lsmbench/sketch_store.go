@@ -66,26 +66,9 @@ func (l *sketchLab) storeSketches() (*storeRun, error) {
 	for i := range ids {
 		ids[i] = ks.present(make([]byte, c.KeySize), uint64(i))
 	}
-	if err := s.BFReserve([]byte("bloom"), c.Rate, int64(c.Capacity), nil); err != nil {
+	rates, err := storeBlindAdds(s, c, ids, ph)
+	if err != nil {
 		return nil, err
-	}
-	if err := s.CFReserve([]byte("cuckoo"), int64(c.Capacity), nil); err != nil {
-		return nil, err
-	}
-	adds := []struct {
-		key string
-		add func(key []byte, ids ...[]byte) error
-	}{{"hll", s.PFAddBlind}, {"bloom", s.BFAddBlind}, {"cuckoo", s.CFAddBlind}}
-	rates := make([]float64, len(adds))
-	for i, a := range adds {
-		start := time.Now()
-		for off := 0; off < len(ids); off += storeChunk {
-			if err := a.add([]byte(a.key), ids[off:min(off+storeChunk, len(ids))]...); err != nil {
-				return nil, fmt.Errorf("%s: %w", a.key, err)
-			}
-		}
-		rates[i] = float64(len(ids)) / time.Since(start).Seconds()
-		ph.add(1)
 	}
 	if err := s.ColumnFamily().Compact(nil, nil); err != nil {
 		return nil, err
@@ -104,7 +87,7 @@ func (l *sketchLab) storeSketches() (*storeRun, error) {
 	}
 	names := []string{"HyperLogLog", fmt.Sprintf("Bloom (BF.RESERVE %s %s)", pct(c.Rate), commas(int64(c.Capacity))),
 		fmt.Sprintf("cuckoo (CF.RESERVE %s)", commas(int64(c.Capacity)))}
-	for i, a := range adds {
+	for i, a := range storeAdds(s) {
 		v, err := s.Dump([]byte(a.key))
 		if err != nil {
 			return nil, err
@@ -122,6 +105,42 @@ func (l *sketchLab) storeSketches() (*storeRun, error) {
 	}
 	ph.add(1)
 	return sr, l.ctx.Err()
+}
+
+// storeAdds are the sketch values the store run writes, by key, with the
+// blind add that writes each.
+func storeAdds(s *sketchcol.Store) []storeAdd {
+	return []storeAdd{{"hll", s.PFAddBlind}, {"bloom", s.BFAddBlind}, {"cuckoo", s.CFAddBlind}}
+}
+
+// storeAdd is one sketch value of the store run and its blind add.
+type storeAdd struct {
+	key string
+	add func(key []byte, ids ...[]byte) error
+}
+
+// storeBlindAdds reserves the Bloom and cuckoo values and adds every ID to
+// each value in chunks of storeChunk, returning each value's IDs/s.
+func storeBlindAdds(s *sketchcol.Store, c sketchLabConfig, ids [][]byte, ph *phase) ([]float64, error) {
+	if err := s.BFReserve([]byte("bloom"), c.Rate, int64(c.Capacity), nil); err != nil {
+		return nil, err
+	}
+	if err := s.CFReserve([]byte("cuckoo"), int64(c.Capacity), nil); err != nil {
+		return nil, err
+	}
+	adds := storeAdds(s)
+	rates := make([]float64, len(adds))
+	for i, a := range adds {
+		start := time.Now()
+		for off := 0; off < len(ids); off += storeChunk {
+			if err := a.add([]byte(a.key), ids[off:min(off+storeChunk, len(ids))]...); err != nil {
+				return nil, fmt.Errorf("%s: %w", a.key, err)
+			}
+		}
+		rates[i] = float64(len(ids)) / time.Since(start).Seconds()
+		ph.add(1)
+	}
+	return rates, nil
 }
 
 // standaloneSketches builds the three values in memory, one ID at a time
