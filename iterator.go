@@ -270,6 +270,24 @@ func (it *Iterator) skipKey(ukey []byte) bool {
 	}
 }
 
+// setOperands sets it.operands to the operands packed in it.opBuf, the
+// i-th starting at offs[i] and ending where the next starts; reversed
+// lists them last first.
+func (it *Iterator) setOperands(offs []int, reversed bool) {
+	it.operands = it.operands[:0]
+	for j := range offs {
+		i := j
+		if reversed {
+			i = len(offs) - 1 - j
+		}
+		end := len(it.opBuf)
+		if i+1 < len(offs) {
+			end = offs[i+1]
+		}
+		it.operands = append(it.operands, it.opBuf[offs[i]:end])
+	}
+}
+
 // mergeForward resolves the merge stack of it.key starting at the current
 // (visible, Merge) entry and leaves iter past the key's entries.
 func (it *Iterator) mergeForward() (bool, error) {
@@ -304,13 +322,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 		ok = it.iter.Next()
 	}
 	// Operands were gathered newest first; FullMerge wants oldest first.
-	for i := len(offs) - 1; i >= 0; i-- {
-		end := len(it.opBuf)
-		if i+1 < len(offs) {
-			end = offs[i+1]
-		}
-		it.operands = append(it.operands, it.opBuf[offs[i]:end])
-	}
+	it.setOperands(offs, true)
 	v, err := it.db.fullMerge(it.cf, it.key, it.baseBuf, hasBase, it.operands)
 	if err != nil {
 		return false, err
@@ -373,14 +385,7 @@ func (it *Iterator) findPrev(ok bool) bool {
 			it.value = append(it.value[:0], it.baseBuf...)
 			return it.yield()
 		}
-		it.operands = it.operands[:0]
-		for i := range offs {
-			end := len(it.opBuf)
-			if i+1 < len(offs) {
-				end = offs[i+1]
-			}
-			it.operands = append(it.operands, it.opBuf[offs[i]:end])
-		}
+		it.setOperands(offs, false)
 		v, err := it.db.fullMerge(it.cf, it.key, it.baseBuf, hasBase, it.operands)
 		if err != nil {
 			return it.fail(err)

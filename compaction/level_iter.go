@@ -88,13 +88,15 @@ func (l *LevelIter) exhausted() bool {
 	return false
 }
 
-// forwardFrom settles a forward move: ok is the open table's result; while
-// it is false and no error occurred, the next table is opened at its first
-// entry.
-func (l *LevelIter) forwardFrom(ok bool) bool {
+// settle settles a move in direction dir (forward or backward): ok is the
+// open table's result; while it is false and no error occurred, the next
+// table in that direction is opened at its first (forward) or last
+// (backward) entry. An entry or a table beyond the bound on that side ends
+// the move.
+func (l *LevelIter) settle(ok bool, dir direction) bool {
 	for {
 		if ok {
-			if l.checkUpper && l.opts.aboveUpper(l.iter.Key().UserKey) {
+			if l.beyondBound(l.iter.Key().UserKey, dir) {
 				return l.exhausted()
 			}
 			l.valid = true
@@ -104,40 +106,37 @@ func (l *LevelIter) forwardFrom(ok bool) bool {
 			l.err = err
 			return l.exhausted()
 		}
-		next := l.index + 1
-		if next >= len(l.files) || l.opts.aboveUpper(l.files[next].Smallest.UserKey) {
+		i := l.index + 1
+		if dir == backward {
+			i = l.index - 1
+		}
+		if i < 0 || i >= len(l.files) || l.tableBeyondBound(i, dir) || !l.openTable(i) {
 			return l.exhausted()
 		}
-		if !l.openTable(next) {
-			return l.exhausted()
+		if dir == forward {
+			ok = l.iter.First()
+		} else {
+			ok = l.iter.Last()
 		}
-		ok = l.iter.First()
 	}
 }
 
-// backwardFrom is forwardFrom's mirror image.
-func (l *LevelIter) backwardFrom(ok bool) bool {
-	for {
-		if ok {
-			if l.checkLower && l.opts.belowLower(l.iter.Key().UserKey) {
-				return l.exhausted()
-			}
-			l.valid = true
-			return true
-		}
-		if err := l.iter.Error(); err != nil {
-			l.err = err
-			return l.exhausted()
-		}
-		prev := l.index - 1
-		if prev < 0 || l.opts.belowLower(l.files[prev].Largest.UserKey) {
-			return l.exhausted()
-		}
-		if !l.openTable(prev) {
-			return l.exhausted()
-		}
-		ok = l.iter.Last()
+// beyondBound reports whether ukey, an entry of the open table, lies past
+// the bound a move in direction dir runs towards.
+func (l *LevelIter) beyondBound(ukey []byte, dir direction) bool {
+	if dir == forward {
+		return l.checkUpper && l.opts.aboveUpper(ukey)
 	}
+	return l.checkLower && l.opts.belowLower(ukey)
+}
+
+// tableBeyondBound reports whether all of table i lies past the bound a
+// move in direction dir runs towards.
+func (l *LevelIter) tableBeyondBound(i int, dir direction) bool {
+	if dir == forward {
+		return l.opts.aboveUpper(l.files[i].Smallest.UserKey)
+	}
+	return l.opts.belowLower(l.files[i].Largest.UserKey)
 }
 
 // First implements base.InternalIterator.
@@ -152,7 +151,7 @@ func (l *LevelIter) First() bool {
 	if !l.openTable(0) {
 		return false
 	}
-	return l.forwardFrom(l.iter.First())
+	return l.settle(l.iter.First(), forward)
 }
 
 // Last implements base.InternalIterator.
@@ -168,7 +167,7 @@ func (l *LevelIter) Last() bool {
 	if !l.openTable(n - 1) {
 		return false
 	}
-	return l.backwardFrom(l.iter.Last())
+	return l.settle(l.iter.Last(), backward)
 }
 
 // SeekGE implements base.InternalIterator. The table searched is the first
@@ -190,7 +189,7 @@ func (l *LevelIter) SeekGE(ukey []byte) bool {
 	if !l.openTable(i) {
 		return false
 	}
-	return l.forwardFrom(l.iter.SeekGE(ukey))
+	return l.settle(l.iter.SeekGE(ukey), forward)
 }
 
 // SeekLT implements base.InternalIterator. The table searched is the last
@@ -212,7 +211,7 @@ func (l *LevelIter) SeekLT(ukey []byte) bool {
 	if !l.openTable(i) {
 		return false
 	}
-	return l.backwardFrom(l.iter.SeekLT(ukey))
+	return l.settle(l.iter.SeekLT(ukey), backward)
 }
 
 // Next implements base.InternalIterator.
@@ -220,7 +219,7 @@ func (l *LevelIter) Next() bool {
 	if !l.valid {
 		return false
 	}
-	return l.forwardFrom(l.iter.Next())
+	return l.settle(l.iter.Next(), forward)
 }
 
 // Prev implements base.InternalIterator.
@@ -228,7 +227,7 @@ func (l *LevelIter) Prev() bool {
 	if !l.valid {
 		return false
 	}
-	return l.backwardFrom(l.iter.Prev())
+	return l.settle(l.iter.Prev(), backward)
 }
 
 // Key implements base.InternalIterator.

@@ -235,7 +235,7 @@ func (m *MergingIter) Next() bool {
 	case unpositioned:
 		return false
 	case backward:
-		return m.switchToForward()
+		return m.switchTo(forward)
 	}
 	return m.step(m.children[m.heap[0].index].Next())
 }
@@ -246,7 +246,7 @@ func (m *MergingIter) Prev() bool {
 	case unpositioned:
 		return false
 	case forward:
-		return m.switchToBackward()
+		return m.switchTo(backward)
 	}
 	return m.step(m.children[m.heap[0].index].Prev())
 }
@@ -270,61 +270,52 @@ func (m *MergingIter) step(ok bool) bool {
 	return m.checkTop()
 }
 
-// switchToForward turns a backward iterator at entry K (child cur) into a
-// forward one at the entry after K: every other child moves to its first
-// entry after K in the forward total order, cur moves to its next entry.
-func (m *MergingIter) switchToForward() bool {
+// switchTo turns the iterator at entry K (child cur) around to direction
+// dir. Forward: every other child moves to its first entry after K in the
+// forward total order, cur to its next entry. Backward, the mirror image:
+// every other child moves to its last entry before K, cur to its previous
+// entry.
+func (m *MergingIter) switchTo(dir direction) bool {
 	cur := m.heap[0].index
 	key := m.heap[0].key
 	m.heap = m.heap[:0]
 	for i, c := range m.children {
-		if i == cur {
-			continue
-		}
-		ok := c.SeekGE(key.UserKey)
-		for ok && !before(key, cur, c.Key(), i) {
-			ok = c.Next()
-		}
-		if !m.settle(i, ok) {
+		if i != cur && !m.settle(i, placeBeside(c, i, key, cur, dir)) {
 			return m.fail()
 		}
 	}
-	if !m.settle(cur, m.children[cur].Next()) {
+	var ok bool
+	if dir == forward {
+		ok = m.children[cur].Next()
+	} else {
+		ok = m.children[cur].Prev()
+	}
+	if !m.settle(cur, ok) {
 		return m.fail()
 	}
-	return m.build(forward)
+	return m.build(dir)
 }
 
-// switchToBackward is switchToForward's mirror image: every other child
-// moves to its last entry before K, cur to its previous entry. With only
-// user-key seeks available, a child is placed at its first entry after K
-// (SeekGE, then steps over newer versions of K's user key) and then steps
-// back once; a child with nothing after K steps back from its end (Last).
-func (m *MergingIter) switchToBackward() bool {
-	cur := m.heap[0].index
-	key := m.heap[0].key
-	m.heap = m.heap[:0]
-	for i, c := range m.children {
-		if i == cur {
-			continue
-		}
-		ok := c.SeekGE(key.UserKey)
-		for ok && before(c.Key(), i, key, cur) {
-			ok = c.Next()
-		}
-		if ok {
-			ok = c.Prev()
-		} else if c.Error() == nil {
-			ok = c.Last()
-		}
-		if !m.settle(i, ok) {
-			return m.fail()
-		}
+// placeBeside positions child c (index i) beside entry key of child cur:
+// at its first entry after it (forward) or its last entry before it
+// (backward). With only user-key seeks available, a child is placed at its
+// first entry after key (SeekGE, then steps over newer versions of key's
+// user key); backward, it then steps back once, and a child with nothing
+// after key steps back from its end (Last).
+func placeBeside(c base.InternalIterator, i int, key base.InternalKey, cur int, dir direction) bool {
+	ok := c.SeekGE(key.UserKey)
+	for ok && !before(key, cur, c.Key(), i) {
+		ok = c.Next()
 	}
-	if !m.settle(cur, m.children[cur].Prev()) {
-		return m.fail()
+	switch {
+	case dir == forward:
+		return ok
+	case ok:
+		return c.Prev()
+	case c.Error() == nil:
+		return c.Last()
 	}
-	return m.build(backward)
+	return false
 }
 
 // Key implements base.InternalIterator.

@@ -114,18 +114,11 @@ const (
 	FormatCuckooTableValue   Format = 5 // v1: standalone CuckooTableFilter.MarshalBinary
 )
 
+var formatNames = [...]string{FormatBlockedBloom: "blocked-bloom", FormatStandardBloom: "standard-bloom", FormatCuckoo: "cuckoo", FormatStandardBloomValue: "standard-bloom-value", FormatCuckooTableValue: "cuckoo-table-value"}
+
 func (f Format) String() string {
-	switch f {
-	case FormatBlockedBloom:
-		return "blocked-bloom"
-	case FormatStandardBloom:
-		return "standard-bloom"
-	case FormatCuckoo:
-		return "cuckoo"
-	case FormatStandardBloomValue:
-		return "standard-bloom-value"
-	case FormatCuckooTableValue:
-		return "cuckoo-table-value"
+	if int(f) < len(formatNames) && formatNames[f] != "" {
+		return formatNames[f]
 	}
 	return fmt.Sprintf("format(%d)", uint8(f))
 }

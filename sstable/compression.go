@@ -23,14 +23,11 @@ const (
 	SnappyCompression
 )
 
+var compressionNames = [...]string{DefaultCompression: "default", NoCompression: "none", SnappyCompression: "snappy"}
+
 func (c Compression) String() string {
-	switch c {
-	case DefaultCompression:
-		return "default"
-	case NoCompression:
-		return "none"
-	case SnappyCompression:
-		return "snappy"
+	if int(c) < len(compressionNames) {
+		return compressionNames[c]
 	}
 	return fmt.Sprintf("Compression(%d)", uint8(c))
 }

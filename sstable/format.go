@@ -42,12 +42,11 @@ const (
 	blockTypeSnappy blockType = 1
 )
 
+var blockTypeNames = [...]string{blockTypeNone: "none", blockTypeSnappy: "snappy"}
+
 func (t blockType) String() string {
-	switch t {
-	case blockTypeNone:
-		return "none"
-	case blockTypeSnappy:
-		return "snappy"
+	if int(t) < len(blockTypeNames) {
+		return blockTypeNames[t]
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }

@@ -248,3 +248,27 @@ func (p *Properties) describe(w io.Writer, indent string) {
 		fmt.Fprintln(w)
 	}
 }
+
+// count adds entry (k, val), the next in the table's order, to the
+// properties computed from the entries: the counts by kind, the smallest
+// key, the sequence-number range and the raw sizes. The writer counts what
+// it writes, Verify what it reads back.
+func (p *Properties) count(k base.InternalKey, val []byte) {
+	if p.NumEntries == 0 {
+		p.SmallestKey = k.Clone()
+		p.SmallestSeq, p.LargestSeq = k.SeqNum(), k.SeqNum()
+	}
+	p.NumEntries++
+	switch k.Kind() {
+	case base.KindDelete:
+		p.NumDeletions++
+	case base.KindSet:
+		p.NumSets++
+	case base.KindMerge:
+		p.NumMerges++
+	}
+	p.SmallestSeq = min(p.SmallestSeq, k.SeqNum())
+	p.LargestSeq = max(p.LargestSeq, k.SeqNum())
+	p.RawKeySize += uint64(k.Size())
+	p.RawValueSize += uint64(len(val))
+}

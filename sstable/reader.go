@@ -48,14 +48,11 @@ const (
 	FilterUnknown
 )
 
+var filterStateNames = [...]string{FilterNone: "none", FilterLoaded: "loaded", FilterUnknown: "unknown-type"}
+
 func (s FilterState) String() string {
-	switch s {
-	case FilterNone:
-		return "none"
-	case FilterLoaded:
-		return "loaded"
-	case FilterUnknown:
-		return "unknown-type"
+	if int(s) < len(filterStateNames) {
+		return filterStateNames[s]
 	}
 	return fmt.Sprintf("FilterState(%d)", uint8(s))
 }

@@ -95,26 +95,7 @@ func (v *verifier) block(i int) error {
 	return v.it.err
 }
 
-func (v *verifier) count(k base.InternalKey, val []byte) {
-	g := &v.got
-	if g.NumEntries == 0 {
-		g.SmallestKey = k.Clone()
-		g.SmallestSeq, g.LargestSeq = k.SeqNum(), k.SeqNum()
-	}
-	g.NumEntries++
-	switch k.Kind() {
-	case base.KindDelete:
-		g.NumDeletions++
-	case base.KindSet:
-		g.NumSets++
-	case base.KindMerge:
-		g.NumMerges++
-	}
-	g.SmallestSeq = min(g.SmallestSeq, k.SeqNum())
-	g.LargestSeq = max(g.LargestSeq, k.SeqNum())
-	g.RawKeySize += uint64(k.Size())
-	g.RawValueSize += uint64(len(val))
-}
+func (v *verifier) count(k base.InternalKey, val []byte) { v.got.count(k, val) }
 
 func (v *verifier) finish() error {
 	r := v.r

@@ -150,26 +150,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	return w.err
 }
 
-func (w *Writer) updateProps(key base.InternalKey, value []byte) {
-	p := &w.props
-	if p.NumEntries == 0 {
-		p.SmallestKey = key.Clone()
-		p.SmallestSeq, p.LargestSeq = key.SeqNum(), key.SeqNum()
-	}
-	p.NumEntries++
-	switch key.Kind() {
-	case base.KindDelete:
-		p.NumDeletions++
-	case base.KindSet:
-		p.NumSets++
-	case base.KindMerge:
-		p.NumMerges++
-	}
-	p.SmallestSeq = min(p.SmallestSeq, key.SeqNum())
-	p.LargestSeq = max(p.LargestSeq, key.SeqNum())
-	p.RawKeySize += uint64(key.Size())
-	p.RawValueSize += uint64(len(value))
-}
+func (w *Writer) updateProps(key base.InternalKey, value []byte) { w.props.count(key, value) }
 
 func (w *Writer) addIndexEntry(sep []byte) {
 	w.sepBuf = sep

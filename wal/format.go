@@ -57,20 +57,11 @@ const (
 	chunkEOF        chunkType = 6
 )
 
+var chunkTypeNames = [...]string{chunkFull: "FULL", chunkFirst: "FIRST", chunkMiddle: "MIDDLE", chunkLast: "LAST", chunkFileHeader: "FILEHEADER", chunkEOF: "EOF"}
+
 func (t chunkType) String() string {
-	switch t {
-	case chunkFull:
-		return "FULL"
-	case chunkFirst:
-		return "FIRST"
-	case chunkMiddle:
-		return "MIDDLE"
-	case chunkLast:
-		return "LAST"
-	case chunkFileHeader:
-		return "FILEHEADER"
-	case chunkEOF:
-		return "EOF"
+	if int(t) < len(chunkTypeNames) && chunkTypeNames[t] != "" {
+		return chunkTypeNames[t]
 	}
 	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
 }

@@ -25,14 +25,11 @@ const (
 	KindMax = KindMerge
 )
 
+var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE"}
+
 func (k Kind) String() string {
-	switch k {
-	case KindDelete:
-		return "DEL"
-	case KindSet:
-		return "SET"
-	case KindMerge:
-		return "MERGE"
+	if int(k) < len(kindNames) {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("KIND(%d)", uint8(k))
 }
