@@ -48,11 +48,8 @@ func (b *ScalableBloom) appendBinary(dst []byte) []byte {
 // and the exact length; a malformed value returns an error wrapping
 // ErrCorruption.
 func ParseBloom(data []byte) (*ScalableBloom, error) {
-	if err := checkValueKind(data, kindBloomValue); err != nil {
+	if err := checkValueHeader(data, kindBloomValue, bloomHeaderLen); err != nil {
 		return nil, err
-	}
-	if len(data) < bloomHeaderLen {
-		return nil, corruptf("Bloom value of %d bytes is shorter than its %d-byte header", len(data), bloomHeaderLen)
 	}
 	le := binary.LittleEndian
 	flags, n := data[2], int(data[3])

@@ -1,7 +1,5 @@
 package sketchcol
 
-import "github.com/sievedb/sieve"
-
 // Per-command helpers for the Store: a Reply function computes Redis's
 // answer from the current value (nil for a missing key) without changing
 // it, an Op function builds the merge operand to write. A command whose
@@ -105,22 +103,15 @@ func BFInfoReply(cur []byte) (BFInfo, error) {
 }
 
 func parseBloomKey(cur []byte) (*ScalableBloom, error) {
-	if cur == nil {
-		return nil, sieve.ErrNotFound
-	}
-	if err := expectKind(cur, KindBloom); err != nil {
-		return nil, err
-	}
-	return ParseBloom(cur)
+	return parseValue(cur, KindBloom, ParseBloom)
 }
 
 func bloomOrNew(cur []byte, spec *BloomSpec) (*ScalableBloom, error) {
-	if cur != nil {
-		return parseBloomKey(cur)
-	}
-	s, err := bloomSpecOrDefault(spec)
-	if err != nil {
-		return nil, err
-	}
-	return NewScalableBloom(s)
+	return valueOrNew(cur, KindBloom, ParseBloom, func() (*ScalableBloom, error) {
+		s, err := bloomSpecOrDefault(spec)
+		if err != nil {
+			return nil, err
+		}
+		return NewScalableBloom(s)
+	})
 }

@@ -83,11 +83,10 @@ func decodeBloomOp(b []byte) (op, error) {
 		}
 		rest = rest[bloomOpSpecLen:]
 	}
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n != uint64(len(rest)-k)/8 || uint64(len(rest)-k)%8 != 0 {
+	n, rest, ok := fixedRecords(rest, 8)
+	if !ok {
 		return nil, corruptf("Bloom operand has a bad hash count or length")
 	}
-	rest = rest[k:]
 	o.hashes = make([]uint64, n)
 	for i := range o.hashes {
 		o.hashes[i] = le.Uint64(rest[8*i:])

@@ -194,11 +194,7 @@ func (s *Store) BFAddBlind(key []byte, items ...[]byte) error {
 // BFExists reports whether item is possibly present (BF.EXISTS); false for
 // a missing key.
 func (s *Store) BFExists(key, item []byte) (bool, error) {
-	r, err := s.BFMExists(key, item)
-	if err != nil {
-		return false, err
-	}
-	return r[0], nil
+	return first(s.BFMExists(key, item))
 }
 
 // BFMExists is BF.MEXISTS: BFExists of each item, from one read. Every

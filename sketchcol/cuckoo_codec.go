@@ -42,11 +42,8 @@ func (c *CuckooFilter) appendBinary(dst []byte) []byte {
 // fingerprints stored. A malformed value returns an error wrapping
 // ErrCorruption.
 func ParseCuckoo(data []byte) (*CuckooFilter, error) {
-	if err := checkValueKind(data, kindCuckooValue); err != nil {
+	if err := checkValueHeader(data, kindCuckooValue, cuckooHeaderLen); err != nil {
 		return nil, err
-	}
-	if len(data) < cuckooHeaderLen {
-		return nil, corruptf("cuckoo value of %d bytes is shorter than its %d-byte header", len(data), cuckooHeaderLen)
 	}
 	le := binary.LittleEndian
 	n := int(data[3])

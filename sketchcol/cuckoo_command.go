@@ -1,7 +1,5 @@
 package sketchcol
 
-import "github.com/sievedb/sieve"
-
 // Per-command helpers for cuckoo values; see bloom_command.go for the
 // Reply/Op pattern.
 
@@ -145,22 +143,15 @@ func CFInfoReply(cur []byte) (CFInfo, error) {
 }
 
 func parseCuckooKey(cur []byte) (*CuckooFilter, error) {
-	if cur == nil {
-		return nil, sieve.ErrNotFound
-	}
-	if err := expectKind(cur, KindCuckoo); err != nil {
-		return nil, err
-	}
-	return ParseCuckoo(cur)
+	return parseValue(cur, KindCuckoo, ParseCuckoo)
 }
 
 func cuckooOrNew(cur []byte, spec *CuckooSpec) (*CuckooFilter, error) {
-	if cur != nil {
-		return parseCuckooKey(cur)
-	}
-	s, err := cuckooSpecOrDefault(spec)
-	if err != nil {
-		return nil, err
-	}
-	return NewCuckooFilter(s)
+	return valueOrNew(cur, KindCuckoo, ParseCuckoo, func() (*CuckooFilter, error) {
+		s, err := cuckooSpecOrDefault(spec)
+		if err != nil {
+			return nil, err
+		}
+		return NewCuckooFilter(s)
+	})
 }

@@ -107,11 +107,10 @@ func decodeCuckooOp(b []byte) (op, error) {
 		}
 		rest = rest[cuckooOpSpecLen:]
 	}
-	n, k := binary.Uvarint(rest)
-	if k <= 0 || n != uint64(len(rest)-k)/9 || uint64(len(rest)-k)%9 != 0 {
+	n, rest, ok := fixedRecords(rest, 9)
+	if !ok {
 		return nil, corruptf("cuckoo operand has a bad record count or length")
 	}
-	rest = rest[k:]
 	o.recs = make([]cuckooRecord, n)
 	for i := range o.recs {
 		r := cuckooRecord{op: rest[9*i], hash: le.Uint64(rest[9*i+1:])}

@@ -147,11 +147,7 @@ func (s *Store) CFDel(key, item []byte) (bool, error) {
 // CFExists reports whether item is possibly present (CF.EXISTS); false
 // for a missing key.
 func (s *Store) CFExists(key, item []byte) (bool, error) {
-	r, err := s.CFMExists(key, item)
-	if err != nil {
-		return false, err
-	}
-	return r[0], nil
+	return first(s.CFMExists(key, item))
 }
 
 // CFMExists is CF.MEXISTS: CFExists of each item, from one read. Every

@@ -75,6 +75,18 @@ func checkValueKind(data []byte, want byte) error {
 	return nil
 }
 
+// checkValueHeader is checkValueKind for a value whose fixed header is
+// headerLen bytes, which it checks are there.
+func checkValueHeader(data []byte, want byte, headerLen int) error {
+	if err := checkValueKind(data, want); err != nil {
+		return err
+	}
+	if len(data) < headerLen {
+		return corruptf("%s of %d bytes is shorter than its %d-byte header", kindName(want), len(data), headerLen)
+	}
+	return nil
+}
+
 // KindOf returns the kind of sketch a stored value holds, from its first
 // byte only; ValidateValue checks the whole value.
 func KindOf(value []byte) (Kind, error) {

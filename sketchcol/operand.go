@@ -6,6 +6,12 @@ package sketchcol
 // and every op maps a key's state (a sketch, or nil for a missing key) to
 // a new one.
 
+import (
+	"encoding/binary"
+
+	"github.com/sievedb/sieve"
+)
+
 // sketch is a decoded value: *HLL, *ScalableBloom or *CuckooFilter.
 type sketch interface {
 	Kind() Kind
@@ -138,3 +144,47 @@ func decodeSetOp(b []byte) (op, error) {
 // opFlagSpec marks a Bloom or cuckoo operand that carries a geometry
 // (without it, the defaults apply).
 const opFlagSpec = 1 << 0
+
+// fixedRecords splits the tail of an operand that is a uvarint count n and
+// then exactly n records of width bytes each: it returns n and the records'
+// bytes, and ok false when the count is malformed or disagrees with the
+// length.
+func fixedRecords(b []byte, width int) (n int, records []byte, ok bool) {
+	c, k := binary.Uvarint(b)
+	if k <= 0 || c != uint64(len(b)-k)/uint64(width) || (len(b)-k)%width != 0 {
+		return 0, nil, false
+	}
+	return int(c), b[k:], true
+}
+
+// parseValue decodes cur, the stored value of a key that must exist and
+// hold a sketch of kind, with parse: a missing key is sieve.ErrNotFound,
+// another kind ErrWrongType.
+func parseValue[T sketch](cur []byte, kind Kind, parse func([]byte) (T, error)) (T, error) {
+	if cur == nil {
+		var zero T
+		return zero, sieve.ErrNotFound
+	}
+	if err := expectKind(cur, kind); err != nil {
+		var zero T
+		return zero, err
+	}
+	return parse(cur)
+}
+
+// valueOrNew is parseValue for a key that may be missing: then it returns
+// the sketch create makes.
+func valueOrNew[T sketch](cur []byte, kind Kind, parse func([]byte) (T, error), create func() (T, error)) (T, error) {
+	if cur == nil {
+		return create()
+	}
+	return parseValue(cur, kind, parse)
+}
+
+// first is the one answer of a command asked about one item.
+func first(r []bool, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	return r[0], nil
+}
