@@ -143,9 +143,13 @@ type batchEntry struct {
 // ErrCorruption: a batch comes from the WAL, where bytes are checksummed, so
 // a bad batch means a bug or bad memory, never a torn write.
 type batchReader struct {
-	data []byte
-	left uint32
-	err  error
+	base.Decoder // What: "batch"
+	left         uint32
+}
+
+// newEntryReader reads count entries from data, a batch without its header.
+func newEntryReader(data []byte, count uint32) *batchReader {
+	return &batchReader{Decoder: base.Decoder{B: data, What: "batch"}, left: count}
 }
 
 func newBatchReader(data []byte) (*batchReader, uint64, error) {
@@ -160,64 +164,40 @@ func newBatchReader(data []byte) (*batchReader, uint64, error) {
 	if seq == 0 || seq > base.SeqNumMax || uint64(count) > base.SeqNumMax-seq+1 {
 		return nil, 0, base.CorruptionErrorf("batch: sequence number %d with %d entries out of range", seq, count)
 	}
-	return &batchReader{data: data[batchHeaderLen:], left: count}, seq, nil
-}
-
-func (r *batchReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.data)
-	if n <= 0 {
-		r.err = base.CorruptionErrorf("batch: bad varint")
-		return 0
-	}
-	r.data = r.data[n:]
-	return v
-}
-
-func (r *batchReader) bytes() []byte {
-	n := r.uvarint()
-	if r.err != nil {
-		return nil
-	}
-	if n > uint64(len(r.data)) {
-		r.err = base.CorruptionErrorf("batch: length %d beyond the end (%d left)", n, len(r.data))
-		return nil
-	}
-	out := r.data[:n:n]
-	r.data = r.data[n:]
-	return out
+	return newEntryReader(data[batchHeaderLen:], count), seq, nil
 }
 
 // next decodes the next entry; ok is false at the end or on error (see err).
 func (r *batchReader) next() (e batchEntry, ok bool) {
-	if r.err != nil {
+	if r.Err != nil {
 		return e, false
 	}
 	if r.left == 0 {
-		if len(r.data) != 0 {
-			r.err = base.CorruptionErrorf("batch: %d bytes after the last entry", len(r.data))
+		if len(r.B) != 0 {
+			r.Failf("%d bytes after the last entry", len(r.B))
 		}
 		return e, false
 	}
-	if len(r.data) == 0 {
-		r.err = base.CorruptionErrorf("batch: %d entries missing", r.left)
+	if len(r.B) == 0 {
+		r.Failf("%d entries missing", r.left)
 		return e, false
 	}
-	e.kind = base.Kind(r.data[0])
-	r.data = r.data[1:]
+	e.kind = base.Kind(r.B[0])
+	r.B = r.B[1:]
 	if !e.kind.Valid() {
-		r.err = base.CorruptionErrorf("batch: unknown kind %d", e.kind)
+		r.Failf("unknown kind %d", e.kind)
 		return e, false
 	}
-	cf := r.uvarint()
-	if r.err == nil && cf > 1<<31 {
-		r.err = base.CorruptionErrorf("batch: column family %d out of range", cf)
+	cf := r.Uvarint()
+	if r.Err == nil && cf > 1<<31 {
+		r.Failf("column family %d out of range", cf)
 	}
 	e.cf = uint32(cf)
-	e.key = r.bytes()
+	e.key = r.Bytes()
 	if e.kind != base.KindDelete {
-		e.value = r.bytes()
+		e.value = r.Bytes()
 	}
-	if r.err != nil {
+	if r.Err != nil {
 		return batchEntry{}, false
 	}
 	r.left--

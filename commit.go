@@ -230,7 +230,7 @@ func (db *DB) flushWALBuffer() {
 // applyToMemtable inserts a committed batch. REQUIRES: leader.
 func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 	seq := b.seq()
-	br := batchReader{data: b.data[batchHeaderLen:], left: b.count}
+	br := newEntryReader(b.data[batchHeaderLen:], b.count)
 	for e, ok := br.next(); ok; e, ok = br.next() {
 		t := g.tableForWrite(e.cf)
 		if e.kind == base.KindMerge && db.opts.MaxSuccessiveMerges > 0 &&
@@ -244,9 +244,9 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 		t.Add(seq, e.kind, e.key, e.value)
 		seq++
 	}
-	if br.err != nil {
+	if br.Err != nil {
 		// The batch was built by Batch methods; a decode failure is a bug.
-		panic(fmt.Sprintf("sieve: committed batch does not decode: %v", br.err))
+		panic(fmt.Sprintf("sieve: committed batch does not decode: %v", br.Err))
 	}
 }
 

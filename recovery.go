@@ -282,8 +282,8 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 			g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
 			count++
 		}
-		if br.err != nil {
-			return br.err
+		if br.Err != nil {
+			return br.Err
 		}
 		db.logSeq = seq + count - 1
 		rec = rec[n:]

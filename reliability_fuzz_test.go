@@ -73,7 +73,7 @@ func decodeBatch(data []byte) ([]batchEntry, uint64, error) {
 	for e, ok := br.next(); ok; e, ok = br.next() {
 		out = append(out, e)
 	}
-	return out, seq, br.err
+	return out, seq, br.Err
 }
 
 // FuzzWALRecovery opens a database whose WAL holds arbitrary bytes (seeded

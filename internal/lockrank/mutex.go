@@ -13,18 +13,14 @@ func (m *Mutex) Init(r Rank) { m.rank = r }
 
 // Lock checks the rank order (checking builds), then locks.
 func (m *Mutex) Lock() {
-	if Enabled && m.rank != unranked {
-		Acquire(m.rank)
-	}
+	m.rank.acquire()
 	m.mu.Lock()
 }
 
 // Unlock unlocks.
 func (m *Mutex) Unlock() {
 	m.mu.Unlock()
-	if Enabled && m.rank != unranked {
-		Release(m.rank)
-	}
+	m.rank.release()
 }
 
 // RWMutex is a sync.RWMutex with a rank; read locks are ranked too.
@@ -38,32 +34,39 @@ func (m *RWMutex) Init(r Rank) { m.rank = r }
 
 // Lock checks the rank order (checking builds), then locks.
 func (m *RWMutex) Lock() {
-	if Enabled && m.rank != unranked {
-		Acquire(m.rank)
-	}
+	m.rank.acquire()
 	m.mu.Lock()
 }
 
 // Unlock unlocks.
 func (m *RWMutex) Unlock() {
 	m.mu.Unlock()
-	if Enabled && m.rank != unranked {
-		Release(m.rank)
-	}
+	m.rank.release()
 }
 
 // RLock checks the rank order (checking builds), then read-locks.
 func (m *RWMutex) RLock() {
-	if Enabled && m.rank != unranked {
-		Acquire(m.rank)
-	}
+	m.rank.acquire()
 	m.mu.RLock()
 }
 
 // RUnlock read-unlocks.
 func (m *RWMutex) RUnlock() {
 	m.mu.RUnlock()
-	if Enabled && m.rank != unranked {
-		Release(m.rank)
+	m.rank.release()
+}
+
+// acquire records that a lock of rank r is being taken (checking builds,
+// ranked locks only).
+func (r Rank) acquire() {
+	if Enabled && r != unranked {
+		Acquire(r)
+	}
+}
+
+// release records that a lock of rank r was released.
+func (r Rank) release() {
+	if Enabled && r != unranked {
+		Release(r)
 	}
 }

@@ -138,62 +138,38 @@ func appendBytes(dst, b []byte) []byte {
 	return append(dst, b...)
 }
 
-type decoder struct {
-	b   []byte
-	err error
-}
+// decoder reads a version edit's fields; the caller wraps its error as
+// "version edit: ...".
+type decoder struct{ base.Decoder }
 
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = fmt.Errorf("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) uvarint() uint64 { return d.Uvarint() }
 
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.err = fmt.Errorf("length %d beyond end", n)
-		return nil
-	}
-	out := d.b[:n:n]
-	d.b = d.b[n:]
-	return out
-}
+func (d *decoder) bytes() []byte { return d.Bytes() }
 
 func (d *decoder) level() int {
 	l := d.uvarint()
-	if d.err == nil && l >= NumLevels {
-		d.err = fmt.Errorf("level %d out of range", l)
+	if d.Err == nil && l >= NumLevels {
+		d.Failf("level %d out of range", l)
 	}
 	return int(l)
 }
 
 func (d *decoder) cf() uint32 {
 	v := d.uvarint()
-	if d.err == nil && v > 1<<31 {
-		d.err = fmt.Errorf("column family id %d out of range", v)
+	if d.Err == nil && v > 1<<31 {
+		d.Failf("column family id %d out of range", v)
 	}
 	return uint32(v)
 }
 
 func (d *decoder) ikey() base.InternalKey {
 	b := d.bytes()
-	if d.err != nil {
+	if d.Err != nil {
 		return base.InternalKey{}
 	}
 	k, ok := base.DecodeInternalKey(b)
 	if !ok {
-		d.err = fmt.Errorf("bad internal key %x", b)
+		d.Failf("bad internal key %x", b)
 	}
 	return base.InternalKey{UserKey: append([]byte(nil), k.UserKey...), Trailer: k.Trailer}
 }
@@ -207,14 +183,14 @@ func (e *VersionEdit) Decode(b []byte) error {
 	if b[0] != EditFormatVersion {
 		return base.CorruptionErrorf("version edit: unknown format version %d", b[0])
 	}
-	d := &decoder{b: b[1:]}
-	for len(d.b) > 0 && d.err == nil {
+	d := &decoder{base.Decoder{B: b[1:]}}
+	for len(d.B) > 0 && d.Err == nil {
 		tag := d.uvarint()
 		payload := d.bytes()
-		if d.err != nil {
+		if d.Err != nil {
 			break
 		}
-		f := &decoder{b: payload}
+		f := &decoder{base.Decoder{B: payload}}
 		switch tag {
 		case tagLogNum:
 			e.HasLogNum, e.LogNum = true, f.uvarint()
@@ -222,8 +198,8 @@ func (e *VersionEdit) Decode(b []byte) error {
 			e.HasNextFileNum, e.NextFileNum = true, f.uvarint()
 		case tagLastSeq:
 			e.HasLastSeq, e.LastSeq = true, f.uvarint()
-			if f.err == nil && e.LastSeq > base.SeqNumMax {
-				f.err = fmt.Errorf("last seq %d out of range", e.LastSeq)
+			if f.Err == nil && e.LastSeq > base.SeqNumMax {
+				f.Err = fmt.Errorf("last seq %d out of range", e.LastSeq)
 			}
 		case tagSealedLog:
 			e.HasSealedLog, e.SealedLog = true, f.uvarint()
@@ -251,22 +227,22 @@ func (e *VersionEdit) Decode(b []byte) error {
 			m.Largest = f.ikey()
 			m.SmallestSeq = f.uvarint()
 			m.LargestSeq = f.uvarint()
-			if f.err == nil {
-				f.err = m.validate()
+			if f.Err == nil {
+				f.Err = m.validate()
 			}
 			e.NewFiles = append(e.NewFiles, nf)
 		default:
 			return base.CorruptionErrorf("version edit: unknown tag %d", tag)
 		}
-		if f.err == nil && len(f.b) != 0 {
-			f.err = fmt.Errorf("%d trailing bytes", len(f.b))
+		if f.Err == nil && len(f.B) != 0 {
+			f.Err = fmt.Errorf("%d trailing bytes", len(f.B))
 		}
-		if f.err != nil {
-			return base.CorruptionErrorf("version edit: field %d: %v", tag, f.err)
+		if f.Err != nil {
+			return base.CorruptionErrorf("version edit: field %d: %v", tag, f.Err)
 		}
 	}
-	if d.err != nil {
-		return base.CorruptionErrorf("version edit: %v", d.err)
+	if d.Err != nil {
+		return base.CorruptionErrorf("version edit: %v", d.Err)
 	}
 	return nil
 }
