@@ -65,30 +65,14 @@ func BFAddReply(cur []byte, spec *BloomSpec, items ...[]byte) ([]bool, error) {
 // BFExistsReply returns BF.EXISTS/BF.MEXISTS for items (all false for a
 // missing key).
 func BFExistsReply(cur []byte, items ...[]byte) ([]bool, error) {
-	out := make([]bool, len(items))
-	if cur == nil {
-		return out, nil
-	}
-	b, err := parseBloomKey(cur)
-	if err != nil {
-		return nil, err
-	}
-	for i, it := range items {
-		out[i] = b.Exists(it)
-	}
-	return out, nil
+	return replyOn(cur, KindBloom, ParseBloom, make([]bool, len(items)), func(b *ScalableBloom) []bool {
+		return existsAll(b.Exists, items)
+	})
 }
 
 // BFCardReply returns BF.CARD (0 for a missing key).
 func BFCardReply(cur []byte) (int64, error) {
-	if cur == nil {
-		return 0, nil
-	}
-	b, err := parseBloomKey(cur)
-	if err != nil {
-		return 0, err
-	}
-	return b.Card(), nil
+	return replyOn(cur, KindBloom, ParseBloom, 0, (*ScalableBloom).Card)
 }
 
 // BFInfoReply returns BF.INFO of a value; Size is the value's length.

@@ -93,42 +93,19 @@ func CFAddNXReply(cur []byte, spec *CuckooSpec, items ...[]byte) ([]bool, error)
 // CFDelReply returns CF.DEL's answer: whether a copy of item's
 // fingerprint is there to remove (false for a missing key).
 func CFDelReply(cur []byte, item []byte) (bool, error) {
-	if cur == nil {
-		return false, nil
-	}
-	c, err := parseCuckooKey(cur)
-	if err != nil {
-		return false, err
-	}
-	return c.Exists(item), nil
+	return replyOn(cur, KindCuckoo, ParseCuckoo, false, func(c *CuckooFilter) bool { return c.Exists(item) })
 }
 
 // CFExistsReply returns CF.EXISTS/CF.MEXISTS for items.
 func CFExistsReply(cur []byte, items ...[]byte) ([]bool, error) {
-	out := make([]bool, len(items))
-	if cur == nil {
-		return out, nil
-	}
-	c, err := parseCuckooKey(cur)
-	if err != nil {
-		return nil, err
-	}
-	for i, it := range items {
-		out[i] = c.Exists(it)
-	}
-	return out, nil
+	return replyOn(cur, KindCuckoo, ParseCuckoo, make([]bool, len(items)), func(c *CuckooFilter) []bool {
+		return existsAll(c.Exists, items)
+	})
 }
 
 // CFCountReply returns CF.COUNT of item (it may over-count).
 func CFCountReply(cur []byte, item []byte) (int64, error) {
-	if cur == nil {
-		return 0, nil
-	}
-	c, err := parseCuckooKey(cur)
-	if err != nil {
-		return 0, err
-	}
-	return c.Count(item), nil
+	return replyOn(cur, KindCuckoo, ParseCuckoo, 0, func(c *CuckooFilter) int64 { return c.Count(item) })
 }
 
 // CFInfoReply returns CF.INFO of a value.

@@ -188,3 +188,27 @@ func first(r []bool, err error) (bool, error) {
 	}
 	return r[0], nil
 }
+
+// replyOn answers a command from cur, the value of a key that may be
+// missing (then the answer is missing) and otherwise must hold a sketch of
+// kind.
+func replyOn[T sketch, R any](cur []byte, kind Kind, parse func([]byte) (T, error), missing R, answer func(T) R) (R, error) {
+	if cur == nil {
+		return missing, nil
+	}
+	v, err := parseValue(cur, kind, parse)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return answer(v), nil
+}
+
+// existsAll is exists of each item.
+func existsAll(exists func([]byte) bool, items [][]byte) []bool {
+	out := make([]bool, len(items))
+	for i, it := range items {
+		out[i] = exists(it)
+	}
+	return out
+}
