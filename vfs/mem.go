@@ -249,26 +249,25 @@ func (fs *MemFS) OpenReadWrite(name string) (File, error) {
 
 // Remove implements FS.
 func (fs *MemFS) Remove(name string) error {
-	fs.mu.Lock()
+	return fs.mutate(OpRemove, name, func() error { return fs.remove(name) })
+}
+
+// REQUIRES: fs.mu is held exclusively.
+func (fs *MemFS) remove(name string) error {
 	d, base, err := fs.parent("remove", name)
-	if err == nil {
-		n := d.children[base]
-		switch {
-		case base == "":
-			err = pathErr("remove", name, syscall.EBUSY)
-		case n == nil:
-			err = pathErr("remove", name, syscall.ENOENT)
-		case n.isDir && len(n.children) > 0:
-			err = pathErr("remove", name, syscall.ENOTEMPTY)
-		default:
-			fs.setEntry(d, base, nil)
-		}
-	}
-	fs.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	fs.notify(OpRemove, name)
+	n := d.children[base]
+	switch {
+	case base == "":
+		return pathErr("remove", name, syscall.EBUSY)
+	case n == nil:
+		return pathErr("remove", name, syscall.ENOENT)
+	case n.isDir && len(n.children) > 0:
+		return pathErr("remove", name, syscall.ENOTEMPTY)
+	}
+	fs.setEntry(d, base, nil)
 	return nil
 }
 
@@ -276,13 +275,19 @@ func (fs *MemFS) Remove(name string) error {
 // file, fails with EEXIST when newname is a directory, and moves a directory
 // to a name that does not exist yet (not into its own subtree).
 func (fs *MemFS) Rename(oldname, newname string) error {
+	return fs.mutate(OpRename, newname, func() error { return fs.rename(oldname, newname) })
+}
+
+// mutate runs change under fs.mu held exclusively and, when it succeeds,
+// reports op on name to the durability hook (outside the lock).
+func (fs *MemFS) mutate(op Op, name string, change func() error) error {
 	fs.mu.Lock()
-	err := fs.rename(oldname, newname)
+	err := change()
 	fs.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	fs.notify(OpRename, newname)
+	fs.notify(op, name)
 	return nil
 }
 

@@ -238,22 +238,17 @@ func (c *Cache) Count() int64 {
 }
 
 // Hits returns the number of Get calls that found their block.
-func (c *Cache) Hits() int64 {
-	var n int64
-	if c != nil {
-		for i := range c.shards {
-			n += c.shards[i].hits.Load()
-		}
-	}
-	return n
-}
+func (c *Cache) Hits() int64 { return c.sum(func(s *shard) *atomic.Int64 { return &s.hits }) }
 
 // Misses returns the number of Get calls that did not find their block.
-func (c *Cache) Misses() int64 {
+func (c *Cache) Misses() int64 { return c.sum(func(s *shard) *atomic.Int64 { return &s.misses }) }
+
+// sum adds up one counter of every shard (0 for a nil cache).
+func (c *Cache) sum(counter func(*shard) *atomic.Int64) int64 {
 	var n int64
 	if c != nil {
 		for i := range c.shards {
-			n += c.shards[i].misses.Load()
+			n += counter(&c.shards[i]).Load()
 		}
 	}
 	return n
