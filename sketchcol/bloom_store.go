@@ -89,11 +89,17 @@ func (s *Store) BFReserve(key []byte, errorRate float64, capacity int64, o *BFRe
 		return err
 	}
 	op, err := BFReserveOp(spec)
+	return s.reserve(key, KindBloom, op, err)
+}
+
+// reserve writes op, the reserve operand of a new kind value (or the error
+// building it), on key unless the key exists (checkAbsent).
+func (s *Store) reserve(key []byte, kind Kind, op []byte, err error) error {
 	if err != nil {
 		return err
 	}
 	defer s.lock(key)()
-	if err := s.checkAbsent(key, KindBloom); err != nil {
+	if err := s.checkAbsent(key, kind); err != nil {
 		return err
 	}
 	return s.merge(key, op)

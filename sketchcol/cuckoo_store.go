@@ -58,14 +58,7 @@ func (s *Store) CFReserve(key []byte, capacity int64, o *CFReserveOptions) error
 		return err
 	}
 	op, err := CFReserveOp(spec)
-	if err != nil {
-		return err
-	}
-	defer s.lock(key)()
-	if err := s.checkAbsent(key, KindCuckoo); err != nil {
-		return err
-	}
-	return s.merge(key, op)
+	return s.reserve(key, KindCuckoo, op, err)
 }
 
 // CFAdd adds one copy of item to the cuckoo filter at key (CF.ADD;

@@ -81,11 +81,8 @@ func PFAddReply(cur []byte, elems ...[]byte) (bool, error) {
 	if cur == nil {
 		return true, nil
 	}
-	if err := expectKind(cur, KindHLL); err != nil {
-		return false, err
-	}
 	var reg [hllRegisters]uint8
-	if _, err := decodeHLLRegisters(cur, &reg); err != nil {
+	if err := hllRegistersOf(cur, &reg); err != nil {
 		return false, err
 	}
 	for _, e := range elems {
@@ -107,11 +104,8 @@ func PFMergeOp(srcs ...[]byte) ([]byte, error) {
 		if v == nil {
 			continue
 		}
-		if err := expectKind(v, KindHLL); err != nil {
-			return nil, err
-		}
 		var r [hllRegisters]uint8
-		if _, err := decodeHLLRegisters(v, &r); err != nil {
+		if err := hllRegistersOf(v, &r); err != nil {
 			return nil, err
 		}
 		for i, x := range r {
@@ -134,4 +128,14 @@ func RefreshHLL(value []byte) (n int64, refreshed []byte, err error) {
 		return n, nil, err
 	}
 	return n, setHLLCache(bytes.Clone(value), n), nil
+}
+
+// hllRegistersOf decodes the registers of v, a stored value that must be
+// an HLL, into reg.
+func hllRegistersOf(v []byte, reg *[hllRegisters]uint8) error {
+	if err := expectKind(v, KindHLL); err != nil {
+		return err
+	}
+	_, err := decodeHLLRegisters(v, reg)
+	return err
 }

@@ -5,6 +5,8 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
+
+	"github.com/sievedb/sieve/internal/base"
 )
 
 // Compression selects how the writer compresses blocks. The root package
@@ -26,10 +28,7 @@ const (
 var compressionNames = [...]string{DefaultCompression: "default", NoCompression: "none", SnappyCompression: "snappy"}
 
 func (c Compression) String() string {
-	if int(c) < len(compressionNames) {
-		return compressionNames[c]
-	}
-	return fmt.Sprintf("Compression(%d)", uint8(c))
+	return base.EnumName(c, compressionNames[:], "Compression")
 }
 
 // compressBlock returns the stored form of raw and its type. buf is scratch

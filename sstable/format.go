@@ -44,12 +44,7 @@ const (
 
 var blockTypeNames = [...]string{blockTypeNone: "none", blockTypeSnappy: "snappy"}
 
-func (t blockType) String() string {
-	if int(t) < len(blockTypeNames) {
-		return blockTypeNames[t]
-	}
-	return fmt.Sprintf("type(%d)", uint8(t))
-}
+func (t blockType) String() string { return base.EnumName(t, blockTypeNames[:], "type") }
 
 // blockChecksum is the checksum stored in a block trailer: the low 32 bits
 // of xxhash64 over the stored contents followed by the type byte. buf is

@@ -51,10 +51,7 @@ const (
 var filterStateNames = [...]string{FilterNone: "none", FilterLoaded: "loaded", FilterUnknown: "unknown-type"}
 
 func (s FilterState) String() string {
-	if int(s) < len(filterStateNames) {
-		return filterStateNames[s]
-	}
-	return fmt.Sprintf("FilterState(%d)", uint8(s))
+	return base.EnumName(s, filterStateNames[:], "FilterState")
 }
 
 // indexEntry is one decoded index entry: a separator and a data block.

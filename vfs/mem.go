@@ -226,25 +226,19 @@ func (fs *MemFS) Create(name string) (File, error) {
 }
 
 // Open implements FS.
-func (fs *MemFS) Open(name string) (File, error) {
-	fs.mu.RLock()
-	n, err := fs.lookupFile("open", name)
-	fs.mu.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	return &memFile{fs: fs, n: n, name: name}, nil
-}
+func (fs *MemFS) Open(name string) (File, error) { return fs.open(name, false) }
 
 // OpenReadWrite implements FS.
-func (fs *MemFS) OpenReadWrite(name string) (File, error) {
+func (fs *MemFS) OpenReadWrite(name string) (File, error) { return fs.open(name, true) }
+
+func (fs *MemFS) open(name string, writable bool) (File, error) {
 	fs.mu.RLock()
 	n, err := fs.lookupFile("open", name)
 	fs.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
-	return &memFile{fs: fs, n: n, name: name, writable: true}, nil
+	return &memFile{fs: fs, n: n, name: name, writable: writable}, nil
 }
 
 // Remove implements FS.

@@ -2,9 +2,10 @@ package wal
 
 import (
 	"encoding/binary"
-	"strconv"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/sievedb/sieve/internal/base"
 )
 
 // The layout constants below are specified in FORMAT.md; change them only
@@ -59,12 +60,7 @@ const (
 
 var chunkTypeNames = [...]string{chunkFull: "FULL", chunkFirst: "FIRST", chunkMiddle: "MIDDLE", chunkLast: "LAST", chunkFileHeader: "FILEHEADER", chunkEOF: "EOF"}
 
-func (t chunkType) String() string {
-	if int(t) < len(chunkTypeNames) && chunkTypeNames[t] != "" {
-		return chunkTypeNames[t]
-	}
-	return "UNKNOWN(" + strconv.Itoa(int(t)) + ")"
-}
+func (t chunkType) String() string { return base.EnumName(t, chunkTypeNames[:], "UNKNOWN") }
 
 // isBodyType reports whether t may appear after the file header: the
 // record chunk types and the EOF trailer.

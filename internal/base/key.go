@@ -27,12 +27,7 @@ const (
 
 var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE"}
 
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("KIND(%d)", uint8(k))
-}
+func (k Kind) String() string { return EnumName(k, kindNames[:], "KIND") }
 
 // Valid reports whether k is a kind this version of sieve understands.
 func (k Kind) Valid() bool { return k <= KindMax }
@@ -146,4 +141,13 @@ func SharedPrefixLen(a, b []byte) int {
 		i++
 	}
 	return i
+}
+
+// EnumName is the String method of a small enumeration: names[v], or
+// typ(v) for a value without a name.
+func EnumName[T ~uint8](v T, names []string, typ string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
 }

@@ -2,46 +2,39 @@ package lockrank
 
 import "sync"
 
-// Mutex is a sync.Mutex with a rank (set once with Init, before use).
-type Mutex struct {
-	mu   sync.Mutex
+// ranked is a lock L with a rank: Lock and Unlock for both Mutex and
+// RWMutex.
+type ranked[L any, P interface {
+	*L
+	sync.Locker
+}] struct {
+	mu   L
 	rank Rank
 }
 
-// Init sets the mutex's rank. REQUIRES: before the first Lock.
-func (m *Mutex) Init(r Rank) { m.rank = r }
+// Init sets the lock's rank. REQUIRES: before the first Lock.
+func (m *ranked[L, P]) Init(r Rank) { m.rank = r }
 
 // Lock checks the rank order (checking builds), then locks.
-func (m *Mutex) Lock() {
+func (m *ranked[L, P]) Lock() {
 	m.rank.acquire()
-	m.mu.Lock()
+	P(&m.mu).Lock()
 }
 
 // Unlock unlocks.
-func (m *Mutex) Unlock() {
-	m.mu.Unlock()
+func (m *ranked[L, P]) Unlock() {
+	P(&m.mu).Unlock()
 	m.rank.release()
+}
+
+// Mutex is a sync.Mutex with a rank (set once with Init, before use).
+type Mutex struct {
+	ranked[sync.Mutex, *sync.Mutex]
 }
 
 // RWMutex is a sync.RWMutex with a rank; read locks are ranked too.
 type RWMutex struct {
-	mu   sync.RWMutex
-	rank Rank
-}
-
-// Init sets the mutex's rank. REQUIRES: before the first lock.
-func (m *RWMutex) Init(r Rank) { m.rank = r }
-
-// Lock checks the rank order (checking builds), then locks.
-func (m *RWMutex) Lock() {
-	m.rank.acquire()
-	m.mu.Lock()
-}
-
-// Unlock unlocks.
-func (m *RWMutex) Unlock() {
-	m.mu.Unlock()
-	m.rank.release()
+	ranked[sync.RWMutex, *sync.RWMutex]
 }
 
 // RLock checks the rank order (checking builds), then read-locks.
