@@ -242,14 +242,20 @@ const earlyAllocMax = 64 << 10
 // filter block, which would only push other data out of the CPU caches.
 const prefetchMax = 32 << 10
 
-// readMetaBlock reads a block with a restart array of plain (non-internal)
-// keys and checks its structure.
+// readBlockCtx is readBlock that also returns the context the block's
+// corruption errors name (file, block kind, offset).
+func (r *Reader) readBlockCtx(h blockHandle, kind string) ([]byte, errCtx, error) {
+	data, err := r.readBlock(h, kind)
+	return data, blockCtx(r.opts.FileNum, kind, h.offset), err
+}
+
+// readMetaindex reads the metaindex block (plain keys naming the meta
+// blocks) into r.metaHandles, checking every handle.
 func (r *Reader) readMetaindex() error {
-	data, err := r.readBlock(r.footer.metaindex, "metaindex")
+	data, ctx, err := r.readBlockCtx(r.footer.metaindex, "metaindex")
 	if err != nil {
 		return err
 	}
-	ctx := blockCtx(r.opts.FileNum, "metaindex", r.footer.metaindex.offset)
 	r.metaHandles = make(map[string]blockHandle)
 	err = forEachRawEntry(data, func(key, val []byte) error {
 		h, ok := decodeHandle(val)
@@ -280,12 +286,10 @@ func (r *Reader) readMetaindex() error {
 }
 
 func (r *Reader) readProperties() error {
-	h := r.metaHandles["sieve.properties"]
-	data, err := r.readBlock(h, "properties")
+	data, ctx, err := r.readBlockCtx(r.metaHandles["sieve.properties"], "properties")
 	if err != nil {
 		return err
 	}
-	ctx := blockCtx(r.opts.FileNum, "properties", h.offset)
 	p, err := decodeProperties(data)
 	if err != nil {
 		return ctx.corrupt(err)
@@ -302,12 +306,10 @@ func (r *Reader) readProperties() error {
 }
 
 func (r *Reader) readIndex() error {
-	h := r.footer.index
-	data, err := r.readBlock(h, "index")
+	data, ctx, err := r.readBlockCtx(r.footer.index, "index")
 	if err != nil {
 		return err
 	}
-	ctx := blockCtx(r.opts.FileNum, "index", h.offset)
 	blk, err := parseBlock(data)
 	if err != nil {
 		return ctx.corrupt(err)

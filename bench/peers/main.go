@@ -319,6 +319,23 @@ func (r *engineRun) close() error {
 	return nil
 }
 
+// getEach gets key(i) for each i of idx with rd and returns how many
+// answers right says are wrong.
+func getEach(rd Reader, idx []int, key func(dst []byte, i int) []byte, right func(i int, val []byte, found bool) bool) (wrong int64, err error) {
+	var k, val []byte
+	var found bool
+	for _, i := range idx {
+		k = key(k, i)
+		if val, found, err = rd.Get(k, val); err != nil {
+			return wrong, err
+		}
+		if !right(i, val, found) {
+			wrong++
+		}
+	}
+	return wrong, nil
+}
+
 // runThreads splits idx between the reader threads and waits for them.
 func runThreads(r *engineRun, w workload, idx []int, threads int, res *readResult) error {
 	if threads == 1 {
@@ -397,35 +414,13 @@ func makeWorkloads(n int, rng *rand.Rand, vals *values) []workload {
 		return s
 	}
 	return []workload{
-		{name: "readrandom", idx: idx(n/2, n), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
-			var key, val []byte
-			var found bool
-			rd := r.readers[th]
-			for _, i := range idx {
-				key = presentKey(key, i)
-				if val, found, err = rd.Get(key, val); err != nil {
-					return wrong, err
-				}
-				if !found || !bytes.Equal(val, vals.value(i)) {
-					wrong++
-				}
-			}
-			return wrong, nil
+		{name: "readrandom", idx: idx(n/2, n), run: func(r *engineRun, th int, idx []int) (int64, error) {
+			return getEach(r.readers[th], idx, presentKey, func(i int, val []byte, found bool) bool {
+				return found && bytes.Equal(val, vals.value(i))
+			})
 		}},
-		{name: "readmissing", idx: idx(n/2, n-1), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
-			var key, val []byte
-			var found bool
-			rd := r.readers[th]
-			for _, j := range idx {
-				key = absentKey(key, j)
-				if val, found, err = rd.Get(key, val); err != nil {
-					return wrong, err
-				}
-				if found {
-					wrong++
-				}
-			}
-			return wrong, nil
+		{name: "readmissing", idx: idx(n/2, n-1), run: func(r *engineRun, th int, idx []int) (int64, error) {
+			return getEach(r.readers[th], idx, absentKey, func(_ int, _ []byte, found bool) bool { return !found })
 		}},
 		{name: "seekrandom", idx: idx(max(n/10, 1), n), run: func(r *engineRun, th int, idx []int) (wrong int64, err error) {
 			var seek, want []byte

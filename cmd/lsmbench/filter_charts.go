@@ -97,15 +97,7 @@ func kChart(ks *kSweep) *chart {
 	c := &chart{Title: fmt.Sprintf("Classic Bloom filter at m/n = %.2f: FPR against k", ks.BitsPerKey),
 		XLabel: "k (hash functions)", YLabel: "false-positive rate (log scale)", LogY: true, YFormat: fpct,
 		XMin: 0, XMax: float64(len(ks.Rows) + 1)}
-	var theory, measured []point
-	for _, r := range ks.Rows {
-		theory = append(theory, point{float64(r.K), r.TheoryFPR})
-		measured = append(measured, point{float64(r.K), r.MeasuredFPR})
-	}
-	c.Series = []series{
-		{Name: "(1 − e^(−kn/m))^k", Points: theory, Line: true, Color: palette[1], Dashed: true},
-		{Name: "measured", Points: measured, Marker: "circle", Color: palette[0]},
-	}
+	c.Series = kSeries(ks, "(1 − e^(−kn/m))^k", func(r *kRow) (float64, float64) { return r.TheoryFPR, r.MeasuredFPR })
 	c.VLines = []refLine{{At: ks.OptimalK, Label: fmt.Sprintf("k = (m/n)·ln 2 = %.2f", ks.OptimalK)}}
 	return c
 }
@@ -114,18 +106,25 @@ func kBitsChart(ks *kSweep) *chart {
 	c := &chart{Title: fmt.Sprintf("Classic Bloom filter at m/n = %.2f: bits set against k", ks.BitsPerKey),
 		XLabel: "k (hash functions)", YLabel: "fraction of bits set", YFormat: fpct,
 		XMin: 0, XMax: float64(len(ks.Rows) + 1), YMin: 0, YMax: 1}
-	var theory, measured []point
-	for _, r := range ks.Rows {
-		theory = append(theory, point{float64(r.K), r.BitsSetTheory})
-		measured = append(measured, point{float64(r.K), r.BitsSet})
-	}
-	c.Series = []series{
-		{Name: "1 − e^(−kn/m)", Points: theory, Line: true, Color: palette[1], Dashed: true},
-		{Name: "measured", Points: measured, Marker: "circle", Color: palette[0]},
-	}
+	c.Series = kSeries(ks, "1 − e^(−kn/m)", func(r *kRow) (float64, float64) { return r.BitsSetTheory, r.BitsSet })
 	c.VLines = []refLine{{At: ks.OptimalK, Label: "half the bits set"}}
 	c.HLines = []refLine{{At: 0.5, Label: "50%"}}
 	return c
+}
+
+// kSeries is a k-sweep chart's two series: theory (a dashed line named
+// formula) and the measured points, both read from each row by of.
+func kSeries(ks *kSweep, formula string, of func(r *kRow) (theory, measured float64)) []series {
+	var theory, measured []point
+	for i := range ks.Rows {
+		t, m := of(&ks.Rows[i])
+		k := float64(ks.Rows[i].K)
+		theory, measured = append(theory, point{k, t}), append(measured, point{k, m})
+	}
+	return []series{
+		{Name: formula, Points: theory, Line: true, Color: palette[1], Dashed: true},
+		{Name: "measured", Points: measured, Marker: "circle", Color: palette[0]},
+	}
 }
 
 func overfillChart(o *overfill) *chart {

@@ -34,14 +34,7 @@ func (f *countFlag) String() string {
 	return strconv.Itoa(int(*f))
 }
 
-func (f *countFlag) Set(s string) error {
-	n, err := parseCount(s)
-	if err != nil {
-		return err
-	}
-	*f = countFlag(n)
-	return nil
-}
+func (f *countFlag) Set(s string) error { return setParsed(f, s, parseCount) }
 
 func parseCount(s string) (int, error) {
 	t := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
@@ -76,14 +69,7 @@ type sizeFlag int64
 
 func (f *sizeFlag) String() string { return strconv.FormatInt(int64(*f), 10) }
 
-func (f *sizeFlag) Set(s string) error {
-	n, err := parseSize(s)
-	if err != nil {
-		return err
-	}
-	*f = sizeFlag(n)
-	return nil
-}
+func (f *sizeFlag) Set(s string) error { return setParsed(f, s, parseSize) }
 
 func parseSize(s string) (int64, error) {
 	t := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "_", ""))
@@ -193,4 +179,14 @@ func printUsage(w io.Writer, text string, fs *flag.FlagSet, tail string) {
 	fmt.Fprint(w, text)
 	fs.PrintDefaults()
 	fmt.Fprint(w, tail)
+}
+
+// setParsed is a flag's Set: *f = parse(s), or parse's error.
+func setParsed[F, V ~int | ~int64](f *F, s string, parse func(string) (V, error)) error {
+	v, err := parse(s)
+	if err != nil {
+		return err
+	}
+	*f = F(v)
+	return nil
 }
