@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -186,7 +184,6 @@ func FuzzRoundTrip(f *testing.F) {
 // SIEVE_WRITE_FUZZ_SEEDS=1:
 // valid, torn, corrupt and wrong-file logs.
 func TestFuzzSeedCorpus(t *testing.T) {
-	testutil.SkipUnlessWritingFuzzSeeds(t)
 	small := append(recs(0, 10, 200), syncOp, op{rec: pattern(3, 50)}, op{rec: pattern(4, 70)})
 	open := writeLog(t, small, false).data
 	closed := writeLog(t, small, true).data
@@ -207,7 +204,6 @@ func TestFuzzSeedCorpus(t *testing.T) {
 		"wrong-log-number":     writeLogNum(t, 8),
 		"middle-without-first": appendRawChunk(writeLog(t, nil, false).data, chunkMiddle, 0, []byte("x")),
 	}
-	require.NoError(t, os.RemoveAll(filepath.Join("testdata", "fuzz", "FuzzReader")))
 	for name, data := range seeds {
 		testutil.WriteFuzzSeed(t, "FuzzReader", name, data)
 	}

@@ -219,28 +219,29 @@ func Golden(t testing.TB, path, got, what string) {
 	}
 }
 
-// SkipUnlessWritingFuzzSeeds skips a test that (re)generates a fuzz seed
-// corpus unless SIEVE_WRITE_FUZZ_SEEDS is set. Regenerating a corpus is
-// kept apart from -rewrite: a corpus is inputs, not expectations, and the
-// generators' output drifts from the committed seeds as formats grow, so a
-// -rewrite run would not leave testdata unchanged.
-func SkipUnlessWritingFuzzSeeds(t testing.TB) {
-	t.Helper()
-	if os.Getenv("SIEVE_WRITE_FUZZ_SEEDS") == "" {
-		t.Skip("set SIEVE_WRITE_FUZZ_SEEDS=1 to regenerate the fuzz seed corpus under testdata/fuzz")
-	}
-}
-
-// WriteFuzzSeed writes data as the seed name of the fuzz target's corpus,
-// testdata/fuzz/<target>/<name>, in the go test fuzz v1 format.
+// WriteFuzzSeed keeps seed name of the fuzz target's corpus,
+// testdata/fuzz/<target>/<name> in the go test fuzz v1 format, equal to
+// data, which a generator in the test computes. Normally it checks: a seed
+// that is missing or differs fails the test, so the committed corpus
+// cannot drift from its generators as formats grow. With
+// SIEVE_WRITE_FUZZ_SEEDS=1 it (re)writes the file instead. Seeds that go
+// test -fuzz adds (named by their hash) are left alone either way.
 func WriteFuzzSeed(t testing.TB, target, name string, data []byte) {
 	t.Helper()
 	dir := filepath.Join("testdata", "fuzz", target)
+	path := filepath.Join(dir, name)
+	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
+	if os.Getenv("SIEVE_WRITE_FUZZ_SEEDS") == "" {
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != body {
+			t.Errorf("fuzz seed %s is missing or out of date with its generator: run SIEVE_WRITE_FUZZ_SEEDS=1 go test -run %s", path, t.Name())
+		}
+		return
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := fmt.Sprintf("go test fuzz v1\n[]byte(%q)\n", data)
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
