@@ -59,7 +59,14 @@ func TestEndToEndJSON(t *testing.T) {
 	require.Len(t, rep.Results, 13)
 	require.Positive(t, rep.Env.ClockCostNs)
 	require.NoDirExists(t, rep.Env.DBDir, "the temporary database is removed")
+	checkResultFields(t, &rep, num)
+	checkLookupCounters(t, &rep, num)
+	checkLSMShape(t, rep.LSM)
+}
 
+// checkResultFields checks what every timed result of a -threads=2 run
+// reports, and the pfadd result's notes.
+func checkResultFields(t *testing.T, rep *benchReport, num int) {
 	for _, r := range rep.Results {
 		require.Empty(t, r.Error, r.Name)
 		if r.Name == "flush" || r.Name == "compact" {
@@ -75,15 +82,20 @@ func TestEndToEndJSON(t *testing.T) {
 		require.GreaterOrEqual(t, r.SampleEvery, 1)
 		require.Positive(t, r.CPUMicrosPerOp, r.Name)
 	}
-	pf := resultByName(t, &rep, "pfadd", 0)
+	pf := resultByName(t, rep, "pfadd", 0)
 	require.Empty(t, pf.Skipped)
 	require.Zero(t, pf.Found, "blind adds have no reply")
 	require.Contains(t, strings.Join(pf.Notes, "\n"), "PFCount of the union of the keys")
+}
+
+// checkLookupCounters ties the engine's lookup counters to the read
+// workloads, before and after the compaction.
+func checkLookupCounters(t *testing.T, rep *benchReport, num int) {
 
 	// Before compaction the keys sit in several L0 tables, so a Get probes
 	// more than one table and the filter has work to do on present keys too.
 	for nth := range 2 {
-		rr := resultByName(t, &rep, "readrandom", nth)
+		rr := resultByName(t, rep, "readrandom", nth)
 		require.Equal(t, int64(num), rr.Found, "every present key is found")
 		require.Zero(t, rr.NotFound)
 		l := rr.Lookups
@@ -94,7 +106,7 @@ func TestEndToEndJSON(t *testing.T) {
 		require.GreaterOrEqual(t, l.BlocksPerGet, 1.0)
 		require.Equal(t, l.DataBlocksRead, l.BlockCacheHits+l.FileReads)
 
-		rm := resultByName(t, &rep, "readmissing", nth)
+		rm := resultByName(t, rep, "readmissing", nth)
 		require.Zero(t, rm.Found, "missing keys are never found")
 		require.Equal(t, int64(num), rm.NotFound)
 		m := rm.Lookups
@@ -107,16 +119,19 @@ func TestEndToEndJSON(t *testing.T) {
 		require.InDelta(t, 0.0082, m.ExpectedFPR, 0.002, "Bloom(10) expects about 0.82%%")
 		require.Less(t, m.MeasuredFPR, 0.03)
 	}
-	require.Greater(t, resultByName(t, &rep, "readrandom", 0).Lookups.TablesPerGet, 1.0, "several L0 tables")
-	require.Greater(t, resultByName(t, &rep, "readmissing", 0).Lookups.TablesPerGet, 1.0)
+	require.Greater(t, resultByName(t, rep, "readrandom", 0).Lookups.TablesPerGet, 1.0, "several L0 tables")
+	require.Greater(t, resultByName(t, rep, "readmissing", 0).Lookups.TablesPerGet, 1.0)
 
-	hot := resultByName(t, &rep, "readhot", 0)
+	hot := resultByName(t, rep, "readhot", 0)
 	require.Equal(t, int64(num), hot.Found)
-	seek := resultByName(t, &rep, "seekrandom", 0)
+	seek := resultByName(t, rep, "seekrandom", 0)
 	require.Equal(t, int64(num), seek.Found, "every seek lands on its key")
-	require.Equal(t, int64(num), resultByName(t, &rep, "scan", 0).Found)
+	require.Equal(t, int64(num), resultByName(t, rep, "scan", 0).Found)
 
-	lsm := rep.LSM
+}
+
+// checkLSMShape checks the report's LSM shape adds up.
+func checkLSMShape(t *testing.T, lsm *lsmShape) {
 	require.Positive(t, lsm.Files)
 	require.Positive(t, lsm.Bytes)
 	require.Positive(t, lsm.WALBytes)
