@@ -14,8 +14,7 @@ import (
 // their expected outputs with the actual ones and golden files are
 // rewritten; review the diff. A package's tests see the flag only if they
 // import testutil, so name the packages: go test ./sstable/ ./compaction/
-// -rewrite. Fuzz seed corpora are not rewritten by it (see
-// SkipUnlessWritingFuzzSeeds).
+// -rewrite. Fuzz seed corpora are not rewritten by it (see WriteFuzzSeed).
 var rewrite = flag.Bool("rewrite", false, "rewrite golden files and data-driven test expectations under testdata/")
 
 // Rewrite reports whether the test binary runs with -rewrite.
