@@ -18,15 +18,23 @@ type Config struct {
 	CacheBytes int64
 	// BitsPerKey is the Bloom filter budget per key.
 	BitsPerKey int
+	// SyncWrites opens an engine whose sync mode is set per database
+	// (badger) for PutSync; the others sync per write.
+	SyncWrites bool
 }
 
-// Engine is one key-value store driven through its public API. It is used
-// by one goroutine at a time.
+// Engine is one key-value store driven through its public API. Put,
+// PutSync, NewIterator, NewReader and Stats may be called from several
+// goroutines at once (the ycsb and syncwrite modes do); the rest from one
+// goroutine at a time.
 type Engine interface {
 	// Open opens (creating if needed) the store in dir.
 	Open(dir string, cfg Config) error
 	// Put writes one key as a batch of one, WAL on, no fsync.
 	Put(key, value []byte) error
+	// PutSync writes one key as a batch of one and returns once it is
+	// durable (fsynced; concurrent writers may share an fsync).
+	PutSync(key, value []byte) error
 	// Get appends the value of key to dst[:0]; found is false for an
 	// absent key (which is not an error).
 	Get(key, dst []byte) (value []byte, found bool, err error)
@@ -84,6 +92,7 @@ const (
 	statCacheHits       = "blockcache.hits"
 	statCacheMisses     = "blockcache.misses"
 	statEngineReadBytes = "engine.read.bytes"
+	statWALSyncs        = "wal.syncs"
 )
 
 var statNames = []string{statFilterChecks, statFilterNegatives, statFilterFalsePos,

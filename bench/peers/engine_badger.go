@@ -36,7 +36,7 @@ type badgerEngine struct {
 func (e *badgerEngine) options(dir string) badger.Options {
 	return badger.DefaultOptions(dir).
 		WithLogger(nil).
-		WithSyncWrites(false).
+		WithSyncWrites(e.cfg.SyncWrites).
 		WithBloomFalsePositive(badgerFP(e.cfg.BitsPerKey)).
 		WithCompression(boptions.Snappy).
 		WithBlockSize(4096).
@@ -56,6 +56,15 @@ func (e *badgerEngine) Open(dir string, cfg Config) error {
 
 func (e *badgerEngine) Put(k, v []byte) error {
 	return e.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+}
+
+// PutSync is Put on a database opened with Config.SyncWrites (badger's
+// sync mode is per database: WithSyncWrites).
+func (e *badgerEngine) PutSync(k, v []byte) error {
+	if !e.cfg.SyncWrites {
+		return errors.New("badger: PutSync needs Config.SyncWrites")
+	}
+	return e.Put(k, v)
 }
 
 func (e *badgerEngine) Get(k, dst []byte) ([]byte, bool, error) {

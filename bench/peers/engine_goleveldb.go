@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/filter"
@@ -23,7 +24,7 @@ type goleveldbEngine struct {
 	wroteBase uint64
 	wa        float64
 	haveWA    bool
-	userBytes int64
+	userBytes atomic.Int64
 }
 
 func (e *goleveldbEngine) Open(dir string, cfg Config) error {
@@ -33,7 +34,7 @@ func (e *goleveldbEngine) Open(dir string, cfg Config) error {
 		BlockSize:          4096,
 		Compression:        opt.SnappyCompression,
 		Filter:             filter.NewBloomFilter(cfg.BitsPerKey),
-		NoSync:             true,
+		NoSync:             !cfg.SyncWrites,
 	})
 	if err != nil {
 		return err
@@ -47,8 +48,13 @@ func (e *goleveldbEngine) Open(dir string, cfg Config) error {
 }
 
 func (e *goleveldbEngine) Put(k, v []byte) error {
-	e.userBytes += int64(len(k) + len(v))
+	e.userBytes.Add(int64(len(k) + len(v)))
 	return e.db.Put(k, v, nil)
+}
+
+func (e *goleveldbEngine) PutSync(k, v []byte) error {
+	e.userBytes.Add(int64(len(k) + len(v)))
+	return e.db.Put(k, v, &opt.WriteOptions{Sync: true})
 }
 
 func (e *goleveldbEngine) Get(k, dst []byte) ([]byte, bool, error) {
@@ -73,10 +79,10 @@ func (e *goleveldbEngine) FlushCompact() error {
 		return err
 	}
 	var s leveldb.DBStats
-	if err := e.db.Stats(&s); err == nil && e.userBytes > 0 {
+	if err := e.db.Stats(&s); err == nil && e.userBytes.Load() > 0 {
 		// IOWrite counts WAL and table writes: like the others, relative
 		// to the user bytes written.
-		e.wa = float64(s.IOWrite-e.wroteBase) / float64(e.userBytes)
+		e.wa = float64(s.IOWrite-e.wroteBase) / float64(e.userBytes.Load())
 		e.haveWA = true
 	}
 	return nil

@@ -63,7 +63,8 @@ func (e *pebbleEngine) Open(dir string, cfg Config) error {
 	return nil
 }
 
-func (e *pebbleEngine) Put(k, v []byte) error { return e.db.Set(k, v, pebble.NoSync) }
+func (e *pebbleEngine) Put(k, v []byte) error     { return e.db.Set(k, v, pebble.NoSync) }
+func (e *pebbleEngine) PutSync(k, v []byte) error { return e.db.Set(k, v, pebble.Sync) }
 
 func (e *pebbleEngine) Get(k, dst []byte) ([]byte, bool, error) {
 	if e.l6f {

@@ -50,7 +50,8 @@ func (e *pebble2Engine) Open(dir string, cfg Config) error {
 	return nil
 }
 
-func (e *pebble2Engine) Put(k, v []byte) error { return e.db.Set(k, v, pebble2.NoSync) }
+func (e *pebble2Engine) Put(k, v []byte) error     { return e.db.Set(k, v, pebble2.NoSync) }
+func (e *pebble2Engine) PutSync(k, v []byte) error { return e.db.Set(k, v, pebble2.Sync) }
 
 func (e *pebble2Engine) Get(k, dst []byte) ([]byte, bool, error) {
 	if e.l6f {

@@ -42,7 +42,8 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 	return nil
 }
 
-func (e *sieveEngine) Put(k, v []byte) error { return e.db.Put(k, v, sieve.NoSync) }
+func (e *sieveEngine) Put(k, v []byte) error     { return e.db.Put(k, v, sieve.NoSync) }
+func (e *sieveEngine) PutSync(k, v []byte) error { return e.db.Put(k, v, sieve.Sync) }
 
 func (e *sieveEngine) Get(k, dst []byte) ([]byte, bool, error) {
 	v, err := e.db.Get(k)
@@ -75,6 +76,7 @@ func (e *sieveEngine) Stats() map[string]int64 {
 		statCacheHits:       m.BlockCache.Hits,
 		statCacheMisses:     m.BlockCache.Misses,
 		statEngineReadBytes: m.PointLookups.BytesRead,
+		statWALSyncs:        m.WAL.Syncs,
 	}
 }
 

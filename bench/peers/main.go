@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -30,6 +31,13 @@ type options struct {
 	keys     string
 }
 
+// subcommands are the modes other than the default benchmark.
+var subcommands = map[string]func(args []string, w io.Writer) error{
+	"filter":    runFilterCmd,
+	"ycsb":      runYCSBCmd,
+	"syncwrite": runSyncWriteCmd,
+}
+
 func main() {
 	var o options
 	flag.StringVar(&o.engines, "engines", "default", "engines: default, all, or a comma list ("+engineNames()+")")
@@ -46,18 +54,20 @@ func main() {
 	flag.StringVar(&o.keys, "keys", "seq", "key scheme: seq (absent keys adjacent to present ones) or scattered")
 	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n       peers filter [-n N] [-bits B] [-keys seq|scattered|both]   filter micro-benchmark\n")
+		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n       peers filter [-n N] [-bits B] [-keys seq|scattered|both]   filter micro-benchmark\n       peers ycsb [-n N] [-ops N] [-threads T] [-workloads A,B,...]   YCSB A-F\n       peers syncwrite [-threads 1,4,16] [-ops N]   synchronous writers (group commit)\n")
 		flag.PrintDefaults()
 	}
-	if len(os.Args) > 1 && os.Args[1] == "filter" {
-		if err := runFilterCmd(os.Args[2:], os.Stdout); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				os.Exit(2)
+	if len(os.Args) > 1 {
+		if cmd, ok := subcommands[os.Args[1]]; ok {
+			if err := cmd(os.Args[2:], os.Stdout); err != nil {
+				if errors.Is(err, flag.ErrHelp) {
+					os.Exit(2)
+				}
+				fmt.Fprintf(os.Stderr, "peers %s: %v\n", os.Args[1], err)
+				os.Exit(1)
 			}
-			fmt.Fprintln(os.Stderr, "peers filter:", err)
-			os.Exit(1)
+			return
 		}
-		return
 	}
 	flag.Parse()
 	if flag.Arg(0) == "list" {
