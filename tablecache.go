@@ -3,6 +3,7 @@ package sieve
 import (
 	"container/list"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
@@ -11,12 +12,22 @@ import (
 	"github.com/sievedb/sieve/sstable"
 )
 
-// tableCache keeps up to MaxOpenFiles table readers open, least recently
-// used first out. A reader in use is reference counted and closed only
-// when its last user releases it, even if evicted meanwhile.
+// tableCache keeps up to MaxOpenFiles table readers open, the least
+// recently used evicted first. A reader in use is reference counted and
+// closed only when its last user releases it, even if evicted meanwhile.
+//
+// The hot path takes no lock: an open table's entry is published in its
+// FileMetadata (TableCache), and get takes a reference on it with a CAS
+// that fails once the count has reached zero (the reader is closing), in
+// which case it falls back to the locked path. Such hits do not move the
+// entry in the LRU list; they mark it used, and eviction gives a used entry
+// a second chance (CLOCK) instead.
 type tableCache struct {
 	db    *DB
 	cache *cache.Cache // the block cache; nil when disabled
+
+	// opens counts readers opened (tests check eviction happens).
+	opens atomic.Int64
 
 	mu      lockrank.Mutex // rank TableCache
 	entries map[uint64]*tableEntry
@@ -24,13 +35,34 @@ type tableCache struct {
 }
 
 type tableEntry struct {
-	num     uint64
-	refs    int32 // guarded by tableCache.mu; the cache's own reference is one
-	elem    *list.Element
-	ready   chan struct{}
-	r       *sstable.Reader
-	err     error
+	num uint64
+	// refs counts the users and, until eviction, the cache itself. Taken
+	// under mu while the entry is in entries (so it is at least 1), or
+	// by tryRef from a published entry; at 0 the reader is closed.
+	refs  atomic.Int32
+	used  atomic.Bool // hit since eviction last passed it (second chance)
+	elem  *list.Element
+	ready chan struct{}
+	r     *sstable.Reader
+	err   error
+	// evicted and metas are guarded by tableCache.mu. metas are the
+	// FileMetadata the entry is published in (a table can have several:
+	// one per version edit that names it).
 	evicted bool
+	metas   []*manifest.FileMetadata
+}
+
+// tryRef takes a reference unless the count has reached zero.
+func (e *tableEntry) tryRef() bool {
+	for {
+		n := e.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if e.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 func newTableCache(db *DB) *tableCache {
@@ -45,10 +77,14 @@ func newTableCache(db *DB) *tableCache {
 // get returns the open reader of a table with a reference; the caller must
 // call release.
 func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
+	if e, _ := meta.TableCache.Load().(*tableEntry); e != nil && e.tryRef() {
+		e.used.Store(true)
+		return e, nil
+	}
 	c.mu.Lock()
 	e, ok := c.entries[meta.FileNum]
 	if ok {
-		e.refs++
+		e.refs.Add(1)
 		c.lru.MoveToFront(e.elem)
 		c.mu.Unlock()
 		<-e.ready
@@ -56,29 +92,42 @@ func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
 			c.release(e)
 			return nil, e.err
 		}
+		c.publish(e, meta)
 		return e, nil
 	}
-	e = &tableEntry{num: meta.FileNum, refs: 2, ready: make(chan struct{})}
+	e = &tableEntry{num: meta.FileNum, ready: make(chan struct{})}
+	e.refs.Store(2)
 	e.elem = c.lru.PushFront(e)
 	c.entries[meta.FileNum] = e
 	c.evictLocked()
 	c.mu.Unlock()
 
+	c.opens.Add(1)
 	e.r, e.err = c.open(meta)
 	close(e.ready)
 	if e.err != nil {
 		c.mu.Lock()
-		if !e.evicted {
-			e.evicted = true
-			c.lru.Remove(e.elem)
-			delete(c.entries, e.num)
-			e.refs--
-		}
+		c.removeLocked(e)
 		c.mu.Unlock()
 		c.release(e)
 		return nil, e.err
 	}
+	c.publish(e, meta)
 	return e, nil
+}
+
+// publish makes e, open, the entry get finds in meta without the lock,
+// unless it is already or e was evicted meanwhile.
+func (c *tableCache) publish(e *tableEntry, meta *manifest.FileMetadata) {
+	if cur, _ := meta.TableCache.Load().(*tableEntry); cur == e {
+		return
+	}
+	c.mu.Lock()
+	if !e.evicted {
+		meta.TableCache.Store(e)
+		e.metas = append(e.metas, meta)
+	}
+	c.mu.Unlock()
 }
 
 func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) {
@@ -110,19 +159,26 @@ func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) 
 	return r, nil
 }
 
-// evictLocked closes least recently used readers beyond MaxOpenFiles.
+// evictLocked closes least recently used readers beyond MaxOpenFiles; an
+// entry used since it was last passed moves to the front instead, once.
 // REQUIRES: c.mu held.
 func (c *tableCache) evictLocked() {
-	for len(c.entries) > c.db.opts.MaxOpenFiles {
+	for chances := len(c.entries); len(c.entries) > c.db.opts.MaxOpenFiles; chances-- {
 		back := c.lru.Back()
 		if back == nil {
 			return
 		}
-		c.removeLocked(back.Value.(*tableEntry))
+		e := back.Value.(*tableEntry)
+		if chances > 0 && e.used.Swap(false) {
+			c.lru.MoveToFront(back)
+			continue
+		}
+		c.removeLocked(e)
 	}
 }
 
-// removeLocked drops the cache's reference to e. REQUIRES: c.mu held.
+// removeLocked drops the cache's reference to e and unpublishes it.
+// REQUIRES: c.mu held.
 func (c *tableCache) removeLocked(e *tableEntry) {
 	if e.evicted {
 		return
@@ -130,8 +186,11 @@ func (c *tableCache) removeLocked(e *tableEntry) {
 	e.evicted = true
 	c.lru.Remove(e.elem)
 	delete(c.entries, e.num)
-	e.refs--
-	if e.refs == 0 {
+	for _, m := range e.metas {
+		m.TableCache.CompareAndSwap(e, (*tableEntry)(nil))
+	}
+	e.metas = nil
+	if e.refs.Add(-1) == 0 {
 		go c.closeEntry(e)
 	}
 }
@@ -145,11 +204,7 @@ func (c *tableCache) closeEntry(e *tableEntry) {
 
 // release drops a reference taken by get.
 func (c *tableCache) release(e *tableEntry) {
-	c.mu.Lock()
-	e.refs--
-	last := e.refs == 0
-	c.mu.Unlock()
-	if last {
+	if e.refs.Add(-1) == 0 {
 		c.closeEntry(e)
 	}
 }

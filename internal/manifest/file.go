@@ -24,6 +24,10 @@ type FileMetadata struct {
 	// Compacting is set while a compaction has the file as an input.
 	// REQUIRES: the DB mutex for reads and writes.
 	Compacting bool
+	// TableCache is the DB's table cache's handle on the table's open
+	// reader (a typed nil when there is none); this package never looks
+	// inside. It lets a lookup reach an open table without a lock.
+	TableCache atomic.Value
 }
 
 func (m *FileMetadata) validate() error {

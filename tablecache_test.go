@@ -1,0 +1,101 @@
+package sieve
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sievedb/sieve/internal/testutil"
+)
+
+// TestTableCacheConcurrentEviction reads from many goroutines across many
+// more tables than MaxOpenFiles while compactions replace and delete
+// tables: the lock-free hits race evictions, reopenings and deletions.
+// Every read is checked against the values written (no write happens
+// during the reads, so each key has one answer).
+func TestTableCacheConcurrentEviction(t *testing.T) {
+	seed := testutil.Seed(t)
+	const keys, perTable = 6000, 100
+	db, _ := openMem(t, &Options{MaxOpenFiles: 16, L0CompactionTrigger: 1000, L0StopWritesTrigger: 2000})
+	val := func(i int) []byte { return []byte(fmt.Sprintf("value-%d-%d", i, i*7)) }
+	for i := 0; i < keys; i++ {
+		require.NoError(t, db.Put([]byte(fmt.Sprintf("k%05d", (i*7919)%keys)), val((i*7919)%keys), NoSync))
+		if i%perTable == perTable-1 {
+			require.NoError(t, db.Flush())
+		}
+	}
+	require.Greater(t, db.Metrics().Levels[0].NumFiles, int64(40), "many more L0 tables than open files")
+	opensBefore := db.tables.opens.Load()
+
+	var wrong, reads atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
+			for n := 0; ; n++ {
+				if n%64 == 0 {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+				}
+				i := rng.IntN(keys)
+				v, err := db.Get([]byte(fmt.Sprintf("k%05d", i)))
+				if err != nil || string(v) != string(val(i)) {
+					wrong.Add(1)
+					t.Errorf("Get(k%05d) = %q, %v; want %q", i, v, err, val(i))
+					return
+				}
+				reads.Add(1)
+			}
+		}()
+	}
+	// Compactions replace the L0 tables by L6 tables (deleting the inputs
+	// and dropping them from the cache) while the readers run.
+	for lo := 0; lo < keys; lo += keys / 6 {
+		require.NoError(t, db.Compact([]byte(fmt.Sprintf("k%05d", lo)), []byte(fmt.Sprintf("k%05d", lo+keys/6))))
+	}
+	close(stop)
+	wg.Wait()
+	require.Zero(t, wrong.Load())
+	require.Positive(t, reads.Load())
+	require.Greater(t, db.tables.opens.Load()-opensBefore, int64(16), "tables were evicted and opened again during the reads")
+	t.Logf("%d reads, %d table opens during them", reads.Load(), db.tables.opens.Load()-opensBefore)
+}
+
+// TestTableCacheSkipsClosedEntry: a lookup that finds a published entry
+// whose last reference is gone (its reader closed or closing) must not use
+// it, but open the table again.
+func TestTableCacheSkipsClosedEntry(t *testing.T) {
+	db, _ := openMem(t, nil)
+	require.NoError(t, db.Put([]byte("a"), []byte("1"), NoSync))
+	require.NoError(t, db.Flush())
+	meta := db.loadReadState().version.Levels(0)[0][0]
+	e1, err := db.tables.get(meta)
+	require.NoError(t, err)
+	db.tables.release(e1)
+	cur, _ := meta.TableCache.Load().(*tableEntry)
+	require.Same(t, e1, cur, "an open table is published in its metadata")
+
+	db.tables.mu.Lock()
+	db.tables.removeLocked(e1) // the cache's reference was the last
+	db.tables.mu.Unlock()
+	require.Zero(t, e1.refs.Load())
+	cur, _ = meta.TableCache.Load().(*tableEntry)
+	require.Nil(t, cur, "eviction unpublishes")
+
+	meta.TableCache.Store(e1) // as a lookup that loaded it before the eviction sees it
+	e2, err := db.tables.get(meta)
+	require.NoError(t, err)
+	defer db.tables.release(e2)
+	require.NotSame(t, e1, e2, "a closed entry is never handed out")
+	require.Zero(t, e1.refs.Load())
+}
