@@ -1,11 +1,13 @@
 package sieve
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 )
@@ -188,5 +190,121 @@ func BenchmarkScan(b *testing.B) {
 		}
 		_ = it.Value()
 		ok = it.Next()
+	}
+}
+
+// The steady-state read benchmarks share one database of benchReadN keys
+// loaded in a scattered order and left as the load left it — memtables, L0
+// tables and whatever compactions ran during the load — kept open for the
+// process (a reopen would flush the memtables).
+var (
+	benchSteadyOnce sync.Once
+	benchSteady     *DB
+	benchSteadyErr  error
+)
+
+func benchSteadyDB(b *testing.B) *DB {
+	benchSteadyOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sieve-bench-steady")
+		if err != nil {
+			benchSteadyErr = err
+			return
+		}
+		db, err := Open(dir, benchReadOptions())
+		if err != nil {
+			benchSteadyErr = err
+			return
+		}
+		key := make([]byte, 16)
+		vals := benchValues()
+		for i := uint64(0); i < benchReadN; i++ {
+			if err := db.Put(putBenchKey(key, 2*scatter(i, benchReadN)), vals[i%uint64(len(vals))], NoSync); err != nil {
+				benchSteadyErr = err
+				return
+			}
+		}
+		benchSteady = db
+	})
+	if benchSteadyErr != nil {
+		b.Fatal(benchSteadyErr)
+	}
+	b.Logf("shape: %s", shapeLine(benchSteady.Metrics()))
+	return benchSteady
+}
+
+func shapeLine(m *Metrics) string {
+	s := fmt.Sprintf("memtable %d B, %d immutable;", m.MemTable.Size, m.MemTable.Immutable)
+	for i, l := range m.Levels {
+		if l.NumFiles > 0 {
+			s += fmt.Sprintf(" L%d:%d", i, l.NumFiles)
+		}
+	}
+	return s
+}
+
+func BenchmarkSteadyReadRandom(b *testing.B) {
+	db := benchSteadyDB(b)
+	key := make([]byte, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkSteadyReadMissing(b *testing.B) {
+	db := benchSteadyDB(b)
+	key := make([]byte, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	for i := 0; i < b.N; i++ {
+		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)+1)); err != ErrNotFound {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSteadyReadRandomParallel is SteadyReadRandom from GOMAXPROCS
+// goroutines (-cpu=1,2 gives the read scaling).
+func BenchmarkSteadyReadRandomParallel(b *testing.B) {
+	db := benchSteadyDB(b)
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		key := make([]byte, 16)
+		for pb.Next() {
+			i := next.Add(1)
+			if _, err := db.Get(putBenchKey(key, 2*scatter(i*7919, benchReadN))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkSteadyShortScan is YCSB E's scan: a new iterator, a seek and
+// 50 entries, closed.
+func BenchmarkSteadyShortScan(b *testing.B) {
+	db := benchSteadyDB(b)
+	key := make([]byte, 16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	for i := 0; i < b.N; i++ {
+		it := db.NewIter(nil)
+		ok := it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)))
+		for j := 0; ok && j < 50; j++ {
+			_ = it.Value()
+			ok = it.Next()
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
