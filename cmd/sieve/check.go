@@ -80,6 +80,7 @@ func (c *checker) run(fs *roFS, dir string) {
 	v := vs.Current()
 	defer v.Unref()
 	fmt.Fprintf(c.w, "  %s: ok (log %d, next file %d, last seq %d)\n", mpath, vs.LogNum(), vs.PeekNextFileNum(), vs.LastSeq())
+	c.manifestTail(fs, mpath)
 	if err := v.CheckLevels(); err != nil {
 		c.fail("level invariants: %v", err)
 	} else {
@@ -102,6 +103,28 @@ func (c *checker) run(fs *roFS, dir string) {
 		}
 	}
 	c.openDB(fs, dir, vs)
+}
+
+// manifestTail notes a manifest that ends torn: Load accepts it (a crash
+// while an edit was written loses that edit), but the user should know.
+func (c *checker) manifestTail(fs *roFS, path string) {
+	r, f, _, err := openLog(fs, path, base.FileTypeManifest)
+	if err != nil {
+		c.fail("%v", err)
+		return
+	}
+	defer f.Close()
+	for {
+		if _, err := r.Next(); err != nil {
+			if err != io.EOF {
+				c.fail("%s: %v", path, err)
+			}
+			break
+		}
+	}
+	if tail := r.Tail(); tail.Torn {
+		c.note("the manifest ends with a %s (an edit lost in a crash, or damage)", tail)
+	}
 }
 
 func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manifest.Version, names []string, inVersion map[uint64]bool) {
@@ -208,7 +231,11 @@ func (c *checker) wals(fs *roFS, dir string, vs *manifest.VersionSet, names []st
 		last := i == len(logs)-1
 		switch {
 		case !tail.Clean && (!last || num == vs.SealedLog()):
-			c.fail("%s: %v: not the newest WAL (or sealed by a clean close) but it does not end with its trailer: %s", name, base.ErrCorruption, tail)
+			why := "a newer WAL exists"
+			if num == vs.SealedLog() {
+				why = "the manifest records that a clean close sealed it"
+			}
+			c.fail("%s: %v: %s, but it does not end with its end-of-log trailer: %s", name, base.ErrCorruption, why, tail)
 		case tail.Torn:
 			c.note("%s: %s (a crash; the next open truncates it)", name, tail)
 		}

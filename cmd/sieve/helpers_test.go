@@ -259,4 +259,3 @@ func filesOf(t testing.TB, dir, pattern string) []string {
 	sort.Strings(m)
 	return m
 }
-

@@ -7,14 +7,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/vfs"
 )
 
 // currentManifest returns the path of the manifest CURRENT names in dir.
-// It checks only what it needs to find the name; "sieve check" loads it as
-// the database does.
+// It checks CURRENT's checksum; it does not load the manifest.
 func currentManifest(fs vfs.FS, dir string) (string, error) {
 	name := filepath.Join(dir, "CURRENT")
 	f, err := fs.Open(name)
@@ -27,9 +28,14 @@ func currentManifest(fs vfs.FS, dir string) (string, error) {
 	if err != nil && err != io.EOF {
 		return "", err
 	}
+	// "v1 MANIFEST-NNNNNN <xxhash64 of the first two fields, hex>\n"
+	// (internal/manifest/FORMAT.md).
 	fields := strings.Fields(string(buf[:n]))
-	if len(fields) < 2 {
+	if len(fields) != 3 || !strings.HasSuffix(string(buf[:n]), "\n") {
 		return "", fmt.Errorf("%s: %w: malformed content %q", name, base.ErrCorruption, buf[:n])
+	}
+	if sum := fmt.Sprintf("%016x", xxhash.Sum64String(fields[0]+" "+fields[1])); sum != fields[2] {
+		return "", fmt.Errorf("%s: %w: checksum mismatch in %q", name, base.ErrCorruption, buf[:n])
 	}
 	if t, _, ok := base.ParseFilename(fields[1]); !ok || t != base.FileTypeManifest {
 		return "", fmt.Errorf("%s: %w: %q is not a manifest name", name, base.ErrCorruption, fields[1])
