@@ -138,7 +138,7 @@ var sharedDB struct {
 
 // genDB returns a directory holding a copy of the database buildDB
 // writes (built once per test binary).
-func genDB(t *testing.T) (string, int) {
+func genDB(t testing.TB) (string, int) {
 	t.Helper()
 	if sharedDB.dir == "" {
 		dir, err := os.MkdirTemp("", "sieve-tool-test-")
