@@ -32,7 +32,7 @@ type checker struct {
 
 func (c *checker) fail(format string, args ...any) {
 	c.problems++
-	fmt.Fprintf(c.w, "  FAIL: "+format+"\n", args...)
+	fmt.Fprintf(c.w, "  FAIL: %s\n", errText(fmt.Errorf(format, args...)))
 }
 
 func (c *checker) note(format string, args ...any) { fmt.Fprintf(c.w, "  note: "+format+"\n", args...) }
@@ -140,6 +140,7 @@ func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manif
 	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
 	fmt.Fprintf(c.w, "tables:\n")
 	var n, entries, bytes uint64
+	bad := 0
 	for _, id := range ids {
 		for level, files := range v.CFs[id] {
 			for _, f := range files {
@@ -150,11 +151,13 @@ func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manif
 				where := fmt.Sprintf("%s (cf %s L%d)", name, c.bf.key([]byte(cfs[id].Name)), level)
 				if !present[name] {
 					c.fail("%s: missing from the directory", where)
+					bad++
 					continue
 				}
 				e, err := c.table(fs, dir, f)
 				if err != nil {
 					c.fail("%s: %v", where, err)
+					bad++
 					continue
 				}
 				entries += e
@@ -163,6 +166,10 @@ func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manif
 				}
 			}
 		}
+	}
+	if bad > 0 {
+		fmt.Fprintf(c.w, "  %d tables in %d column families, %s: %d failed\n", n, len(ids), size(bytes), bad)
+		return
 	}
 	fmt.Fprintf(c.w, "  %d tables in %d column families, %s, %d entries: every block checksummed, keys in order, properties and filters agree with the data and the manifest\n",
 		n, len(ids), size(bytes), entries)
@@ -243,7 +250,7 @@ func (c *checker) wals(fs *roFS, dir string, vs *manifest.VersionSet, names []st
 			fmt.Fprintf(c.w, "  %s: %d records, %d entries; %s\n", name, n, e, tail)
 		}
 	}
-	fmt.Fprintf(c.w, "  %d WALs to replay, %d records, %d entries: ok unless noted\n", len(logs), records, entries)
+	fmt.Fprintf(c.w, "  %d WALs to replay, %d records, %d entries\n", len(logs), records, entries)
 }
 
 // readWAL reads a WAL's records and decodes their batches, checking that

@@ -51,9 +51,9 @@ const usageText = `usage:
   sieve sstable check FILE
   sieve sstable props FILE
   sieve wal dump      [-n N] [-v N] [-keys auto|quote|hex] FILE
-  sieve manifest dump [-keys auto|quote|hex] [-edits=false] FILE|DIR
+  sieve manifest dump [-n N] [-edits=false] [-keys auto|quote|hex] FILE|DIR
   sieve lsm   [-format text|svg|html] [-probes N] [-tables] [-keys ...] DIR
-  sieve check [-keys auto|quote|hex] DIR
+  sieve check [-v] [-keys auto|quote|hex] DIR
 
 Exit status: 0 ok, 1 an error or damage found, 2 bad usage.
 Run "sieve <command> -h" for a command's flags.
@@ -82,8 +82,15 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 	case errors.Is(err, errFound):
 		return 1
 	}
-	fmt.Fprintf(stderr, "sieve: %v\n", err)
+	fmt.Fprintf(stderr, "sieve: %s\n", errText(err))
 	return 1
+}
+
+// errText is err's message without the "sieve: " that each wrapped layer
+// of the engine's errors starts with: one prefix is enough.
+func errText(err error) string {
+	s := strings.ReplaceAll(err.Error(), ": sieve: ", ": ")
+	return strings.TrimPrefix(s, "sieve: ")
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) error {

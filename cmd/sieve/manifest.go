@@ -102,7 +102,8 @@ func manifestDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("manifest dump", "FILE|DIR", stderr)
 	var bf byteFmt
 	bf.keyFlags(fs)
-	edits := fs.Bool("edits", true, "print every edit (false: only the resulting version)")
+	edits := fs.Bool("edits", true, "print the edits (false: only the resulting version)")
+	maxEdits := fs.Int("n", 0, "print at most the first `N` edits (0: every edit)")
 	path, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -137,7 +138,7 @@ func manifestDump(args []string, stdout, stderr io.Writer) error {
 		if err := e.Decode(rec); err != nil {
 			return fmt.Errorf("%s: edit %d at offset %d: %w", path, n, r.Offset(), err)
 		}
-		if *edits {
+		if *edits && (*maxEdits == 0 || n < *maxEdits) {
 			fmt.Fprintf(stdout, "edit %d at offset %d (%d bytes):\n", n, r.Offset(), len(rec))
 			printEdit(stdout, &e, s, &bf)
 		}
@@ -148,6 +149,9 @@ func manifestDump(args []string, stdout, stderr io.Writer) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("%s: %w: no edits", path, base.ErrCorruption)
+	}
+	if *edits && *maxEdits > 0 && n > *maxEdits {
+		fmt.Fprintf(stdout, "(%d of %d edits printed; -n 0 prints all)\n", *maxEdits, n)
 	}
 	fmt.Fprintf(stdout, "%d edits; end: %s\n", n, r.Tail())
 	fmt.Fprintf(stdout, "resulting version: log %d, next file %d, last seq %d, sealed log %d\n", s.logNum, s.nextFile, s.lastSeq, s.sealed)

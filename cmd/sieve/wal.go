@@ -137,7 +137,7 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("wal dump", "FILE", stderr)
 	var bf byteFmt
 	bf.keyFlags(fs)
-	n := fs.Int("n", 100, "print at most `N` entries in all (0: every entry)")
+	n := fs.Int("n", 100, "print at most `N` entries in all, and the records holding them (0: every entry)")
 	fs.IntVar(&bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
 	path, err := parse(fs, args)
 	if err != nil {
@@ -165,7 +165,12 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 		}
 		off := r.Offset()
 		bs, derr := decodeBatches(rec)
-		fmt.Fprintf(stdout, "record %d at offset %d: %d bytes, %d batches\n", records, off, len(rec), len(bs))
+		// Past the entry limit, records are counted, not printed (an
+		// error is printed all the same).
+		show := *n == 0 || printed < *n || derr != nil
+		if show {
+			fmt.Fprintf(stdout, "record %d at offset %d: %d bytes, %d batches\n", records, off, len(rec), len(bs))
+		}
 		records++
 		for _, b := range bs {
 			if batches == 0 {
@@ -173,10 +178,12 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 			}
 			batches++
 			lastSeq = b.seq + uint64(b.count) - 1
-			fmt.Fprintf(stdout, "  batch seq %d, %d entries, %d bytes\n", b.seq, b.count, b.size)
+			if show {
+				fmt.Fprintf(stdout, "  batch seq %d, %d entries, %d bytes\n", b.seq, b.count, b.size)
+			}
 			for i, e := range b.entries {
 				entries++
-				if *n > 0 && printed >= *n {
+				if !show || (*n > 0 && printed >= *n) {
 					continue
 				}
 				printed++
@@ -202,7 +209,7 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout)
 	if *n > 0 && printed < entries {
-		fmt.Fprintf(stdout, "(%d of %d entries printed; -n 0 prints all)\n", printed, entries)
+		fmt.Fprintf(stdout, "(%d of %d entries printed, and the records holding them; -n 0 prints all)\n", printed, entries)
 	}
 	fmt.Fprintf(stdout, "end: %s\n", r.Tail())
 	return nil
