@@ -405,8 +405,12 @@ func TestBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the binary with")
+	}
 	bin := filepath.Join(t.TempDir(), "sieve")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	dir, _ := genDB(t)
