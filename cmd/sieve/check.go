@@ -52,7 +52,7 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 	c := &checker{w: stdout, bf: &bf, verbose: *verbose}
 	c.run(newROFS(), dir)
 	if c.problems > 0 {
-		fmt.Fprintf(stdout, "%s: %d problems found\n", dir, c.problems)
+		fmt.Fprintf(stdout, "%s: %s found\n", dir, count(c.problems, "problem"))
 		return errFound
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", dir)
@@ -168,11 +168,11 @@ func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manif
 		}
 	}
 	if bad > 0 {
-		fmt.Fprintf(c.w, "  %d tables in %d column families, %s: %d failed\n", n, len(ids), size(bytes), bad)
+		fmt.Fprintf(c.w, "  %s in %s, %s: %d failed\n", count(int(n), "table"), count(len(ids), "column family"), size(bytes), bad)
 		return
 	}
-	fmt.Fprintf(c.w, "  %d tables in %d column families, %s, %d entries: every block checksummed, keys in order, properties and filters agree with the data and the manifest\n",
-		n, len(ids), size(bytes), entries)
+	fmt.Fprintf(c.w, "  %s in %s, %s, %s: every block checksummed, keys in order, properties and filters agree with the data and the manifest\n",
+		count(int(n), "table"), count(len(ids), "column family"), size(bytes), count(int(entries), "entry"))
 }
 
 // table verifies one table and compares it with its manifest entry.
@@ -247,10 +247,10 @@ func (c *checker) wals(fs *roFS, dir string, vs *manifest.VersionSet, names []st
 			c.note("%s: %s (a crash; the next open truncates it)", name, tail)
 		}
 		if c.verbose {
-			fmt.Fprintf(c.w, "  %s: %d records, %d entries; %s\n", name, n, e, tail)
+			fmt.Fprintf(c.w, "  %s: %s, %s; %s\n", name, count(n, "record"), count(e, "entry"), tail)
 		}
 	}
-	fmt.Fprintf(c.w, "  %d WALs to replay, %d records, %d entries\n", len(logs), records, entries)
+	fmt.Fprintf(c.w, "  %s to replay, %s, %s\n", count(len(logs), "WAL"), count(records, "record"), count(entries, "entry"))
 }
 
 // readWAL reads a WAL's records and decodes their batches, checking that

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -97,4 +98,19 @@ func size(n uint64) string {
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	}
 	return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+}
+
+// count formats n with word in the singular or plural ("1 batch", "2
+// batches", "1 entry", "3 entries", "2 column families").
+func count(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", word)
+	}
+	switch {
+	case strings.HasSuffix(word, "y"):
+		word = strings.TrimSuffix(word, "y") + "ie"
+	case strings.HasSuffix(word, "ch"):
+		word += "e"
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }

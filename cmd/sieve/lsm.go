@@ -356,8 +356,8 @@ func (t *lsmTree) svg(w io.Writer, bf *byteFmt) {
 			}
 			top := y
 			fmt.Fprintf(&body, "<text x=\"10\" y=\"%d\">L%d</text>\n", top+15, level)
-			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%d tables, %s, filter %s, FPR %s</text>\n",
-				width-right+10, top+15, len(l.tables), html.EscapeString(size(l.size)), html.EscapeString(size(l.filterBytes)), pct(float64(l.fps), float64(l.probes)))
+			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s, %s, filter %s, FPR %s</text>\n",
+				width-right+10, top+15, count(len(l.tables), "table"), html.EscapeString(size(l.size)), html.EscapeString(size(l.filterBytes)), pct(float64(l.fps), float64(l.probes)))
 			for i, lt := range l.tables {
 				ry := top
 				if level == 0 {

@@ -207,7 +207,7 @@ func printVersion(w io.Writer, s *manifestState, bf *byteFmt) {
 				continue
 			}
 			empty = false
-			fmt.Fprintf(w, "    L%d: %d tables, %s\n", level, len(files), size(lv.Size(level)))
+			fmt.Fprintf(w, "    L%d: %s, %s\n", level, count(len(files), "table"), size(lv.Size(level)))
 			for _, f := range files {
 				fmt.Fprintf(w, "      %s\n", fileLine(f, bf))
 			}

@@ -283,7 +283,7 @@ func sstableDump(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "(%d of %d entries printed; -n 0 prints all)\n", printed, p.NumEntries)
 	}
 	if bad > 0 {
-		return fmt.Errorf("%s: %d damaged blocks", path, bad)
+		return fmt.Errorf("%s: %s", path, count(bad, "damaged block"))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/vfs"
@@ -125,7 +126,11 @@ func TestManifestDump(t *testing.T) {
 			}
 		}
 	}
-	r := sieveRunUnchanged(t, dir, "manifest", "dump", "-edits=false", dir)
+	r := sieveRunUnchanged(t, dir, "manifest", "dump", "-n", "2", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "edit 1 at") || strings.Contains(r.stdout, "edit 2 at") || !strings.Contains(r.stdout, "(2 of ") {
+		t.Errorf("manifest dump -n 2: exit %d\n%s", r.code, r.stdout)
+	}
+	r = sieveRunUnchanged(t, dir, "manifest", "dump", "-edits=false", dir)
 	if r.code != 0 || strings.Contains(r.stdout, "edit 0 at") || !strings.Contains(r.stdout, "resulting version:") {
 		t.Errorf("manifest dump -edits=false: exit %d\n%s", r.code, r.stdout)
 	}
@@ -474,4 +479,40 @@ func openIdle(t *testing.T, dir string) *sieve.DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+func TestCount(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		word string
+		want string
+	}{{1, "batch", "1 batch"}, {2, "batch", "2 batches"}, {0, "entry", "0 entries"}, {3, "column family", "3 column families"}, {2, "table", "2 tables"}} {
+		if got := count(c.n, c.word); got != c.want {
+			t.Errorf("count(%d, %q) = %q, want %q", c.n, c.word, got, c.want)
+		}
+	}
+}
+
+// dirSums, on which every "the directory is unchanged" check rests, sees a
+// change of content (same size), of mtime alone, and a new file.
+func TestDirSumsSeeChanges(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, []byte("abc"), 0o644)
+	before := dirSums(t, dir)
+	os.WriteFile(p, []byte("abd"), 0o644)
+	if diffSums(before, dirSums(t, dir)) == "" {
+		t.Error("content change not seen")
+	}
+	before = dirSums(t, dir)
+	st, _ := os.Stat(p)
+	os.Chtimes(p, st.ModTime(), st.ModTime().Add(time.Second))
+	if diffSums(before, dirSums(t, dir)) == "" {
+		t.Error("mtime change not seen")
+	}
+	before = dirSums(t, dir)
+	os.WriteFile(filepath.Join(dir, "LOCK"), nil, 0o644)
+	if d := diffSums(before, dirSums(t, dir)); d != "created LOCK" {
+		t.Errorf("new file: %q", d)
+	}
 }

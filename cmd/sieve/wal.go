@@ -169,7 +169,7 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 		// error is printed all the same).
 		show := *n == 0 || printed < *n || derr != nil
 		if show {
-			fmt.Fprintf(stdout, "record %d at offset %d: %d bytes, %d batches\n", records, off, len(rec), len(bs))
+			fmt.Fprintf(stdout, "record %d at offset %d: %d bytes, %s\n", records, off, len(rec), count(len(bs), "batch"))
 		}
 		records++
 		for _, b := range bs {
@@ -203,7 +203,7 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("%s: record at offset %d: %w: %v", path, off, base.ErrCorruption, derr)
 		}
 	}
-	fmt.Fprintf(stdout, "%d records, %d batches, %d entries", records, batches, entries)
+	fmt.Fprintf(stdout, "%s, %s, %s", count(records, "record"), count(batches, "batch"), count(entries, "entry"))
 	if batches > 0 {
 		fmt.Fprintf(stdout, ", seqnums %d..%d", firstSeq, lastSeq)
 	}
