@@ -51,7 +51,8 @@ stress-race:
 run:
 	$(GO) run ./cmd/lsmbench
 
-# Regenerates the sample output in cmd/sieve/README.md (and the picture
-# cmd/sieve/lsm-sample.svg) from a newly generated database.
+# Regenerates the sample output in cmd/sieve/README.md, the picture
+# cmd/sieve/lsm-sample.svg and README.md's "sieve lsm" sample from a newly
+# generated database.
 tool-readme:
 	$(GO) test ./cmd/sieve -run '^TestREADME$$' -update -count=1

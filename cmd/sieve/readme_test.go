@@ -100,6 +100,7 @@ func TestREADME(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(testDir, "README.md"), []byte(next), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		updateRootREADME(t, sieveRun(t, "lsm", "db").stdout)
 		return
 	}
 	for _, s := range samples {
@@ -118,3 +119,24 @@ var testDir = func() string {
 	}
 	return d
 }()
+
+// updateRootREADME puts the default family's part of "sieve lsm db" in the
+// repository's README.
+func updateRootREADME(t *testing.T, lsm string) {
+	const begin, end = "<!-- lsm-sample:begin (make tool-readme) -->\n", "<!-- lsm-sample:end -->\n"
+	path := filepath.Join(testDir, "..", "..", "README.md")
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, j := bytes.Index(readme, []byte(begin)), bytes.Index(readme, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("%s has no lsm-sample markers", path)
+	}
+	cf0 := lsm[strings.Index(lsm, "cf 0 default"):strings.Index(lsm, "\ncf 1 ")]
+	block := begin + "```\n$ sieve lsm db\n" + cf0 + "```\n"
+	next := string(readme[:i]) + block + string(readme[j:])
+	if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
