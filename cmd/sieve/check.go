@@ -60,6 +60,10 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func (c *checker) run(fs *roFS, dir string) {
+	if err := fs.checkDB(dir); err != nil {
+		c.fail("%v", err)
+		return
+	}
 	names, err := fs.List(dir)
 	if err != nil {
 		c.fail("listing %s: %v", dir, err)

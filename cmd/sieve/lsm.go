@@ -57,7 +57,10 @@ type lsmTree struct {
 // loadLSM reads the current version of the database in dir and opens
 // every table it names to read its properties and probe its filter with
 // probes keys it does not hold.
-func loadLSM(fs vfs.FS, dir string, probes int) (*lsmTree, error) {
+func loadLSM(fs *roFS, dir string, probes int) (*lsmTree, error) {
+	if err := fs.checkDB(dir); err != nil {
+		return nil, err
+	}
 	vs, err := manifest.Load(fs, dir, manifest.Options{ReadOnly: true})
 	if err != nil {
 		return nil, err

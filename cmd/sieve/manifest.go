@@ -113,6 +113,9 @@ func manifestDump(args []string, stdout, stderr io.Writer) error {
 	}
 	ro := newROFS()
 	if st, err := ro.Stat(path); err == nil && st.IsDir() {
+		if err := ro.checkDB(path); err != nil {
+			return err
+		}
 		if path, err = currentManifest(ro, path); err != nil {
 			return err
 		}

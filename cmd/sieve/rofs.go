@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync/atomic"
 
 	"github.com/sievedb/sieve/vfs"
@@ -81,3 +83,27 @@ type roFile struct {
 func (f roFile) Write(p []byte) (int, error) { return 0, refuse("write", f.name) }
 func (f roFile) Sync() error                 { return refuse("sync", f.name) }
 func (f roFile) Truncate(size int64) error   { return refuse("truncate", f.name) }
+
+// openFile opens a file a command was given, refusing a directory.
+func (r *roFS) openFile(path, what string) (vfs.File, error) {
+	if st, err := r.inner.Stat(path); err == nil && st.IsDir() {
+		return nil, fmt.Errorf("%s is a directory, not %s", path, what)
+	}
+	return r.Open(path)
+}
+
+// checkDB reports a directory that holds no database in plainer words
+// than "open DIR/CURRENT: no such file or directory".
+func (r *roFS) checkDB(dir string) error {
+	st, err := r.inner.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if _, err := r.inner.Stat(filepath.Join(dir, "CURRENT")); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: no sieve database here (no CURRENT file)", dir)
+	}
+	return nil
+}

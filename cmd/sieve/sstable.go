@@ -44,7 +44,13 @@ func fileNumOf(path string) uint64 {
 // openTable opens the table at path read-only and reads its footer,
 // metaindex, properties, index and filter.
 func openTable(fs vfs.FS, path string) (*table, error) {
-	f, err := fs.Open(path)
+	var f vfs.File
+	var err error
+	if ro, ok := fs.(*roFS); ok {
+		f, err = ro.openFile(path, "a table")
+	} else {
+		f, err = fs.Open(path)
+	}
 	if err != nil {
 		return nil, err
 	}

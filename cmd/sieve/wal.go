@@ -29,8 +29,8 @@ func logNumber(f vfs.File, path string, want base.FileType) uint64 {
 }
 
 // openLog opens a log file and returns a reader over its records.
-func openLog(fs vfs.FS, path string, t base.FileType) (*wal.Reader, vfs.File, uint64, error) {
-	f, err := fs.Open(path)
+func openLog(fs *roFS, path string, t base.FileType) (*wal.Reader, vfs.File, uint64, error) {
+	f, err := fs.openFile(path, "a log file")
 	if err != nil {
 		return nil, nil, 0, err
 	}
