@@ -94,16 +94,23 @@ func (c *checker) run(fs *roFS, dir string) {
 	inVersion := map[uint64]bool{}
 	c.tables(fs, dir, vs, v, names, inVersion)
 	c.wals(fs, dir, vs, names)
+	var extra []string
 	for _, name := range names {
 		t, num, ok := base.ParseFilename(name)
 		switch {
 		case !ok:
 		case t == base.FileTypeTable && !inVersion[num]:
-			c.note("%s is not in the current version (obsolete, or left by a crash; a read-write open deletes it)", name)
+			extra = append(extra, name+" is not in the current version (obsolete, or left by a crash; a read-write open deletes it)")
 		case t == base.FileTypeManifest && num != vs.ManifestNum():
-			c.note("%s is not the current manifest (a read-write open deletes it)", name)
+			extra = append(extra, name+" is not the current manifest (a read-write open deletes it)")
 		case t == base.FileTypeTemp:
-			c.note("%s is a temporary file (a read-write open deletes it)", name)
+			extra = append(extra, name+" is a temporary file (a read-write open deletes it)")
+		}
+	}
+	if len(extra) > 0 {
+		fmt.Fprintf(c.w, "other files:\n")
+		for _, e := range extra {
+			c.note("%s", e)
 		}
 	}
 	c.openDB(fs, dir, vs)
