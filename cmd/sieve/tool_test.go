@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/sketchcol"
 	"github.com/sievedb/sieve/vfs"
 )
 
@@ -514,5 +515,46 @@ func TestDirSumsSeeChanges(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "LOCK"), nil, 0o644)
 	if d := diffSums(before, dirSums(t, dir)); d != "created LOCK" {
 		t.Errorf("new file: %q", d)
+	}
+}
+
+// A database with the sketch column family, whose merger the tool does not
+// link: check walks it with a stand-in merger of the recorded name.
+func TestSketchFamily(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sieve.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := sketchcol.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		if err := st.PFAddBlind(fmt.Appendf(nil, "hll%d", i%10), fmt.Appendf(nil, "e%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.BFAdd(fmt.Appendf(nil, "bf%d", i%5), fmt.Appendf(nil, "x%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st.PFAddBlind([]byte("hll0"), []byte("late")) // an operand over a flushed value, in the WAL
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := sieveRunUnchanged(t, dir, "check", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "cf 1 sketch: 15 live keys read") {
+		t.Errorf("check: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = sieveRunUnchanged(t, dir, "lsm", dir)
+	if r.code != 0 || !strings.Contains(r.stdout, "cf 1 sketch, filter sieve.bloom.blocked/10, merger "+sketchcol.MergerName) {
+		t.Errorf("lsm: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = sieveRunUnchanged(t, dir, "wal", "dump", filesOf(t, dir, "*.log")[0])
+	if r.code != 0 || !strings.Contains(r.stdout, "MERGE cf=1 hll0 = ") {
+		t.Errorf("wal dump: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
