@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,6 +143,24 @@ func corruptCases(t *testing.T, dir string) []corruptCase {
 				checkMayPass: c.target == "manifest" && d.name == flip(size-3).name})
 		}
 	}
+	// A whole chunk of the WAL copied over the next one (the matrix's
+	// "misplaced block"): its checksum holds (same log), so the log reads
+	// as valid, but a record comes twice and sequence numbers go back.
+	wal, err := os.ReadFile(logs[len(logs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := 36 // the first record's chunk, after the file header
+	n1 := 19 + int(binary.LittleEndian.Uint16(wal[first+8:]))
+	if n2 := 19 + int(binary.LittleEndian.Uint16(wal[first+n1+8:])); n2 != n1 {
+		t.Fatalf("first two WAL chunks differ in length (%d, %d)", n1, n2)
+	}
+	cases = append(cases, corruptCase{target: "WAL", file: filepath.Base(logs[len(logs)-1]), cmd: []string{"wal", "dump"},
+		d: damage{fmt.Sprintf("chunk at %d copied over the next", first), func(b []byte) []byte {
+			b = append([]byte(nil), b...)
+			copy(b[first+n1:], b[first:first+n1])
+			return b
+		}}})
 	for _, d := range []damage{flip(1), flip(5), flip(20), flip(35), truncate(10), truncate(0)} {
 		cases = append(cases, corruptCase{target: "CURRENT", file: "CURRENT", d: d, cmd: []string{"manifest", "dump"}})
 	}

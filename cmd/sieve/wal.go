@@ -154,7 +154,8 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 	size, _ := f.Size()
 	fmt.Fprintf(stdout, "%s: log %d, %d bytes\n", path, num, size)
 	var records, batches, entries, printed int
-	var firstSeq, lastSeq uint64
+	var firstSeq, lastSeq, seenSeq uint64
+	seen := false
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -165,6 +166,16 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 		}
 		off := r.Offset()
 		bs, derr := decodeBatches(rec)
+		for _, b := range bs {
+			if b.count == 0 {
+				continue
+			}
+			if seen && b.seq <= seenSeq && derr == nil {
+				// Recovery refuses this too (FORMAT.md, "Batch").
+				derr = fmt.Errorf("batch seq %d does not follow seq %d: sequence numbers must grow along the log", b.seq, seenSeq)
+			}
+			seen, seenSeq = true, b.seq+uint64(b.count)-1
+		}
 		// Past the entry limit, records are counted, not printed (an
 		// error is printed all the same).
 		show := *n == 0 || printed < *n || derr != nil
