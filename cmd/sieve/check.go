@@ -307,6 +307,9 @@ func (c *checker) openDB(fs *roFS, dir string, vs *manifest.VersionSet) {
 	if fs.heldElsewhere.Load() {
 		c.note("the database is open in another process; read without its lock (files it changes meanwhile may fail the check)")
 	}
+	if p := fs.lockErr.Load(); p != nil {
+		c.note("read without the database's lock, which could not be taken: %v", *p)
+	}
 	if err != nil {
 		c.fail("open: %v", err)
 		return

@@ -25,11 +25,14 @@ var errReadOnly = errors.New("the sieve tool never changes a file")
 // holds it, the tool reads the database anyway, read-only, and lockedBy
 // records that (files may then change or disappear under the tool, which
 // reports that as an error). A directory without a LOCK file is read
-// without one: taking the lock would create the file.
+// without one: taking the lock would create the file. So is one whose LOCK
+// cannot be opened for writing (read-only media), recorded in lockErr.
 type roFS struct {
 	inner vfs.FS
-	// heldElsewhere is set when Lock found the lock held.
+	// heldElsewhere is set when Lock found the lock held; lockErr holds
+	// the error of a Lock that failed otherwise.
 	heldElsewhere atomic.Bool
+	lockErr       atomic.Pointer[error]
 }
 
 func newROFS() *roFS { return &roFS{inner: vfs.Default} }
@@ -63,11 +66,18 @@ func (r *roFS) Lock(name string) (io.Closer, error) {
 		return nopCloser{}, nil
 	}
 	l, err := r.inner.Lock(name)
-	if errors.Is(err, vfs.ErrLocked) {
+	switch {
+	case errors.Is(err, vfs.ErrLocked):
 		r.heldElsewhere.Store(true)
 		return nopCloser{}, nil
+	case err != nil:
+		// Taking the lock opens LOCK for writing, which a read-only
+		// medium or a user without write permission cannot do: read
+		// without it.
+		r.lockErr.Store(&err)
+		return nopCloser{}, nil
 	}
-	return l, err
+	return l, nil
 }
 
 type nopCloser struct{}
