@@ -50,9 +50,13 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	c := &checker{w: stdout, bf: &bf, verbose: *verbose}
-	c.run(newROFS(), dir)
+	ro := newROFS()
+	c.run(ro, dir)
 	if c.problems > 0 {
 		fmt.Fprintf(stdout, "%s: %s found\n", dir, count(c.problems, "problem"))
+		if ro.heldElsewhere.Load() {
+			fmt.Fprintf(stdout, "(another process has the database open: a table it deleted or a log it appended to while the check ran fails the check too; check again when it is closed)\n")
+		}
 		return errFound
 	}
 	fmt.Fprintf(stdout, "%s: ok\n", dir)
