@@ -558,3 +558,68 @@ func TestSketchFamily(t *testing.T) {
 		t.Errorf("wal dump: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// While a writer flushes and compacts, every command gives a result or an
+// error (a table deleted under it), never a panic or another exit status.
+func TestWhileWriting(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a writer for a second")
+	}
+	dir := t.TempDir()
+	db, err := sieve.Open(dir, genOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		val := make([]byte, 100)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if err := db.Put(fmt.Appendf(nil, "k%06d", (i*7919)%50000), val, nil); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(time.Second)
+	runs := 0
+	for time.Now().Before(deadline) || runs < 4 {
+		var args []string
+		switch runs % 4 {
+		case 0:
+			args = []string{"check", dir}
+		case 1:
+			args = []string{"lsm", "-probes", "10", dir}
+		case 2:
+			args = []string{"manifest", "dump", "-n", "1", dir}
+		case 3:
+			logs := filesOf(t, dir, "*.log")
+			if len(logs) == 0 {
+				runs++
+				continue
+			}
+			args = []string{"wal", "dump", "-n", "1", logs[len(logs)-1]}
+		}
+		r := sieveRun(t, args...)
+		if r.code != 0 && r.code != 1 {
+			t.Errorf("sieve %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+		}
+		runs++
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := sieveRunUnchanged(t, dir, "check", dir); r.code != 0 {
+		t.Errorf("check after the writer closed: exit %d\n%s", r.code, r.stdout)
+	}
+}
