@@ -60,8 +60,8 @@ func genOptions() *sieve.Options {
 // (blocked Bloom) with sets, overwrites, deletes and binary keys over
 // several levels; a family "counters" with a merger and standard Bloom
 // filters; a family "cuckoo" with cuckoo filters; and writes left in the
-// WAL. It closes the database and returns the number of live keys of the
-// default family.
+// WAL. The newest table of the default family is in L0. It closes the
+// database and returns the number of live keys of the default family.
 func buildDB(t testing.TB, dir string) int {
 	t.Helper()
 	db, err := sieve.Open(dir, genOptions())
@@ -118,6 +118,31 @@ func buildDB(t testing.TB, dir string) int {
 			must(db.Compact(nil, nil))
 		}
 	}
+	// Reopen with no L0 compaction, so that the table the last flush
+	// writes stays in L0 whatever background compaction did before.
+	must(db.Close())
+	o := genOptions()
+	o.L0CompactionTrigger, o.L0StopWritesTrigger = 1000, 1000
+	if db, err = sieve.Open(dir, o); err != nil {
+		t.Fatal(err)
+	}
+	if counters, err = db.OpenColumnFamily("counters", &sieve.ColumnFamilyOptions{Merger: addMerger{}, FilterPolicy: filter.StandardBloom(10)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = db.OpenColumnFamily("cuckoo", &sieve.ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		k := fmt.Appendf(nil, "user%06d", rng.IntN(12000))
+		if i%10 == 0 {
+			must(db.Delete(k, nil))
+			delete(live, string(k))
+			continue
+		}
+		must(db.Put(k, []byte("last flush"), nil))
+		live[string(k)] = true
+	}
+	must(db.Flush())
 	// Some writes stay in the WAL.
 	for i := range 50 {
 		k := fmt.Appendf(nil, "wal%04d", i)
