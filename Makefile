@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: test test-race lint fuzz bench bench-peers crash-long stress stress-race run
+.PHONY: test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme
 
 test:
 	$(GO) test ./...
@@ -50,3 +50,9 @@ stress-race:
 
 run:
 	$(GO) run ./cmd/lsmbench
+
+# Regenerates the sample output in cmd/sieve/README.md, the picture
+# cmd/sieve/lsm-sample.svg and README.md's "sieve lsm" sample from a newly
+# generated database.
+tool-readme:
+	$(GO) test ./cmd/sieve -run '^TestREADME$$' -update -count=1
