@@ -305,94 +305,113 @@ func (t *lsmTable) row(w io.Writer, bf *byteFmt) {
 		bf.ikey(m.Smallest), bf.ikey(m.Largest), m.SmallestSeq, m.LargestSeq, f)
 }
 
+// The geometry of the SVG picture.
+const (
+	svgWidth  = 1000
+	svgLeft   = 90  // level labels
+	svgRight  = 330 // level figures
+	svgRowH   = 22
+	svgHeader = 28
+)
+
+var svgColors = [manifest.NumLevels]string{"#e4572e", "#f3a712", "#a8c686", "#669bbc", "#29335c", "#7b4b94", "#3c6e71"}
+
 // svg draws each column family's tree: one row per level (one per table in
 // L0, whose tables overlap), each table a box spanning its key range. The
 // horizontal axis is key order: the ranks of all table boundaries of the
 // family, so that tables that overlap in keys overlap on the page.
 func (t *lsmTree) svg(w io.Writer, bf *byteFmt) {
-	const (
-		width  = 1000
-		left   = 90  // level labels
-		right  = 330 // level figures
-		rowH   = 22
-		header = 28
-	)
-	plot := float64(width - left - right)
-	colors := [manifest.NumLevels]string{"#e4572e", "#f3a712", "#a8c686", "#669bbc", "#29335c", "#7b4b94", "#3c6e71"}
 	var body strings.Builder
 	y := 10
 	for _, cf := range t.cfs {
-		fmt.Fprintf(&body, "<text x=\"10\" y=\"%d\" font-weight=\"bold\">cf %d %s</text>\n", y+16, cf.id, html.EscapeString(bf.key([]byte(cf.name))))
-		y += header
-		var keys [][]byte
-		for _, l := range cf.levels {
-			for _, lt := range l.tables {
-				keys = append(keys, lt.meta.Smallest.UserKey, lt.meta.Largest.UserKey)
-			}
-		}
-		sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
-		uniq := keys[:0]
-		for i, k := range keys {
-			if i == 0 || !bytes.Equal(k, keys[i-1]) {
-				uniq = append(uniq, k)
-			}
-		}
-		x := func(k []byte) float64 {
-			if len(uniq) < 2 {
-				return left
-			}
-			i := sort.Search(len(uniq), func(i int) bool { return bytes.Compare(uniq[i], k) >= 0 })
-			return left + plot*float64(i)/float64(len(uniq)-1)
-		}
-		if len(uniq) == 0 {
-			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" fill=\"#666\">no tables</text>\n", left, y+14)
-			y += rowH
-		}
-		for level := range cf.levels {
-			l := &cf.levels[level]
-			if len(l.tables) == 0 {
-				continue
-			}
-			rows := 1
-			if level == 0 {
-				rows = len(l.tables)
-			}
-			top := y
-			fmt.Fprintf(&body, "<text x=\"10\" y=\"%d\">L%d</text>\n", top+15, level)
-			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s, %s, filter %s, FPR %s</text>\n",
-				width-right+10, top+15, count(len(l.tables), "table"), html.EscapeString(size(l.size)), html.EscapeString(size(l.filterBytes)), pct(float64(l.fps), float64(l.probes)))
-			for i, lt := range l.tables {
-				ry := top
-				if level == 0 {
-					ry = top + i*rowH
-				}
-				x0, x1 := x(lt.meta.Smallest.UserKey), x(lt.meta.Largest.UserKey)
-				fill := colors[level]
-				if lt.err != nil {
-					fill = "#ff0000"
-				}
-				tip := fmt.Sprintf("%06d L%d %s [%s .. %s] seqs %d..%d", lt.meta.FileNum, level, size(lt.meta.Size),
-					bf.key(lt.meta.Smallest.UserKey), bf.key(lt.meta.Largest.UserKey), lt.meta.SmallestSeq, lt.meta.LargestSeq)
-				if lt.err == nil {
-					tip += fmt.Sprintf(", %d entries, filter %s", lt.props.NumEntries, size(lt.props.FilterSize))
-				} else {
-					tip += ", ERROR: " + lt.err.Error()
-				}
-				fmt.Fprintf(&body, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"><title>%s</title></rect>\n",
-					x0, ry+2, max(x1-x0, 2), rowH-4, fill, html.EscapeString(tip))
-			}
-			y += rows * rowH
-		}
-		if len(uniq) > 0 {
-			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#666\">%s</text>\n", left, y+12, html.EscapeString(bf.key(uniq[0])))
-			fmt.Fprintf(&body, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#666\" text-anchor=\"end\">%s</text>\n", width-right, y+12, html.EscapeString(bf.key(uniq[len(uniq)-1])))
-			y += 18
-		}
-		y += 10
+		y = svgFamily(&body, cf, bf, y)
 	}
-	fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n", width, y+20, width, y+20)
+	fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"13\">\n", svgWidth, y+20, svgWidth, y+20)
 	fmt.Fprintf(w, "<rect width=\"100%%\" height=\"100%%\" fill=\"#fff\"/>\n")
 	io.WriteString(w, body.String())
 	fmt.Fprintf(w, "<text x=\"10\" y=\"%d\" font-size=\"11\" fill=\"#666\">x: key order (ranks of table boundaries); one row per level, one per table in L0 (newest first); hover a table for details</text>\n", y+10)
 	fmt.Fprintf(w, "</svg>\n")
+}
+
+// keyAxis returns the sorted distinct boundary keys of cf's tables and the
+// x coordinate of a key: its rank among them.
+func keyAxis(cf *lsmCF) ([][]byte, func(k []byte) float64) {
+	var keys [][]byte
+	for _, l := range cf.levels {
+		for _, lt := range l.tables {
+			keys = append(keys, lt.meta.Smallest.UserKey, lt.meta.Largest.UserKey)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare(keys[i], keys[j]) < 0 })
+	uniq := keys[:0]
+	for i, k := range keys {
+		if i == 0 || !bytes.Equal(k, keys[i-1]) {
+			uniq = append(uniq, k)
+		}
+	}
+	plot := float64(svgWidth - svgLeft - svgRight)
+	return uniq, func(k []byte) float64 {
+		if len(uniq) < 2 {
+			return svgLeft
+		}
+		i := sort.Search(len(uniq), func(i int) bool { return bytes.Compare(uniq[i], k) >= 0 })
+		return svgLeft + plot*float64(i)/float64(len(uniq)-1)
+	}
+}
+
+// svgFamily draws cf from height y down and returns the height below it.
+func svgFamily(body *strings.Builder, cf *lsmCF, bf *byteFmt, y int) int {
+	fmt.Fprintf(body, "<text x=\"10\" y=\"%d\" font-weight=\"bold\">cf %d %s</text>\n", y+16, cf.id, html.EscapeString(bf.key([]byte(cf.name))))
+	y += svgHeader
+	uniq, x := keyAxis(cf)
+	if len(uniq) == 0 {
+		fmt.Fprintf(body, "<text x=\"%d\" y=\"%d\" fill=\"#666\">no tables</text>\n", svgLeft, y+14)
+		y += svgRowH
+	}
+	for level := range cf.levels {
+		l := &cf.levels[level]
+		if len(l.tables) == 0 {
+			continue
+		}
+		fmt.Fprintf(body, "<text x=\"10\" y=\"%d\">L%d</text>\n", y+15, level)
+		fmt.Fprintf(body, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s, %s, filter %s, FPR %s</text>\n",
+			svgWidth-svgRight+10, y+15, count(len(l.tables), "table"), html.EscapeString(size(l.size)), html.EscapeString(size(l.filterBytes)), pct(float64(l.fps), float64(l.probes)))
+		for i, lt := range l.tables {
+			ry := y
+			if level == 0 {
+				ry = y + i*svgRowH
+			}
+			svgTable(body, lt, level, x, ry, bf)
+		}
+		if level == 0 {
+			y += len(l.tables) * svgRowH
+		} else {
+			y += svgRowH
+		}
+	}
+	if len(uniq) > 0 {
+		fmt.Fprintf(body, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#666\">%s</text>\n", svgLeft, y+12, html.EscapeString(bf.key(uniq[0])))
+		fmt.Fprintf(body, "<text x=\"%d\" y=\"%d\" font-size=\"11\" fill=\"#666\" text-anchor=\"end\">%s</text>\n", svgWidth-svgRight, y+12, html.EscapeString(bf.key(uniq[len(uniq)-1])))
+		y += 18
+	}
+	return y + 10
+}
+
+// svgTable draws one table's box at height ry, with its details as a
+// tooltip; a table that failed to open is red.
+func svgTable(body *strings.Builder, lt *lsmTable, level int, x func([]byte) float64, ry int, bf *byteFmt) {
+	x0, x1 := x(lt.meta.Smallest.UserKey), x(lt.meta.Largest.UserKey)
+	fill := svgColors[level]
+	if lt.err != nil {
+		fill = "#ff0000"
+	}
+	tip := fmt.Sprintf("%06d L%d %s [%s .. %s] seqs %d..%d", lt.meta.FileNum, level, size(lt.meta.Size),
+		bf.key(lt.meta.Smallest.UserKey), bf.key(lt.meta.Largest.UserKey), lt.meta.SmallestSeq, lt.meta.LargestSeq)
+	if lt.err == nil {
+		tip += fmt.Sprintf(", %d entries, filter %s", lt.props.NumEntries, size(lt.props.FilterSize))
+	} else {
+		tip += ", ERROR: " + lt.err.Error()
+	}
+	fmt.Fprintf(body, "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.5\"><title>%s</title></rect>\n",
+		x0, ry+2, max(x1-x0, 2), svgRowH-4, fill, html.EscapeString(tip))
 }

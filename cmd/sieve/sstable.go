@@ -204,16 +204,16 @@ func (t *table) describeFilter(w io.Writer) {
 
 func sstableDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sstable dump", "FILE", stderr)
-	var bf byteFmt
-	bf.keyFlags(fs)
-	n := fs.Int("n", 100, "print at most `N` entries in all (0: every entry)")
-	fs.IntVar(&bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
-	blocksOnly := fs.Bool("blocks", false, "list the blocks only, no entries")
+	d := &sstableDumper{w: stdout}
+	d.bf.keyFlags(fs)
+	fs.IntVar(&d.n, "n", 100, "print at most `N` entries in all (0: every entry)")
+	fs.IntVar(&d.bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
+	fs.BoolVar(&d.blocksOnly, "blocks", false, "list the blocks only, no entries")
 	path, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := bf.check(); err != nil {
+	if err := d.bf.check(); err != nil {
 		return err
 	}
 	t, err := openTable(newROFS(), path)
@@ -225,73 +225,91 @@ func sstableDump(args []string, stdout, stderr io.Writer) error {
 	t.describeFilter(stdout)
 	p := t.r.Properties()
 	if p.NumEntries > 0 {
-		fmt.Fprintf(stdout, "keys: %s .. %s, seqnums %d..%d\n", bf.ikey(p.SmallestKey), bf.ikey(p.LargestKey), p.SmallestSeq, p.LargestSeq)
+		fmt.Fprintf(stdout, "keys: %s .. %s, seqnums %d..%d\n", d.bf.ikey(p.SmallestKey), d.bf.ikey(p.LargestKey), p.SmallestSeq, p.LargestSeq)
 	}
 	fmt.Fprintf(stdout, "%10s %8s  %-12s %-7s %-10s %s\n", "offset", "length", "block", "comp", "checksum", "contents")
-	printed, bad, dataIdx := 0, 0, 0
 	for _, loc := range t.r.Layout() {
-		if loc.Kind == "footer" {
-			fmt.Fprintf(stdout, "%10d %8d  %-12s %-7s %-10s %s\n", loc.Offset, loc.Length, "footer", "-", t.footerChecksum(), "magic ok")
-			continue
-		}
-		b := t.readRaw(loc)
-		name := loc.Kind
-		if loc.Kind == "data" {
-			name = fmt.Sprintf("data #%d", dataIdx)
-			dataIdx++
-		}
-		if b.err != nil {
-			bad++
-			fmt.Fprintf(stdout, "%10d %8d  %-12s %-7s %-10s DAMAGED: %v\n", loc.Offset, loc.Length, name, b.compression(), fmt.Sprintf("%#08x", b.stored), b.err)
-			continue
-		}
-		sum := fmt.Sprintf("%#08x ok", b.stored)
-		var desc string
-		var entries [][2][]byte
-		switch loc.Kind {
-		case "filter":
-			desc = fmt.Sprintf("%d bytes", len(b.contents))
-			if info, err := filter.Inspect(b.contents); err == nil {
-				desc += ", " + info.String()
-			} else {
-				desc += fmt.Sprintf(", undecodable: %v", err)
-			}
-		default:
-			count := 0
-			var first, last []byte
-			nr, err := blockEntries(b.contents, func(off int, key, val []byte) bool {
-				if count == 0 {
-					first = append([]byte(nil), key...)
-				}
-				last = append(last[:0], key...)
-				count++
-				if loc.Kind == "data" && !*blocksOnly && (*n == 0 || printed+len(entries) < *n) {
-					entries = append(entries, [2][]byte{append([]byte(nil), key...), append([]byte(nil), val...)})
-				}
-				return true
-			})
-			desc = fmt.Sprintf("%d bytes raw, %d entries, %d restarts", len(b.contents), count, nr)
-			if count > 0 && (loc.Kind == "data" || loc.Kind == "index") {
-				desc += fmt.Sprintf(", %s .. %s", bf.encodedIKey(first), bf.encodedIKey(last))
-			}
-			if err != nil {
-				bad++
-				desc += fmt.Sprintf(": DAMAGED: %v", err)
-			}
-		}
-		fmt.Fprintf(stdout, "%10d %8d  %-12s %-7s %-10s %s\n", loc.Offset, loc.Length, name, b.compression(), sum, desc)
-		for _, e := range entries {
-			fmt.Fprintf(stdout, "%22s%s = %s\n", "", bf.encodedIKey(e[0]), bf.value(e[1]))
-			printed++
-		}
+		d.block(t, loc)
 	}
-	if !*blocksOnly && *n > 0 && uint64(printed) < p.NumEntries {
-		fmt.Fprintf(stdout, "(%d of %d entries printed; -n 0 prints all)\n", printed, p.NumEntries)
+	if !d.blocksOnly && d.n > 0 && uint64(d.printed) < p.NumEntries {
+		fmt.Fprintf(stdout, "(%d of %d entries printed; -n 0 prints all)\n", d.printed, p.NumEntries)
 	}
-	if bad > 0 {
-		return fmt.Errorf("%s: %s", path, count(bad, "damaged block"))
+	if d.bad > 0 {
+		return fmt.Errorf("%s: %s", path, count(d.bad, "damaged block"))
 	}
 	return nil
+}
+
+// sstableDumper prints a table's blocks, one line each, with the entries
+// of its data blocks (at most n in all, 0 for all; none with blocksOnly),
+// and counts the damaged blocks.
+type sstableDumper struct {
+	w                     io.Writer
+	bf                    byteFmt
+	n                     int
+	blocksOnly            bool
+	printed, bad, dataIdx int
+}
+
+// block prints the line of the block at loc and the entries it holds.
+func (d *sstableDumper) block(t *table, loc sstable.BlockLocation) {
+	if loc.Kind == "footer" {
+		fmt.Fprintf(d.w, "%10d %8d  %-12s %-7s %-10s %s\n", loc.Offset, loc.Length, "footer", "-", t.footerChecksum(), "magic ok")
+		return
+	}
+	b := t.readRaw(loc)
+	name := loc.Kind
+	if loc.Kind == "data" {
+		name = fmt.Sprintf("data #%d", d.dataIdx)
+		d.dataIdx++
+	}
+	if b.err != nil {
+		d.bad++
+		fmt.Fprintf(d.w, "%10d %8d  %-12s %-7s %-10s DAMAGED: %v\n", loc.Offset, loc.Length, name, b.compression(), fmt.Sprintf("%#08x", b.stored), b.err)
+		return
+	}
+	desc, entries := d.contents(loc, b)
+	fmt.Fprintf(d.w, "%10d %8d  %-12s %-7s %-10s %s\n", loc.Offset, loc.Length, name, b.compression(), fmt.Sprintf("%#08x ok", b.stored), desc)
+	for _, e := range entries {
+		fmt.Fprintf(d.w, "%22s%s = %s\n", "", d.bf.encodedIKey(e[0]), d.bf.value(e[1]))
+		d.printed++
+	}
+}
+
+// contents describes a block that passed its checksum, and returns the
+// entries of a data block still to print.
+func (d *sstableDumper) contents(loc sstable.BlockLocation, b *rawBlock) (string, [][2][]byte) {
+	if loc.Kind == "filter" {
+		desc := fmt.Sprintf("%d bytes", len(b.contents))
+		if info, err := filter.Inspect(b.contents); err == nil {
+			return desc + ", " + info.String(), nil
+		} else {
+			return desc + fmt.Sprintf(", undecodable: %v", err), nil
+		}
+	}
+	var entries [][2][]byte
+	count := 0
+	var first, last []byte
+	nr, err := blockEntries(b.contents, func(off int, key, val []byte) bool {
+		if count == 0 {
+			first = append([]byte(nil), key...)
+		}
+		last = append(last[:0], key...)
+		count++
+		if loc.Kind == "data" && !d.blocksOnly && (d.n == 0 || d.printed+len(entries) < d.n) {
+			entries = append(entries, [2][]byte{append([]byte(nil), key...), append([]byte(nil), val...)})
+		}
+		return true
+	})
+	desc := fmt.Sprintf("%d bytes raw, %d entries, %d restarts", len(b.contents), count, nr)
+	if count > 0 && (loc.Kind == "data" || loc.Kind == "index") {
+		desc += fmt.Sprintf(", %s .. %s", d.bf.encodedIKey(first), d.bf.encodedIKey(last))
+	}
+	if err != nil {
+		d.bad++
+		desc += fmt.Sprintf(": DAMAGED: %v", err)
+	}
+	return desc, entries
 }
 
 // encodedIKey formats an encoded internal key, or hex when it is not one.

@@ -135,15 +135,15 @@ func decodeEntry(p []byte) (batchEntry, int, error) {
 
 func walDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("wal dump", "FILE", stderr)
-	var bf byteFmt
-	bf.keyFlags(fs)
-	n := fs.Int("n", 100, "print at most `N` entries in all, and the records holding them (0: every entry)")
-	fs.IntVar(&bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
+	d := &walDumper{w: stdout}
+	d.bf.keyFlags(fs)
+	fs.IntVar(&d.n, "n", 100, "print at most `N` entries in all, and the records holding them (0: every entry)")
+	fs.IntVar(&d.bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
 	path, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := bf.check(); err != nil {
+	if err := d.bf.check(); err != nil {
 		return err
 	}
 	r, f, num, err := openLog(newROFS(), path, base.FileTypeLog)
@@ -153,75 +153,101 @@ func walDump(args []string, stdout, stderr io.Writer) error {
 	defer f.Close()
 	size, _ := f.Size()
 	fmt.Fprintf(stdout, "%s: log %d, %d bytes\n", path, num, size)
-	var records, batches, entries, printed int
-	var firstSeq, lastSeq, seenSeq uint64
-	seen := false
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%s: after %d records: %w", path, records, err)
+			return fmt.Errorf("%s: after %d records: %w", path, d.records, err)
 		}
-		off := r.Offset()
-		bs, derr := decodeBatches(rec)
-		for _, b := range bs {
-			if b.count == 0 {
-				continue
-			}
-			if seen && b.seq <= seenSeq && derr == nil {
-				// Recovery refuses this too (FORMAT.md, "Batch").
-				derr = fmt.Errorf("batch seq %d does not follow seq %d: sequence numbers must grow along the log", b.seq, seenSeq)
-			}
-			seen, seenSeq = true, b.seq+uint64(b.count)-1
-		}
-		// Past the entry limit, records are counted, not printed (an
-		// error is printed all the same).
-		show := *n == 0 || printed < *n || derr != nil
-		if show {
-			fmt.Fprintf(stdout, "record %d at offset %d: %d bytes, %s\n", records, off, len(rec), count(len(bs), "batch"))
-		}
-		records++
-		for _, b := range bs {
-			if batches == 0 {
-				firstSeq = b.seq
-			}
-			batches++
-			lastSeq = b.seq + uint64(b.count) - 1
-			if show {
-				fmt.Fprintf(stdout, "  batch seq %d, %d entries, %d bytes\n", b.seq, b.count, b.size)
-			}
-			for i, e := range b.entries {
-				entries++
-				if !show || (*n > 0 && printed >= *n) {
-					continue
-				}
-				printed++
-				cf := ""
-				if e.cf != 0 {
-					cf = fmt.Sprintf(" cf=%d", e.cf)
-				}
-				switch e.kind {
-				case base.KindDelete:
-					fmt.Fprintf(stdout, "    #%d %s%s %s\n", b.seq+uint64(i), e.kind, cf, bf.key(e.key))
-				default:
-					fmt.Fprintf(stdout, "    #%d %s%s %s = %s\n", b.seq+uint64(i), e.kind, cf, bf.key(e.key), bf.value(e.value))
-				}
-			}
-		}
-		if derr != nil {
-			return fmt.Errorf("%s: record at offset %d: %w: %v", path, off, base.ErrCorruption, derr)
+		if err := d.record(rec, r.Offset()); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
-	fmt.Fprintf(stdout, "%s, %s, %s", count(records, "record"), count(batches, "batch"), count(entries, "entry"))
-	if batches > 0 {
-		fmt.Fprintf(stdout, ", seqnums %d..%d", firstSeq, lastSeq)
-	}
-	fmt.Fprintln(stdout)
-	if *n > 0 && printed < entries {
-		fmt.Fprintf(stdout, "(%d of %d entries printed, and the records holding them; -n 0 prints all)\n", printed, entries)
-	}
+	d.summary()
 	fmt.Fprintf(stdout, "end: %s\n", r.Tail())
 	return nil
+}
+
+// walDumper prints a log's records, batches and entries (at most n
+// entries, 0 for all) and counts them.
+type walDumper struct {
+	w                                  io.Writer
+	bf                                 byteFmt
+	n                                  int
+	records, batches, entries, printed int
+	firstSeq, lastSeq, seenSeq         uint64
+	seen                               bool
+}
+
+// record prints (or, past the entry limit, counts) one record at offset
+// off, and returns an error wrapping ErrCorruption when it does not
+// decode or its sequence numbers do not grow along the log.
+func (d *walDumper) record(rec []byte, off int64) error {
+	bs, derr := decodeBatches(rec)
+	for _, b := range bs {
+		if b.count == 0 {
+			continue
+		}
+		if d.seen && b.seq <= d.seenSeq && derr == nil {
+			// Recovery refuses this too (FORMAT.md, "Batch").
+			derr = fmt.Errorf("batch seq %d does not follow seq %d: sequence numbers must grow along the log", b.seq, d.seenSeq)
+		}
+		d.seen, d.seenSeq = true, b.seq+uint64(b.count)-1
+	}
+	// Past the entry limit, records are counted, not printed (an error is
+	// printed all the same).
+	show := d.n == 0 || d.printed < d.n || derr != nil
+	if show {
+		fmt.Fprintf(d.w, "record %d at offset %d: %d bytes, %s\n", d.records, off, len(rec), count(len(bs), "batch"))
+	}
+	d.records++
+	for _, b := range bs {
+		d.batch(b, show)
+	}
+	if derr != nil {
+		return fmt.Errorf("record at offset %d: %w: %v", off, base.ErrCorruption, derr)
+	}
+	return nil
+}
+
+// batch counts b and prints it and its entries (up to the limit) if show.
+func (d *walDumper) batch(b batch, show bool) {
+	if d.batches == 0 {
+		d.firstSeq = b.seq
+	}
+	d.batches++
+	d.lastSeq = b.seq + uint64(b.count) - 1
+	if show {
+		fmt.Fprintf(d.w, "  batch seq %d, %d entries, %d bytes\n", b.seq, b.count, b.size)
+	}
+	for i, e := range b.entries {
+		d.entries++
+		if !show || (d.n > 0 && d.printed >= d.n) {
+			continue
+		}
+		d.printed++
+		cf := ""
+		if e.cf != 0 {
+			cf = fmt.Sprintf(" cf=%d", e.cf)
+		}
+		if e.kind == base.KindDelete {
+			fmt.Fprintf(d.w, "    #%d %s%s %s\n", b.seq+uint64(i), e.kind, cf, d.bf.key(e.key))
+		} else {
+			fmt.Fprintf(d.w, "    #%d %s%s %s = %s\n", b.seq+uint64(i), e.kind, cf, d.bf.key(e.key), d.bf.value(e.value))
+		}
+	}
+}
+
+// summary prints the counts and the sequence-number range.
+func (d *walDumper) summary() {
+	fmt.Fprintf(d.w, "%s, %s, %s", count(d.records, "record"), count(d.batches, "batch"), count(d.entries, "entry"))
+	if d.batches > 0 {
+		fmt.Fprintf(d.w, ", seqnums %d..%d", d.firstSeq, d.lastSeq)
+	}
+	fmt.Fprintln(d.w)
+	if d.n > 0 && d.printed < d.entries {
+		fmt.Fprintf(d.w, "(%d of %d entries printed, and the records holding them; -n 0 prints all)\n", d.printed, d.entries)
+	}
 }
