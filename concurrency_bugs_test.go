@@ -61,88 +61,115 @@ func TestMergeNotDoubleCountedAroundFlush(t *testing.T) {
 				L0CompactionTrigger: 2, TargetFileSize: 16 << 10, MaxSuccessiveMerges: collapse}
 			db, err := Open("db", opts)
 			require.NoError(t, err)
-			var started, acked atomic.Int64
-			var stop atomic.Bool
+			c := &mergeCountRace{db: db, key: []byte("counter"), errc: make(chan error, 8)}
 			var wg sync.WaitGroup
-			errc := make(chan error, 8)
-			report := func(err error) {
-				select {
-				case errc <- err:
-				default:
-				}
-				stop.Store(true)
-			}
-			key := []byte("counter")
-			wg.Go(func() { // the counter's only writer
-				for !stop.Load() {
-					started.Add(1)
-					if err := db.Merge(key, []byte("1"), NoSync); err != nil {
-						report(err)
-						return
-					}
-					acked.Add(1)
-				}
-			})
-			wg.Go(func() { // filler: rotates memtables, so flushes and compactions run
-				val := make([]byte, 512)
-				for i := 0; !stop.Load(); i++ {
-					if err := db.Put(fmt.Appendf(nil, "f%06d", i%5000), val, NoSync); err != nil {
-						report(err)
-						return
-					}
-				}
-			})
-			reads := atomic.Int64{}
+			wg.Go(c.count)
+			wg.Go(c.fill)
 			for range 2 {
-				wg.Go(func() {
-					for !stop.Load() {
-						lo := acked.Load()
-						v, err := db.Get(key)
-						hi := started.Load()
-						if errors.Is(err, ErrNotFound) {
-							v, err = []byte("0"), nil
-						}
-						if err != nil {
-							report(err)
-							return
-						}
-						n, err := strconv.ParseInt(string(v), 10, 64)
-						if err != nil || n < lo || n > hi {
-							report(fmt.Errorf("Get = %s, but %d merges acknowledged before the read and %d started by its end", v, lo, hi))
-							return
-						}
-						reads.Add(1)
-					}
-				})
+				wg.Go(c.read)
 			}
 			time.Sleep(raceDuration())
-			stop.Store(true)
+			c.stop.Store(true)
 			wg.Wait()
-			close(errc)
-			for err := range errc {
+			close(c.errc)
+			for err := range c.errc {
 				require.NoError(t, err)
 			}
 			m := db.Metrics()
-			t.Logf("%d merges, %d reads checked, %d flushes, %d compactions", acked.Load(), reads.Load(), m.Flush.Count, m.Compaction.Count)
+			t.Logf("%d merges, %d reads checked, %d flushes, %d compactions", c.acked.Load(), c.reads.Load(), m.Flush.Count, m.Compaction.Count)
 			require.Positive(t, m.Flush.Count, "no flush ran: the test did not reach the race")
-			total := acked.Load()
-			// The stored value must be exact, before and after a reopen
-			// and a full compaction.
-			check := func() {
-				v, err := db.Get(key)
-				require.NoError(t, err)
-				require.Equal(t, strconv.FormatInt(total, 10), string(v))
-			}
-			check()
-			require.NoError(t, db.Close())
-			db, err = Open("db", opts)
-			require.NoError(t, err)
-			check()
-			require.NoError(t, db.Compact(nil, nil))
-			check()
-			require.NoError(t, db.Close())
+			checkCounterDurable(t, db, opts, c.key, c.acked.Load())
 		})
 	}
+}
+
+// mergeCountRace is what TestMergeNotDoubleCountedAroundFlush's goroutines
+// share: the merges started and acknowledged, the reads checked, and the
+// first errors.
+type mergeCountRace struct {
+	db             *DB
+	key            []byte
+	started, acked atomic.Int64
+	reads          atomic.Int64
+	stop           atomic.Bool
+	errc           chan error
+}
+
+// report records err (if there is room) and stops every goroutine.
+func (c *mergeCountRace) report(err error) {
+	select {
+	case c.errc <- err:
+	default:
+	}
+	c.stop.Store(true)
+}
+
+// count is the counter's only writer: +1 merges until stopped.
+func (c *mergeCountRace) count() {
+	for !c.stop.Load() {
+		c.started.Add(1)
+		if err := c.db.Merge(c.key, []byte("1"), NoSync); err != nil {
+			c.report(err)
+			return
+		}
+		c.acked.Add(1)
+	}
+}
+
+// fill rotates memtables with puts of other keys, so that flushes and
+// compactions run.
+func (c *mergeCountRace) fill() {
+	val := make([]byte, 512)
+	for i := 0; !c.stop.Load(); i++ {
+		if err := c.db.Put(fmt.Appendf(nil, "f%06d", i%5000), val, NoSync); err != nil {
+			c.report(err)
+			return
+		}
+	}
+}
+
+// read checks Gets of the counter: at least the merges acknowledged before
+// the read, at most those started by its end.
+func (c *mergeCountRace) read() {
+	for !c.stop.Load() {
+		lo := c.acked.Load()
+		v, err := c.db.Get(c.key)
+		hi := c.started.Load()
+		if errors.Is(err, ErrNotFound) {
+			v, err = []byte("0"), nil
+		}
+		if err != nil {
+			c.report(err)
+			return
+		}
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		if err != nil || n < lo || n > hi {
+			c.report(fmt.Errorf("Get = %s, but %d merges acknowledged before the read and %d started by its end", v, lo, hi))
+			return
+		}
+		c.reads.Add(1)
+	}
+}
+
+// checkCounterDurable: the stored value must be exact, before and after a
+// reopen and a full compaction. It closes db.
+func checkCounterDurable(t *testing.T, db *DB, opts *Options, key []byte, total int64) {
+	t.Helper()
+	check := func() {
+		t.Helper()
+		v, err := db.Get(key)
+		require.NoError(t, err)
+		require.Equal(t, strconv.FormatInt(total, 10), string(v))
+	}
+	check()
+	require.NoError(t, db.Close())
+	var err error
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	check()
+	require.NoError(t, db.Compact(nil, nil))
+	check()
+	require.NoError(t, db.Close())
 }
 
 // TestOpenColumnFamilyDuringRotation: creating column families while

@@ -105,185 +105,282 @@ func TestCrashRecovery(t *testing.T) {
 		nOps = 1000
 	}
 	nOps = envInt("SIEVE_CRASH_OPS", nOps)
-	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
 
 	fs := vfs.NewMem()
-	hist := newRelHistory(nil)
-	// The hook runs on the workload's goroutine and on the flush and
-	// compaction goroutines: mu guards what it shares (hist, lo, hi,
-	// events). The durable bound is read before the clone and the
-	// in-flight bound after it, so that both hold for the cloned state.
-	var mu sync.Mutex
-	lo, hi, events := 0, 0, 0
-	// Clones are checked on another goroutine as they come; the channel's
-	// bound keeps only a few in memory (the hook waits).
-	points := make(chan crashPoint, 8)
-	// sendMu lets close(points) wait for a hook call that loaded the hook
-	// before it was removed.
-	var sendMu sync.RWMutex
-	stopped := false
-	var tally crashTally
-	var failures []string
-	var checked sync.WaitGroup
-	checked.Add(1)
-	go func() {
-		defer checked.Done()
-		cache := map[uint64]recovered{}
-		for p := range points {
-			tally.points++
-			fh := fsHash(p.fs)
-			r, ok := cache[fh]
-			if !ok {
-				tally.distinct++
-				r = readRecovered(p.fs)
-				if r.err == nil {
-					r.err = reopenReadWrite(p.fs, r.state, crashOptions)
-				}
-				// The cache keeps no state (thousands of them would
-				// not fit in memory); a failure reads it again.
-				cache[fh] = recovered{hash: r.hash, mergers: r.mergers, err: r.err}
-			}
-			mu.Lock()
-			h := &relHistory{ops: hist.ops[:p.hi], hashes: hist.hashes[:p.hi+1]}
-			mu.Unlock()
-			class, msg := "prefix", checkRecovered(h, r, p.lo, p.hi)
-			switch {
-			case msg == "":
-			case r.err != nil:
-				class = "recovery failed"
-			case h.matchHash(r.hash, p.lo, p.hi) >= 0:
-				class = "merger"
-			default:
-				if r.state[0] == nil {
-					r.state = readRecovered(p.fs).state
-				}
-				class, msg = h.crashClass(r.state, p.lo, p.hi)
-			}
-			p.fs = nil
-			tally.add(class)
-			if class != "prefix" && len(failures) < 10 {
-				failures = append(failures, fmt.Sprintf("crash point %d (%s, %s), bounds [%d, %d]: %s: %s",
-					p.cloneIndex, p.event, p.mode, p.lo, p.hi, class, msg))
-			}
-		}
-	}()
-	fs.SetDurabilityHook(func(op vfs.Op, name string) {
-		if op == vfs.OpWrite && fileKind(name) == "table" {
-			return // a table counts once synced and named by the manifest: events themselves
-		}
-		mu.Lock()
-		events++
-		ev, durable := events, lo
-		mu.Unlock()
-		mode := modes[ev%len(modes)]
-		clone := fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(ev)})
-		mu.Lock()
-		begun := hi
-		mu.Unlock()
-		sendMu.RLock()
-		defer sendMu.RUnlock()
-		if !stopped {
-			points <- crashPoint{fs: clone, event: fmt.Sprintf("%s %s", op, path.Base(name)),
-				lo: durable, hi: begun, mode: mode, cloneIndex: ev}
-		}
-	})
+	run := newCrashRun(fs, seed)
+	go run.checkPoints()
+	fs.SetDurabilityHook(run.hook)
 	db, err := Open("/db", crashOptions(fs))
 	require.NoError(t, err)
 	cf, err := db.OpenColumnFamily(relCF, &ColumnFamilyOptions{Merger: appendMerger{}})
 	require.NoError(t, err)
-	allDurable := func() {
-		mu.Lock()
-		lo = len(hist.ops)
-		mu.Unlock()
-	}
 
-	key := func() string { return fmt.Sprintf("key%03d", rng.Intn(200)) }
-	var flushes, compactions, merges, batches, syncs int
-	// Compactions that ran while a manual one was under way (it and
-	// perhaps background ones): the others ran in the background.
-	var duringManual int64
-	for i := 0; len(hist.ops) < nOps; i++ {
-		switch r := rng.Intn(1000); {
-		case r < 6:
-			flushes++
-			require.NoError(t, db.Flush())
-			allDurable()
-			continue
-		case r < 11:
-			// A manual compaction of a random range of one family
-			// (Compact flushes first).
-			a, b := key(), key()
-			if a > b {
-				a, b = b, a
-			}
-			var start, end []byte
-			if rng.Intn(4) > 0 {
-				start, end = []byte(a), []byte(b)
-			}
-			compactions++
-			before := db.Metrics().Compaction.Count
-			if rng.Intn(2) == 0 {
-				require.NoError(t, db.Compact(start, end))
-			} else {
-				require.NoError(t, cf.Compact(start, end))
-			}
-			duringManual += db.Metrics().Compaction.Count - before
-			allDurable()
-			continue
-		}
-		op := relOp{sync: rng.Intn(8) == 0}
-		n := 1
-		if rng.Intn(5) == 0 {
-			n = 2 + rng.Intn(5)
-			batches++
-		}
-		for j := 0; j < n; j++ {
-			c := 0
-			if rng.Intn(3) == 0 {
-				c = 1
-			}
-			k := key()
-			switch x := rng.Intn(20); {
-			case x < 3:
-				op.entries = append(op.entries, del(c, k))
-			case x < 8:
-				merges++
-				op.entries = append(op.entries, merge(c, k, fmt.Sprintf("m%d.%d", i, j)))
-			default:
-				op.entries = append(op.entries, set(c, k, fmt.Sprintf("op%d-%d-%s", i, j, strings.Repeat("v", rng.Intn(400)))))
-			}
-		}
-		mu.Lock()
-		hist.add(op)
-		hi = len(hist.ops)
-		mu.Unlock()
-		require.NoError(t, applyCrashOp(db, cf, op))
-		if op.sync {
-			syncs++
-			allDurable()
-		}
+	w := &crashWorkload{run: run, rng: rng, db: db, cf: cf}
+	for i := 0; run.numOps() < nOps; i++ {
+		w.step(t, i)
 	}
 	m := db.Metrics()
 	fs.SetDurabilityHook(nil)
 	require.NoError(t, db.Close())
-	sendMu.Lock()
-	stopped = true
-	close(points)
-	sendMu.Unlock()
-	checked.Wait()
-	background := m.Compaction.Count - duringManual
+	run.stop()
+	run.report(t, w, m, nOps)
+}
+
+// crashRun is what TestCrashRecovery's durability hook shares with the
+// goroutine that checks the crash points.
+//
+// The hook runs on the workload's goroutine and on the flush and
+// compaction goroutines: mu guards what it shares (hist, lo, hi, events).
+// The durable bound is read before the clone and the in-flight bound after
+// it, so that both hold for the cloned state.
+type crashRun struct {
+	fs    *vfs.MemFS
+	seed  int64
+	modes []vfs.UnsyncedMode
+
+	mu             sync.Mutex
+	hist           *relHistory
+	lo, hi, events int
+
+	// Clones are checked on another goroutine as they come; the channel's
+	// bound keeps only a few in memory (the hook waits).
+	points chan crashPoint
+	// sendMu lets close(points) wait for a hook call that loaded the hook
+	// before it was removed.
+	sendMu  sync.RWMutex
+	stopped bool
+
+	// Written by checkPoints, read after checked.Wait.
+	tally    crashTally
+	failures []string
+	checked  sync.WaitGroup
+}
+
+func newCrashRun(fs *vfs.MemFS, seed int64) *crashRun {
+	r := &crashRun{
+		fs:     fs,
+		seed:   seed,
+		modes:  []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced},
+		hist:   newRelHistory(nil),
+		points: make(chan crashPoint, 8),
+	}
+	r.checked.Add(1)
+	return r
+}
+
+// numOps is the number of writes recorded in the history.
+func (r *crashRun) numOps() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.hist.ops)
+}
+
+// hook is the durability hook: it takes a crash clone at the event, with
+// the bounds that hold for it, and sends it to checkPoints.
+func (r *crashRun) hook(op vfs.Op, name string) {
+	if op == vfs.OpWrite && fileKind(name) == "table" {
+		return // a table counts once synced and named by the manifest: events themselves
+	}
+	r.mu.Lock()
+	r.events++
+	ev, durable := r.events, r.lo
+	r.mu.Unlock()
+	mode := r.modes[ev%len(r.modes)]
+	clone := r.fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(r.seed) + uint64(ev)})
+	r.mu.Lock()
+	begun := r.hi
+	r.mu.Unlock()
+	r.sendMu.RLock()
+	defer r.sendMu.RUnlock()
+	if !r.stopped {
+		r.points <- crashPoint{fs: clone, event: fmt.Sprintf("%s %s", op, path.Base(name)),
+			lo: durable, hi: begun, mode: mode, cloneIndex: ev}
+	}
+}
+
+// stop closes the crash points' channel once no hook call can send on it,
+// and waits for checkPoints to have checked them all.
+func (r *crashRun) stop() {
+	r.sendMu.Lock()
+	r.stopped = true
+	close(r.points)
+	r.sendMu.Unlock()
+	r.checked.Wait()
+}
+
+// checkPoints recovers every distinct crash point (read-only, then
+// read-write twice), classifies it and tallies the classes.
+func (r *crashRun) checkPoints() {
+	defer r.checked.Done()
+	cache := map[uint64]recovered{}
+	for p := range r.points {
+		r.tally.points++
+		rec := r.recover(p, cache)
+		r.mu.Lock()
+		h := &relHistory{ops: r.hist.ops[:p.hi], hashes: r.hist.hashes[:p.hi+1]}
+		r.mu.Unlock()
+		class, msg := classifyCrashPoint(h, rec, p)
+		p.fs = nil
+		r.tally.add(class)
+		if class != "prefix" && len(r.failures) < 10 {
+			r.failures = append(r.failures, fmt.Sprintf("crash point %d (%s, %s), bounds [%d, %d]: %s: %s",
+				p.cloneIndex, p.event, p.mode, p.lo, p.hi, class, msg))
+		}
+	}
+}
+
+// recover opens p's clone read-only and then read-write, unless a clone of
+// the same files was recovered already.
+func (r *crashRun) recover(p crashPoint, cache map[uint64]recovered) recovered {
+	fh := fsHash(p.fs)
+	if rec, ok := cache[fh]; ok {
+		return rec
+	}
+	r.tally.distinct++
+	rec := readRecovered(p.fs)
+	if rec.err == nil {
+		rec.err = reopenReadWrite(p.fs, rec.state, crashOptions)
+	}
+	// The cache keeps no state (thousands of them would not fit in
+	// memory); a failure reads it again.
+	cache[fh] = recovered{hash: rec.hash, mergers: rec.mergers, err: rec.err}
+	return rec
+}
+
+// classifyCrashPoint is the class of what p recovered to (see
+// crashTally.add), with a message unless it is a prefix.
+func classifyCrashPoint(h *relHistory, rec recovered, p crashPoint) (class, msg string) {
+	class, msg = "prefix", checkRecovered(h, rec, p.lo, p.hi)
+	switch {
+	case msg == "":
+	case rec.err != nil:
+		class = "recovery failed"
+	case h.matchHash(rec.hash, p.lo, p.hi) >= 0:
+		class = "merger"
+	default:
+		if rec.state[0] == nil {
+			rec.state = readRecovered(p.fs).state
+		}
+		class, msg = h.crashClass(rec.state, p.lo, p.hi)
+	}
+	return class, msg
+}
+
+// report logs the workload and the crash points, and fails on every crash
+// point that recovered wrong.
+func (r *crashRun) report(t *testing.T, w *crashWorkload, m *Metrics, nOps int) {
+	t.Helper()
+	background := m.Compaction.Count - w.duringManual
 	t.Logf("%d ops (%d with Sync, %d batches, %d merge operands), %d flushes and %d manual compactions asked for; engine: %d flushes, %d compactions (at least %d in the background), %d moves",
-		len(hist.ops), syncs, batches, merges, flushes, compactions, m.Flush.Count, m.Compaction.Count, background, m.Compaction.Moves)
+		len(r.hist.ops), w.syncs, w.batches, w.merges, w.flushes, w.compactions, m.Flush.Count, m.Compaction.Count, background, m.Compaction.Moves)
 	t.Logf("%d crash points, %d distinct states, each opened read-only, then read-write twice; acknowledged writes lost %d, non-prefix states %d, wrong values %d, merge operands without the merger name %d, recoveries failed %d (seed %d)",
-		tally.points, tally.distinct, tally.lost, tally.nonPrefix, tally.wrong, tally.merger, tally.failed, seed)
-	for _, f := range failures {
+		r.tally.points, r.tally.distinct, r.tally.lost, r.tally.nonPrefix, r.tally.wrong, r.tally.merger, r.tally.failed, r.seed)
+	for _, f := range r.failures {
 		t.Error(f)
 	}
-	require.Zero(t, tally.bad(), "crash points that recovered wrong (seed %d)", seed)
+	require.Zero(t, r.tally.bad(), "crash points that recovered wrong (seed %d)", r.seed)
 	if nOps >= 2000 { // a short run may see its L0 emptied by manual compactions every time
 		require.Positive(t, background, "no background compaction ran")
 	}
-	require.Positive(t, duringManual, "no manual compaction compacted anything")
+	require.Positive(t, w.duringManual, "no manual compaction compacted anything")
+}
+
+// crashWorkload is TestCrashRecovery's random workload and its counts.
+type crashWorkload struct {
+	run                                          *crashRun
+	rng                                          *rand.Rand
+	db                                           *DB
+	cf                                           *ColumnFamily
+	flushes, compactions, merges, batches, syncs int
+	// Compactions that ran while a manual one was under way (it and
+	// perhaps background ones): the others ran in the background.
+	duringManual int64
+}
+
+func (w *crashWorkload) key() string { return fmt.Sprintf("key%03d", w.rng.Intn(200)) }
+
+// allDurable marks every write so far acknowledged as durable.
+func (w *crashWorkload) allDurable() {
+	w.run.mu.Lock()
+	w.run.lo = len(w.run.hist.ops)
+	w.run.mu.Unlock()
+}
+
+// step is the workload's i-th step: a flush, a manual compaction, or a
+// write (one entry or a batch).
+func (w *crashWorkload) step(t *testing.T, i int) {
+	t.Helper()
+	switch r := w.rng.Intn(1000); {
+	case r < 6:
+		w.flushes++
+		require.NoError(t, w.db.Flush())
+		w.allDurable()
+		return
+	case r < 11:
+		w.compact(t)
+		return
+	}
+	op := w.randomOp(i)
+	w.run.mu.Lock()
+	w.run.hist.add(op)
+	w.run.hi = len(w.run.hist.ops)
+	w.run.mu.Unlock()
+	require.NoError(t, applyCrashOp(w.db, w.cf, op))
+	if op.sync {
+		w.syncs++
+		w.allDurable()
+	}
+}
+
+// compact runs a manual compaction of a random range of one family
+// (Compact flushes first).
+func (w *crashWorkload) compact(t *testing.T) {
+	t.Helper()
+	a, b := w.key(), w.key()
+	if a > b {
+		a, b = b, a
+	}
+	var start, end []byte
+	if w.rng.Intn(4) > 0 {
+		start, end = []byte(a), []byte(b)
+	}
+	w.compactions++
+	before := w.db.Metrics().Compaction.Count
+	if w.rng.Intn(2) == 0 {
+		require.NoError(t, w.db.Compact(start, end))
+	} else {
+		require.NoError(t, w.cf.Compact(start, end))
+	}
+	w.duringManual += w.db.Metrics().Compaction.Count - before
+	w.allDurable()
+}
+
+// randomOp is the i-th step's write: puts, deletes and merges on either
+// family, alone or in a batch, some with Sync.
+func (w *crashWorkload) randomOp(i int) relOp {
+	op := relOp{sync: w.rng.Intn(8) == 0}
+	n := 1
+	if w.rng.Intn(5) == 0 {
+		n = 2 + w.rng.Intn(5)
+		w.batches++
+	}
+	for j := 0; j < n; j++ {
+		c := 0
+		if w.rng.Intn(3) == 0 {
+			c = 1
+		}
+		k := w.key()
+		switch x := w.rng.Intn(20); {
+		case x < 3:
+			op.entries = append(op.entries, del(c, k))
+		case x < 8:
+			w.merges++
+			op.entries = append(op.entries, merge(c, k, fmt.Sprintf("m%d.%d", i, j)))
+		default:
+			op.entries = append(op.entries, set(c, k, fmt.Sprintf("op%d-%d-%s", i, j, strings.Repeat("v", w.rng.Intn(400)))))
+		}
+	}
+	return op
 }
 
 // applyCrashOp applies op: one Put, Delete or Merge on its family, or a

@@ -44,127 +44,205 @@ func TestRandomizedModel(t *testing.T) {
 		L0StopWritesTrigger: 8, LBaseMaxBytes: 256 << 10, TargetFileSize: 4 << 10, BlockSize: 512, MaxSuccessiveMerges: 16,
 		MaxSubcompactions: 3}
 	db, err := Open("/db", opts)
-	splits := int64(0) // manual compactions run as subcompactions, over all reopens
 	require.NoError(t, err)
-	m := &modelDB{cur: map[string]string{}, snaps: map[*Snapshot]map[string]string{}}
-	closeSnaps := func() {
-		for s := range m.snaps {
-			require.NoError(t, s.Close())
-		}
-		m.snaps = map[*Snapshot]map[string]string{}
-	}
-	key := func() string { return fmt.Sprintf("key%04d", rng.Intn(1500)) }
-	var seeks seekStats
+	r := &modelRun{t: t, rng: rng, seed: seed, opts: opts, db: db,
+		m: &modelDB{cur: map[string]string{}, snaps: map[*Snapshot]map[string]string{}}}
 	for i := 0; i < nOps; i++ {
-		switch r := rng.Intn(1000); {
-		case r < 400:
-			k, v := key(), fmt.Sprintf("v%d%s", i, strings.Repeat("x", rng.Intn(100)))
-			require.NoError(t, db.Put([]byte(k), []byte(v), nil))
+		r.step(i)
+	}
+	r.finish()
+}
+
+// modelRun is TestRandomizedModel's database, its model and its counts.
+type modelRun struct {
+	t     *testing.T
+	rng   *rand.Rand
+	seed  int64
+	opts  *Options
+	db    *DB
+	m     *modelDB
+	seeks seekStats
+	// splits counts the manual compactions run as subcompactions, over
+	// all reopens.
+	splits int64
+}
+
+func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
+
+// keyRange is two random keys, in order.
+func (r *modelRun) keyRange() (lo, hi string) {
+	lo, hi = r.key(), r.key()
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	return lo, hi
+}
+
+// step is the i-th random operation, on the database and the model.
+func (r *modelRun) step(i int) {
+	t := r.t
+	switch x := r.rng.Intn(1000); {
+	case x < 700:
+		r.write(i, x)
+	case x < 900:
+		r.get(i)
+	case x < 915:
+		lo, hi := r.keyRange()
+		it := r.db.NewIter(&IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)})
+		r.seeks.add(checkIterator(t, r.rng, it, r.m.cur, lo, hi))
+		require.NoError(t, it.Close())
+	case x < 930:
+		r.takeOrReleaseSnapshot()
+	case x < 950:
+		r.snapshotRead(i)
+	case x < 960:
+		require.NoError(t, r.db.Flush())
+	case x < 965:
+		lo, hi := r.keyRange()
+		require.NoError(t, r.db.Compact([]byte(lo), []byte(hi)))
+	case x < 968:
+		r.reopen()
+	default:
+		// Let background work run.
+	}
+}
+
+// write is a Put, Delete, Merge or batch (x < 700 picks which).
+func (r *modelRun) write(i, x int) {
+	t, db, m := r.t, r.db, r.m
+	switch {
+	case x < 400:
+		k, v := r.key(), fmt.Sprintf("v%d%s", i, strings.Repeat("x", r.rng.Intn(100)))
+		require.NoError(t, db.Put([]byte(k), []byte(v), nil))
+		m.cur[k] = v
+	case x < 500:
+		k := r.key()
+		require.NoError(t, db.Delete([]byte(k), nil))
+		delete(m.cur, k)
+	case x < 650:
+		k, op := r.key(), fmt.Sprintf("m%d", i)
+		require.NoError(t, db.Merge([]byte(k), []byte(op), nil))
+		m.merge(k, op)
+	default:
+		r.batch(i)
+	}
+}
+
+// batch applies a batch of one to eight puts, deletes and merges.
+func (r *modelRun) batch(i int) {
+	t, m := r.t, r.m
+	b := r.db.NewBatch()
+	for j := r.rng.Intn(8); j >= 0; j-- {
+		k := r.key()
+		switch r.rng.Intn(3) {
+		case 0:
+			v := fmt.Sprintf("b%d-%d", i, j)
+			require.NoError(t, b.Put([]byte(k), []byte(v)))
 			m.cur[k] = v
-		case r < 500:
-			k := key()
-			require.NoError(t, db.Delete([]byte(k), nil))
+		case 1:
+			require.NoError(t, b.Delete([]byte(k)))
 			delete(m.cur, k)
-		case r < 650:
-			k, op := key(), fmt.Sprintf("m%d", i)
-			require.NoError(t, db.Merge([]byte(k), []byte(op), nil))
+		case 2:
+			op := fmt.Sprintf("bm%d-%d", i, j)
+			require.NoError(t, b.Merge([]byte(k), []byte(op)))
 			m.merge(k, op)
-		case r < 700:
-			b := db.NewBatch()
-			for j := rng.Intn(8); j >= 0; j-- {
-				k := key()
-				switch rng.Intn(3) {
-				case 0:
-					v := fmt.Sprintf("b%d-%d", i, j)
-					require.NoError(t, b.Put([]byte(k), []byte(v)))
-					m.cur[k] = v
-				case 1:
-					require.NoError(t, b.Delete([]byte(k)))
-					delete(m.cur, k)
-				case 2:
-					op := fmt.Sprintf("bm%d-%d", i, j)
-					require.NoError(t, b.Merge([]byte(k), []byte(op)))
-					m.merge(k, op)
-				}
-			}
-			require.NoError(t, db.Apply(b, nil))
-		case r < 900:
-			k := key()
-			v, err := db.Get([]byte(k))
-			if want, ok := m.cur[k]; ok {
-				require.NoError(t, err, "op %d key %s (seed %d)", i, k, seed)
-				require.Equal(t, want, string(v), "op %d key %s (seed %d)", i, k, seed)
-			} else {
-				require.ErrorIs(t, err, ErrNotFound, "op %d key %s (seed %d)", i, k, seed)
-			}
-		case r < 915:
-			lo, hi := key(), key()
-			if lo > hi {
-				lo, hi = hi, lo
-			}
-			it := db.NewIter(&IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)})
-			seeks.add(checkIterator(t, rng, it, m.cur, lo, hi))
-			require.NoError(t, it.Close())
-		case r < 930:
-			if len(m.snaps) < 3 {
-				m.snaps[db.NewSnapshot()] = maps(m.cur)
-			} else {
-				for s := range m.snaps {
-					require.NoError(t, s.Close())
-					delete(m.snaps, s)
-					break
-				}
-			}
-		case r < 950:
-			for s, sm := range m.snaps {
-				k := key()
-				v, err := s.Get([]byte(k))
-				if want, ok := sm[k]; ok {
-					require.NoError(t, err)
-					require.Equal(t, want, string(v), "snapshot read op %d (seed %d)", i, seed)
-				} else {
-					require.ErrorIs(t, err, ErrNotFound, "snapshot read op %d key %s (seed %d)", i, k, seed)
-				}
-				if rng.Intn(10) == 0 {
-					it := s.NewIter(nil)
-					seeks.add(checkIterator(t, rng, it, sm, "", ""))
-					require.NoError(t, it.Close())
-				}
-				break
-			}
-		case r < 960:
-			require.NoError(t, db.Flush())
-		case r < 965:
-			lo, hi := key(), key()
-			if lo > hi {
-				lo, hi = hi, lo
-			}
-			require.NoError(t, db.Compact([]byte(lo), []byte(hi)))
-		case r < 968:
-			closeSnaps()
-			require.NoError(t, db.CheckInvariants(false))
-			splits += db.Metrics().Compaction.Split
-			require.NoError(t, db.Close())
-			db, err = Open("/db", opts)
-			require.NoError(t, err)
-			require.NoError(t, db.CheckInvariants(true))
-		default:
-			// Let background work run.
 		}
 	}
-	closeSnaps()
+	require.NoError(t, r.db.Apply(b, nil))
+}
+
+// get reads a random key and checks it against the model.
+func (r *modelRun) get(i int) {
+	t, seed := r.t, r.seed
+	t.Helper()
+	k := r.key()
+	v, err := r.db.Get([]byte(k))
+	if want, ok := r.m.cur[k]; ok {
+		require.NoError(t, err, "op %d key %s (seed %d)", i, k, seed)
+		require.Equal(t, want, string(v), "op %d key %s (seed %d)", i, k, seed)
+	} else {
+		require.ErrorIs(t, err, ErrNotFound, "op %d key %s (seed %d)", i, k, seed)
+	}
+}
+
+// takeOrReleaseSnapshot takes a snapshot, or releases one once three are
+// held.
+func (r *modelRun) takeOrReleaseSnapshot() {
+	m := r.m
+	if len(m.snaps) < 3 {
+		m.snaps[r.db.NewSnapshot()] = maps(m.cur)
+		return
+	}
+	for s := range m.snaps {
+		require.NoError(r.t, s.Close())
+		delete(m.snaps, s)
+		break
+	}
+}
+
+// snapshotRead reads a random key through one of the snapshots (and
+// sometimes iterates it) and checks it against the model as of then.
+func (r *modelRun) snapshotRead(i int) {
+	t, seed := r.t, r.seed
+	t.Helper()
+	for s, sm := range r.m.snaps {
+		k := r.key()
+		v, err := s.Get([]byte(k))
+		if want, ok := sm[k]; ok {
+			require.NoError(t, err)
+			require.Equal(t, want, string(v), "snapshot read op %d (seed %d)", i, seed)
+		} else {
+			require.ErrorIs(t, err, ErrNotFound, "snapshot read op %d key %s (seed %d)", i, k, seed)
+		}
+		if r.rng.Intn(10) == 0 {
+			it := s.NewIter(nil)
+			r.seeks.add(checkIterator(t, r.rng, it, sm, "", ""))
+			require.NoError(t, it.Close())
+		}
+		break
+	}
+}
+
+func (r *modelRun) closeSnaps() {
+	for s := range r.m.snaps {
+		require.NoError(r.t, s.Close())
+	}
+	r.m.snaps = map[*Snapshot]map[string]string{}
+}
+
+// reopen closes and reopens the database, checking the LSM invariants
+// before and after.
+func (r *modelRun) reopen() {
+	t := r.t
+	t.Helper()
+	r.closeSnaps()
+	require.NoError(t, r.db.CheckInvariants(false))
+	r.splits += r.db.Metrics().Compaction.Split
+	require.NoError(t, r.db.Close())
+	db, err := Open("/db", r.opts)
+	require.NoError(t, err)
+	r.db = db
+	require.NoError(t, db.CheckInvariants(true))
+}
+
+// finish compacts everything, checks the invariants and a full scan, and
+// that compactions (some split in subcompactions) ran.
+func (r *modelRun) finish() {
+	t, db := r.t, r.db
+	t.Helper()
+	r.closeSnaps()
 	require.NoError(t, db.Compact(nil, nil))
 	require.NoError(t, db.CheckInvariants(true))
 	it := db.NewIter(nil)
-	seeks.add(checkIterator(t, rng, it, m.cur, "", ""))
+	r.seeks.add(checkIterator(t, r.rng, it, r.m.cur, "", ""))
 	require.NoError(t, it.Close())
-	seeks.requireInside(t)
+	r.seeks.requireInside(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))
-	splits += mt.Compaction.Split
-	t.Logf("compactions run as subcompactions: %d", splits)
-	require.Positive(t, splits, "no manual compaction was split: the subcompaction path went untested")
+	r.splits += mt.Compaction.Split
+	t.Logf("compactions run as subcompactions: %d", r.splits)
+	require.Positive(t, r.splits, "no manual compaction was split: the subcompaction path went untested")
 	require.NoError(t, db.Close())
 }
 

@@ -208,19 +208,9 @@ func evalDamaged(fs *vfs.MemFS, e expectation) (outcome, msg string) {
 			outcome, msg = "panic", fmt.Sprint(p)
 		}
 	}()
-	isDetected := func(err error) bool {
-		if e.current {
-			s := err.Error()
-			return strings.Contains(s, "CURRENT") || strings.Contains(s, "MANIFEST")
-		}
-		// The damaged file is named, or (a manifest that lost edits)
-		// the table it names that is gone.
-		return errors.Is(err, ErrCorruption) &&
-			(strings.Contains(err.Error(), e.context) || strings.Contains(err.Error(), "named by the manifest is missing"))
-	}
 	db, err := Open("/db", relOptions(fs))
 	if err != nil {
-		if isDetected(err) {
+		if e.detects(err) {
 			return "detected", err.Error()
 		}
 		return "unmarked error", fmt.Sprintf("Open: %v", err)
@@ -236,87 +226,146 @@ func evalDamaged(fs *vfs.MemFS, e expectation) (outcome, msg string) {
 		}
 	}
 	if e.tail {
-		got, _, err := scanDB(db)
-		if err != nil {
-			if isDetected(err) {
-				return "detected", err.Error()
-			}
-			return "unmarked error", err.Error()
-		}
-		if n := e.h.match(got, e.durable, len(e.h.ops)); n < 0 {
-			return "lost", e.h.explain(got, e.durable, len(e.h.ops))
-		}
-		return "tolerated", ""
+		return evalTail(db, e)
 	}
 	// Point reads of every key, then scans: each read is right or fails
 	// with a marked error. A key an acknowledged write left there that
 	// reads as absent without an error (a Get returning ErrNotFound, a
 	// scan that ends cleanly without it) is a silent loss, also when other
 	// reads report the corruption.
-	detected := ""
-	silent := map[string]bool{}
+	r := &damagedRead{e: e, db: db, cf: cf, silent: map[string]bool{}}
+	if outcome, msg := r.gets(); outcome != "" {
+		return outcome, msg
+	}
+	if outcome, msg := r.scan(); outcome != "" {
+		return outcome, msg
+	}
+	return r.verdict()
+}
+
+// detects tells whether err is the clear report of e's damage.
+func (e expectation) detects(err error) bool {
+	if e.current {
+		s := err.Error()
+		return strings.Contains(s, "CURRENT") || strings.Contains(s, "MANIFEST")
+	}
+	// The damaged file is named, or (a manifest that lost edits) the
+	// table it names that is gone.
+	return errors.Is(err, ErrCorruption) &&
+		(strings.Contains(err.Error(), e.context) || strings.Contains(err.Error(), "named by the manifest is missing"))
+}
+
+// evalTail evaluates damage to the newest WAL's unsynced tail: db must
+// scan to a prefix holding every durable write.
+func evalTail(db *DB, e expectation) (outcome, msg string) {
+	got, _, err := scanDB(db)
+	if err != nil {
+		if e.detects(err) {
+			return "detected", err.Error()
+		}
+		return "unmarked error", err.Error()
+	}
+	if n := e.h.match(got, e.durable, len(e.h.ops)); n < 0 {
+		return "lost", e.h.explain(got, e.durable, len(e.h.ops))
+	}
+	return "tolerated", ""
+}
+
+// damagedRead reads every key of a damaged database (cf: nil if the
+// family is missing), noting the last damage reported and the keys
+// silently lost.
+type damagedRead struct {
+	e        expectation
+	db       *DB
+	cf       *ColumnFamily
+	detected string
+	silent   map[string]bool
+}
+
+// gets reads every key e.want holds with Get; a non-empty outcome is a
+// failure.
+func (r *damagedRead) gets() (outcome, msg string) {
+	e := r.e
 	for cfi := range e.want {
-		if cfi == 1 && cf == nil {
+		if cfi == 1 && r.cf == nil {
 			for _, k := range sortedKeys(e.want[1]) {
-				silent[fmt.Sprintf("cf1 %q (the column family is missing)", k)] = true
+				r.silent[fmt.Sprintf("cf1 %q (the column family is missing)", k)] = true
 			}
 			continue
 		}
 		for _, k := range sortedKeys(e.want[cfi]) {
 			var v []byte
+			var err error
 			if cfi == 0 {
-				v, err = db.Get([]byte(k))
+				v, err = r.db.Get([]byte(k))
 			} else {
-				v, err = cf.Get([]byte(k))
+				v, err = r.cf.Get([]byte(k))
 			}
 			switch {
 			case err == nil && string(v) != e.want[cfi][k]:
 				return "wrong value", fmt.Sprintf("cf%d key %q = %q, want %q", cfi, k, trunc(string(v)), trunc(e.want[cfi][k]))
 			case errors.Is(err, ErrNotFound):
-				silent[fmt.Sprintf("cf%d %q (Get: not found)", cfi, k)] = true
-			case err != nil && isDetected(err):
-				detected = err.Error()
+				r.silent[fmt.Sprintf("cf%d %q (Get: not found)", cfi, k)] = true
+			case err != nil && e.detects(err):
+				r.detected = err.Error()
 			case err != nil:
 				return "unmarked error", fmt.Sprintf("Get cf%d %q: %v", cfi, k, err)
 			}
 		}
 	}
-	got, _, err := scanDB(db)
+	return "", ""
+}
+
+// scan scans both families; a non-empty outcome is a failure.
+func (r *damagedRead) scan() (outcome, msg string) {
+	got, _, err := scanDB(r.db)
 	switch {
-	case err != nil && isDetected(err):
-		detected = err.Error()
+	case err != nil && r.e.detects(err):
+		r.detected = err.Error()
 	case err != nil:
 		return "unmarked error", fmt.Sprintf("scan: %v", err)
 	default:
-		// A scan that ends without an error vouches for every key in its
-		// range: each must be there with its value, and nothing else.
-		for cfi := range e.want {
-			for _, k := range sortedKeys(e.want[cfi]) {
-				v, ok := got[cfi][k]
-				switch {
-				case !ok && (cfi == 0 || cf != nil):
-					silent[fmt.Sprintf("cf%d %q (scan)", cfi, k)] = true
-				case ok && v != e.want[cfi][k]:
-					return "wrong value", fmt.Sprintf("scan: cf%d key %q = %q, want %q", cfi, k, trunc(v), trunc(e.want[cfi][k]))
-				}
+		return r.checkScanned(got)
+	}
+	return "", ""
+}
+
+// checkScanned: a scan that ends without an error vouches for every key
+// in its range: each must be there with its value, and nothing else.
+func (r *damagedRead) checkScanned(got relState) (outcome, msg string) {
+	e := r.e
+	for cfi := range e.want {
+		for _, k := range sortedKeys(e.want[cfi]) {
+			v, ok := got[cfi][k]
+			switch {
+			case !ok && (cfi == 0 || r.cf != nil):
+				r.silent[fmt.Sprintf("cf%d %q (scan)", cfi, k)] = true
+			case ok && v != e.want[cfi][k]:
+				return "wrong value", fmt.Sprintf("scan: cf%d key %q = %q, want %q", cfi, k, trunc(v), trunc(e.want[cfi][k]))
 			}
-			for _, k := range sortedKeys(got[cfi]) {
-				if _, ok := e.want[cfi][k]; !ok {
-					return "wrong value", fmt.Sprintf("scan: cf%d key %q = %q, which no acknowledged write left there", cfi, k, trunc(got[cfi][k]))
-				}
+		}
+		for _, k := range sortedKeys(got[cfi]) {
+			if _, ok := e.want[cfi][k]; !ok {
+				return "wrong value", fmt.Sprintf("scan: cf%d key %q = %q, which no acknowledged write left there", cfi, k, trunc(got[cfi][k]))
 			}
 		}
 	}
-	if len(silent) > 0 {
-		keys := sortedKeys(silent)
+	return "", ""
+}
+
+// verdict is the outcome once every read was right or marked: silent
+// losses, detected damage, or neither.
+func (r *damagedRead) verdict() (outcome, msg string) {
+	if len(r.silent) > 0 {
+		keys := sortedKeys(r.silent)
 		msg := fmt.Sprintf("%d silently lost: %s", len(keys), strings.Join(keys[:min(len(keys), 3)], ", "))
-		if detected != "" {
-			return "detected, with silent losses", msg + "; detected: " + detected
+		if r.detected != "" {
+			return "detected, with silent losses", msg + "; detected: " + r.detected
 		}
 		return "lost", msg
 	}
-	if detected != "" {
-		return "detected", detected
+	if r.detected != "" {
+		return "detected", r.detected
 	}
 	return "harmless", ""
 }
@@ -564,6 +613,22 @@ func (m *corruptionMatrix) walOlder() {
 // tables: damage in every block kind of an L6 table and an L0 table.
 func (m *corruptionMatrix) tables() {
 	t := m.t
+	fs, want := m.tablesFixture()
+	names, err := fs.List("/db")
+	require.NoError(t, err)
+	for _, n := range names {
+		if fileKind(n) != "table" {
+			continue
+		}
+		m.damageTable(fs, n, want)
+	}
+}
+
+// tablesFixture is a database of small blocks holding one L6 table per
+// family (a full compaction) and an L0 table (a flush of puts and merges
+// over them), closed, and the state it holds.
+func (m *corruptionMatrix) tablesFixture() (*vfs.MemFS, relState) {
+	t := m.t
 	fs := vfs.NewMem()
 	o := relOptions(fs)
 	o.MemTableSize = 32 << 20
@@ -596,67 +661,71 @@ func (m *corruptionMatrix) tables() {
 	}
 	require.NoError(t, db.Flush())
 	require.NoError(t, db.Close())
-	want := stateOf(ops)
+	return fs, stateOf(ops)
+}
 
-	names, err := fs.List("/db")
+// damageTable tries the damages of every block of table file n (a sample
+// of its data blocks unless SIEVE_LONG=1).
+func (m *corruptionMatrix) damageTable(fs *vfs.MemFS, n string, want relState) {
+	t := m.t
+	name := "/db/" + n
+	_, num, _ := base.ParseFilename(n)
+	data, err := fs.ReadFile(name)
 	require.NoError(t, err)
-	for _, n := range names {
-		if fileKind(n) != "table" {
-			continue
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	r, err := sstable.NewReader(f, int64(len(data)), sstable.ReaderOptions{FileNum: num})
+	require.NoError(t, err)
+	layout := r.Layout()
+	r.Close()
+	e := expectation{want: want, context: fmt.Sprintf("%06d", num)}
+	byKind := map[string][]sstable.BlockLocation{}
+	for _, b := range layout {
+		byKind[b.Kind] = append(byKind[b.Kind], b)
+	}
+	for _, b := range layout {
+		if b.Kind == "data" && len(byKind["data"]) > 4 && !relLong() && m.rng.Intn(len(byKind["data"])) > m.dataSample() {
+			continue // a sample of the data blocks
 		}
-		name := "/db/" + n
-		_, num, _ := base.ParseFilename(n)
-		data, err := fs.ReadFile(name)
-		require.NoError(t, err)
-		f, err := fs.Open(name)
-		require.NoError(t, err)
-		r, err := sstable.NewReader(f, int64(len(data)), sstable.ReaderOptions{FileNum: num})
-		require.NoError(t, err)
-		layout := r.Layout()
-		r.Close()
-		e := expectation{want: want, context: fmt.Sprintf("%06d", num)}
-		byKind := map[string][]sstable.BlockLocation{}
-		for _, b := range layout {
-			byKind[b.Kind] = append(byKind[b.Kind], b)
+		target := "table " + b.Kind + " block"
+		if b.Kind == "footer" {
+			target = "table footer"
 		}
-		for _, b := range layout {
-			if b.Kind == "data" && len(byKind["data"]) > 4 && !relLong() && m.rng.Intn(len(byKind["data"])) > m.dataSample() {
-				continue // a sample of the data blocks
-			}
-			target := "table " + b.Kind + " block"
-			if b.Kind == "footer" {
-				target = "table footer"
-			}
-			off, n := int64(b.Offset), int64(b.Length)
-			ds := []damage{
-				flipAt(off+n/2, uint(m.rng.Intn(8))),
-				zeroAt(off, min(n, 32)),
-				truncateAt(off + n/2),
-			}
-			if !testing.Short() && !relRaceEnabled {
-				ds = append(ds, flipAt(off, uint(m.rng.Intn(8))), flipAt(off+n-1, uint(m.rng.Intn(8))), zeroAt(off, n))
-			}
-			// Misplaced: another block of the same length if there is
-			// one (its checksum is valid where it lands), else the
-			// bytes before this block.
-			from := int64(-1)
-			for _, o := range layout {
-				if o.Offset != b.Offset && o.Length == b.Length {
-					from = int64(o.Offset)
-					break
-				}
-			}
-			if from < 0 && off >= n {
-				from = off - n
-			}
-			if from >= 0 {
-				ds = append(ds, misplace(from, off, n))
-			}
-			for _, d := range ds {
-				m.try(fs, target, name, d, e)
-			}
+		for _, d := range m.blockDamages(layout, b) {
+			m.try(fs, target, name, d, e)
 		}
 	}
+}
+
+// blockDamages are the damages tried on block b of a table of the given
+// layout: bit flips, zeroed bytes, a truncation, and a misplaced block.
+func (m *corruptionMatrix) blockDamages(layout []sstable.BlockLocation, b sstable.BlockLocation) []damage {
+	off, n := int64(b.Offset), int64(b.Length)
+	ds := []damage{
+		flipAt(off+n/2, uint(m.rng.Intn(8))),
+		zeroAt(off, min(n, 32)),
+		truncateAt(off + n/2),
+	}
+	if !testing.Short() && !relRaceEnabled {
+		ds = append(ds, flipAt(off, uint(m.rng.Intn(8))), flipAt(off+n-1, uint(m.rng.Intn(8))), zeroAt(off, n))
+	}
+	// Misplaced: another block of the same length if there is one (its
+	// checksum is valid where it lands), else the bytes before this
+	// block.
+	from := int64(-1)
+	for _, o := range layout {
+		if o.Offset != b.Offset && o.Length == b.Length {
+			from = int64(o.Offset)
+			break
+		}
+	}
+	if from < 0 && off >= n {
+		from = off - n
+	}
+	if from >= 0 {
+		ds = append(ds, misplace(from, off, n))
+	}
+	return ds
 }
 
 // manifest: a manifest holding many edits (creation, column family,

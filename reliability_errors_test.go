@@ -60,37 +60,6 @@ func TestErrorInjection(t *testing.T) {
 	nOps, written := int64(len(count.seen())), count.efs.Written()
 	t.Logf("workload: %d steps, %d file-system operations counted, %d bytes written", len(count.steps), nOps, written)
 
-	// Indices to try: all of them in long mode, else a sample that
-	// includes the first and last 10 and every kind of operation.
-	indices := func(budget int) []int64 {
-		if relLong() || int64(budget) >= nOps {
-			out := make([]int64, nOps)
-			for i := range out {
-				out[i] = int64(i + 1)
-			}
-			return out
-		}
-		pick := map[int64]bool{}
-		for i := int64(1); i <= min(10, nOps); i++ {
-			pick[i], pick[nOps+1-i] = true, true
-		}
-		byKind := map[string]bool{}
-		for i, o := range count.seen() {
-			if k := o.op.String() + "/" + fileKind(o.name); !byKind[k] {
-				byKind[k] = true
-				pick[int64(i+1)] = true
-			}
-		}
-		for len(pick) < budget {
-			pick[1+rng.Int63n(nOps)] = true
-		}
-		out := make([]int64, 0, len(pick))
-		for i := range pick {
-			out = append(out, i)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-		return out
-	}
 	budget := 150
 	switch {
 	case relRaceEnabled:
@@ -98,45 +67,10 @@ func TestErrorInjection(t *testing.T) {
 	case testing.Short():
 		budget = 80
 	}
-
-	type tally struct{ runs, injected, reported, readOnly, harmless, problems int }
-	results := map[string]*tally{}
-	var failures []string
-	harmless := map[string]int{}
-	clones, rwOpens := 0, 0
-	try := func(mode string, o vfs.ErrorOptions) {
-		r := newErrRun(o, seed)
-		r.run()
-		clones += r.clones
-		rwOpens += r.rwOpens
-		tl := results[mode]
-		if tl == nil {
-			tl = &tally{}
-			results[mode] = tl
-		}
-		tl.runs++
-		if r.efs.Injected() > 0 {
-			tl.injected++
-			switch r.outcome {
-			case "reported":
-				tl.reported++
-			case "read-only":
-				tl.readOnly++
-			case "harmless":
-				tl.harmless++
-			}
-		}
-		if r.outcome == "harmless" && r.harmlessRule != "" {
-			harmless[r.harmlessRule]++
-		}
-		if len(r.problems) > 0 {
-			tl.problems++
-			failures = append(failures, fmt.Sprintf("%s (failed op: %s): %s", mode, r.failedOp(), strings.Join(r.problems, "; ")))
-		}
-	}
-	for _, n := range indices(budget) {
-		try("transient", vfs.ErrorOptions{Nth: n})
-		try("persistent", vfs.ErrorOptions{Nth: n, Persistent: true})
+	c := &errCampaign{seed: seed, results: map[string]*errTally{}, harmless: map[string]int{}}
+	for _, n := range errIndices(count, rng, budget) {
+		c.try("transient", vfs.ErrorOptions{Nth: n})
+		c.try("persistent", vfs.ErrorOptions{Nth: n, Persistent: true})
 	}
 	spaceRuns := budget / 4
 	if relLong() {
@@ -148,25 +82,112 @@ func TestErrorInjection(t *testing.T) {
 			limit = written * int64(i) / 10 // include tiny limits (full at open)
 			limit = max(limit, 1)
 		}
-		try("ENOSPC", vfs.ErrorOptions{SpaceLimit: limit})
+		c.try("ENOSPC", vfs.ErrorOptions{SpaceLimit: limit})
 	}
+	c.report(t)
+}
+
+// errIndices are the operation indices of count's run to fail: all of
+// them in long mode, else a sample of budget that includes the first and
+// last 10 and every kind of operation.
+func errIndices(count *errRun, rng *rand.Rand, budget int) []int64 {
+	nOps := int64(len(count.seen()))
+	if relLong() || int64(budget) >= nOps {
+		out := make([]int64, nOps)
+		for i := range out {
+			out[i] = int64(i + 1)
+		}
+		return out
+	}
+	pick := map[int64]bool{}
+	for i := int64(1); i <= min(10, nOps); i++ {
+		pick[i], pick[nOps+1-i] = true, true
+	}
+	byKind := map[string]bool{}
+	for i, o := range count.seen() {
+		if k := o.op.String() + "/" + fileKind(o.name); !byKind[k] {
+			byKind[k] = true
+			pick[int64(i+1)] = true
+		}
+	}
+	for len(pick) < budget {
+		pick[1+rng.Int63n(nOps)] = true
+	}
+	out := make([]int64, 0, len(pick))
+	for i := range pick {
+		out = append(out, i)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// errTally counts the runs of one fault mode by outcome.
+type errTally struct{ runs, injected, reported, readOnly, harmless, problems int }
+
+// errCampaign is TestErrorInjection's runs with a fault and their tallies.
+type errCampaign struct {
+	seed     int64
+	results  map[string]*errTally // by mode
+	failures []string
+	harmless map[string]int // by harmlessRule
+	clones   int
+	rwOpens  int
+}
+
+// try runs the workload with the fault o and tallies its outcome under
+// mode.
+func (c *errCampaign) try(mode string, o vfs.ErrorOptions) {
+	r := newErrRun(o, c.seed)
+	r.run()
+	c.clones += r.clones
+	c.rwOpens += r.rwOpens
+	tl := c.results[mode]
+	if tl == nil {
+		tl = &errTally{}
+		c.results[mode] = tl
+	}
+	tl.runs++
+	if r.efs.Injected() > 0 {
+		tl.injected++
+		switch r.outcome {
+		case "reported":
+			tl.reported++
+		case "read-only":
+			tl.readOnly++
+		case "harmless":
+			tl.harmless++
+		}
+	}
+	if r.outcome == "harmless" && r.harmlessRule != "" {
+		c.harmless[r.harmlessRule]++
+	}
+	if len(r.problems) > 0 {
+		tl.problems++
+		c.failures = append(c.failures, fmt.Sprintf("%s (failed op: %s): %s", mode, r.failedOp(), strings.Join(r.problems, "; ")))
+	}
+}
+
+// report logs the tallies and fails on the runs that had problems (the
+// first 20 of them listed).
+func (c *errCampaign) report(t *testing.T) {
+	t.Helper()
 	for _, mode := range []string{"transient", "persistent", "ENOSPC"} {
-		tl := results[mode]
+		tl := c.results[mode]
 		t.Logf("%-10s runs %4d, fault hit %4d: reported to the caller %4d, DB read-only %4d, harmless housekeeping %3d; runs with problems %d",
 			mode, tl.runs, tl.injected, tl.reported, tl.readOnly, tl.harmless, tl.problems)
 	}
-	t.Logf("crash clones recovered read-only: %d; %d of them (1 in %d) also reopened read-write twice", clones, rwOpens, errRWEvery())
-	for _, h := range sortedKeys(harmless) {
-		t.Logf("  unreported, harmless: %-100s x%d", h, harmless[h])
+	t.Logf("crash clones recovered read-only: %d; %d of them (1 in %d) also reopened read-write twice", c.clones, c.rwOpens, errRWEvery())
+	for _, h := range sortedKeys(c.harmless) {
+		t.Logf("  unreported, harmless: %-100s x%d", h, c.harmless[h])
 	}
-	for i, f := range failures {
+	for i, f := range c.failures {
 		if i == 20 {
-			t.Errorf("... and %d more", len(failures)-20)
+			t.Errorf("... and %d more", len(c.failures)-20)
 			break
 		}
 		t.Errorf("%s", f)
 	}
-	require.Empty(t, failures, "seed %d", seed)
+	require.Empty(t, c.failures, "seed %d", c.seed)
 }
 
 // opRec is one counted file-system operation.

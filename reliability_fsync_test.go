@@ -55,9 +55,41 @@ func TestFsyncMutants(t *testing.T) {
 		seed = testutil.Seed(t)
 		modes = mutantModesLong
 	}
+	cache := mutantRecoveryCache(seed)
+	base := runMutantBaseline(t, seed, modes, cache)
+	total := base.totalSyncs()
+
+	// -short and the race detector sample every stride-th mutant.
+	first, last, stride := int64(1), total, int64(1)
+	switch {
+	case relRaceEnabled:
+		stride = 29
+	case testing.Short():
+		stride = 3
+	}
+	if n := int64(envInt("SIEVE_MUTANT", 0)); n > 0 {
+		first, last = n, n // replay one mutant
+	}
+	tl := &mutantTally{byClass: map[string][2]int{}}
+	for n := first; n <= last; n += stride {
+		tl.tried++
+		r := newMutantRun(t, n, seed, modes, cache)
+		r.run()
+		tl.add(t, base.syncs, n, r)
+	}
+	for _, c := range sortedKeys(tl.byClass) {
+		t.Logf("  %-50s caught %d/%d", c, tl.byClass[c][0], tl.byClass[c][1])
+	}
+	t.Logf("fsync mutants: %d (%d tried), caught %d, redundant (uncatchable by design) %d, unexplained %d; %d recoveries for %d clones, %d of them (1 in %d) also reopened read-write twice",
+		total, tl.tried, tl.caught, tl.redundant, len(tl.unexplained), cache.opens, cache.calls, cache.rwOpens, cache.rwEvery)
+	require.Empty(t, tl.unexplained, "mutants the crash oracle misses although the sync is needed")
+}
+
+// mutantRecoveryCache is the recovery cache the mutants share. One
+// distinct crash state in rwEvery is reopened read-write as well
+// (recovery's write side), which must agree with the read-only open.
+func mutantRecoveryCache(seed int64) *recoveryCache {
 	cache := newRecoveryCache()
-	// One distinct crash state in rwEvery is reopened read-write as well
-	// (recovery's write side), which must agree with the read-only open.
 	cache.seed, cache.rwEvery = seed, 4
 	switch {
 	case relLong():
@@ -67,7 +99,13 @@ func TestFsyncMutants(t *testing.T) {
 	case testing.Short():
 		cache.rwEvery = 8
 	}
+	return cache
+}
 
+// runMutantBaseline runs the workload unmutated, which must pass the
+// oracle, and counts its syncs.
+func runMutantBaseline(t *testing.T, seed int64, modes []vfs.CrashOptions, cache *recoveryCache) *mutantRun {
+	t.Helper()
 	base := newMutantRun(t, 0, seed, modes, cache)
 	base.run()
 	require.Empty(t, base.failures, "the unmutated workload must pass the oracle")
@@ -80,56 +118,42 @@ func TestFsyncMutants(t *testing.T) {
 	}
 	t.Logf("workload: %d ops, %d syncs, %d crash points, %d clones (%d distinct states)",
 		len(base.allOps), total, base.points, base.clones, len(cache.m))
+	return base
+}
 
-	var caught, redundant int
-	var unexplained []string
-	byClass := map[string][2]int{} // class -> {caught, total}
-	// -short and the race detector sample every stride-th mutant.
-	first, last, stride := int64(1), total, int64(1)
-	switch {
-	case relRaceEnabled:
-		stride = 29
-	case testing.Short():
-		stride = 3
+// mutantTally counts the mutants tried by outcome.
+type mutantTally struct {
+	tried, caught, redundant int
+	unexplained              []string
+	byClass                  map[string][2]int // class -> {caught, total}
+}
+
+// add tallies mutant n, run as r, against the baseline's syncs: caught,
+// redundant, or unexplained.
+func (tl *mutantTally) add(t *testing.T, syncs []syncEvent, n int64, r *mutantRun) {
+	t.Helper()
+	s := syncs[n-1]
+	// Flushes write their column families' tables in map order, so table
+	// numbers may swap between runs: compare kinds.
+	if op, name, ok := r.skipped(); !ok || op != s.op || fileKind(name) != s.kind {
+		t.Fatalf("mutant %d skipped %v %s (ok %v), the baseline's sync %d is %v %s: workload not deterministic",
+			n, op, name, ok, n, s.op, s.name)
 	}
-	if n := int64(envInt("SIEVE_MUTANT", 0)); n > 0 {
-		first, last = n, n // replay one mutant
+	class := fmt.Sprintf("%-7s %-8s during %s", s.op, s.kind, s.label)
+	c := tl.byClass[class]
+	c[1]++
+	if len(r.failures) > 0 {
+		tl.caught++
+		c[0]++
+		t.Logf("mutant %2d caught: %s %s (truncated by %d bytes): %s", n, s.op, path.Base(s.name), s.shrunkBy, r.failures[0])
+	} else if why := redundantSync(syncs, int(n-1)); why != "" {
+		tl.redundant++
+		t.Logf("mutant %2d not caught (redundant): %s %s during %s: %s", n, s.op, path.Base(s.name), s.label, why)
+	} else {
+		tl.unexplained = append(tl.unexplained, fmt.Sprintf("mutant %d: %s %s during %s (after: %s; truncated by %d bytes)",
+			n, s.op, s.name, s.label, strings.Join(s.before, ", "), s.shrunkBy))
 	}
-	tried := 0
-	for n := first; n <= last; n += stride {
-		tried++
-		r := newMutantRun(t, n, seed, modes, cache)
-		r.run()
-		s := base.syncs[n-1]
-		// Flushes write their column families' tables in map order, so
-		// table numbers may swap between runs: compare kinds.
-		if op, name, ok := r.skipped(); !ok || op != s.op || fileKind(name) != s.kind {
-			t.Fatalf("mutant %d skipped %v %s (ok %v), the baseline's sync %d is %v %s: workload not deterministic",
-				n, op, name, ok, n, s.op, s.name)
-		}
-		class := fmt.Sprintf("%-7s %-8s during %s", s.op, s.kind, s.label)
-		c := byClass[class]
-		c[1]++
-		if len(r.failures) > 0 {
-			caught++
-			c[0]++
-			t.Logf("mutant %2d caught: %s %s (truncated by %d bytes): %s", n, s.op, path.Base(s.name), s.shrunkBy, r.failures[0])
-		} else if why := redundantSync(base.syncs, int(n-1)); why != "" {
-			redundant++
-			t.Logf("mutant %2d not caught (redundant): %s %s during %s: %s", n, s.op, path.Base(s.name), s.label, why)
-		} else {
-			unexplained = append(unexplained, fmt.Sprintf("mutant %d: %s %s during %s (after: %s; truncated by %d bytes)",
-				n, s.op, s.name, s.label, strings.Join(s.before, ", "), s.shrunkBy))
-		}
-		byClass[class] = c
-	}
-	classes := sortedKeys(byClass)
-	for _, c := range classes {
-		t.Logf("  %-50s caught %d/%d", c, byClass[c][0], byClass[c][1])
-	}
-	t.Logf("fsync mutants: %d (%d tried), caught %d, redundant (uncatchable by design) %d, unexplained %d; %d recoveries for %d clones, %d of them (1 in %d) also reopened read-write twice",
-		total, tried, caught, redundant, len(unexplained), cache.opens, cache.calls, cache.rwOpens, cache.rwEvery)
-	require.Empty(t, unexplained, "mutants the crash oracle misses although the sync is needed")
+	tl.byClass[class] = c
 }
 
 // redundantSync says why skipping syncs[i] cannot lose anything, or "".
@@ -753,11 +777,21 @@ func merge(cf int, k, v string) relEntry {
 // every run; where a write must be acknowledged while a flush is under
 // way, the flush is held at a gate until the write returns.
 func (r *mutantRun) run() {
-	const sync, nosync = true, false
-	// NoSync values longer than a sector, so that a WAL's unsynced tail
-	// spans several sectors when it is closed.
-	long := func(s string) string { return s + strings.Repeat(".", 1500) }
+	r.runFirstOpen()
+	r.runFullMemtable()
+	r.runFlushesAndReopen()
+	r.runKillAndCrash()
+	r.finish()
+}
 
+// mutantLong makes a NoSync value longer than a sector, so that a WAL's
+// unsynced tail spans several sectors when it is closed.
+func mutantLong(s string) string { return s + strings.Repeat(".", 1500) }
+
+// runFirstOpen: creation, writes in both families, a column family
+// created, a flush.
+func (r *mutantRun) runFirstOpen() {
+	const sync, nosync = true, false
 	r.openDB("open (create)")
 	r.writeAfterOpen("put Sync", set(0, "a", "1"))
 	r.write("merge Sync", sync, merge(0, "m", "x1"))
@@ -770,15 +804,18 @@ func (r *mutantRun) run() {
 	r.write("cf put Sync", sync, set(1, "c", "3"))
 	r.write("cf merge", nosync, merge(1, "cm", "y1"))
 	r.write("cross-family batch Sync", sync, set(0, "d", "4"), set(1, "e", "5"), merge(1, "cm", "y2"))
-	r.write("put", nosync, set(0, "f", long("6")))
+	r.write("put", nosync, set(0, "f", mutantLong("6")))
 	r.flushWithWrite("flush", set(0, "fa", "6a"))
 	r.write("put", nosync, set(0, "g", "7"))
 	r.write("delete Sync", sync, del(0, "b"))
-	r.write("cf put", nosync, set(1, "h", long("8")))
+	r.write("cf put", nosync, set(1, "h", mutantLong("8")))
+}
 
-	// A memtable fills up: the WAL rotates inside a write and the flush
-	// runs in the background, held at the gate; a Sync write is
-	// acknowledged into the new WAL meanwhile.
+// runFullMemtable: a memtable fills up: the WAL rotates inside a write and
+// the flush runs in the background, held at the gate; a Sync write is
+// acknowledged into the new WAL meanwhile.
+func (r *mutantRun) runFullMemtable() {
+	const sync, nosync = true, false
 	r.gate.Store(true)
 	big := strings.Repeat("z", 10<<10)
 	for i := 0; len(r.failures) == 0; i++ {
@@ -794,42 +831,58 @@ func (r *mutantRun) run() {
 	r.write("put Sync into the new WAL", sync, set(0, "i", "9"))
 	r.gateRelease <- struct{}{}
 	r.step("background flush", r.waitFlushes)
+}
 
+// runFlushesAndReopen: flushes and compactions of both families, each with
+// a write acknowledged meanwhile, a clean close and a reopen.
+func (r *mutantRun) runFlushesAndReopen() {
+	const sync, nosync = true, false
 	r.write("cf merge", nosync, merge(1, "cm", "y3"))
-	r.write("merge", nosync, merge(0, "m", long("x3")))
+	r.write("merge", nosync, merge(0, "m", mutantLong("x3")))
 	r.flushWithWrite("flush", set(1, "ia", "9a"))
-	r.write("put", nosync, set(0, "ib", long("9b")))
+	r.write("put", nosync, set(0, "ib", mutantLong("9b")))
 	r.flushWithWrite("compact", set(0, "ic", "9c"))
-	r.write("cf put", nosync, set(1, "id", long("9d")))
+	r.write("cf put", nosync, set(1, "id", mutantLong("9d")))
 	r.flushWithWrite("compact column family", set(0, "ie", "9e"))
 	r.write("put", nosync, set(0, "j", "10"))
 	r.write("cf delete Sync", sync, del(1, "h"))
-	r.write("put", nosync, set(0, "k", long("11")))
+	r.write("put", nosync, set(0, "k", mutantLong("11")))
 	r.close("close")
 	r.openDB("reopen")
 	r.writeAfterOpen("put Sync after reopen", set(0, "ka", "11a"))
 	r.write("put", nosync, set(0, "l", "12"))
 	r.write("batch Sync", sync, set(0, "n", "13"), merge(0, "m", "x4"), set(1, "o", "14"))
-	r.write("put", nosync, set(0, "p", long("15")))
+	r.write("put", nosync, set(0, "p", mutantLong("15")))
 	r.write("cf merge", nosync, merge(1, "cm", "y4"))
+}
+
+// runKillAndCrash: a process kill and restart, then a power loss with a
+// torn WAL tail and recovery, more flushes, and a close and reopen that
+// make the last WAL an older one.
+func (r *mutantRun) runKillAndCrash() {
+	const nosync = false
 	r.killRestart("restart after a kill", set(0, "pa", "15a"))
-	r.write("put", nosync, set(0, "pb", long("15b")))
+	r.write("put", nosync, set(0, "pb", mutantLong("15b")))
 	r.write("put", nosync, set(1, "pc", "15c"))
 	if r.db != nil {
 		r.db.flushWALBuffer() // in the file, so that the crash leaves a torn tail
 	}
 	r.crashReopen("crash and recover (torn WAL tail)", set(0, "q", "16"))
-	r.write("put", nosync, set(1, "r", long("17")))
+	r.write("put", nosync, set(1, "r", mutantLong("17")))
 	r.flushWithWrite("flush", set(0, "ra", "17a"))
-	r.write("put", nosync, set(0, "rb", long("17b")))
+	r.write("put", nosync, set(0, "rb", mutantLong("17b")))
 	r.flushWithWrite("compact", set(1, "rc", "17c"))
-	r.write("merge", nosync, merge(0, "m", long("x5")))
+	r.write("merge", nosync, merge(0, "m", mutantLong("x5")))
 	r.close("close")
 	// The last WAL becomes an older one: its end-of-log trailer matters.
 	r.openDB("reopen")
 	r.writeAfterOpen("put Sync after reopen", set(0, "s", "18"))
 	r.write("put", nosync, set(1, "t", "19"))
-	// The end: a crash (nothing later is a crash point or counted).
+}
+
+// finish ends the run: a crash (nothing later is a crash point or
+// counted), the syncs counted, the epoch checked.
+func (r *mutantRun) finish() {
 	r.mem.SetDurabilityHook(nil)
 	r.cpMu.Lock()
 	r.cpMu.Unlock()

@@ -418,35 +418,14 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 
 // write applies ws (one batch when more than one) under the keys' locks.
 func (r *stressRun) write(ws []stressWrite, rng *rand.Rand) {
-	type ck struct{ cf, k int }
-	final := map[ck]stressVal{}
-	var order []ck
-	for _, w := range ws {
-		c := ck{w.cf, w.k}
-		if _, ok := final[c]; !ok {
-			order = append(order, c)
-		}
-		final[c] = stressVal{}
-	}
-	slices.SortFunc(order, func(a, b ck) int {
-		if a.cf != b.cf {
-			return a.cf - b.cf
-		}
-		return a.k - b.k
-	})
-	for _, c := range order {
-		r.oracle.key(c.cf, c.k).write.Lock()
-	}
-	defer func() {
-		for _, c := range order {
-			r.oracle.key(c.cf, c.k).write.Unlock()
-		}
-	}()
+	order, unlock := r.lockKeys(ws)
+	defer unlock()
+	final := map[stressCK]stressVal{}
 	for _, c := range order {
 		final[c] = r.oracle.last(c.cf, c.k)
 	}
 	for _, w := range ws {
-		c := ck{w.cf, w.k}
+		c := stressCK{w.cf, w.k}
 		final[c] = applyModel(w.cf, final[c], w.kind, w.arg)
 	}
 	for _, c := range order {
@@ -458,49 +437,9 @@ func (r *stressRun) write(ws []stressWrite, rng *rand.Rand) {
 	}
 	var err error
 	if len(ws) == 1 {
-		w := ws[0]
-		key := stressKeyName(w.k)
-		h := r.handle(w.cf)
-		switch {
-		case h == nil && w.kind == 'p':
-			err = r.db.Put(key, []byte(w.arg), wo)
-		case h == nil && w.kind == 'd':
-			err = r.db.Delete(key, wo)
-		case h == nil:
-			err = r.db.Merge(key, []byte(w.arg), wo)
-		case w.kind == 'p':
-			err = h.Put(key, []byte(w.arg), wo)
-		case w.kind == 'd':
-			err = h.Delete(key, wo)
-		default:
-			err = h.Merge(key, []byte(w.arg), wo)
-		}
+		err = r.writeOne(ws[0], wo)
 	} else {
-		b := r.db.NewBatch()
-		for _, w := range ws {
-			key := stressKeyName(w.k)
-			h := r.handle(w.cf)
-			switch {
-			case h == nil && w.kind == 'p':
-				err = b.Put(key, []byte(w.arg))
-			case h == nil && w.kind == 'd':
-				err = b.Delete(key)
-			case h == nil:
-				err = b.Merge(key, []byte(w.arg))
-			case w.kind == 'p':
-				err = b.PutCF(h, key, []byte(w.arg))
-			case w.kind == 'd':
-				err = b.DeleteCF(h, key)
-			default:
-				err = b.MergeCF(h, key, []byte(w.arg))
-			}
-			if err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = r.db.Apply(b, wo)
-		}
+		err = r.writeBatch(ws, wo)
 	}
 	if err != nil {
 		r.violation("write %v: %v", ws, err)
@@ -509,6 +448,85 @@ func (r *stressRun) write(ws []stressWrite, rng *rand.Rand) {
 	for _, c := range order {
 		r.oracle.commit(c.cf, c.k)
 	}
+}
+
+// stressCK is a key of a family.
+type stressCK struct{ cf, k int }
+
+// lockKeys takes the write locks of the keys ws writes, in order (family,
+// then key), and returns those keys and the function that unlocks them.
+func (r *stressRun) lockKeys(ws []stressWrite) ([]stressCK, func()) {
+	seen := map[stressCK]bool{}
+	var order []stressCK
+	for _, w := range ws {
+		c := stressCK{w.cf, w.k}
+		if !seen[c] {
+			order = append(order, c)
+		}
+		seen[c] = true
+	}
+	slices.SortFunc(order, func(a, b stressCK) int {
+		if a.cf != b.cf {
+			return a.cf - b.cf
+		}
+		return a.k - b.k
+	})
+	for _, c := range order {
+		r.oracle.key(c.cf, c.k).write.Lock()
+	}
+	return order, func() {
+		for _, c := range order {
+			r.oracle.key(c.cf, c.k).write.Unlock()
+		}
+	}
+}
+
+// writeOne applies w alone: a Put, Delete or Merge on its family.
+func (r *stressRun) writeOne(w stressWrite, wo *WriteOptions) error {
+	key := stressKeyName(w.k)
+	h := r.handle(w.cf)
+	switch {
+	case h == nil && w.kind == 'p':
+		return r.db.Put(key, []byte(w.arg), wo)
+	case h == nil && w.kind == 'd':
+		return r.db.Delete(key, wo)
+	case h == nil:
+		return r.db.Merge(key, []byte(w.arg), wo)
+	case w.kind == 'p':
+		return h.Put(key, []byte(w.arg), wo)
+	case w.kind == 'd':
+		return h.Delete(key, wo)
+	default:
+		return h.Merge(key, []byte(w.arg), wo)
+	}
+}
+
+// writeBatch applies ws as one batch.
+func (r *stressRun) writeBatch(ws []stressWrite, wo *WriteOptions) error {
+	b := r.db.NewBatch()
+	for _, w := range ws {
+		key := stressKeyName(w.k)
+		h := r.handle(w.cf)
+		var err error
+		switch {
+		case h == nil && w.kind == 'p':
+			err = b.Put(key, []byte(w.arg))
+		case h == nil && w.kind == 'd':
+			err = b.Delete(key)
+		case h == nil:
+			err = b.Merge(key, []byte(w.arg))
+		case w.kind == 'p':
+			err = b.PutCF(h, key, []byte(w.arg))
+		case w.kind == 'd':
+			err = b.DeleteCF(h, key)
+		default:
+			err = b.MergeCF(h, key, []byte(w.arg))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return r.db.Apply(b, wo)
 }
 
 // checkRead checks one read of (cf, k) against the window [lo, hi].
@@ -521,13 +539,7 @@ func (r *stressRun) checkRead(what string, cf, k, lo, hi int, got stressVal) {
 
 // reader runs random Gets, iterators and snapshot reads until stopped.
 func (r *stressRun) reader(id int, rng *rand.Rand) {
-	type heldSnap struct {
-		s        *Snapshot
-		lo, hi   [][]int // [cf][key], families known at creation
-		seen     map[[2]int]stressVal
-		deadline time.Time
-	}
-	var snaps []*heldSnap
+	var snaps []*stressHeldSnap
 	defer func() {
 		for _, s := range snaps {
 			s.s.Close()
@@ -537,24 +549,9 @@ func (r *stressRun) reader(id int, rng *rand.Rand) {
 		ncf := r.ncf()
 		cf := rng.IntN(ncf)
 		switch p := rng.IntN(20); {
-		case p < 11: // Get
-			k := r.randomKey(rng)
-			lo := r.oracle.lo(cf, k)
-			v, err := r.get(cf, stressKeyName(k))
-			hi := r.oracle.hi(cf, k)
-			got, err := toVal(v, err)
-			if err != nil {
-				r.violation("Get: %v", err)
+		case p < 11:
+			if !r.readGet(cf, rng) {
 				return
-			}
-			r.checkRead("Get", cf, k, lo, hi, got)
-			if got.exists && len(v) > 0 && rng.IntN(2) == 0 {
-				// The value is the caller's: scribbling on it must not
-				// change what the DB holds.
-				for i := range v {
-					v[i] = '#'
-				}
-				r.scribbles.Add(1)
 			}
 		case p < 15: // iterator, either direction, random bounds
 			lo := r.oracle.windows(cf, false)
@@ -566,43 +563,92 @@ func (r *stressRun) reader(id int, rng *rand.Rand) {
 			if len(snaps) >= 3 {
 				break
 			}
-			hs := &heldSnap{seen: map[[2]int]stressVal{}, deadline: time.Now().Add(time.Duration(rng.IntN(300)) * time.Millisecond)}
-			for c := range ncf {
-				hs.lo = append(hs.lo, r.oracle.windows(c, false))
-			}
-			hs.s = r.db.NewSnapshot()
-			for c := range ncf {
-				hs.hi = append(hs.hi, r.oracle.windows(c, true))
-			}
-			snaps = append(snaps, hs)
+			snaps = append(snaps, r.takeSnap(ncf, rng))
 			r.snaps.Add(1)
 		default: // read through a held snapshot, releasing expired ones
-			if len(snaps) == 0 {
-				break
-			}
-			i := rng.IntN(len(snaps))
-			hs := snaps[i]
-			if time.Now().After(hs.deadline) {
-				hs.s.Close()
-				snaps = slices.Delete(snaps, i, i+1)
-				break
-			}
-			cf = rng.IntN(len(hs.lo))
-			if rng.IntN(2) == 0 {
-				k := rng.IntN(r.cfg.keys)
-				got, err := toVal(r.snapGet(hs.s, cf, stressKeyName(k)))
-				if err != nil {
-					r.violation("snapshot Get: %v", err)
-					return
-				}
-				r.checkRead("snapshot Get", cf, k, hs.lo[cf][k], hs.hi[cf][k], got)
-				r.checkStable(hs.seen, cf, k, got)
-			} else {
-				it := r.newIter(cf, r.randomBounds(rng), hs.s)
-				r.checkIter("snapshot iterator", it, cf, hs.lo[cf], hs.hi[cf], rng, hs.seen)
+			var ok bool
+			if snaps, ok = r.readSnap(snaps, rng); !ok {
+				return
 			}
 		}
 	}
+}
+
+// stressHeldSnap is a snapshot a reader holds, with the oracle's windows
+// of every key when it was taken.
+type stressHeldSnap struct {
+	s        *Snapshot
+	lo, hi   [][]int // [cf][key], families known at creation
+	seen     map[[2]int]stressVal
+	deadline time.Time
+}
+
+// readGet checks a Get of a random key of cf (and sometimes scribbles on
+// the value returned); false after a violation that ends the reader.
+func (r *stressRun) readGet(cf int, rng *rand.Rand) bool {
+	k := r.randomKey(rng)
+	lo := r.oracle.lo(cf, k)
+	v, err := r.get(cf, stressKeyName(k))
+	hi := r.oracle.hi(cf, k)
+	got, err := toVal(v, err)
+	if err != nil {
+		r.violation("Get: %v", err)
+		return false
+	}
+	r.checkRead("Get", cf, k, lo, hi, got)
+	if got.exists && len(v) > 0 && rng.IntN(2) == 0 {
+		// The value is the caller's: scribbling on it must not change
+		// what the DB holds.
+		for i := range v {
+			v[i] = '#'
+		}
+		r.scribbles.Add(1)
+	}
+	return true
+}
+
+// takeSnap takes a snapshot, to be held for up to 300ms, between the
+// oracle's windows of its ncf families.
+func (r *stressRun) takeSnap(ncf int, rng *rand.Rand) *stressHeldSnap {
+	hs := &stressHeldSnap{seen: map[[2]int]stressVal{}, deadline: time.Now().Add(time.Duration(rng.IntN(300)) * time.Millisecond)}
+	for c := range ncf {
+		hs.lo = append(hs.lo, r.oracle.windows(c, false))
+	}
+	hs.s = r.db.NewSnapshot()
+	for c := range ncf {
+		hs.hi = append(hs.hi, r.oracle.windows(c, true))
+	}
+	return hs
+}
+
+// readSnap reads a random key or iterates through a random held snapshot,
+// or releases it if it expired; it returns the snapshots still held, and
+// false after a violation that ends the reader.
+func (r *stressRun) readSnap(snaps []*stressHeldSnap, rng *rand.Rand) ([]*stressHeldSnap, bool) {
+	if len(snaps) == 0 {
+		return snaps, true
+	}
+	i := rng.IntN(len(snaps))
+	hs := snaps[i]
+	if time.Now().After(hs.deadline) {
+		hs.s.Close()
+		return slices.Delete(snaps, i, i+1), true
+	}
+	cf := rng.IntN(len(hs.lo))
+	if rng.IntN(2) == 0 {
+		k := rng.IntN(r.cfg.keys)
+		got, err := toVal(r.snapGet(hs.s, cf, stressKeyName(k)))
+		if err != nil {
+			r.violation("snapshot Get: %v", err)
+			return snaps, false
+		}
+		r.checkRead("snapshot Get", cf, k, hs.lo[cf][k], hs.hi[cf][k], got)
+		r.checkStable(hs.seen, cf, k, got)
+	} else {
+		it := r.newIter(cf, r.randomBounds(rng), hs.s)
+		r.checkIter("snapshot iterator", it, cf, hs.lo[cf], hs.hi[cf], rng, hs.seen)
+	}
+	return snaps, true
 }
 
 // stressHotKeys of each family take half the operations: long runs of

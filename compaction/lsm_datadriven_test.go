@@ -306,12 +306,31 @@ func (s *lsm) markCompacting() {
 // GC iterator and the splitter into new tables, then installs the result
 // and prints the new LSM and the counters.
 func (s *lsm) compact(d *testutil.Case) string {
-	t := s.t
 	c := s.last
 	if c == nil {
 		return "no compaction picked"
 	}
 	s.last = nil
+	edit := inputsDeleted(c)
+	var stats string
+	if c.IsMove {
+		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: c.Inputs[0][0]})
+		stats = "moved"
+	} else {
+		var err error
+		if stats, err = s.runCompaction(d, c, edit); err != nil {
+			return "error: " + err.Error()
+		}
+	}
+	if err := s.apply(edit); err != nil {
+		return "error: " + err.Error()
+	}
+	return strings.TrimRight(s.describe(d.Has("sizes")), "\n") + "\n" + stats
+}
+
+// inputsDeleted is an edit deleting c's inputs, which are no longer
+// compacting.
+func inputsDeleted(c *Compaction) *manifest.VersionEdit {
 	edit := &manifest.VersionEdit{}
 	for i, files := range c.Inputs {
 		level := c.StartLevel
@@ -323,78 +342,87 @@ func (s *lsm) compact(d *testutil.Case) string {
 			edit.DeletedFiles = append(edit.DeletedFiles, manifest.DeletedFile{Level: level, FileNum: f.FileNum})
 		}
 	}
-	var stats string
-	if c.IsMove {
-		edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: c.Inputs[0][0]})
-		stats = "moved"
-	} else {
-		m, err := mergerByName(d.Str("merger", "none"))
+	return edit
+}
+
+// runCompaction runs c (not a move), adding its output tables to edit, and
+// returns its counters. subcompactions=n runs it as up to n key ranges
+// (SubcompactionBounds, no minimum size), one after another, each with its
+// own input, GC iterator and splitter.
+func (s *lsm) runCompaction(d *testutil.Case, c *Compaction, edit *manifest.VersionEdit) (string, error) {
+	t := s.t
+	m, err := mergerByName(d.Str("merger", "none"))
+	if err != nil {
+		t.Fatalf("%s: %v", d.Pos, err)
+	}
+	elide := NewElider(s.levels(), c.OutputLevel)
+	if v, ok := d.Arg("elide"); ok {
+		all := v != nil && v[0] == "true"
+		elide = func([]byte) bool { return all }
+	}
+	var bounds [][]byte
+	if n := d.Int(t, "subcompactions", 1); n > 1 {
+		bounds = c.SubcompactionBounds(int(n), 0)
+	}
+	var total GCStats
+	for r := 0; r <= len(bounds); r++ {
+		lower, upper := SubcompactionRange(bounds, r)
+		elide := elide
+		if !d.Has("elide") {
+			elide = NewElider(s.levels(), c.OutputLevel) // keeps cursors: one per range
+		}
+		st, err := s.runSubcompaction(d, c, edit, GCOptions{Snapshots: d.Uints(t, "snapshots"), ElideTombstone: elide, Merger: m}, lower, upper)
 		if err != nil {
-			t.Fatalf("%s: %v", d.Pos, err)
+			return "", err
 		}
-		elide := NewElider(s.levels(), c.OutputLevel)
-		if v, ok := d.Arg("elide"); ok {
-			all := v != nil && v[0] == "true"
-			elide = func([]byte) bool { return all }
+		total.Add(st)
+	}
+	stats := formatStats(total)
+	if d.Has("subcompactions") {
+		var bs []string
+		for _, b := range bounds {
+			bs = append(bs, fmt.Sprintf("%q", b))
 		}
-		// subcompactions=n runs the compaction as up to n key ranges
-		// (SubcompactionBounds, no minimum size), one after another, each
-		// with its own input, GC iterator and splitter.
-		var bounds [][]byte
-		if n := d.Int(t, "subcompactions", 1); n > 1 {
-			bounds = c.SubcompactionBounds(int(n), 0)
+		stats = fmt.Sprintf("subcompaction bounds: [%s]\n%s", strings.Join(bs, " "), stats)
+	}
+	return stats, nil
+}
+
+// runSubcompaction runs c's key range [lower, upper) through a GC iterator
+// with gc and a splitter (target-file-size= overrides c's), adding the
+// tables it writes to edit.
+func (s *lsm) runSubcompaction(d *testutil.Case, c *Compaction, edit *manifest.VersionEdit, gc GCOptions, lower, upper []byte) (GCStats, error) {
+	t := s.t
+	it := NewIter(c.NewInputIterRange(s.opener, lower, upper), gc)
+	sp := c.NewSplitter()
+	if d.Has("target-file-size") {
+		sp = NewSplitter(SplitterOptions{TargetFileSize: d.Int(t, "target-file-size", 0), Grandparents: c.Grandparents})
+	}
+	var cur []entry
+	var size uint64
+	finish := func() {
+		if len(cur) > 0 {
+			m := s.newTable(s.nextFile, cur, 0)
+			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: m})
 		}
-		var total GCStats
-		for r := 0; r <= len(bounds); r++ {
-			lower, upper := SubcompactionRange(bounds, r)
-			elide := elide
-			if !d.Has("elide") {
-				elide = NewElider(s.levels(), c.OutputLevel) // keeps cursors: one per range
-			}
-			it := NewIter(c.NewInputIterRange(s.opener, lower, upper), GCOptions{Snapshots: d.Uints(t, "snapshots"), ElideTombstone: elide, Merger: m})
-			sp := c.NewSplitter()
-			if d.Has("target-file-size") {
-				sp = NewSplitter(SplitterOptions{TargetFileSize: d.Int(t, "target-file-size", 0), Grandparents: c.Grandparents})
-			}
-			var cur []entry
-			var size uint64
-			finish := func() {
-				if len(cur) > 0 {
-					m := s.newTable(s.nextFile, cur, 0)
-					edit.NewFiles = append(edit.NewFiles, manifest.NewFile{Level: c.OutputLevel, Meta: m})
-				}
-				cur, size = nil, 0
-			}
-			for ok := it.First(); ok; ok = it.Next() {
-				if sp.ShouldSplitBefore(it.Key(), size) {
-					finish()
-				}
-				e := entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)}
-				cur = append(cur, e)
-				size += uint64(e.key.Size() + len(e.value))
-			}
+		cur, size = nil, 0
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		if sp.ShouldSplitBefore(it.Key(), size) {
 			finish()
-			if err := it.Close(); err != nil {
-				return "error: " + err.Error()
-			}
-			if s.open != 0 {
-				t.Fatalf("%s: %d tables left open", d.Pos, s.open)
-			}
-			total.Add(it.Stats())
 		}
-		stats = formatStats(total)
-		if d.Has("subcompactions") {
-			var bs []string
-			for _, b := range bounds {
-				bs = append(bs, fmt.Sprintf("%q", b))
-			}
-			stats = fmt.Sprintf("subcompaction bounds: [%s]\n%s", strings.Join(bs, " "), stats)
-		}
+		e := entry{key: it.Key().Clone(), value: append([]byte(nil), it.Value()...)}
+		cur = append(cur, e)
+		size += uint64(e.key.Size() + len(e.value))
 	}
-	if err := s.apply(edit); err != nil {
-		return "error: " + err.Error()
+	finish()
+	if err := it.Close(); err != nil {
+		return GCStats{}, err
 	}
-	return strings.TrimRight(s.describe(d.Has("sizes")), "\n") + "\n" + stats
+	if s.open != 0 {
+		t.Fatalf("%s: %d tables left open", d.Pos, s.open)
+	}
+	return it.Stats(), nil
 }
 
 // TestLSMDataDriven runs the files testdata/{iter,picker,compact}:

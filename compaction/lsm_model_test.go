@@ -66,101 +66,139 @@ func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 	require.NoError(t, err)
 	s := &lsm{t: t, version: &manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}, tables: map[uint64][]entry{}, nextFile: 1}
 	s.picker = randomModelPicker(rng)
-	nKeys := 5 + rng.Intn(40)
-	maxPending := 1 + rng.Intn(3)
-	var model []entry // every write, any order
-	var snapshots []uint64
-	var pending []pendingCompaction
-	seq := uint64(0)
-	compactions := 0
-	complete := func() {
-		i := rng.Intn(len(pending))
-		pc := pending[i]
-		pending = append(pending[:i], pending[i+1:]...)
-		s.last = pc.c
-		runModelCompaction(t, rng, s, pc.levels, snapshots, m)
-		compactions++
-		checkModel(t, s, model, snapshots, seq, m)
-	}
-	queue := func(c *Compaction) {
-		for _, f := range c.InputFiles() {
-			f.Compacting = true
-		}
-		pending = append(pending, pendingCompaction{c, s.levels()})
-		for len(pending) >= maxPending || (len(pending) > 0 && rng.Intn(2) == 0) {
-			complete()
-		}
-	}
-
+	r := &compactionModelRun{t: t, rng: rng, s: s, m: m, mergerName: mergerName}
+	r.nKeys = 5 + rng.Intn(40)
+	r.maxPending = 1 + rng.Intn(3)
 	for step := 0; step < 200; step++ {
-		switch r := rng.Intn(20); {
-		case r < 8: // flush a batch of writes to L0
-			var batch []entry
-			for n := 1 + rng.Intn(20); n > 0; n-- {
-				seq++
-				ukey := []byte(fmt.Sprintf("k%02d", rng.Intn(nKeys)))
-				e := entry{key: base.MakeInternalKey(ukey, seq, kinds[rng.Intn(len(kinds))])}
-				if e.key.Kind() != base.KindDelete {
-					e.value = []byte(strconv.Itoa(rng.Intn(10)))
-					if mergerName == "append" {
-						e.value = []byte(fmt.Sprintf("<%d>", seq))
-					}
-				}
-				batch = append(batch, e)
-				model = append(model, e)
+		r.step()
+	}
+	for len(r.pending) > 0 {
+		r.complete()
+	}
+	require.NotZero(t, r.compactions)
+}
+
+// compactionModelRun is one trial of TestCompactionModel: the LSM, the
+// model of every write, the open snapshots and the pending compactions.
+type compactionModelRun struct {
+	t          *testing.T
+	rng        *rand.Rand
+	s          *lsm
+	m          Merger
+	mergerName string
+	nKeys      int
+	maxPending int
+
+	model       []entry // every write, any order
+	snapshots   []uint64
+	pending     []pendingCompaction
+	seq         uint64
+	compactions int
+}
+
+// step is one random step: a flush, a snapshot taken or released, a
+// compaction picked (or a pending one run), a manual compaction, or a new
+// picker.
+func (r *compactionModelRun) step() {
+	switch x := r.rng.Intn(20); {
+	case x < 8:
+		r.flush()
+	case x < 10:
+		r.snapshots = append(r.snapshots, r.seq)
+		sort.Slice(r.snapshots, func(i, j int) bool { return r.snapshots[i] < r.snapshots[j] })
+	case x < 12:
+		if len(r.snapshots) > 0 {
+			i := r.rng.Intn(len(r.snapshots))
+			r.snapshots = append(r.snapshots[:i], r.snapshots[i+1:]...)
+		}
+	case x < 17:
+		if c := r.s.picker.Pick(r.s.levels()); c != nil {
+			r.queue(c)
+		} else if len(r.pending) > 0 {
+			r.complete()
+		}
+	case x < 19:
+		r.manual()
+	default:
+		r.s.picker = randomModelPicker(r.rng)
+	}
+}
+
+// flush writes a batch of random writes to L0 (and the model).
+func (r *compactionModelRun) flush() {
+	t, rng := r.t, r.rng
+	var batch []entry
+	for n := 1 + rng.Intn(20); n > 0; n-- {
+		r.seq++
+		ukey := []byte(fmt.Sprintf("k%02d", rng.Intn(r.nKeys)))
+		e := entry{key: base.MakeInternalKey(ukey, r.seq, kinds[rng.Intn(len(kinds))])}
+		if e.key.Kind() != base.KindDelete {
+			e.value = []byte(strconv.Itoa(rng.Intn(10)))
+			if r.mergerName == "append" {
+				e.value = []byte(fmt.Sprintf("<%d>", r.seq))
 			}
-			sortEntries(batch)
-			if rng.Intn(2) == 0 { // a flush may drop what no snapshot needs
-				it := NewIter(newSliceIter(batch), GCOptions{Snapshots: snapshots, Merger: m})
-				batch = collect(t, it)
-				require.NoError(t, it.Close())
-			}
-			if len(batch) > 0 {
-				f := s.newTable(s.nextFile, batch, 0)
-				require.NoError(t, s.apply(&manifest.VersionEdit{NewFiles: []manifest.NewFile{{Level: 0, Meta: f}}}))
-			}
-		case r < 10:
-			snapshots = append(snapshots, seq)
-			sort.Slice(snapshots, func(i, j int) bool { return snapshots[i] < snapshots[j] })
-		case r < 12:
-			if len(snapshots) > 0 {
-				i := rng.Intn(len(snapshots))
-				snapshots = append(snapshots[:i], snapshots[i+1:]...)
-			}
-		case r < 17:
-			if c := s.picker.Pick(s.levels()); c != nil {
-				queue(c)
-			} else if len(pending) > 0 {
-				complete()
-			}
-		case r < 19:
-			level := rng.Intn(manifest.NumLevels)
-			var start, end []byte
-			if rng.Intn(2) == 0 {
-				start = []byte(fmt.Sprintf("k%02d", rng.Intn(nKeys)))
-				end = []byte(fmt.Sprintf("k%02d", rng.Intn(nKeys)))
-				if string(start) > string(end) {
-					start, end = end, start
-				}
-			}
-			c, err := s.picker.PickManual(s.levels(), level, start, end)
-			if errors.Is(err, ErrInputsCompacting) {
-				require.NotEmpty(t, pending)
-				complete()
-				break
-			}
-			require.NoError(t, err)
-			if c != nil {
-				queue(c)
-			}
-		default:
-			s.picker = randomModelPicker(rng)
+		}
+		batch = append(batch, e)
+		r.model = append(r.model, e)
+	}
+	sortEntries(batch)
+	if rng.Intn(2) == 0 { // a flush may drop what no snapshot needs
+		it := NewIter(newSliceIter(batch), GCOptions{Snapshots: r.snapshots, Merger: r.m})
+		batch = collect(t, it)
+		require.NoError(t, it.Close())
+	}
+	if len(batch) > 0 {
+		f := r.s.newTable(r.s.nextFile, batch, 0)
+		require.NoError(t, r.s.apply(&manifest.VersionEdit{NewFiles: []manifest.NewFile{{Level: 0, Meta: f}}}))
+	}
+}
+
+// manual picks a manual compaction of a random level, of a random range
+// or all; inputs already compacting make a pending compaction run first.
+func (r *compactionModelRun) manual() {
+	t, rng := r.t, r.rng
+	level := rng.Intn(manifest.NumLevels)
+	var start, end []byte
+	if rng.Intn(2) == 0 {
+		start = []byte(fmt.Sprintf("k%02d", rng.Intn(r.nKeys)))
+		end = []byte(fmt.Sprintf("k%02d", rng.Intn(r.nKeys)))
+		if string(start) > string(end) {
+			start, end = end, start
 		}
 	}
-	for len(pending) > 0 {
-		complete()
+	c, err := r.s.picker.PickManual(r.s.levels(), level, start, end)
+	if errors.Is(err, ErrInputsCompacting) {
+		require.NotEmpty(t, r.pending)
+		r.complete()
+		return
 	}
-	require.NotZero(t, compactions)
+	require.NoError(t, err)
+	if c != nil {
+		r.queue(c)
+	}
+}
+
+// complete runs a random pending compaction and checks the model.
+func (r *compactionModelRun) complete() {
+	i := r.rng.Intn(len(r.pending))
+	pc := r.pending[i]
+	r.pending = append(r.pending[:i], r.pending[i+1:]...)
+	r.s.last = pc.c
+	runModelCompaction(r.t, r.rng, r.s, pc.levels, r.snapshots, r.m)
+	r.compactions++
+	checkModel(r.t, r.s, r.model, r.snapshots, r.seq, r.m)
+}
+
+// queue marks c's inputs compacting and makes it pending; pending
+// compactions run when there are maxPending of them, or at random.
+func (r *compactionModelRun) queue(c *Compaction) {
+	for _, f := range c.InputFiles() {
+		f.Compacting = true
+	}
+	r.pending = append(r.pending, pendingCompaction{c, r.s.levels()})
+	for len(r.pending) >= r.maxPending || (len(r.pending) > 0 && r.rng.Intn(2) == 0) {
+		r.complete()
+	}
 }
 
 // runModelCompaction runs s.last, picked from levels, as the DB would and

@@ -59,8 +59,34 @@ func reversed(s []string) []string {
 	return out
 }
 
+// TestMemTableModel adds random sets, deletes and merges and checks the
+// memtable against a sorted model: full scans both ways, bounded scans and
+// seeks, direction changes, and Get at snapshots.
 func TestMemTableModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	m, model := randomMemTable(rng)
+	require.EqualValues(t, len(model), m.Len())
+
+	it := m.NewIter(nil, nil)
+	want := render(model)
+	require.Equal(t, want, collectForward(it, it.First()))
+	require.Equal(t, reversed(want), collectBackward(it, it.Last()))
+
+	for i := 0; i < 200; i++ {
+		checkBoundsAndSeeks(t, rng, m, it, model)
+	}
+	for i := 0; i < 300; i++ {
+		checkDirectionChanges(t, rng, it, model)
+	}
+	// Get at every snapshot boundary of a few keys.
+	for i := 0; i < 100; i++ {
+		checkGetAtSnapshot(t, rng, m, model)
+	}
+}
+
+// randomMemTable is a memtable of 3,000 random entries over 400 keys, and
+// its model, sorted.
+func randomMemTable(rng *rand.Rand) (*MemTable, []modelEntry) {
 	m := New()
 	var model []modelEntry
 	for seq := uint64(1); seq <= 3000; seq++ {
@@ -73,85 +99,84 @@ func TestMemTableModel(t *testing.T) {
 		m.Add(seq, kind, k, v)
 		model = append(model, modelEntry{base.MakeInternalKey(k, seq, kind), append([]byte{}, v...)})
 	}
-	model = sortedModel(model)
-	require.EqualValues(t, len(model), m.Len())
+	return m, sortedModel(model)
+}
 
-	it := m.NewIter(nil, nil)
-	want := render(model)
-	require.Equal(t, want, collectForward(it, it.First()))
-	require.Equal(t, reversed(want), collectBackward(it, it.Last()))
-
-	// Bounded scans and seeks.
-	for i := 0; i < 200; i++ {
-		lo := []byte(fmt.Sprintf("k%03d", rng.Intn(410)))
-		hi := []byte(fmt.Sprintf("k%03d", rng.Intn(410)))
-		if bytes.Compare(lo, hi) > 0 {
-			lo, hi = hi, lo
-		}
-		var sub []modelEntry
-		for _, e := range model {
-			if bytes.Compare(e.k.UserKey, lo) >= 0 && bytes.Compare(e.k.UserKey, hi) < 0 {
-				sub = append(sub, e)
-			}
-		}
-		bit := m.NewIter(lo, hi)
-		require.Equal(t, render(sub), collectForward(bit, bit.First()), "bounds [%s,%s)", lo, hi)
-		require.Equal(t, reversed(render(sub)), collectBackward(bit, bit.Last()))
-
-		// SeekGE / SeekLT against the model on the unbounded iterator.
-		sk := []byte(fmt.Sprintf("k%03d", rng.Intn(410)))
-		idx := sort.Search(len(model), func(j int) bool { return bytes.Compare(model[j].k.UserKey, sk) >= 0 })
-		require.Equal(t, render(model[idx:]), collectForward(it, it.SeekGE(sk)))
-		require.Equal(t, reversed(render(model[:idx])), collectBackward(it, it.SeekLT(sk)))
+// checkBoundsAndSeeks: a scan both ways with random bounds, then SeekGE
+// and SeekLT of a random key on the unbounded iterator it.
+func checkBoundsAndSeeks(t *testing.T, rng *rand.Rand, m *MemTable, it *Iterator, model []modelEntry) {
+	t.Helper()
+	lo := []byte(fmt.Sprintf("k%03d", rng.Intn(410)))
+	hi := []byte(fmt.Sprintf("k%03d", rng.Intn(410)))
+	if bytes.Compare(lo, hi) > 0 {
+		lo, hi = hi, lo
 	}
-
-	// Direction changes: at random positions, step back and forth.
-	for i := 0; i < 300; i++ {
-		idx := rng.Intn(len(model))
-		require.True(t, it.SeekGE(model[idx].k.UserKey))
-		for it.Key().Trailer != model[idx].k.Trailer {
-			require.True(t, it.Next())
-		}
-		pos := idx
-		for step := 0; step < 150; step++ {
-			if rng.Intn(2) == 0 {
-				ok := it.Next()
-				pos++
-				if pos >= len(model) {
-					require.False(t, ok)
-					break
-				}
-				require.True(t, ok)
-			} else {
-				ok := it.Prev()
-				pos--
-				if pos < 0 {
-					require.False(t, ok)
-					break
-				}
-				require.True(t, ok)
-			}
-			require.Equal(t, model[pos].k.String(), it.Key().String())
+	var sub []modelEntry
+	for _, e := range model {
+		if bytes.Compare(e.k.UserKey, lo) >= 0 && bytes.Compare(e.k.UserKey, hi) < 0 {
+			sub = append(sub, e)
 		}
 	}
+	bit := m.NewIter(lo, hi)
+	require.Equal(t, render(sub), collectForward(bit, bit.First()), "bounds [%s,%s)", lo, hi)
+	require.Equal(t, reversed(render(sub)), collectBackward(bit, bit.Last()))
 
-	// Get at every snapshot boundary of a few keys.
-	for i := 0; i < 100; i++ {
-		k := []byte(fmt.Sprintf("k%03d", rng.Intn(400)))
-		snap := uint64(rng.Intn(3100))
-		var want []string
-		for _, e := range model {
-			if bytes.Equal(e.k.UserKey, k) && e.k.SeqNum() <= snap {
-				want = append(want, e.k.String())
-			}
-		}
-		var got []string
-		m.Get(k, snap, func(ik base.InternalKey, _ []byte) bool {
-			got = append(got, ik.String())
-			return true
-		})
-		require.Equal(t, want, got)
+	// SeekGE / SeekLT against the model on the unbounded iterator.
+	sk := []byte(fmt.Sprintf("k%03d", rng.Intn(410)))
+	idx := sort.Search(len(model), func(j int) bool { return bytes.Compare(model[j].k.UserKey, sk) >= 0 })
+	require.Equal(t, render(model[idx:]), collectForward(it, it.SeekGE(sk)))
+	require.Equal(t, reversed(render(model[:idx])), collectBackward(it, it.SeekLT(sk)))
+}
+
+// checkDirectionChanges: at a random position, step back and forth.
+func checkDirectionChanges(t *testing.T, rng *rand.Rand, it *Iterator, model []modelEntry) {
+	t.Helper()
+	idx := rng.Intn(len(model))
+	require.True(t, it.SeekGE(model[idx].k.UserKey))
+	for it.Key().Trailer != model[idx].k.Trailer {
+		require.True(t, it.Next())
 	}
+	pos := idx
+	for step := 0; step < 150; step++ {
+		if rng.Intn(2) == 0 {
+			ok := it.Next()
+			pos++
+			if pos >= len(model) {
+				require.False(t, ok)
+				break
+			}
+			require.True(t, ok)
+		} else {
+			ok := it.Prev()
+			pos--
+			if pos < 0 {
+				require.False(t, ok)
+				break
+			}
+			require.True(t, ok)
+		}
+		require.Equal(t, model[pos].k.String(), it.Key().String())
+	}
+}
+
+// checkGetAtSnapshot: Get of a random key at a random snapshot visits the
+// key's entries the model has at or below it.
+func checkGetAtSnapshot(t *testing.T, rng *rand.Rand, m *MemTable, model []modelEntry) {
+	t.Helper()
+	k := []byte(fmt.Sprintf("k%03d", rng.Intn(400)))
+	snap := uint64(rng.Intn(3100))
+	var want []string
+	for _, e := range model {
+		if bytes.Equal(e.k.UserKey, k) && e.k.SeqNum() <= snap {
+			want = append(want, e.k.String())
+		}
+	}
+	var got []string
+	m.Get(k, snap, func(ik base.InternalKey, _ []byte) bool {
+		got = append(got, ik.String())
+		return true
+	})
+	require.Equal(t, want, got)
 }
 
 func TestMemTableEmptyKeyAndValue(t *testing.T) {

@@ -43,11 +43,20 @@ func cfInfo(key string) func(*Store) (any, error) {
 	}
 }
 
+// TestStoreCF runs the CF.* commands as a table, then fills a
+// non-scaling filter and grows a scaling one.
 func TestStoreCF(t *testing.T) {
 	s := openTestStore(t, nil, nil)
+	runCmds(t, s.Store, append(cfAddDelCmds(), cfReserveCmds()...))
+	checkCFNonScalingFull(t, s.Store)
+	checkCFScalingGrows(t, s.Store)
+}
+
+// cfAddDelCmds: CF.ADD, ADDNX, DEL, EXISTS and COUNT on missing and
+// present items.
+func cfAddDelCmds() []cmd {
 	notFound := []error{sieve.ErrNotFound}
-	invalid := []error{ErrInvalidArgument}
-	runCmds(t, s.Store, []cmd{
+	return []cmd{
 		{name: "CF.EXISTS missing", do: cfExists("c", "x"), want: false},
 		{name: "CF.COUNT missing", do: cfCount("c", "x"), want: int64(0)},
 		{name: "CF.INFO missing", do: cfInfo("c"), errs: notFound},
@@ -67,6 +76,14 @@ func TestStoreCF(t *testing.T) {
 		{name: "CF.DEL absent", do: cfDel("c", "x"), want: false},
 		{name: "CF.EXISTS y survives", do: cfExists("c", "y"), want: true},
 		{name: "CF.INFO defaults", do: cfInfo("c"), want: CFInfo{NumBuckets: 512, NumFilters: 1, NumItemsInserted: 1, NumItemsDeleted: 2, BucketSize: 2, ExpansionRate: 1, MaxIteration: 20}},
+	}
+}
+
+// cfReserveCmds: CF.RESERVE and its options, good and bad, and CF.INFO.
+func cfReserveCmds() []cmd {
+	notFound := []error{sieve.ErrNotFound}
+	invalid := []error{ErrInvalidArgument}
+	return []cmd{
 		{name: "CF.RESERVE existing", do: cfReserve("c", 100, nil), errs: []error{ErrItemExists}},
 		{name: "CF.RESERVE options", do: cfReserve("r", 1000, &CFReserveOptions{BucketSize: 4, MaxIterations: 50, Expansion: 3})},
 		{name: "CF.INFO reserved", do: cfInfo("r"), want: CFInfo{NumBuckets: 256, NumFilters: 1, BucketSize: 4, ExpansionRate: 4, MaxIteration: 50}},
@@ -79,10 +96,14 @@ func TestStoreCF(t *testing.T) {
 		{name: "CF.INFO expansion 0", do: cfInfo("ns"), want: CFInfo{NumBuckets: 4, NumFilters: 1, BucketSize: 1, ExpansionRate: 0, MaxIteration: 20}},
 		{name: "CF.ADDNX creates", do: cfAddNX("n", "x"), want: true},
 		{name: "CF.INFO created by ADDNX", do: cfInfo("n"), want: CFInfo{NumBuckets: 512, NumFilters: 1, NumItemsInserted: 1, BucketSize: 2, ExpansionRate: 1, MaxIteration: 20}},
-	})
+	}
+}
 
-	// A non-scaling filter fills up; the add that finds no room fails and
-	// writes nothing, and every item added before still exists.
+// checkCFNonScalingFull: a non-scaling filter fills up; the add that finds
+// no room fails and writes nothing, and every item added before still
+// exists.
+func checkCFNonScalingFull(t *testing.T, s *Store) {
+	t.Helper()
 	var added []string
 	for i := 0; ; i++ {
 		item := fmt.Sprint("f", i)
@@ -106,8 +127,12 @@ func TestStoreCF(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok, it)
 	}
+}
 
-	// A scaling filter grows; INFO's Size is the stored value's length.
+// checkCFScalingGrows: a scaling filter grows; INFO's Size is the stored
+// value's length.
+func checkCFScalingGrows(t *testing.T, s *Store) {
+	t.Helper()
 	require.NoError(t, s.CFReserve(k("g"), 8, &CFReserveOptions{BucketSize: 2, Expansion: 2}))
 	for _, it := range items("g", 100) {
 		ok, err := s.CFAdd(k("g"), it)
@@ -121,7 +146,7 @@ func TestStoreCF(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, int64(len(d)), info.Size)
 	}
-	info, err = s.CFInfo(k("g"))
+	info, err := s.CFInfo(k("g"))
 	require.NoError(t, err)
 	require.Greater(t, info.NumFilters, int64(1))
 	require.Equal(t, int64(100), info.NumItemsInserted)

@@ -39,137 +39,192 @@ func TestStoreCrashBlindIngestion(t *testing.T) {
 	}
 	hllKeys, bloomKeys, cuckooKeys := []string{"h0", "h1"}, []string{"b0", "b1"}, []string{"c0"}
 	allKeys := append(append(append([]string(nil), hllKeys...), bloomKeys...), cuckooKeys...)
-	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
+	in := newBlindIngestion(seed, allKeys)
 
-	// The model: the state after each prefix of the batches, as one hash
-	// of each key's canonical bytes (0: missing).
-	model := storeModel{}
-	prefix := []map[string]uint64{model.hashes(allKeys)}
-	type batchOp struct {
-		bloomItems map[string][][]byte
-		hllElems   map[string][][]byte
-		sync       bool
-	}
-	var ops []batchOp
-
-	fs := vfs.NewMem()
-	var mu sync.Mutex
-	ackedSync, inFlight, events := 0, 0, 0
-	var points []crashPoint
-	fs.SetDurabilityHook(func(op vfs.Op, name string) {
-		mu.Lock()
-		events++
-		ev, acked := events, ackedSync
-		mu.Unlock()
-		if !takeClone(op, ev) {
-			return
-		}
-		mode := modes[ev%len(modes)]
-		clone := fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(ev)})
-		mu.Lock()
-		points = append(points, crashPoint{fs: clone, event: fmt.Sprintf("%s %s (%s)", op, name, mode), ackedSync: acked, inFlight: inFlight})
-		mu.Unlock()
-	})
-	dbOpts := &sieve.Options{FS: fs, MemTableSize: 64 << 10, L0CompactionTrigger: 2}
+	in.fs.SetDurabilityHook(in.hook)
+	dbOpts := &sieve.Options{FS: in.fs, MemTableSize: 64 << 10, L0CompactionTrigger: 2}
 	db, err := sieve.Open("/db", dbOpts)
 	require.NoError(t, err)
 	s, err := Open(db)
 	require.NoError(t, err)
-
 	for i := range nOps {
-		op := batchOp{bloomItems: map[string][][]byte{}, hllElems: map[string][][]byte{}, sync: rng.IntN(6) == 0}
-		b := s.NewBatch()
-		for range 1 + rng.IntN(4) {
-			key := allKeys[rng.IntN(len(allKeys))]
-			var its [][]byte
-			for range 1 + rng.IntN(20) {
-				its = append(its, fmt.Appendf(nil, "op%d-%d", i, rng.IntN(1<<20)))
-			}
-			switch key[0] {
-			case 'h':
-				require.NoError(t, b.PFAdd(k(key), its...))
-				op.hllElems[key] = append(op.hllElems[key], its...)
-			case 'b':
-				require.NoError(t, b.BFAdd(k(key), its...))
-				op.bloomItems[key] = append(op.bloomItems[key], its...)
-			default:
-				its = its[:min(len(its), 3)] // the cuckoo filter stays below its capacity
-				require.NoError(t, b.CFAdd(k(key), its...))
-			}
-			model.applyBlind(t, key, its)
+		in.batch(t, s, rng, i)
+	}
+	in.fs.SetDurabilityHook(nil)
+	require.NoError(t, db.Close())
+	t.Logf("%d batches, %d durability events, %d crash states", len(in.ops), in.events, len(in.points))
+
+	for _, pt := range in.points {
+		in.checkPoint(t, pt)
+	}
+}
+
+// blindBatch is one batch of TestStoreCrashBlindIngestion: the Bloom items
+// and HLL elements it added, by key.
+type blindBatch struct {
+	bloomItems map[string][][]byte
+	hllElems   map[string][][]byte
+	sync       bool
+}
+
+// blindIngestion is TestStoreCrashBlindIngestion's workload, its model and
+// its crash points.
+type blindIngestion struct {
+	seed    int64
+	allKeys []string
+	modes   []vfs.UnsyncedMode
+	fs      *vfs.MemFS
+
+	// The model: the state after each prefix of the batches, as one hash
+	// of each key's canonical bytes (0: missing).
+	model  storeModel
+	prefix []map[string]uint64
+
+	// mu guards what the durability hook shares with the workload.
+	mu                          sync.Mutex
+	ops                         []blindBatch
+	ackedSync, inFlight, events int
+	points                      []crashPoint
+}
+
+func newBlindIngestion(seed int64, allKeys []string) *blindIngestion {
+	in := &blindIngestion{
+		seed:    seed,
+		allKeys: allKeys,
+		modes:   []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced},
+		fs:      vfs.NewMem(),
+		model:   storeModel{},
+	}
+	in.prefix = []map[string]uint64{in.model.hashes(allKeys)}
+	return in
+}
+
+// hook is the durability hook: a crash clone at the sampled events, with
+// what had been acknowledged and submitted by then.
+func (in *blindIngestion) hook(op vfs.Op, name string) {
+	in.mu.Lock()
+	in.events++
+	ev, acked := in.events, in.ackedSync
+	in.mu.Unlock()
+	if !takeClone(op, ev) {
+		return
+	}
+	mode := in.modes[ev%len(in.modes)]
+	clone := in.fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(in.seed) + uint64(ev)})
+	in.mu.Lock()
+	in.points = append(in.points, crashPoint{fs: clone, event: fmt.Sprintf("%s %s (%s)", op, name, mode), ackedSync: acked, inFlight: in.inFlight})
+	in.mu.Unlock()
+}
+
+// batch commits the i-th batch: blind PFAdd, BFAdd and CFAdd operands on
+// one to four random keys, sometimes with Sync, applied to the model too.
+func (in *blindIngestion) batch(t *testing.T, s *Store, rng *rand.Rand, i int) {
+	t.Helper()
+	op := blindBatch{bloomItems: map[string][][]byte{}, hllElems: map[string][][]byte{}, sync: rng.IntN(6) == 0}
+	b := s.NewBatch()
+	for range 1 + rng.IntN(4) {
+		key := in.allKeys[rng.IntN(len(in.allKeys))]
+		var its [][]byte
+		for range 1 + rng.IntN(20) {
+			its = append(its, fmt.Appendf(nil, "op%d-%d", i, rng.IntN(1<<20)))
 		}
-		mu.Lock()
-		ops = append(ops, op)
-		inFlight = len(ops)
-		mu.Unlock()
-		wo := sieve.NoSync
-		if op.sync {
-			wo = sieve.Sync
+		switch key[0] {
+		case 'h':
+			require.NoError(t, b.PFAdd(k(key), its...))
+			op.hllElems[key] = append(op.hllElems[key], its...)
+		case 'b':
+			require.NoError(t, b.BFAdd(k(key), its...))
+			op.bloomItems[key] = append(op.bloomItems[key], its...)
+		default:
+			its = its[:min(len(its), 3)] // the cuckoo filter stays below its capacity
+			require.NoError(t, b.CFAdd(k(key), its...))
 		}
-		require.NoError(t, b.Commit(wo))
-		prefix = append(prefix, model.hashes(allKeys))
-		if op.sync {
-			mu.Lock()
-			ackedSync = len(ops)
-			mu.Unlock()
+		in.model.applyBlind(t, key, its)
+	}
+	in.mu.Lock()
+	in.ops = append(in.ops, op)
+	in.inFlight = len(in.ops)
+	in.mu.Unlock()
+	wo := sieve.NoSync
+	if op.sync {
+		wo = sieve.Sync
+	}
+	require.NoError(t, b.Commit(wo))
+	in.prefix = append(in.prefix, in.model.hashes(in.allKeys))
+	if op.sync {
+		in.mu.Lock()
+		in.ackedSync = len(in.ops)
+		in.mu.Unlock()
+	}
+}
+
+// checkPoint recovers crash point pt and checks it: the sketches of a
+// prefix of the batches, and what Sync acknowledged, stated directly.
+func (in *blindIngestion) checkPoint(t *testing.T, pt crashPoint) {
+	t.Helper()
+	db, err := sieve.Open("/db", &sieve.Options{FS: pt.fs})
+	require.NoError(t, err, "recovering the crash at %s", pt.event)
+	s, err := Open(db)
+	require.NoError(t, err)
+	got := in.recoveredHashes(t, s, pt)
+	p := -1
+	for q := pt.inFlight; q >= pt.ackedSync; q-- {
+		if mapsEqual(got, in.prefix[q]) {
+			p = q
+			break
 		}
 	}
-	fs.SetDurabilityHook(nil)
+	require.GreaterOrEqual(t, p, 0, "crash at %s: the recovered sketches are no prefix of batches %d..%d (%d acknowledged with Sync)",
+		pt.event, pt.ackedSync, pt.inFlight, pt.ackedSync)
+	in.checkSyncAcked(t, s, pt)
 	require.NoError(t, db.Close())
-	t.Logf("%d batches, %d durability events, %d crash states", len(ops), events, len(points))
+}
 
-	for _, pt := range points {
-		db, err := sieve.Open("/db", &sieve.Options{FS: pt.fs})
-		require.NoError(t, err, "recovering the crash at %s", pt.event)
-		s, err := Open(db)
+// recoveredHashes is a hash of each key's canonical bytes as recovered (0:
+// missing).
+func (in *blindIngestion) recoveredHashes(t *testing.T, s *Store, pt crashPoint) map[string]uint64 {
+	t.Helper()
+	got := map[string]uint64{}
+	for _, key := range in.allKeys {
+		d, err := s.Dump(k(key))
+		if err == nil {
+			got[key] = xxhash.Sum64(d)
+		} else {
+			require.ErrorIs(t, err, sieve.ErrNotFound, "crash at %s: key %s", pt.event, key)
+			got[key] = 0
+		}
+	}
+	return got
+}
+
+// checkSyncAcked checks what the batches acknowledged with Sync put in
+// directly: every Bloom item exists, every HLL register is at least theirs.
+func (in *blindIngestion) checkSyncAcked(t *testing.T, s *Store, pt crashPoint) {
+	t.Helper()
+	want := map[string]*HLL{}
+	for _, op := range in.ops[:pt.ackedSync] {
+		for key, its := range op.bloomItems {
+			ok, err := s.BFMExists(k(key), its...)
+			require.NoError(t, err)
+			require.NotContains(t, ok, false, "crash at %s: an acknowledged Bloom item is missing", pt.event)
+		}
+		for key, elems := range op.hllElems {
+			if want[key] == nil {
+				want[key] = NewHLL()
+			}
+			for _, e := range elems {
+				want[key].Add(e)
+			}
+		}
+	}
+	for key, h := range want {
+		d, err := s.Dump(k(key))
 		require.NoError(t, err)
-		got := map[string]uint64{}
-		for _, key := range allKeys {
-			d, err := s.Dump(k(key))
-			if err == nil {
-				got[key] = xxhash.Sum64(d)
-			} else {
-				require.ErrorIs(t, err, sieve.ErrNotFound, "crash at %s: key %s", pt.event, key)
-				got[key] = 0
-			}
+		have, err := ParseHLL(d)
+		require.NoError(t, err)
+		for i := range hllRegisters {
+			require.GreaterOrEqual(t, have.Register(i), h.Register(i), "crash at %s: key %s register %d", pt.event, key, i)
 		}
-		p := -1
-		for q := pt.inFlight; q >= pt.ackedSync; q-- {
-			if mapsEqual(got, prefix[q]) {
-				p = q
-				break
-			}
-		}
-		require.GreaterOrEqual(t, p, 0, "crash at %s: the recovered sketches are no prefix of batches %d..%d (%d acknowledged with Sync)",
-			pt.event, pt.ackedSync, pt.inFlight, pt.ackedSync)
-
-		// The same, stated directly for what Sync acknowledged.
-		want := map[string]*HLL{}
-		for _, op := range ops[:pt.ackedSync] {
-			for key, its := range op.bloomItems {
-				ok, err := s.BFMExists(k(key), its...)
-				require.NoError(t, err)
-				require.NotContains(t, ok, false, "crash at %s: an acknowledged Bloom item is missing", pt.event)
-			}
-			for key, elems := range op.hllElems {
-				if want[key] == nil {
-					want[key] = NewHLL()
-				}
-				for _, e := range elems {
-					want[key].Add(e)
-				}
-			}
-		}
-		for key, h := range want {
-			d, err := s.Dump(k(key))
-			require.NoError(t, err)
-			have, err := ParseHLL(d)
-			require.NoError(t, err)
-			for i := range hllRegisters {
-				require.GreaterOrEqual(t, have.Register(i), h.Register(i), "crash at %s: key %s register %d", pt.event, key, i)
-			}
-		}
-		require.NoError(t, db.Close())
 	}
 }
 

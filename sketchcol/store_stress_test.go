@@ -995,89 +995,125 @@ func (w *stressWorker) hllOp() {
 	s, rng := w.s, w.rng
 	m := s.hll[rng.IntN(len(s.hll))]
 	switch r := rng.IntN(100); {
-	case r < 30: // PFADD of new elements, some with acknowledged ones
-		elems := w.freshItems("h", m.room(1+rng.IntN(3)))
-		all := append(m.sampleAcked(rng, rng.IntN(2)), elems...)
-		lo := m.lower()
-		m.start(elems)
-		ok, err := s.st.PFAdd(m.key, all...)
-		if err != nil {
-			s.violation("%s: %v", w.where("PFADD"), err)
-			return
-		}
-		if ok && dominated(all, lo) {
-			s.violation("%s %q: replied 1, but every element's register already held its rank before the call", w.where("PFADD"), m.key)
-		}
-		m.ack(elems)
-	case r < 45: // PFADD of acknowledged elements: no register can change
-		old := m.sampleAcked(rng, 1+rng.IntN(3))
-		if old == nil {
-			return
-		}
-		lo := m.lower()
-		if !dominated(old, lo) {
-			s.violation("oracle: acknowledged elements of %q above the lower bound", m.key)
-		}
-		ok, err := s.st.PFAdd(m.key, old...)
-		s.reads.Add(1)
-		if err != nil || ok {
-			s.violation("%s %q of %d acknowledged elements: replied %v, %v; want 0", w.where("PFADD"), m.key, len(old), ok, err)
-		}
-	case r < 60: // PFAddBlind
-		n := 1 + rng.IntN(8)
-		if rng.IntN(8) == 0 {
-			n = 64 + rng.IntN(256) // push keys towards the dense encoding
-		}
-		elems := w.freshItems("h", m.room(n))
-		if len(elems) == 0 {
-			return
-		}
-		m.start(elems)
-		if err := s.st.PFAddBlind(m.key, elems...); err != nil {
-			s.violation("%s: %v", w.where("PFAddBlind"), err)
-			return
-		}
-		m.ack(elems)
-	case r < 75: // Dump, checked against the bounds
-		lo := m.lower()
-		v, err := s.st.Dump(m.key)
-		hi := m.upper()
-		if errors.Is(err, sieve.ErrNotFound) {
-			v, err = nil, nil
-		}
-		if err != nil {
-			s.violation("%s: %v", w.where("Dump"), err)
-			return
-		}
-		s.checkHLL(w.where("Dump"), m, v, lo, hi)
-		scribble(v)
-	case r < 88: // PFCOUNT of one to three keys
-		keys := [][]byte{m.key}
-		for range rng.IntN(3) {
-			keys = append(keys, s.hll[rng.IntN(len(s.hll))].key)
-		}
-		n, err := s.st.PFCount(keys...)
-		if err != nil || n < 0 {
-			s.violation("%s: %d, %v", w.where("PFCOUNT"), n, err)
-		}
-	default: // PFMERGE into a destination from some of its sources
-		d := s.hllDst[rng.IntN(len(s.hllDst))]
-		var srcs []*hllModel
-		for _, src := range d.srcs {
-			if rng.IntN(2) == 0 {
-				srcs = append(srcs, src)
-			}
-		}
-		if srcs == nil {
-			srcs = d.srcs[:1]
-		}
-		lo := unionLower(srcs)
-		if err := s.st.PFMerge(d.key, keysOf(srcs)...); err != nil {
-			s.violation("%s: %v", w.where("PFMERGE"), err)
-			return
-		}
-		d.mergeAcked(lo)
+	case r < 30:
+		w.pfAddNew(m)
+	case r < 45:
+		w.pfAddAcked(m)
+	case r < 60:
+		w.pfAddBlind(m)
+	case r < 75:
+		w.hllDump(m)
+	case r < 88:
+		w.pfCount(m)
+	default:
+		w.pfMerge()
 	}
+}
+
+// pfAddNew: PFADD of new elements, some with acknowledged ones.
+func (w *stressWorker) pfAddNew(m *hllModel) {
+	s, rng := w.s, w.rng
+	elems := w.freshItems("h", m.room(1+rng.IntN(3)))
+	all := append(m.sampleAcked(rng, rng.IntN(2)), elems...)
+	lo := m.lower()
+	m.start(elems)
+	ok, err := s.st.PFAdd(m.key, all...)
+	if err != nil {
+		s.violation("%s: %v", w.where("PFADD"), err)
+		return
+	}
+	if ok && dominated(all, lo) {
+		s.violation("%s %q: replied 1, but every element's register already held its rank before the call", w.where("PFADD"), m.key)
+	}
+	m.ack(elems)
+}
+
+// pfAddAcked: PFADD of acknowledged elements: no register can change.
+func (w *stressWorker) pfAddAcked(m *hllModel) {
+	s, rng := w.s, w.rng
+	old := m.sampleAcked(rng, 1+rng.IntN(3))
+	if old == nil {
+		return
+	}
+	lo := m.lower()
+	if !dominated(old, lo) {
+		s.violation("oracle: acknowledged elements of %q above the lower bound", m.key)
+	}
+	ok, err := s.st.PFAdd(m.key, old...)
+	s.reads.Add(1)
+	if err != nil || ok {
+		s.violation("%s %q of %d acknowledged elements: replied %v, %v; want 0", w.where("PFADD"), m.key, len(old), ok, err)
+	}
+}
+
+// pfAddBlind: PFAddBlind of new elements, sometimes many.
+func (w *stressWorker) pfAddBlind(m *hllModel) {
+	s, rng := w.s, w.rng
+	n := 1 + rng.IntN(8)
+	if rng.IntN(8) == 0 {
+		n = 64 + rng.IntN(256) // push keys towards the dense encoding
+	}
+	elems := w.freshItems("h", m.room(n))
+	if len(elems) == 0 {
+		return
+	}
+	m.start(elems)
+	if err := s.st.PFAddBlind(m.key, elems...); err != nil {
+		s.violation("%s: %v", w.where("PFAddBlind"), err)
+		return
+	}
+	m.ack(elems)
+}
+
+// hllDump: Dump, checked against the bounds.
+func (w *stressWorker) hllDump(m *hllModel) {
+	s := w.s
+	lo := m.lower()
+	v, err := s.st.Dump(m.key)
+	hi := m.upper()
+	if errors.Is(err, sieve.ErrNotFound) {
+		v, err = nil, nil
+	}
+	if err != nil {
+		s.violation("%s: %v", w.where("Dump"), err)
+		return
+	}
+	s.checkHLL(w.where("Dump"), m, v, lo, hi)
+	scribble(v)
+}
+
+// pfCount: PFCOUNT of one to three keys, the first m's.
+func (w *stressWorker) pfCount(m *hllModel) {
+	s, rng := w.s, w.rng
+	keys := [][]byte{m.key}
+	for range rng.IntN(3) {
+		keys = append(keys, s.hll[rng.IntN(len(s.hll))].key)
+	}
+	n, err := s.st.PFCount(keys...)
+	if err != nil || n < 0 {
+		s.violation("%s: %d, %v", w.where("PFCOUNT"), n, err)
+	}
+}
+
+// pfMerge: PFMERGE into a destination from some of its sources.
+func (w *stressWorker) pfMerge() {
+	s, rng := w.s, w.rng
+	d := s.hllDst[rng.IntN(len(s.hllDst))]
+	var srcs []*hllModel
+	for _, src := range d.srcs {
+		if rng.IntN(2) == 0 {
+			srcs = append(srcs, src)
+		}
+	}
+	if srcs == nil {
+		srcs = d.srcs[:1]
+	}
+	lo := unionLower(srcs)
+	if err := s.st.PFMerge(d.key, keysOf(srcs)...); err != nil {
+		s.violation("%s: %v", w.where("PFMERGE"), err)
+		return
+	}
+	d.mergeAcked(lo)
 }
 
 // contested returns the goroutine's next contested item of Bloom key j
@@ -1097,145 +1133,209 @@ func (w *stressWorker) bloomOp() {
 	j := rng.IntN(len(s.roundBloom))
 	m := s.roundBloom[j]
 	switch r := rng.IntN(100); {
-	case r < 18: // BF.ADD of a new item
-		item := w.freshItems("b", 1)[0]
-		m.written.Add(1)
-		ok, err := s.st.BFAdd(m.key, item)
-		if err != nil {
-			s.violation("%s: %v", w.where("BF.ADD"), err)
-			return
+	case r < 18:
+		w.bloomAddNew(m)
+	case r < 30:
+		w.bloomAddAcked(m)
+	case r < 46:
+		w.bloomAddContested(j, m)
+	case r < 56:
+		w.bloomMAdd(j, m)
+	case r < 66:
+		w.bloomExists(m)
+	case r < 76:
+		w.bloomMExists(m)
+	case r < 90:
+		w.bloomAddBlind(m)
+	default:
+		w.bloomDump(m)
+	}
+}
+
+// bloomAddNew: BF.ADD of a new item.
+func (w *stressWorker) bloomAddNew(m *bloomModel) {
+	s := w.s
+	item := w.freshItems("b", 1)[0]
+	m.written.Add(1)
+	ok, err := s.st.BFAdd(m.key, item)
+	if err != nil {
+		s.violation("%s: %v", w.where("BF.ADD"), err)
+		return
+	}
+	if !ok {
+		m.fp.Add(1)
+		s.bloomFalsePositives.Add(1)
+	}
+	m.ack(item)
+}
+
+// bloomAddAcked: BF.ADD of an acknowledged item: "not added".
+func (w *stressWorker) bloomAddAcked(m *bloomModel) {
+	s := w.s
+	old := m.sampleAcked(w.rng, 1)
+	if old == nil {
+		return
+	}
+	ok, err := s.st.BFAdd(m.key, old[0])
+	s.reads.Add(1)
+	if err != nil || ok {
+		s.violation("%s %q of %q, acknowledged before: replied %v, %v; want false", w.where("BF.ADD"), m.key, old[0], ok, err)
+	}
+}
+
+// bloomAddContested: BF.ADD of a contested item of Bloom key j.
+func (w *stressWorker) bloomAddContested(j int, m *bloomModel) {
+	s := w.s
+	i, ok := w.contested(j)
+	if !ok {
+		return
+	}
+	added, err := s.st.BFAdd(m.key, m.contested[i])
+	if err != nil {
+		s.violation("%s: %v", w.where("BF.ADD"), err)
+		return
+	}
+	m.calls[i].Add(1)
+	if added {
+		m.trues[i].Add(1)
+	}
+	m.ackContested(i)
+}
+
+// bloomMAdd: BF.MADD mixing new, acknowledged and contested items of Bloom
+// key j.
+func (w *stressWorker) bloomMAdd(j int, m *bloomModel) {
+	s, rng := w.s, w.rng
+	fresh := w.freshItems("b", rng.IntN(3))
+	old := m.sampleAcked(rng, rng.IntN(3))
+	ci, hasC := -1, false
+	if rng.IntN(2) == 0 {
+		ci, hasC = w.contested(j)
+	}
+	all := madds(fresh, old, m, ci, hasC)
+	if len(all) == 0 {
+		return
+	}
+	rng.Shuffle(len(all), func(a, b int) { all[a], all[b] = all[b], all[a] })
+	m.written.Add(int64(len(fresh)))
+	res, err := s.st.BFMAdd(m.key, all...)
+	if err != nil || len(res) != len(all) {
+		s.violation("%s: %d answers for %d items, %v", w.where("BF.MADD"), len(res), len(all), err)
+		return
+	}
+	w.checkMAdd(m, all, res, old, ci, hasC)
+	if hasC {
+		m.ackContested(ci)
+	}
+	m.ack(fresh...)
+}
+
+// madds are the items of one BF.MADD, each once: fresh, then old, then
+// contested item ci if hasC.
+func madds(fresh, old [][]byte, m *bloomModel, ci int, hasC bool) [][]byte {
+	var all [][]byte
+	seen := map[string]bool{}
+	for _, it := range append(append([][]byte(nil), fresh...), old...) {
+		if !seen[string(it)] {
+			seen[string(it)] = true
+			all = append(all, it)
 		}
-		if !ok {
+	}
+	if hasC && !seen[string(m.contested[ci])] {
+		all = append(all, m.contested[ci])
+	}
+	return all
+}
+
+// checkMAdd checks BF.MADD's replies res to items all: an acknowledged
+// (old) item is never added; the contested item's and the new items'
+// replies are counted.
+func (w *stressWorker) checkMAdd(m *bloomModel, all [][]byte, res []bool, old [][]byte, ci int, hasC bool) {
+	s := w.s
+	oldSet := map[string]bool{}
+	for _, it := range old {
+		oldSet[string(it)] = true
+	}
+	for x, it := range all {
+		switch {
+		case hasC && bytes.Equal(it, m.contested[ci]):
+			m.calls[ci].Add(1)
+			if res[x] {
+				m.trues[ci].Add(1)
+			}
+		case oldSet[string(it)]:
+			s.reads.Add(1)
+			if res[x] {
+				s.violation("%s %q: %q, acknowledged before, reported added", w.where("BF.MADD"), m.key, it)
+			}
+		case !res[x]:
 			m.fp.Add(1)
 			s.bloomFalsePositives.Add(1)
 		}
-		m.ack(item)
-	case r < 30: // BF.ADD of an acknowledged item: "not added"
-		old := m.sampleAcked(rng, 1)
-		if old == nil {
-			return
-		}
-		ok, err := s.st.BFAdd(m.key, old[0])
-		s.reads.Add(1)
-		if err != nil || ok {
-			s.violation("%s %q of %q, acknowledged before: replied %v, %v; want false", w.where("BF.ADD"), m.key, old[0], ok, err)
-		}
-	case r < 46: // BF.ADD of a contested item
-		i, ok := w.contested(j)
-		if !ok {
-			return
-		}
-		added, err := s.st.BFAdd(m.key, m.contested[i])
-		if err != nil {
-			s.violation("%s: %v", w.where("BF.ADD"), err)
-			return
-		}
-		m.calls[i].Add(1)
-		if added {
-			m.trues[i].Add(1)
-		}
-		m.ackContested(i)
-	case r < 56: // BF.MADD mixing new, acknowledged and contested items
-		fresh := w.freshItems("b", rng.IntN(3))
-		old := m.sampleAcked(rng, rng.IntN(3))
-		ci, hasC := -1, false
-		if rng.IntN(2) == 0 {
-			ci, hasC = w.contested(j)
-		}
-		var all [][]byte
-		seen := map[string]bool{}
-		for _, it := range append(append([][]byte(nil), fresh...), old...) {
-			if !seen[string(it)] {
-				seen[string(it)] = true
-				all = append(all, it)
-			}
-		}
-		if hasC && !seen[string(m.contested[ci])] {
-			all = append(all, m.contested[ci])
-		}
-		if len(all) == 0 {
-			return
-		}
-		rng.Shuffle(len(all), func(a, b int) { all[a], all[b] = all[b], all[a] })
-		m.written.Add(int64(len(fresh)))
-		res, err := s.st.BFMAdd(m.key, all...)
-		if err != nil || len(res) != len(all) {
-			s.violation("%s: %d answers for %d items, %v", w.where("BF.MADD"), len(res), len(all), err)
-			return
-		}
-		oldSet := map[string]bool{}
-		for _, it := range old {
-			oldSet[string(it)] = true
-		}
-		for x, it := range all {
-			switch {
-			case hasC && bytes.Equal(it, m.contested[ci]):
-				m.calls[ci].Add(1)
-				if res[x] {
-					m.trues[ci].Add(1)
-				}
-			case oldSet[string(it)]:
-				s.reads.Add(1)
-				if res[x] {
-					s.violation("%s %q: %q, acknowledged before, reported added", w.where("BF.MADD"), m.key, it)
-				}
-			case !res[x]:
-				m.fp.Add(1)
-				s.bloomFalsePositives.Add(1)
-			}
-		}
-		if hasC {
-			m.ackContested(ci)
-		}
-		m.ack(fresh...)
-	case r < 66: // BF.EXISTS of an acknowledged item
-		old := m.sampleAcked(rng, 1)
-		if old == nil {
-			return
-		}
-		ok, err := s.st.BFExists(m.key, old[0])
-		if err != nil {
-			s.violation("%s: %v", w.where("BF.EXISTS"), err)
-			return
-		}
-		s.checkBloom(w.where("BF.EXISTS"), m, old, []bool{ok})
-	case r < 76: // BF.MEXISTS of acknowledged items
-		old := m.sampleAcked(rng, 16)
-		if old == nil {
-			return
-		}
-		res, err := s.st.BFMExists(m.key, old...)
-		if err != nil {
-			s.violation("%s: %v", w.where("BF.MEXISTS"), err)
-			return
-		}
-		s.checkBloom(w.where("BF.MEXISTS"), m, old, res)
-	case r < 90: // BFAddBlind of new items
-		fresh := w.freshItems("b", 1+rng.IntN(4))
-		m.written.Add(int64(len(fresh)))
-		if err := s.st.BFAddBlind(m.key, fresh...); err != nil {
-			s.violation("%s: %v", w.where("BFAddBlind"), err)
-			return
-		}
-		m.ack(fresh...)
-	default: // Dump, probed for acknowledged items
-		old := m.sampleAcked(rng, 16)
-		if old == nil {
-			return
-		}
-		v, err := s.st.Dump(m.key)
-		if err != nil {
-			s.violation("%s: %v", w.where("Dump"), err)
-			return
-		}
-		res, err := BFExistsReply(v, old...)
-		if err != nil {
-			s.violation("%s %q: %v", w.where("Dump"), m.key, err)
-			return
-		}
-		s.checkBloom(w.where("Dump"), m, old, res)
-		scribble(v)
 	}
+}
+
+// bloomExists: BF.EXISTS of an acknowledged item.
+func (w *stressWorker) bloomExists(m *bloomModel) {
+	s := w.s
+	old := m.sampleAcked(w.rng, 1)
+	if old == nil {
+		return
+	}
+	ok, err := s.st.BFExists(m.key, old[0])
+	if err != nil {
+		s.violation("%s: %v", w.where("BF.EXISTS"), err)
+		return
+	}
+	s.checkBloom(w.where("BF.EXISTS"), m, old, []bool{ok})
+}
+
+// bloomMExists: BF.MEXISTS of acknowledged items.
+func (w *stressWorker) bloomMExists(m *bloomModel) {
+	s := w.s
+	old := m.sampleAcked(w.rng, 16)
+	if old == nil {
+		return
+	}
+	res, err := s.st.BFMExists(m.key, old...)
+	if err != nil {
+		s.violation("%s: %v", w.where("BF.MEXISTS"), err)
+		return
+	}
+	s.checkBloom(w.where("BF.MEXISTS"), m, old, res)
+}
+
+// bloomAddBlind: BFAddBlind of new items.
+func (w *stressWorker) bloomAddBlind(m *bloomModel) {
+	s := w.s
+	fresh := w.freshItems("b", 1+w.rng.IntN(4))
+	m.written.Add(int64(len(fresh)))
+	if err := s.st.BFAddBlind(m.key, fresh...); err != nil {
+		s.violation("%s: %v", w.where("BFAddBlind"), err)
+		return
+	}
+	m.ack(fresh...)
+}
+
+// bloomDump: Dump, probed for acknowledged items.
+func (w *stressWorker) bloomDump(m *bloomModel) {
+	s := w.s
+	old := m.sampleAcked(w.rng, 16)
+	if old == nil {
+		return
+	}
+	v, err := s.st.Dump(m.key)
+	if err != nil {
+		s.violation("%s: %v", w.where("Dump"), err)
+		return
+	}
+	res, err := BFExistsReply(v, old...)
+	if err != nil {
+		s.violation("%s %q: %v", w.where("Dump"), m.key, err)
+		return
+	}
+	s.checkBloom(w.where("Dump"), m, old, res)
+	scribble(v)
 }
 
 // mutate runs a command changing one of the goroutine's cuckoo items:
@@ -1484,73 +1584,20 @@ func (s *stress) maintain(stop <-chan struct{}, rng *rand.Rand) {
 // a compaction): the bytes must be the same.
 func (s *stress) snapshotCheck(rng *rand.Rand) {
 	s.snapshots.Add(1)
-	cf := s.st.ColumnFamily()
 	var key []byte
-	var check func(v []byte)
-	kind := rng.IntN(3)
-	var hllM *hllModel
-	var lo *HLL
-	var bloomM *bloomModel
-	var bloomItems [][]byte
-	var cm *cuckooModel
-	var ps []cprobe
-	switch kind {
+	var checker func() func(v []byte)
+	switch rng.IntN(3) {
 	case 0:
-		hllM = s.hll[rng.IntN(len(s.hll))]
-		key, lo = hllM.key, hllM.lower()
+		key, checker = s.hllSnapshotCheck(rng)
 	case 1:
-		bloomM = s.bloom[rng.IntN(len(s.bloom))]
-		key, bloomItems = bloomM.key, bloomM.sampleAcked(rng, 16)
+		key, checker = s.bloomSnapshotCheck(rng)
 	default:
-		cm = s.cuckoo[rng.IntN(len(s.cuckoo))]
-		key, ps = cm.key, cm.probes(rng, 8)
+		key, checker = s.cuckooSnapshotCheck(rng)
 	}
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
-	switch kind {
-	case 0:
-		hi := hllM.upper()
-		check = func(v []byte) { s.checkHLL("snapshot read", hllM, v, lo, hi) }
-	case 1:
-		check = func(v []byte) {
-			if bloomItems == nil {
-				return
-			}
-			res, err := BFExistsReply(v, bloomItems...)
-			if err != nil {
-				s.violation("snapshot read of Bloom %q: %v", key, err)
-				return
-			}
-			s.checkBloom("snapshot read", bloomM, bloomItems, res)
-		}
-	default:
-		after := make([]uint64, len(ps))
-		for i, p := range ps {
-			after[i] = p.state.Load()
-		}
-		check = func(v []byte) {
-			for i, p := range ps {
-				n, err := CFCountReply(v, p.item)
-				if err != nil {
-					s.violation("snapshot read of cuckoo %q: %v", key, err)
-					return
-				}
-				s.checkCount("snapshot read", cm, p, after[i], n, false)
-			}
-		}
-	}
-	read := func() ([]byte, bool) {
-		v, err := snap.GetCF(cf, key)
-		if errors.Is(err, sieve.ErrNotFound) {
-			return nil, true
-		}
-		if err != nil {
-			s.violation("snapshot GetCF(%q): %v", key, err)
-			return nil, false
-		}
-		return v, true
-	}
-	v1, ok := read()
+	check := checker()
+	v1, ok := s.snapshotRead(snap, key)
 	if !ok {
 		return
 	}
@@ -1565,9 +1612,79 @@ func (s *stress) snapshotCheck(rng *rand.Rand) {
 	} else {
 		time.Sleep(time.Duration(rng.IntN(2000)) * time.Microsecond)
 	}
-	v2, ok := read()
+	v2, ok := s.snapshotRead(snap, key)
 	if ok && !bytes.Equal(first, v2) {
 		s.violation("snapshot read of %q changed: %d bytes, then %d bytes", key, len(first), len(v2))
+	}
+}
+
+// snapshotRead reads key through snap: nil if not found; false after a
+// violation.
+func (s *stress) snapshotRead(snap *sieve.Snapshot, key []byte) ([]byte, bool) {
+	v, err := snap.GetCF(s.st.ColumnFamily(), key)
+	if errors.Is(err, sieve.ErrNotFound) {
+		return nil, true
+	}
+	if err != nil {
+		s.violation("snapshot GetCF(%q): %v", key, err)
+		return nil, false
+	}
+	return v, true
+}
+
+// hllSnapshotCheck picks an HLL key for snapshotCheck, with its lower bound
+// as of before the snapshot; the checker, called once the snapshot is
+// taken, takes the upper bound.
+func (s *stress) hllSnapshotCheck(rng *rand.Rand) ([]byte, func() func(v []byte)) {
+	m := s.hll[rng.IntN(len(s.hll))]
+	lo := m.lower()
+	return m.key, func() func(v []byte) {
+		hi := m.upper()
+		return func(v []byte) { s.checkHLL("snapshot read", m, v, lo, hi) }
+	}
+}
+
+// bloomSnapshotCheck picks a Bloom key for snapshotCheck and acknowledged
+// items to probe it for.
+func (s *stress) bloomSnapshotCheck(rng *rand.Rand) ([]byte, func() func(v []byte)) {
+	m := s.bloom[rng.IntN(len(s.bloom))]
+	items := m.sampleAcked(rng, 16)
+	return m.key, func() func(v []byte) {
+		return func(v []byte) {
+			if items == nil {
+				return
+			}
+			res, err := BFExistsReply(v, items...)
+			if err != nil {
+				s.violation("snapshot read of Bloom %q: %v", m.key, err)
+				return
+			}
+			s.checkBloom("snapshot read", m, items, res)
+		}
+	}
+}
+
+// cuckooSnapshotCheck picks a cuckoo key for snapshotCheck and items to
+// probe it for; the checker, called once the snapshot is taken, takes
+// their states as of then.
+func (s *stress) cuckooSnapshotCheck(rng *rand.Rand) ([]byte, func() func(v []byte)) {
+	m := s.cuckoo[rng.IntN(len(s.cuckoo))]
+	ps := m.probes(rng, 8)
+	return m.key, func() func(v []byte) {
+		after := make([]uint64, len(ps))
+		for i, p := range ps {
+			after[i] = p.state.Load()
+		}
+		return func(v []byte) {
+			for i, p := range ps {
+				n, err := CFCountReply(v, p.item)
+				if err != nil {
+					s.violation("snapshot read of cuckoo %q: %v", m.key, err)
+					return
+				}
+				s.checkCount("snapshot read", m, p, after[i], n, false)
+			}
+		}
 	}
 }
 
@@ -1576,8 +1693,14 @@ func (s *stress) snapshotCheck(rng *rand.Rand) {
 // verify checks every key against the oracle exactly. REQUIRES: no
 // command running.
 func (s *stress) verify(stage string) {
-	st := s.st
-	// HLL: the bytes of a model built from the elements, and its count.
+	s.verifyHLL(stage)
+	s.verifyBloom(stage)
+	s.verifyCuckoo(stage)
+}
+
+// verifyHLL: the bytes of a model built from the elements, and its count;
+// the count of the sources' union.
+func (s *stress) verifyHLL(stage string) {
 	union := NewHLL()
 	for _, m := range s.hll {
 		want := m.model()
@@ -1588,111 +1711,134 @@ func (s *stress) verify(stage string) {
 		if m.srcs == nil {
 			union.Merge(want)
 		}
-		got, err := st.Dump(m.key)
-		if want.Equal(NewHLL()) && errors.Is(err, sieve.ErrNotFound) {
-			continue
-		}
-		s.reads.Add(1)
-		if err != nil {
-			s.violation("%s: Dump(%q): %v", stage, m.key, err)
-			continue
-		}
-		if w := want.Bytes(); !bytes.Equal(got, w) {
-			diff := -1
-			if h, err := ParseHLL(got); err == nil {
-				for i := range hllRegisters {
-					if h.reg[i] != want.reg[i] {
-						diff = i
-						break
-					}
-				}
-			}
-			s.violation("%s: HLL %q: Dump is %d bytes, the model's %d (first register differing: %d)", stage, m.key, len(got), len(w), diff)
-		}
-		n, err := st.PFCount(m.key)
-		if err != nil || n != want.Count() {
-			s.violation("%s: PFCOUNT %q = %d, %v; the model's is %d", stage, m.key, n, err, want.Count())
-		}
+		s.verifyHLLKey(stage, m, want)
 	}
-	if n, err := st.PFCount(keysOf(s.hllSrc)...); err != nil || n != union.Count() {
+	if n, err := s.st.PFCount(keysOf(s.hllSrc)...); err != nil || n != union.Count() {
 		s.violation("%s: PFCOUNT of the sources = %d, %v; the model's union is %d", stage, n, err, union.Count())
 	}
+}
 
-	// Bloom: no false negatives; contested items added exactly once; the
-	// cardinality.
+// verifyHLLKey checks m's Dump and PFCOUNT against want, its model.
+func (s *stress) verifyHLLKey(stage string, m *hllModel, want *HLL) {
+	got, err := s.st.Dump(m.key)
+	if want.Equal(NewHLL()) && errors.Is(err, sieve.ErrNotFound) {
+		return
+	}
+	s.reads.Add(1)
+	if err != nil {
+		s.violation("%s: Dump(%q): %v", stage, m.key, err)
+		return
+	}
+	if w := want.Bytes(); !bytes.Equal(got, w) {
+		diff := -1
+		if h, err := ParseHLL(got); err == nil {
+			for i := range hllRegisters {
+				if h.reg[i] != want.reg[i] {
+					diff = i
+					break
+				}
+			}
+		}
+		s.violation("%s: HLL %q: Dump is %d bytes, the model's %d (first register differing: %d)", stage, m.key, len(got), len(w), diff)
+	}
+	n, err := s.st.PFCount(m.key)
+	if err != nil || n != want.Count() {
+		s.violation("%s: PFCOUNT %q = %d, %v; the model's is %d", stage, m.key, n, err, want.Count())
+	}
+}
+
+// verifyBloom: no false negatives; contested items added exactly once; the
+// cardinality.
+func (s *stress) verifyBloom(stage string) {
 	for _, m := range s.bloom {
 		acked := m.allAcked()
-		res, err := st.BFMExists(m.key, acked...)
+		res, err := s.st.BFMExists(m.key, acked...)
 		if err != nil {
 			s.violation("%s: BF.MEXISTS %q: %v", stage, m.key, err)
 			continue
 		}
 		s.checkBloom(stage, m, acked, res)
-		called, none := int64(0), int64(0)
-		for i, it := range m.contested {
-			if m.calls[i].Load() == 0 {
-				continue
-			}
-			called++
-			if m.round == s.round {
-				switch n := m.trues[i].Load(); {
-				case n == 0:
-					none++ // a false positive before its first add
-				case n > 1:
-					s.violation("%s: Bloom %q: contested item %q reported added by %d of %d concurrent BF.ADDs; want exactly 1",
-						stage, m.key, it, n, m.calls[i].Load())
-				}
-			}
-			ok, err := st.BFAdd(m.key, it)
-			s.reads.Add(1)
-			if err != nil || ok {
-				s.violation("%s: BF.ADD %q of contested %q again: %v, %v; want false", stage, m.key, it, ok, err)
-			}
-		}
+		called, none := s.verifyContested(stage, m)
 		if none > 2+called/200 {
 			s.violation("%s: Bloom %q: %d of %d contested items reported added by none of their BF.ADDs; false positives explain a few",
 				stage, m.key, none, called)
 		}
 		s.contestedNone.Add(none)
-		card, err := st.BFCard(m.key)
+		card, err := s.st.BFCard(m.key)
 		// Blind adds of false positives go unseen: a slack of 1e-3.
 		written := m.written.Load() + called
 		if err != nil || card > written || card < written-m.fp.Load()-2-written/1000 {
 			s.violation("%s: BF.CARD %q = %d, %v; %d items written, %d found present when new", stage, m.key, card, err, written, m.fp.Load())
 		}
 	}
+}
 
-	// Cuckoo: exact counts.
+// verifyContested checks m's contested items that were added: by exactly
+// one of this round's concurrent BF.ADDs, and not added again now. It
+// returns how many were called and how many no BF.ADD reported added.
+func (s *stress) verifyContested(stage string, m *bloomModel) (called, none int64) {
+	for i, it := range m.contested {
+		if m.calls[i].Load() == 0 {
+			continue
+		}
+		called++
+		if m.round == s.round {
+			switch n := m.trues[i].Load(); {
+			case n == 0:
+				none++ // a false positive before its first add
+			case n > 1:
+				s.violation("%s: Bloom %q: contested item %q reported added by %d of %d concurrent BF.ADDs; want exactly 1",
+					stage, m.key, it, n, m.calls[i].Load())
+			}
+		}
+		ok, err := s.st.BFAdd(m.key, it)
+		s.reads.Add(1)
+		if err != nil || ok {
+			s.violation("%s: BF.ADD %q of contested %q again: %v, %v; want false", stage, m.key, it, ok, err)
+		}
+	}
+	return called, none
+}
+
+// verifyCuckoo: exact counts, and CF.INFO's totals.
+func (s *stress) verifyCuckoo(stage string) {
 	for _, m := range s.cuckoo {
 		var sum int64
 		for g, its := range m.items {
-			res, err := st.CFMExists(m.key, its...)
-			if err != nil || len(res) != len(its) {
-				s.violation("%s: CF.MEXISTS %q: %d answers, %v", stage, m.key, len(res), err)
-				continue
-			}
-			for i, it := range its {
-				seq, c, p := cunpack(m.state[g][i].Load())
-				if p != 0 {
-					s.violation("%s: oracle: %q %q pending %d (seq %d)", stage, m.key, it, p, seq)
-				}
-				sum += int64(c)
-				n, err := st.CFCount(m.key, it)
-				s.reads.Add(2)
-				if err != nil || n != int64(c) {
-					s.violation("%s: CF.COUNT %q %q = %d, %v; want %d", stage, m.key, it, n, err, c)
-				}
-				if res[i] != (c > 0) {
-					s.violation("%s: CF.MEXISTS %q %q = %v with count %d", stage, m.key, it, res[i], c)
-				}
-			}
+			sum += s.verifyCuckooItems(stage, m, g, its)
 		}
-		info, err := st.CFInfo(m.key)
+		info, err := s.st.CFInfo(m.key)
 		if err != nil || info.NumItemsInserted != sum || info.NumItemsDeleted != m.deleted.Load() || info.ItemsDropped != 0 {
 			s.violation("%s: CF.INFO %q = %+v, %v; want %d items inserted, %d deleted, none dropped",
 				stage, m.key, info, err, sum, m.deleted.Load())
 		}
 	}
+}
+
+// verifyCuckooItems checks goroutine g's items its of m: CF.MEXISTS and
+// CF.COUNT as the oracle has them. It returns the sum of their counts.
+func (s *stress) verifyCuckooItems(stage string, m *cuckooModel, g int, its [][]byte) (sum int64) {
+	res, err := s.st.CFMExists(m.key, its...)
+	if err != nil || len(res) != len(its) {
+		s.violation("%s: CF.MEXISTS %q: %d answers, %v", stage, m.key, len(res), err)
+		return 0
+	}
+	for i, it := range its {
+		seq, c, p := cunpack(m.state[g][i].Load())
+		if p != 0 {
+			s.violation("%s: oracle: %q %q pending %d (seq %d)", stage, m.key, it, p, seq)
+		}
+		sum += int64(c)
+		n, err := s.st.CFCount(m.key, it)
+		s.reads.Add(2)
+		if err != nil || n != int64(c) {
+			s.violation("%s: CF.COUNT %q %q = %d, %v; want %d", stage, m.key, it, n, err, c)
+		}
+		if res[i] != (c > 0) {
+			s.violation("%s: CF.MEXISTS %q %q = %v with count %d", stage, m.key, it, res[i], c)
+		}
+	}
+	return sum
 }
 
 // compareDumps checks every value is what it was before the Close.

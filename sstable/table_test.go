@@ -24,10 +24,11 @@ type shape struct {
 func raceOrShort() bool { return testing.Short() || raceEnabled }
 
 func shapes() []shape {
-	bigN := 1_000_000
-	if raceOrShort() {
-		bigN = 20_000
-	}
+	return append(append(basicShapes(), versionShapes()...), bigShape())
+}
+
+// basicShapes: one key, empty values, empty user keys, large values.
+func basicShapes() []shape {
 	return []shape{
 		{"one key", 0, false, func(*rand.Rand) []kv {
 			return []kv{{ikey("only", 1, base.KindSet), []byte("value")}}
@@ -61,6 +62,13 @@ func shapes() []shape {
 			}
 			return kvs
 		}},
+	}
+}
+
+// versionShapes: many versions of one key across blocks, and random binary
+// keys with a few versions each.
+func versionShapes() []shape {
+	return []shape{
 		{"versions across block boundaries", 128, false, func(rng *rand.Rand) []kv {
 			var kvs []kv
 			for i := 0; i < 30; i++ {
@@ -100,14 +108,22 @@ func shapes() []shape {
 			}
 			return out
 		}},
-		{fmt.Sprintf("%d small keys", bigN), 0, true, func(*rand.Rand) []kv {
-			kvs := make([]kv, bigN)
-			for i := range kvs {
-				kvs[i] = kv{ikey(fmt.Sprintf("user%010d", i*7), uint64(i+1), base.KindSet), []byte(fmt.Sprintf("v%d", i))}
-			}
-			return kvs
-		}},
 	}
+}
+
+// bigShape: a million small keys (20,000 with -short or -race).
+func bigShape() shape {
+	bigN := 1_000_000
+	if raceOrShort() {
+		bigN = 20_000
+	}
+	return shape{fmt.Sprintf("%d small keys", bigN), 0, true, func(*rand.Rand) []kv {
+		kvs := make([]kv, bigN)
+		for i := range kvs {
+			kvs[i] = kv{ikey(fmt.Sprintf("user%010d", i*7), uint64(i+1), base.KindSet), []byte(fmt.Sprintf("v%d", i))}
+		}
+		return kvs
+	}}
 }
 
 type policyCase struct {
@@ -149,6 +165,24 @@ func TestTableRoundTrip(t *testing.T) {
 }
 
 func checkTable(t *testing.T, rng *rand.Rand, r *Reader, meta *WriterMetadata, kvs []kv, policy filter.Policy, big bool) {
+	t.Helper()
+	checkTableProps(t, r, meta, kvs, policy)
+	checkFullScans(t, r, kvs)
+	// Seeks at and between every user key (sampled for big tables).
+	ukeys := distinctUserKeys(kvs)
+	step := 1
+	if big {
+		step = len(ukeys)/2000 + 1
+	}
+	checkSeeks(t, r, kvs, ukeys, step)
+	checkWalks(t, rng, r, kvs, big)
+	checkGets(t, rng, r, kvs, ukeys, step)
+}
+
+// checkTableProps: the table verifies; its properties, bounds and filter
+// are the writer's.
+func checkTableProps(t *testing.T, r *Reader, meta *WriterMetadata, kvs []kv, policy filter.Policy) {
+	t.Helper()
 	require.NoError(t, r.Verify())
 	p := r.Properties()
 	require.EqualValues(t, len(kvs), p.NumEntries)
@@ -164,8 +198,11 @@ func checkTable(t *testing.T, rng *rand.Rand, r *Reader, meta *WriterMetadata, k
 	} else {
 		require.Equal(t, FilterNone, r.FilterState())
 	}
+}
 
-	// Full scans both ways.
+// checkFullScans: full scans both ways.
+func checkFullScans(t *testing.T, r *Reader, kvs []kv) {
+	t.Helper()
 	it := r.NewIter(nil, nil)
 	i := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -182,14 +219,13 @@ func checkTable(t *testing.T, rng *rand.Rand, r *Reader, meta *WriterMetadata, k
 	}
 	require.Equal(t, 0, i)
 	require.NoError(t, it.Close())
+}
 
-	// Seeks at and between every user key (sampled for big tables).
-	ukeys := distinctUserKeys(kvs)
-	step := 1
-	if big {
-		step = len(ukeys)/2000 + 1
-	}
-	it = r.NewIter(nil, nil)
+// checkSeeks: SeekGE and SeekLT at every step-th user key and just after
+// it, and no filter false negative.
+func checkSeeks(t *testing.T, r *Reader, kvs []kv, ukeys [][]byte, step int) {
+	t.Helper()
+	it := r.NewIter(nil, nil)
 	for j := 0; j < len(ukeys); j += step {
 		uk := ukeys[j]
 		for _, probe := range [][]byte{uk, append(append([]byte(nil), uk...), 0)} {
@@ -210,8 +246,12 @@ func checkTable(t *testing.T, rng *rand.Rand, r *Reader, meta *WriterMetadata, k
 		require.True(t, r.MayContain(uk), "filter false negative for %q", uk)
 	}
 	require.NoError(t, it.Close())
+}
 
-	// Random walks with and without bounds.
+// checkWalks: random walks against the model, the first unbounded, the
+// others with random bounds.
+func checkWalks(t *testing.T, rng *rand.Rand, r *Reader, kvs []kv, big bool) {
+	t.Helper()
 	walks := 20
 	if big {
 		walks = 3
@@ -238,8 +278,6 @@ func checkTable(t *testing.T, rng *rand.Rand, r *Reader, meta *WriterMetadata, k
 		walkModel(t, rng, in, boundedOps{it, lower, upper}, 300)
 		require.NoError(t, it.Close())
 	}
-
-	checkGets(t, rng, r, kvs, ukeys, step)
 }
 
 // boundedOps clamps seek keys the way the model does: the table iterator

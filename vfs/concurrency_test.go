@@ -74,85 +74,111 @@ func TestConcurrentReadWhileWriting(t *testing.T) {
 			require.NoError(t, err)
 			defer r.Close()
 
-			var written atomic.Int64
+			c := &readWhileWriting{t: t, fs: fs, dir: dir, name: name, seed: seed, done: make(chan struct{})}
 			var wg sync.WaitGroup
-			done := make(chan struct{})
-			wg.Go(func() {
-				defer close(done)
-				defer w.Close()
-				rng := rand.New(rand.NewPCG(seed, 1))
-				for i := range 300 {
-					n := 1 + rng.IntN(700)
-					off := written.Load()
-					if _, err := w.Write(patterned(off, n)); err != nil {
-						t.Error(err)
-						return
-					}
-					written.Add(int64(n))
-					if i%25 == 0 {
-						if err := w.Sync(); err != nil {
-							t.Error(err)
-						}
-					}
-				}
-			})
+			wg.Go(func() { c.write(w) })
 			for g := range 3 {
-				wg.Go(func() {
-					rng := rand.New(rand.NewPCG(seed, uint64(g)+10))
-					buf := make([]byte, 600)
-					for {
-						select {
-						case <-done:
-							return
-						default:
-						}
-						n := written.Load()
-						if n == 0 {
-							continue
-						}
-						off := rng.Int64N(n)
-						k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
-						if err != nil {
-							t.Errorf("ReadAt(%d) of %d written: %v", off, n, err)
-							return
-						}
-						if !bytes.Equal(buf[:k], patterned(off, k)) {
-							t.Errorf("ReadAt(%d): wrong bytes", off)
-							return
-						}
-						if size, err := r.Size(); err != nil || size < n {
-							t.Errorf("Size %d < %d written (%v)", size, n, err)
-							return
-						}
-					}
-				})
+				wg.Go(func() { c.read(r, g) })
 			}
-			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-done:
-						return
-					default:
-					}
-					other := filepath.Join(dir, fmt.Sprint("other", i%3))
-					if f, err := fs.Create(other); err == nil {
-						f.Close()
-					}
-					names, err := fs.List(dir)
-					if err != nil || len(names) == 0 || names[0] != "data" {
-						t.Errorf("List: %v %v", names, err)
-						return
-					}
-					if _, err := fs.Stat(name); err != nil {
-						t.Error(err)
-						return
-					}
-					_ = fs.Remove(other)
-					_ = fs.SyncDir(dir)
-				}
-			})
+			wg.Go(c.churn)
 			wg.Wait()
 		})
+	}
+}
+
+// readWhileWriting is what TestConcurrentReadWhileWriting's goroutines
+// share: written counts the bytes written so far; done closes when the
+// writer is done.
+type readWhileWriting struct {
+	t         *testing.T
+	fs        FS
+	dir, name string
+	seed      uint64
+	written   atomic.Int64
+	done      chan struct{}
+}
+
+// write appends 300 patterned chunks of random length to w, syncing now
+// and then, then closes w and done.
+func (c *readWhileWriting) write(w File) {
+	t := c.t
+	defer close(c.done)
+	defer w.Close()
+	rng := rand.New(rand.NewPCG(c.seed, 1))
+	for i := range 300 {
+		n := 1 + rng.IntN(700)
+		off := c.written.Load()
+		if _, err := w.Write(patterned(off, n)); err != nil {
+			t.Error(err)
+			return
+		}
+		c.written.Add(int64(n))
+		if i%25 == 0 {
+			if err := w.Sync(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
+
+// read is reader g: until done, ReadAt of random offsets of what has been
+// written, which must hold the pattern, and Size at least that.
+func (c *readWhileWriting) read(r File, g int) {
+	t := c.t
+	rng := rand.New(rand.NewPCG(c.seed, uint64(g)+10))
+	buf := make([]byte, 600)
+	for {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		n := c.written.Load()
+		if n == 0 {
+			continue
+		}
+		off := rng.Int64N(n)
+		k, err := r.ReadAt(buf[:min(int64(len(buf)), n-off)], off)
+		if err != nil {
+			t.Errorf("ReadAt(%d) of %d written: %v", off, n, err)
+			return
+		}
+		if !bytes.Equal(buf[:k], patterned(off, k)) {
+			t.Errorf("ReadAt(%d): wrong bytes", off)
+			return
+		}
+		if size, err := r.Size(); err != nil || size < n {
+			t.Errorf("Size %d < %d written (%v)", size, n, err)
+			return
+		}
+	}
+}
+
+// churn, until done, creates, lists, stats and removes other files in the
+// directory.
+func (c *readWhileWriting) churn() {
+	t, fs, dir := c.t, c.fs, c.dir
+	for i := 0; ; i++ {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		other := filepath.Join(dir, fmt.Sprint("other", i%3))
+		if f, err := fs.Create(other); err == nil {
+			f.Close()
+		}
+		names, err := fs.List(dir)
+		if err != nil || len(names) == 0 || names[0] != "data" {
+			t.Errorf("List: %v %v", names, err)
+			return
+		}
+		if _, err := fs.Stat(c.name); err != nil {
+			t.Error(err)
+			return
+		}
+		_ = fs.Remove(other)
+		_ = fs.SyncDir(dir)
 	}
 }
 

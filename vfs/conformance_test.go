@@ -254,23 +254,8 @@ func handle(args []string) string {
 	return args[1]
 }
 
+// run runs one script command and returns what it printed.
 func (r *scriptRunner) run(args []string) string {
-	num := func(i int) int64 {
-		n, err := strconv.ParseInt(args[i], 10, 64)
-		if err != nil {
-			panic(err)
-		}
-		return n
-	}
-	open := func(f File, err error) string {
-		if err == nil {
-			if old := r.files[handle(args)]; old != nil {
-				old.Close()
-			}
-			r.files[handle(args)] = f
-		}
-		return errString(err)
-	}
 	switch args[0] {
 	case "write", "sync", "truncate", "close", "readat", "size":
 		if r.files[args[1]] == nil {
@@ -282,66 +267,14 @@ func (r *scriptRunner) run(args []string) string {
 		}
 	}
 	switch args[0] {
-	case "create":
-		return open(r.fs.Create(r.path(args[1])))
-	case "open":
-		return open(r.fs.Open(r.path(args[1])))
-	case "openrw":
-		return open(r.fs.OpenReadWrite(r.path(args[1])))
-	case "write":
-		_, err := r.files[args[1]].Write([]byte(args[2]))
-		return errString(err)
-	case "sync":
-		return errString(r.files[args[1]].Sync())
-	case "truncate":
-		return errString(r.files[args[1]].Truncate(num(2)))
-	case "close":
-		return errString(r.files[args[1]].Close())
-	case "readat":
-		buf := make([]byte, num(3))
-		n, err := r.files[args[1]].ReadAt(buf, num(2))
-		switch {
-		case err == io.EOF:
-			return strconv.Quote(string(buf[:n])) + " EOF"
-		case err != nil:
-			return errString(err)
-		}
-		return strconv.Quote(string(buf[:n]))
-	case "size":
-		n, err := r.files[args[1]].Size()
-		if err != nil {
-			return errString(err)
-		}
-		return strconv.FormatInt(n, 10)
-	case "remove":
-		return errString(r.fs.Remove(r.path(args[1])))
-	case "rename":
-		return errString(r.fs.Rename(r.path(args[1]), r.path(args[2])))
-	case "mkdir":
-		return errString(r.fs.MkdirAll(r.path(args[1]), 0o755))
-	case "syncdir":
-		return errString(r.fs.SyncDir(r.path(args[1])))
-	case "list":
-		names, err := r.fs.List(r.path(args[1]))
-		switch {
-		case err != nil:
-			return errString(err)
-		case len(names) == 0:
-			return "(empty)"
-		}
-		return strings.Join(names, " ")
-	case "stat":
-		fi, err := r.fs.Stat(r.path(args[1]))
-		switch {
-		case err != nil:
-			return errString(err)
-		case fi.IsDir():
-			return "dir"
-		}
-		if fi.Name() != filepath.Base(args[1]) {
-			return "wrong name " + fi.Name()
-		}
-		return fmt.Sprintf("file %d", fi.Size())
+	case "create", "open", "openrw":
+		return r.open(args)
+	case "write", "sync", "truncate", "close", "readat", "size":
+		return r.runFile(args)
+	case "remove", "rename", "mkdir", "syncdir":
+		return r.runChange(args)
+	case "list", "stat":
+		return r.runQuery(args)
 	case "lock":
 		l, err := r.fs.Lock(r.path(args[1]))
 		if err == nil {
@@ -352,6 +285,108 @@ func (r *scriptRunner) run(args []string) string {
 		return errString(r.locks[args[1]].Close())
 	}
 	panic("unknown command " + args[0])
+}
+
+// scriptNum is args[i] as a number.
+func scriptNum(args []string, i int) int64 {
+	n, err := strconv.ParseInt(args[i], 10, 64)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// open runs create, open and openrw: the new handle replaces (and closes)
+// one of the same name.
+func (r *scriptRunner) open(args []string) string {
+	var f File
+	var err error
+	switch args[0] {
+	case "create":
+		f, err = r.fs.Create(r.path(args[1]))
+	case "open":
+		f, err = r.fs.Open(r.path(args[1]))
+	default:
+		f, err = r.fs.OpenReadWrite(r.path(args[1]))
+	}
+	if err == nil {
+		if old := r.files[handle(args)]; old != nil {
+			old.Close()
+		}
+		r.files[handle(args)] = f
+	}
+	return errString(err)
+}
+
+// runFile runs a command on the open handle args[1].
+func (r *scriptRunner) runFile(args []string) string {
+	f := r.files[args[1]]
+	switch args[0] {
+	case "write":
+		_, err := f.Write([]byte(args[2]))
+		return errString(err)
+	case "sync":
+		return errString(f.Sync())
+	case "truncate":
+		return errString(f.Truncate(scriptNum(args, 2)))
+	case "close":
+		return errString(f.Close())
+	case "readat":
+		buf := make([]byte, scriptNum(args, 3))
+		n, err := f.ReadAt(buf, scriptNum(args, 2))
+		switch {
+		case err == io.EOF:
+			return strconv.Quote(string(buf[:n])) + " EOF"
+		case err != nil:
+			return errString(err)
+		}
+		return strconv.Quote(string(buf[:n]))
+	default: // size
+		n, err := f.Size()
+		if err != nil {
+			return errString(err)
+		}
+		return strconv.FormatInt(n, 10)
+	}
+}
+
+// runChange runs a command changing the namespace.
+func (r *scriptRunner) runChange(args []string) string {
+	switch args[0] {
+	case "remove":
+		return errString(r.fs.Remove(r.path(args[1])))
+	case "rename":
+		return errString(r.fs.Rename(r.path(args[1]), r.path(args[2])))
+	case "mkdir":
+		return errString(r.fs.MkdirAll(r.path(args[1]), 0o755))
+	default: // syncdir
+		return errString(r.fs.SyncDir(r.path(args[1])))
+	}
+}
+
+// runQuery runs list or stat.
+func (r *scriptRunner) runQuery(args []string) string {
+	if args[0] == "list" {
+		names, err := r.fs.List(r.path(args[1]))
+		switch {
+		case err != nil:
+			return errString(err)
+		case len(names) == 0:
+			return "(empty)"
+		}
+		return strings.Join(names, " ")
+	}
+	fi, err := r.fs.Stat(r.path(args[1]))
+	switch {
+	case err != nil:
+		return errString(err)
+	case fi.IsDir():
+		return "dir"
+	}
+	if fi.Name() != filepath.Base(args[1]) {
+		return "wrong name " + fi.Name()
+	}
+	return fmt.Sprintf("file %d", fi.Size())
 }
 
 var errnoNames = map[syscall.Errno]string{

@@ -12,14 +12,41 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// strictCase is a case of TestCrashCloneStrict: what setup leaves in a
+// file system, a strict crash turns into want (path: content; a directory
+// ends in "/").
+type strictCase struct {
+	name  string
+	setup func(t *testing.T, fs *MemFS)
+	want  map[string]string
+}
+
 // TestCrashCloneStrict checks what the default (strict) crash keeps: synced
 // data under durable entries, nothing else.
 func TestCrashCloneStrict(t *testing.T) {
-	cases := []struct {
-		name  string
-		setup func(t *testing.T, fs *MemFS)
-		want  map[string]string
-	}{
+	cases := slices.Concat(strictSyncCases(), strictRenameCases(), strictRemoveTruncateCases(), strictDirCases())
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { checkStrictCrash(t, tc) })
+	}
+}
+
+// checkStrictCrash runs tc.setup and checks its strict crash clone, which
+// leaves the original as it was and is its own strict crash clone.
+func checkStrictCrash(t *testing.T, tc strictCase) {
+	t.Helper()
+	fs := NewMem()
+	tc.setup(t, fs)
+	before := fs.String()
+	clone := fs.CrashClone(CrashOptions{})
+	require.Equal(t, tc.want, tree(t, clone), "before the crash:\n%s", before)
+	require.Equal(t, before, fs.String(), "CrashClone changed the original")
+	// A crash of a crashed state changes nothing.
+	require.Equal(t, tc.want, tree(t, clone.CrashClone(CrashOptions{})))
+}
+
+// strictSyncCases: which syncs make data and entries durable.
+func strictSyncCases() []strictCase {
+	return []strictCase{
 		{"unsynced file and entry are lost", func(t *testing.T, fs *MemFS) {
 			writeFile(t, fs, "a", "data", false)
 		}, map[string]string{}},
@@ -46,6 +73,12 @@ func TestCrashCloneStrict(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, f.Sync())
 		}, map[string]string{"a": "x"}},
+	}
+}
+
+// strictRenameCases: renames, plain and replacing, synced or not.
+func strictRenameCases() []strictCase {
+	return []strictCase{
 		{"unsynced rename is undone", func(t *testing.T, fs *MemFS) {
 			durableFile(t, fs, "a", "v1")
 			require.NoError(t, fs.Rename("a", "b"))
@@ -72,6 +105,13 @@ func TestCrashCloneStrict(t *testing.T) {
 			require.NoError(t, fs.Rename("tmp", "CURRENT"))
 			require.NoError(t, fs.SyncDir("."))
 		}, map[string]string{"CURRENT": ""}},
+	}
+}
+
+// strictRemoveTruncateCases: removes, truncates and re-creates of durable
+// files, synced or not.
+func strictRemoveTruncateCases() []strictCase {
+	return []strictCase{
 		{"unsynced remove comes back", func(t *testing.T, fs *MemFS) {
 			durableFile(t, fs, "a", "v")
 			require.NoError(t, fs.Remove("a"))
@@ -109,6 +149,13 @@ func TestCrashCloneStrict(t *testing.T) {
 			durableFile(t, fs, "a", "old")
 			writeFile(t, fs, "a", "n", false)
 		}, map[string]string{"a": "old"}},
+	}
+}
+
+// strictDirCases: directories, and the entries made durable at once or
+// never.
+func strictDirCases() []strictCase {
+	return []strictCase{
 		{"MkdirAll is durable at once", func(t *testing.T, fs *MemFS) {
 			require.NoError(t, fs.MkdirAll("d/e", 0o755))
 		}, map[string]string{"d/": "", "d/e/": ""}},
@@ -142,18 +189,6 @@ func TestCrashCloneStrict(t *testing.T) {
 			_, err := fs.Lock("LOCK")
 			require.NoError(t, err)
 		}, map[string]string{}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			fs := NewMem()
-			tc.setup(t, fs)
-			before := fs.String()
-			clone := fs.CrashClone(CrashOptions{})
-			require.Equal(t, tc.want, tree(t, clone), "before the crash:\n%s", before)
-			require.Equal(t, before, fs.String(), "CrashClone changed the original")
-			// A crash of a crashed state changes nothing.
-			require.Equal(t, tc.want, tree(t, clone.CrashClone(CrashOptions{})))
-		})
 	}
 }
 
@@ -190,43 +225,87 @@ func unsyncedFixture(t *testing.T, syncedLen, totalLen int) (*MemFS, []byte) {
 	return fs, content
 }
 
+// The file of TestCrashCloneUnsyncedModes: modeSynced bytes synced, then
+// unsynced ones up to modeTotal.
+const modeSynced, modeTotal = 1000, 4000
+
+// modeSectorEnd: a crash may cut the file at n, with sectors of ss bytes.
+func modeSectorEnd(n, ss int) bool { return n%ss == 0 || n == modeTotal || n == modeSynced }
+
+// unsyncedModeCase is a case of TestCrashCloneUnsyncedModes.
+type unsyncedModeCase struct {
+	opts CrashOptions
+	// check validates one clone's file against the current content.
+	check func(t *testing.T, got, cur []byte)
+	// seen classifies a clone so that the test can require variety.
+	seen func(got []byte) string
+	want []string
+}
+
 func TestCrashCloneUnsyncedModes(t *testing.T) {
-	const synced, total = 1000, 4000
-	sectorEnd := func(n, ss int) bool { return n%ss == 0 || n == total || n == synced }
-	cases := []struct {
-		opts CrashOptions
-		// check validates one clone's file against the current content.
-		check func(t *testing.T, got, cur []byte)
-		// seen classifies a clone so that the test can require variety.
-		seen func(got []byte) string
-		want []string
-	}{
+	cases := slices.Concat(unsyncedPrefixCases(), unsyncedSectorsCases(), unsyncedZeroGarbageCases())
+	for _, tc := range cases {
+		t.Run(fmt.Sprintf("%v/frac=%v/sector=%d", tc.opts.Unsynced, tc.opts.KeepUnsyncedFraction, tc.opts.SectorSize), func(t *testing.T) {
+			checkUnsyncedMode(t, tc)
+		})
+	}
+}
+
+// checkUnsyncedMode checks the clones of 100 seeds of the fixture file
+// under tc.opts, and that they show every kind tc.want lists.
+func checkUnsyncedMode(t *testing.T, tc unsyncedModeCase) {
+	t.Helper()
+	fs, cur := unsyncedFixture(t, modeSynced, modeTotal)
+	seen := map[string]bool{}
+	for seed := range uint64(100) {
+		opts := tc.opts
+		opts.Seed = seed
+		got, err := fs.CrashClone(opts).ReadFile("f")
+		require.NoError(t, err)
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { tc.check(t, got, cur) })
+		seen[tc.seen(got)] = true
+	}
+	for _, w := range tc.want {
+		require.True(t, seen[w], "no clone of kind %q in 100 seeds (saw %v)", w, seen)
+	}
+}
+
+// unsyncedPrefixCases: KeepUnsyncedPrefix, with 512-byte and 4 KiB
+// sectors.
+func unsyncedPrefixCases() []unsyncedModeCase {
+	return []unsyncedModeCase{
 		{
 			opts: CrashOptions{Unsynced: KeepUnsyncedPrefix},
 			check: func(t *testing.T, got, cur []byte) {
-				require.GreaterOrEqual(t, len(got), synced)
+				require.GreaterOrEqual(t, len(got), modeSynced)
 				require.Equal(t, cur[:len(got)], got)
-				require.True(t, sectorEnd(len(got), 512), "length %d", len(got))
+				require.True(t, modeSectorEnd(len(got), 512), "length %d", len(got))
 			},
-			seen: func(got []byte) string { return prefixKind(len(got), synced, total) },
+			seen: func(got []byte) string { return prefixKind(len(got), modeSynced, modeTotal) },
 			want: []string{"none", "part", "all"},
 		},
 		{
 			opts: CrashOptions{Unsynced: KeepUnsyncedPrefix, SectorSize: 4096},
 			check: func(t *testing.T, got, cur []byte) {
 				require.Equal(t, cur[:len(got)], got)
-				require.Contains(t, []int{synced, total}, len(got), "one 4 KiB sector: all or nothing")
+				require.Contains(t, []int{modeSynced, modeTotal}, len(got), "one 4 KiB sector: all or nothing")
 			},
 			seen: func(got []byte) string { return fmt.Sprint(len(got)) },
 			want: []string{"1000", "4000"},
 		},
+	}
+}
+
+// unsyncedSectorsCases: KeepUnsyncedSectors, holes and all.
+func unsyncedSectorsCases() []unsyncedModeCase {
+	return []unsyncedModeCase{
 		{
 			opts: CrashOptions{Unsynced: KeepUnsyncedSectors, KeepUnsyncedFraction: 0.5},
 			check: func(t *testing.T, got, cur []byte) {
-				require.GreaterOrEqual(t, len(got), synced)
-				require.Equal(t, cur[:synced], got[:synced])
-				require.True(t, sectorEnd(len(got), 512), "length %d", len(got))
-				for lo := synced; lo < len(got); lo = (lo/512 + 1) * 512 {
+				require.GreaterOrEqual(t, len(got), modeSynced)
+				require.Equal(t, cur[:modeSynced], got[:modeSynced])
+				require.True(t, modeSectorEnd(len(got), 512), "length %d", len(got))
+				for lo := modeSynced; lo < len(got); lo = (lo/512 + 1) * 512 {
 					hi := min((lo/512+1)*512, len(got))
 					s := got[lo:hi]
 					require.True(t, bytes.Equal(s, cur[lo:hi]) || isZero(s), "sector at %d is neither kept nor a hole", lo)
@@ -234,62 +313,52 @@ func TestCrashCloneUnsyncedModes(t *testing.T) {
 			},
 			seen: func(got []byte) string {
 				// "hole": a lost sector before a kept one (out of order).
-				if len(got) > synced && slices.Contains(got[synced:], 0) {
+				if len(got) > modeSynced && slices.Contains(got[modeSynced:], 0) {
 					return "hole"
 				}
-				return fmt.Sprint(len(got) == synced)
+				return fmt.Sprint(len(got) == modeSynced)
 			},
 			want: []string{"hole", "true", "false"},
 		},
+	}
+}
+
+// unsyncedZeroGarbageCases: ZeroUnsynced, all or some sectors, and
+// GarbageUnsynced.
+func unsyncedZeroGarbageCases() []unsyncedModeCase {
+	return []unsyncedModeCase{
 		{
 			opts: CrashOptions{Unsynced: ZeroUnsynced},
 			check: func(t *testing.T, got, cur []byte) {
-				require.Equal(t, cur[:synced], got[:synced])
-				require.Len(t, got, total)
-				require.True(t, isZero(got[synced:]))
+				require.Equal(t, cur[:modeSynced], got[:modeSynced])
+				require.Len(t, got, modeTotal)
+				require.True(t, isZero(got[modeSynced:]))
 			},
 			seen: func([]byte) string { return "" }, want: []string{""},
 		},
 		{
 			opts: CrashOptions{Unsynced: ZeroUnsynced, KeepUnsyncedFraction: 0.5},
 			check: func(t *testing.T, got, cur []byte) {
-				require.Equal(t, cur[:synced], got[:synced])
-				require.Len(t, got, total)
-				for lo := synced; lo < total; lo = (lo/512 + 1) * 512 {
-					s := got[lo:min((lo/512+1)*512, total)]
+				require.Equal(t, cur[:modeSynced], got[:modeSynced])
+				require.Len(t, got, modeTotal)
+				for lo := modeSynced; lo < modeTotal; lo = (lo/512 + 1) * 512 {
+					s := got[lo:min((lo/512+1)*512, modeTotal)]
 					require.True(t, bytes.Equal(s, cur[lo:lo+len(s)]) || isZero(s))
 				}
 			},
-			seen: func(got []byte) string { return fmt.Sprint(isZero(got[total-10:])) },
+			seen: func(got []byte) string { return fmt.Sprint(isZero(got[modeTotal-10:])) },
 			want: []string{"true", "false"},
 		},
 		{
 			opts: CrashOptions{Unsynced: GarbageUnsynced},
 			check: func(t *testing.T, got, cur []byte) {
-				require.Equal(t, cur[:synced], got[:synced])
-				require.Len(t, got, total)
-				require.NotEqual(t, cur[synced:], got[synced:])
-				require.False(t, isZero(got[synced:]))
+				require.Equal(t, cur[:modeSynced], got[:modeSynced])
+				require.Len(t, got, modeTotal)
+				require.NotEqual(t, cur[modeSynced:], got[modeSynced:])
+				require.False(t, isZero(got[modeSynced:]))
 			},
 			seen: func([]byte) string { return "" }, want: []string{""},
 		},
-	}
-	for _, tc := range cases {
-		t.Run(fmt.Sprintf("%v/frac=%v/sector=%d", tc.opts.Unsynced, tc.opts.KeepUnsyncedFraction, tc.opts.SectorSize), func(t *testing.T) {
-			fs, cur := unsyncedFixture(t, synced, total)
-			seen := map[string]bool{}
-			for seed := range uint64(100) {
-				opts := tc.opts
-				opts.Seed = seed
-				got, err := fs.CrashClone(opts).ReadFile("f")
-				require.NoError(t, err)
-				t.Run(fmt.Sprint("seed", seed), func(t *testing.T) { tc.check(t, got, cur) })
-				seen[tc.seen(got)] = true
-			}
-			for _, w := range tc.want {
-				require.True(t, seen[w], "no clone of kind %q in 100 seeds (saw %v)", w, seen)
-			}
-		})
 	}
 }
 

@@ -64,67 +64,92 @@ func (r refResult) String() string {
 // refRead reads a log held in memory by FORMAT.md's rules 6-13, written
 // for clarity over speed and independently of reader.go.
 func refRead(data []byte, logNum uint64) refResult {
-	size := int64(len(data))
-	var res refResult
-	// ok reports whether a whole chunk, checksum included, is at off.
-	ok := func(off int64, seed uint64) bool {
-		if off%BlockSize > BlockSize-headerSize || off+headerSize > size {
-			return false
-		}
-		n := int64(binary.LittleEndian.Uint16(data[off+8:]))
-		end := off + headerSize + n
-		if end > size || end > (off/BlockSize+1)*BlockSize {
-			return false
-		}
-		return checksumOK(data[off:end], seed)
+	r := &refReader{data: data, size: int64(len(data)), logNum: logNum}
+	if !r.ok(0, 0) {
+		return r.stop(0)
 	}
-	// stop applies rule 11 at the first bad byte x.
-	stop := func(x int64) refResult {
-		for p := x + 1; p+headerSize <= size; p++ {
-			t := chunkType(data[p+10])
-			s := int64(binary.LittleEndian.Uint64(data[p+11:]))
-			isData := t == chunkFull || t == chunkFirst || t == chunkMiddle || t == chunkLast || t == chunkEOF
-			if isData && x < s && s <= p && ok(p, logNum) {
-				res.corrupt = true
-				break
-			}
-		}
-		return res
+	if !r.headerOK() {
+		return r.corrupt()
 	}
-	corrupt := func() refResult { res.corrupt = true; return res }
+	r.res.validEnd = 36
+	return r.chunks()
+}
 
-	if !ok(0, 0) {
-		return stop(0)
+// refReader is refRead's state: the file and the verdict so far.
+type refReader struct {
+	data   []byte
+	size   int64
+	logNum uint64
+	res    refResult
+}
+
+// ok reports whether a whole chunk, checksum included, is at off.
+func (r *refReader) ok(off int64, seed uint64) bool {
+	data, size := r.data, r.size
+	if off%BlockSize > BlockSize-headerSize || off+headerSize > size {
+		return false
 	}
-	if data[10] != byte(chunkFileHeader) || data[8] != 17 || data[9] != 0 ||
-		!bytes.Equal(data[11:19], make([]byte, 8)) || string(data[19:27]) != "sievelog" || data[27] != 1 ||
-		binary.LittleEndian.Uint64(data[28:36]) != logNum {
-		return corrupt()
+	n := int64(binary.LittleEndian.Uint16(data[off+8:]))
+	end := off + headerSize + n
+	if end > size || end > (off/BlockSize+1)*BlockSize {
+		return false
 	}
-	res.validEnd = 36
+	return checksumOK(data[off:end], seed)
+}
+
+// stop applies rule 11 at the first bad byte x.
+func (r *refReader) stop(x int64) refResult {
+	data, size := r.data, r.size
+	for p := x + 1; p+headerSize <= size; p++ {
+		t := chunkType(data[p+10])
+		s := int64(binary.LittleEndian.Uint64(data[p+11:]))
+		isData := t == chunkFull || t == chunkFirst || t == chunkMiddle || t == chunkLast || t == chunkEOF
+		if isData && x < s && s <= p && r.ok(p, r.logNum) {
+			r.res.corrupt = true
+			break
+		}
+	}
+	return r.res
+}
+
+func (r *refReader) corrupt() refResult { r.res.corrupt = true; return r.res }
+
+// headerOK reports whether the file header chunk (checksum checked
+// already) holds this format and log number.
+func (r *refReader) headerOK() bool {
+	data := r.data
+	return data[10] == byte(chunkFileHeader) && data[8] == 17 && data[9] == 0 &&
+		bytes.Equal(data[11:19], make([]byte, 8)) && string(data[19:27]) == "sievelog" && data[27] == 1 &&
+		binary.LittleEndian.Uint64(data[28:36]) == r.logNum
+}
+
+// chunks reads the chunks after the file header, assembling records,
+// until the file ends or a bad byte stops it.
+func (r *refReader) chunks() refResult {
+	data, size, res := r.data, r.size, &r.res
 	var rec []byte
 	open, prevSynced := false, int64(0)
 	for off := int64(36); ; {
 		if off == size {
-			return stop(size)
+			return r.stop(size)
 		}
 		if blockEnd := (off/BlockSize + 1) * BlockSize; blockEnd-off < headerSize {
 			for ; off < min(blockEnd, size); off++ {
 				if data[off] != 0 {
-					return stop(off)
+					return r.stop(off)
 				}
 			}
 			continue
 		}
-		if !ok(off, logNum) {
-			return stop(off)
+		if !r.ok(off, r.logNum) {
+			return r.stop(off)
 		}
 		t := chunkType(data[off+10])
 		n := int64(binary.LittleEndian.Uint16(data[off+8:]))
 		s := int64(binary.LittleEndian.Uint64(data[off+11:]))
 		payload, end := data[off+headerSize:off+headerSize+n], off+headerSize+n
 		if s > off || s < prevSynced {
-			return corrupt()
+			return r.corrupt()
 		}
 		prevSynced = s
 		switch {
@@ -139,9 +164,9 @@ func refRead(data []byte, logNum uint64) refResult {
 			res.recs, res.validEnd = append(res.recs, append(rec, payload...)), end
 		case t == chunkEOF && !open && end == size:
 			res.clean = true
-			return res
+			return *res
 		default:
-			return corrupt()
+			return r.corrupt()
 		}
 		off = end
 	}
