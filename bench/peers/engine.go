@@ -96,7 +96,7 @@ const (
 )
 
 var statNames = []string{statFilterChecks, statFilterNegatives, statFilterFalsePos,
-	statTablesSearched, statCacheHits, statCacheMisses, statEngineReadBytes}
+	statTablesSearched, statCacheHits, statCacheMisses, statEngineReadBytes, statWALSyncs}
 
 type engineInfo struct {
 	name      string
