@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // The read benchmarks share one database of benchReadN keys ("key%013d" of
@@ -221,6 +222,17 @@ func benchSteadyDB(b *testing.B) *DB {
 			if err := db.Put(putBenchKey(key, 2*scatter(i, benchReadN)), vals[i%uint64(len(vals))], NoSync); err != nil {
 				benchSteadyErr = err
 				return
+			}
+		}
+		// Let the compactions the load started finish, so every
+		// benchmark reads the same shape.
+		for last, still := "", 0; still < 20 && benchSteadyErr == nil; time.Sleep(100 * time.Millisecond) {
+			m := db.Metrics()
+			shape := fmt.Sprintf("%s %d %d", shapeLine(m), m.Compaction.Count, m.Flush.Count)
+			if shape == last {
+				still++
+			} else {
+				last, still = shape, 0
 			}
 		}
 		benchSteady = db
