@@ -12,13 +12,15 @@ import (
 // to be flushed into one L0 table per column family.
 type memGroup struct {
 	logNum uint64
+	// filterBits sizes each memtable's key filter (0: none).
+	filterBits int64
 	// tables is indexed by column family ID. It is replaced (copy on write)
 	// by the commit leader, the only writer; readers load it atomically.
 	tables atomic.Pointer[[]*memtable.MemTable]
 }
 
-func newMemGroup(logNum uint64) *memGroup {
-	g := &memGroup{logNum: logNum}
+func newMemGroup(logNum uint64, filterBits int64) *memGroup {
+	g := &memGroup{logNum: logNum, filterBits: filterBits}
 	empty := []*memtable.MemTable{}
 	g.tables.Store(&empty)
 	return g
@@ -43,7 +45,7 @@ func (g *memGroup) tableForWrite(cf uint32) *memtable.MemTable {
 	n := max(len(old), int(cf)+1)
 	ts := make([]*memtable.MemTable, n)
 	copy(ts, old)
-	ts[cf] = memtable.New()
+	ts[cf] = memtable.NewWithFilter(g.filterBits)
 	g.tables.Store(&ts)
 	return ts[cf]
 }
@@ -79,4 +81,10 @@ func (g *memGroup) all() map[uint32]*memtable.MemTable {
 		}
 	}
 	return out
+}
+
+// memFilterBits is the size of each memtable's key filter: MemTableSize ×
+// memtable.FilterBitsPerByte.
+func (db *DB) memFilterBits() int64 {
+	return int64(float64(db.opts.MemTableSize) * memtable.FilterBitsPerByte)
 }

@@ -115,8 +115,9 @@ func makeEntry(ukey []byte, trailer uint64) entry {
 // MemTable is a sorted table of internal keys. The zero value is not usable;
 // call New.
 type MemTable struct {
-	mu   sync.RWMutex
-	tree btree
+	mu     sync.RWMutex
+	tree   btree
+	filter *keyFilter // nil: none
 
 	// Writer-owned arena state; not read by readers.
 	chunk []byte
@@ -129,9 +130,15 @@ type MemTable struct {
 	deletes atomic.Int64
 }
 
-// New returns an empty memtable.
-func New() *MemTable {
-	m := &MemTable{}
+// New returns an empty memtable without a key filter.
+func New() *MemTable { return NewWithFilter(0) }
+
+// NewWithFilter returns an empty memtable whose Gets first consult a
+// whole-key Bloom filter of about filterBits bits (none for 0); size it
+// for the entries the table will hold (see FilterBitsPerByte), about 10
+// bits each.
+func NewWithFilter(filterBits int64) *MemTable {
+	m := &MemTable{filter: newKeyFilter(filterBits)}
 	m.minSeq.Store(base.SeqNumMax)
 	return m
 }
@@ -166,6 +173,9 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	}
 	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
 	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
+	if m.filter != nil {
+		m.filter.add(keyHash(ukey))
+	}
 	m.mu.Lock()
 	m.tree.insert(e)
 	m.mu.Unlock()
@@ -214,6 +224,9 @@ func (m *MemTable) Stats() Stats {
 // passed to fn stay valid for the memtable's lifetime and must not be
 // modified. fn runs under the table's read lock: it must not call Add.
 func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []byte) bool) {
+	if m.filter != nil && !m.filter.mayContain(keyHash(ukey)) {
+		return
+	}
 	pivot := makeEntry(ukey, base.MakeTrailer(seq, base.KindMax))
 	m.mu.RLock()
 	defer m.mu.RUnlock()

@@ -85,9 +85,10 @@ func TestMemTableModel(t *testing.T) {
 }
 
 // randomMemTable is a memtable of 3,000 random entries over 400 keys, and
-// its model, sorted.
+// its model, sorted. Its key filter is small (10 bits a key), so Gets pass
+// through it.
 func randomMemTable(rng *rand.Rand) (*MemTable, []modelEntry) {
-	m := New()
+	m := NewWithFilter(4000)
 	var model []modelEntry
 	for seq := uint64(1); seq <= 3000; seq++ {
 		k := []byte(fmt.Sprintf("k%03d", rng.Intn(400)))
