@@ -156,13 +156,16 @@ func ribbonFPR(m uint64, r int, u uint32) float64 {
 }
 
 // ribbonRow is a key's equation: its start slot, coefficient row (bit i
-// of lo|hi<<64 selects slot start+i; bit 0 is set) and fingerprint.
+// of lo|hi<<64 selects slot start+i; bit 0 is set) and fingerprint. The
+// start takes the top bits of x and the fingerprint its low 32 bits; the
+// row comes from a second mix y of x: lo = y | 1 and hi = the high word of
+// y·φ, so no bit of the row is a linear function of another.
 func ribbonRow(h, seed, starts uint64) (start, lo, hi uint64, fp uint32) {
 	x := fuseMix(h, seed)
 	start, _ = bits.Mul64(x, starts)
-	lo = fuseMix(x, 0x9E3779B97F4A7C15) | 1
-	hi = fuseMix(x, 0xC2B2AE3D27D4EB4F)
-	return start, lo, hi, uint32(x)
+	y := fuseMix(x, 0xC2B2AE3D27D4EB4F)
+	hi, _ = bits.Mul64(y, golden64)
+	return start, y | 1, hi, uint32(x)
 }
 
 // ribbonSlot is one slot of the band under construction.
@@ -362,7 +365,10 @@ func openRibbon(data []byte) (Reader, error) {
 }
 
 // MayContain computes the key's r (or r+1) result bits from the three
-// blocks its row spans and compares them with its fingerprint.
+// blocks its row spans and compares them with its fingerprint. The
+// coefficient row is shifted once to the blocks' alignment (c0, c1, c2
+// over blocks b, b+1, b+2), so a column costs three loads, three ANDs and
+// a popcount.
 func (r *ribbonReader) MayContain(key []byte) bool {
 	s, clo, chi, fp := ribbonRow(hashKey(key), r.seed, r.starts)
 	cols := r.r
@@ -371,20 +377,22 @@ func (r *ribbonReader) MayContain(key []byte) bool {
 	}
 	b := s / 64
 	o := s % 64
+	c0 := clo << o
+	c1 := clo>>(64-o) | chi<<o // Go: a shift by 64 gives 0
+	c2 := chi >> (64 - o)
+	b2 := min(b+2, r.last) // c2 is 0 when o = 0, and otherwise b+2 ≤ last
 	o0 := 8 * (b*uint64(r.r) + min(b, r.extra))
 	o1 := 8 * ((b+1)*uint64(r.r) + min(b+1, r.extra))
-	b2 := min(b+2, r.last) // read only when o > 0, and then b+2 ≤ last
 	o2 := 8 * (b2*uint64(r.r) + min(b2, r.extra))
+	n := 8 * uint64(cols)
 	d := r.data
+	s0, s1, s2 := d[o0:o0+n], d[o1:o1+n], d[o2:o2+n]
 	le := binary.LittleEndian
 	var acc uint32
-	for j := range cols {
-		w0 := le.Uint64(d[o0+8*uint64(j):])
-		w1 := le.Uint64(d[o1+8*uint64(j):])
-		w2 := le.Uint64(d[o2+8*uint64(j):])
-		lo := w0>>o | w1<<(64-o)
-		hi := w1>>o | w2<<(64-o)
-		acc |= uint32(bits.OnesCount64(lo&clo^hi&chi)&1) << j
+	for j := uint(0); len(s0) >= 8 && len(s1) >= 8 && len(s2) >= 8; j++ {
+		x := le.Uint64(s0)&c0 ^ le.Uint64(s1)&c1 ^ le.Uint64(s2)&c2
+		acc |= uint32(bits.OnesCount64(x)&1) << j
+		s0, s1, s2 = s0[8:], s1[8:], s2[8:]
 	}
 	return acc == fp&(1<<cols-1)
 }
