@@ -23,17 +23,19 @@ import (
 // charts go to -out.
 
 type filterLabConfig struct {
-	N         int       `json:"n"`
-	Probes    int       `json:"probes"`
-	KeySize   int       `json:"key_size"`
-	Policies  []string  `json:"policies"`
-	Bits      []float64 `json:"bits_per_key"`
-	FPBits    []int     `json:"fingerprint_bits"`
-	KBits     float64   `json:"k_sweep_bits_per_key"`
-	KMax      int       `json:"k_max"`
-	Overfill  []float64 `json:"overfill"`
-	OverfillP float64   `json:"overfill_rate"`
-	Sections  []string  `json:"sections"`
+	N          int       `json:"n"`
+	Probes     int       `json:"probes"`
+	KeySize    int       `json:"key_size"`
+	Policies   []string  `json:"policies"`
+	Bits       []float64 `json:"bits_per_key"`
+	FPBits     []int     `json:"fingerprint_bits"`
+	FuseBits   []int     `json:"fuse_fingerprint_bits"`
+	RibbonBits []float64 `json:"ribbon_bits_per_key"`
+	KBits      float64   `json:"k_sweep_bits_per_key"`
+	KMax       int       `json:"k_max"`
+	Overfill   []float64 `json:"overfill"`
+	OverfillP  float64   `json:"overfill_rate"`
+	Sections   []string  `json:"sections"`
 	labOutput
 	Seed uint64 `json:"seed"`
 }
@@ -41,10 +43,12 @@ type filterLabConfig struct {
 func defaultFilterLabConfig() filterLabConfig {
 	return filterLabConfig{
 		N: 1_000_000, Probes: 1_000_000, KeySize: 16,
-		Policies: []string{"bloom", "standardbloom", "cuckoo"},
-		Bits:     []float64{2, 4, 6, 8, 10, 12, 14, 16, 20},
-		FPBits:   []int{4, 6, 8, 10, 12, 14, 16},
-		KBits:    10, KMax: 16,
+		Policies:   []string{"bloom", "standardbloom", "cuckoo", "binaryfuse", "ribbon"},
+		Bits:       []float64{2, 4, 6, 8, 10, 12, 14, 16, 20},
+		FPBits:     []int{4, 6, 8, 10, 12, 14, 16},
+		FuseBits:   []int{8, 16},
+		RibbonBits: []float64{2, 3.5, 5, 6, 7, 8, 10, 12, 14, 16, 20},
+		KBits:      10, KMax: 16,
 		Overfill:  []float64{0.5, 1, 1.5, 2, 2.5, 3},
 		OverfillP: 0.01,
 		Sections:  []string{"sweep", "k", "overfill"},
@@ -58,8 +62,13 @@ func newFilterFlags(c *filterLabConfig, out io.Writer) *flag.FlagSet {
 	fs.Var((*countFlag)(&c.N), "n", "keys per filter (`n`)")
 	fs.Var((*countFlag)(&c.Probes), "probes", "absent keys probed per filter (`n`)")
 	fs.IntVar(&c.KeySize, "key_size", c.KeySize, "key size in `bytes` (>= 8)")
-	fs.Func("policies", "`list` of policies for the sweep: bloom, standardbloom, cuckoo (default bloom,standardbloom,cuckoo)", func(s string) error {
-		return setList(&c.Policies, s, []string{"bloom", "standardbloom", "cuckoo"})
+	fs.Func("policies", "`list` of policies for the sweep: bloom, standardbloom, cuckoo, binaryfuse, ribbon (default all)", func(s string) error {
+		return setList(&c.Policies, s, []string{"bloom", "standardbloom", "cuckoo", "binaryfuse", "ribbon"})
+	})
+	fs.Func("ribbon_bits", "bits per key `list` for ribbon, each 1..30 (default 2,3.5,5,6,7,8,10,12,14,16,20)", func(s string) error {
+		v, err := parseFloats(s, 1, 30)
+		c.RibbonBits = v
+		return err
 	})
 	fs.Func("bits", "bits per key `list` for bloom and standardbloom (default 2,4,6,8,10,12,14,16,20)", func(s string) error {
 		v, err := parseFloats(s, 1, 64)
