@@ -30,6 +30,11 @@ func writeFilterFiles(dir string, rep *filterLabReport) ([]string, error) {
 			labFile{"filters_overfill.csv", func(w io.Writer) error { return overfillCSV(w, rep.Overfill) }},
 			labFile{"overfill.svg", func(w io.Writer) error { return overfillChart(rep.Overfill).writeSVG(w) }})
 	}
+	if rep.Levels != nil {
+		files = append(files,
+			labFile{"filters_levels.csv", func(w io.Writer) error { return levelsCSV(w, rep.Levels) }},
+			labFile{"fpr_by_level.svg", func(w io.Writer) error { return levelsChart(rep.Levels).writeSVG(w) }})
+	}
 	return writeFiles(dir, files)
 }
 

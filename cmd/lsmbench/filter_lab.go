@@ -36,6 +36,12 @@ type filterLabConfig struct {
 	Overfill   []float64 `json:"overfill"`
 	OverfillP  float64   `json:"overfill_rate"`
 	Sections   []string  `json:"sections"`
+	// The levels experiment (filter_levels.go).
+	LevelsN         int      `json:"levels_keys"`
+	LevelsValueSize int      `json:"levels_value_size"`
+	LevelsAbsent    int      `json:"levels_absent_gets"`
+	LevelsBits      float64  `json:"levels_bits_per_key"`
+	LevelsConfigs   []string `json:"levels_configs"`
 	labOutput
 	Seed uint64 `json:"seed"`
 }
@@ -52,7 +58,9 @@ func defaultFilterLabConfig() filterLabConfig {
 		Overfill:  []float64{0.5, 1, 1.5, 2, 2.5, 3},
 		OverfillP: 0.01,
 		Sections:  []string{"sweep", "k", "overfill"},
-		Seed:      1, labOutput: labOutput{Progress: "auto"},
+		LevelsN:   2_000_000, LevelsValueSize: 64, LevelsAbsent: 200_000, LevelsBits: 10,
+		LevelsConfigs: levelsConfigNames,
+		Seed:          1, labOutput: labOutput{Progress: "auto"},
 	}
 }
 
@@ -98,8 +106,15 @@ func newFilterFlags(c *filterLabConfig, out io.Writer) *flag.FlagSet {
 		return err
 	})
 	fs.Float64Var(&c.OverfillP, "overfill_rate", c.OverfillP, "target false-positive `rate` the overfilled filter is sized for")
-	fs.Func("sections", "`list` of experiments to run: sweep, k, overfill (default all)", func(s string) error {
-		return setList(&c.Sections, s, []string{"sweep", "k", "overfill"})
+	fs.Func("sections", "`list` of experiments to run: sweep, k, overfill, levels (default sweep,k,overfill; levels loads databases)", func(s string) error {
+		return setList(&c.Sections, s, []string{"sweep", "k", "overfill", "levels"})
+	})
+	fs.Var((*countFlag)(&c.LevelsN), "levels_n", "keys loaded into each database of the levels experiment (`n`)")
+	fs.IntVar(&c.LevelsValueSize, "levels_value_size", c.LevelsValueSize, "value size in `bytes` of the levels experiment")
+	fs.Var((*countFlag)(&c.LevelsAbsent), "levels_absent", "absent keys looked up per database (`n`)")
+	fs.Float64Var(&c.LevelsBits, "levels_bits", c.LevelsBits, "bits per key of the uniform filters (`bits`): the memory every levels configuration gets")
+	fs.Func("levels_configs", "`list` of levels configurations: uniform, monkey, progressive, ribbon, ribbon-monkey, fuse8 (default all; progressive scales to the first uniform run)", func(s string) error {
+		return setList(&c.LevelsConfigs, s, levelsConfigNames)
 	})
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` (the keys themselves are fixed; see the engine benchmark)")
 	c.labOutput.flags(fs)
@@ -117,6 +132,12 @@ func parseFilterFlags(args []string, out io.Writer) (filterLabConfig, error) {
 		return c, usagef("-n must be at least 1")
 	case c.Probes < 1:
 		return c, usagef("-probes must be at least 1")
+	case c.LevelsN < 1 || c.LevelsAbsent < 1:
+		return c, usagef("-levels_n and -levels_absent must be at least 1")
+	case c.LevelsValueSize < 1 || c.LevelsValueSize > 1<<20:
+		return c, usagef("-levels_value_size must be in [1, 1 MiB], got %d", c.LevelsValueSize)
+	case !(c.LevelsBits >= 1 && c.LevelsBits <= 30):
+		return c, usagef("-levels_bits must be in [1, 30], got %v", c.LevelsBits)
 	case c.KeySize < 8 || c.KeySize > 1<<16:
 		return c, usagef("-key_size must be in [8, 65536], got %d", c.KeySize)
 	case !(c.KBits >= 1 && c.KBits <= 64):
@@ -140,6 +161,7 @@ type filterLabReport struct {
 	Sweep    []sweepRow       `json:"sweep,omitempty"`
 	KSweep   *kSweep          `json:"k_sweep,omitempty"`
 	Overfill *overfill        `json:"overfill,omitempty"`
+	Levels   *levelsResult    `json:"levels,omitempty"`
 	labFiles
 }
 
@@ -169,6 +191,9 @@ func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			case "overfill":
 				rep.Overfill, err = lab.overfill()
 				return func(w io.Writer) { printOverfill(w, rep.Overfill) }, err
+			case "levels":
+				rep.Levels, err = lab.levels()
+				return func(w io.Writer) { printLevels(w, rep.Levels) }, err
 			}
 			return nil, nil
 		},
