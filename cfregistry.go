@@ -75,7 +75,7 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy,
 		levelPolicies: r.db.opts.LevelFilterPolicies}
 	if co.FilterPolicy != nil {
-		st.filterPolicy = co.FilterPolicy
+		st.filterPolicy, st.levelPolicies = co.FilterPolicy, nil
 	}
 	if co.LevelFilterPolicies != nil {
 		st.levelPolicies = co.LevelFilterPolicies
@@ -117,7 +117,7 @@ func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy, levels []filte
 func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
 	st := *old
 	if p != nil {
-		st.filterPolicy = p
+		st.filterPolicy, st.levelPolicies = p, nil // a family's own policy: not the DB's per level
 	}
 	if levels != nil {
 		st.levelPolicies = levels

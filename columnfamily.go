@@ -17,9 +17,11 @@ type ColumnFamilyOptions struct {
 	Merger Merger
 	// FilterPolicy builds the family's table filters (default: the DB's).
 	FilterPolicy filter.Policy
-	// LevelFilterPolicies is Options.LevelFilterPolicies for this family
-	// (nil: the DB's); a nil or missing entry uses the family's
-	// FilterPolicy.
+	// LevelFilterPolicies is Options.LevelFilterPolicies for this family; a
+	// nil or missing entry uses the family's FilterPolicy. When both are
+	// nil the family uses the DB's FilterPolicy and LevelFilterPolicies;
+	// a family with its own FilterPolicy does not inherit the DB's
+	// per-level policies.
 	LevelFilterPolicies []filter.Policy
 }
 

@@ -14,10 +14,15 @@ import (
 // each table of the default column family recorded.
 func tableFilters(t *testing.T, db *DB) [manifest.NumLevels][]string {
 	t.Helper()
+	return cfTableFilters(t, db, 0)
+}
+
+func cfTableFilters(t *testing.T, db *DB, cf uint32) [manifest.NumLevels][]string {
+	t.Helper()
 	var out [manifest.NumLevels][]string
 	rs := db.loadReadState()
 	defer rs.unref()
-	for level, files := range rs.version.Levels(0) {
+	for level, files := range rs.version.Levels(cf) {
 		for _, f := range files {
 			e, err := db.tables.get(f)
 			require.NoError(t, err)
@@ -182,5 +187,29 @@ func TestMonkeyFilters(t *testing.T) {
 	for i := range n {
 		_, err := db.Get(filterKey(2 * i))
 		require.NoError(t, err)
+	}
+}
+
+// TestColumnFamilyLevelFilterPolicies: a family's own per-level policies
+// apply to its tables; a family with its own FilterPolicy does not inherit
+// the DB's per-level ones.
+func TestColumnFamilyLevelFilterPolicies(t *testing.T) {
+	db, _ := openMem(t, &Options{LevelFilterPolicies: []filter.Policy{filter.Cuckoo(10)}})
+	a, err := db.OpenColumnFamily("a", &ColumnFamilyOptions{LevelFilterPolicies: []filter.Policy{filter.Ribbon(8)}})
+	require.NoError(t, err)
+	b, err := db.OpenColumnFamily("b", &ColumnFamilyOptions{FilterPolicy: filter.StandardBloom(9)})
+	require.NoError(t, err)
+	c, err := db.OpenColumnFamily("c", nil)
+	require.NoError(t, err)
+	for _, cf := range []*ColumnFamily{a, b, c} {
+		require.NoError(t, cf.Put([]byte("k"), []byte("v"), nil))
+	}
+	require.NoError(t, db.Put([]byte("k"), []byte("v"), nil))
+	require.NoError(t, db.Flush())
+	want := map[uint32]string{0: "sieve.cuckoo/10@", a.id: "sieve.ribbon/8@", b.id: "sieve.bloom.standard/9@", c.id: "sieve.cuckoo/10@"}
+	for id, prefix := range want {
+		tf := cfTableFilters(t, db, id)
+		require.Len(t, tf[0], 1, "cf %d", id)
+		require.True(t, strings.HasPrefix(tf[0][0], prefix), "cf %d: %s, want %s", id, tf[0][0], prefix)
 	}
 }
