@@ -17,6 +17,18 @@ type cfState struct {
 	// merger is the merger supplied in this process (nil = none).
 	merger       Merger
 	filterPolicy filter.Policy
+	// levelPolicies[l], if non-nil, replaces filterPolicy for tables
+	// written into level l.
+	levelPolicies []filter.Policy
+}
+
+// policyFor returns the filter policy of the family's tables written into
+// level.
+func (st *cfState) policyFor(level int) filter.Policy {
+	if level < len(st.levelPolicies) && st.levelPolicies[level] != nil {
+		return st.levelPolicies[level]
+	}
+	return st.filterPolicy
 }
 
 // cfRegistry maps column family IDs and names to their state.
@@ -60,9 +72,13 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 	if co.Merger != nil {
 		cf.Merger = co.Merger.Name()
 	}
-	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy}
+	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy,
+		levelPolicies: r.db.opts.LevelFilterPolicies}
 	if co.FilterPolicy != nil {
-		st.filterPolicy = co.FilterPolicy
+		st.filterPolicy, st.levelPolicies = co.FilterPolicy, nil
+	}
+	if co.LevelFilterPolicies != nil {
+		st.levelPolicies = co.LevelFilterPolicies
 	}
 	err := r.db.logAndApply(&manifest.VersionEdit{AddedCFs: []manifest.ColumnFamily{cf}}, func() {
 		r.mu.Lock()
@@ -79,28 +95,32 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 // family's options.
 func (r *cfRegistry) load() error {
 	for id, cf := range r.db.versions.ColumnFamilies() {
-		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy}
+		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy,
+			levelPolicies: r.db.opts.LevelFilterPolicies}
 		r.byID[id] = st
 		r.byName[cf.Name] = st
 	}
 	def := r.byID[manifest.DefaultCFID]
-	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy)
+	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy, r.db.opts.LevelFilterPolicies)
 }
 
 // bind supplies a merger and filter policy to a column family, recording
 // the merger's name in the manifest the first time one is supplied.
-func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy) error {
+func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
 	r.createMu.Lock()
 	defer r.createMu.Unlock()
-	return r.bindLocked(st, m, p)
+	return r.bindLocked(st, m, p, levels)
 }
 
 // bindLocked is bind. States are copied on write: readers hold a *cfState
 // without locks. REQUIRES: createMu held.
-func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy) error {
+func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
 	st := *old
 	if p != nil {
-		st.filterPolicy = p
+		st.filterPolicy, st.levelPolicies = p, nil // a family's own policy: not the DB's per level
+	}
+	if levels != nil {
+		st.levelPolicies = levels
 	}
 	if m != nil {
 		if st.recordedMerger != "" && st.recordedMerger != m.Name() {
@@ -171,6 +191,11 @@ func (r *cfRegistry) policies() []filter.Policy {
 	for _, st := range r.byID {
 		if st.filterPolicy != nil {
 			out = append(out, st.filterPolicy)
+		}
+		for _, p := range st.levelPolicies {
+			if p != nil {
+				out = append(out, p)
+			}
 		}
 	}
 	return out

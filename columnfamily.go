@@ -17,6 +17,12 @@ type ColumnFamilyOptions struct {
 	Merger Merger
 	// FilterPolicy builds the family's table filters (default: the DB's).
 	FilterPolicy filter.Policy
+	// LevelFilterPolicies is Options.LevelFilterPolicies for this family; a
+	// nil or missing entry uses the family's FilterPolicy. When both are
+	// nil the family uses the DB's FilterPolicy and LevelFilterPolicies;
+	// a family with its own FilterPolicy does not inherit the DB's
+	// per-level policies.
+	LevelFilterPolicies []filter.Policy
 }
 
 // ColumnFamily is a handle on a column family: a keyspace with its own
@@ -60,7 +66,7 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 		if st, err = r.create(name, co); err != nil {
 			return nil, err
 		}
-	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy); err != nil {
+	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies); err != nil {
 		return nil, err
 	}
 	return &ColumnFamily{db: db, id: st.id, name: name}, nil

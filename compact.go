@@ -190,7 +190,7 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 	var wg sync.WaitGroup
 	for r := range outs {
 		lower, upper := compaction.SubcompactionRange(bounds, r)
-		outs[r] = &tableOutput{db: db, cf: cf}
+		outs[r] = &tableOutput{db: db, cf: cf, level: c.OutputLevel, c: c}
 		wg.Go(func() {
 			defer func() {
 				// A panic (in a user's Merger, say) fails this range

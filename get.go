@@ -161,7 +161,7 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
 			continue
 		}
-		if err := db.getFromTable(f, key, seq, st); err != nil || st.done {
+		if err := db.getFromTable(f, 0, key, seq, st); err != nil || st.done {
 			return err
 		}
 	}
@@ -171,16 +171,16 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
 			continue
 		}
-		if err := db.getFromTable(files[i], key, seq, st); err != nil || st.done {
+		if err := db.getFromTable(files[i], level, key, seq, st); err != nil || st.done {
 			return err
 		}
 	}
 	return nil
 }
 
-// getFromTable probes one table's filter and, if it may hold key, its
-// data blocks.
-func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64, st *getState) error {
+// getFromTable probes the filter of one table of level and, if it may hold
+// key, its data blocks.
+func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq uint64, st *getState) error {
 	e, err := db.tables.get(f)
 	if err != nil {
 		return err
@@ -190,10 +190,13 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64, st 
 	m := &db.metrics
 	m.tablesProbed.Add(1)
 	hasFilter := r.FilterState() == sstable.FilterLoaded
+	lm := &m.levelFilter[level]
 	if hasFilter {
 		m.filterChecks.Add(1)
+		lm.checks.Add(1)
 		if !r.MayContain(key) {
 			m.filterNegatives.Add(1)
+			lm.negatives.Add(1)
 			return nil
 		}
 	}
@@ -207,8 +210,10 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, key []byte, seq uint64, st 
 	if hasFilter {
 		if st.seen {
 			m.filterTruePositives.Add(1)
+			lm.truePositives.Add(1)
 		} else {
 			m.filterFalsePositives.Add(1)
+			lm.falsePositives.Add(1)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ module github.com/sievedb/sieve
 go 1.26
 
 require (
+	github.com/FastFilter/xorfilter v0.4.1
 	github.com/cespare/xxhash/v2 v2.3.0
 	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.4

@@ -18,6 +18,8 @@ type dbMetrics struct {
 	gets, tablesProbed                                                       atomic.Int64
 	filterChecks, filterNegatives, filterFalsePositives, filterTruePositives atomic.Int64
 	filterUnknown                                                            atomic.Int64
+	filterBuildRetries, filterBuildFallbacks                                 atomic.Int64
+	levelFilter                                                              [manifest.NumLevels]levelFilterCounters
 	blocksRead, blockCacheHits, blockFileReads, blockBytesRead               atomic.Int64
 
 	flushes, flushBytes                                                         atomic.Int64
@@ -25,6 +27,16 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
+}
+
+// levelFilterCounters are the filter probes of one level's tables.
+type levelFilterCounters struct {
+	checks, negatives, falsePositives, truePositives atomic.Int64
+}
+
+func (c *levelFilterCounters) load() FilterMetrics {
+	return FilterMetrics{Checks: c.checks.Load(), Negatives: c.negatives.Load(),
+		FalsePositives: c.falsePositives.Load(), TruePositives: c.truePositives.Load()}
 }
 
 func (m *dbMetrics) addReadStats(s *sstable.ReadStats) {
@@ -48,6 +60,15 @@ type LevelMetrics struct {
 	// Score is the level's compaction score (size / target; L0: files /
 	// trigger).
 	Score float64
+	// Filter counts the filter probes of this level's tables by point
+	// lookups (cumulative, over every column family; UnknownType,
+	// ResidentBytes and the build counters stay in Metrics.Filter).
+	Filter FilterMetrics
+	// FilterBytes is the filter memory of the level's open tables and
+	// FilterBitsPerKey its bits per filtered key (8·FilterBytes over the
+	// keys those tables' filters hold).
+	FilterBytes      int64
+	FilterBitsPerKey float64
 }
 
 // FilterMetrics count table-filter probes made by point lookups.
@@ -67,6 +88,10 @@ type FilterMetrics struct {
 	UnknownType int64
 	// ResidentBytes is the memory held by open tables' filter blocks.
 	ResidentBytes int64
+	// BuildRetries counts filter constructions (binary fuse, Ribbon)
+	// retried with another seed; BuildFallbacks those that gave up and
+	// wrote a blocked Bloom filter instead. A flush never fails for it.
+	BuildRetries, BuildFallbacks int64
 }
 
 // FalsePositiveRate is FalsePositives / (FalsePositives + Negatives): the
@@ -150,7 +175,11 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Filter = FilterMetrics{
 		Checks: m.filterChecks.Load(), Negatives: m.filterNegatives.Load(),
 		FalsePositives: m.filterFalsePositives.Load(), TruePositives: m.filterTruePositives.Load(),
-		UnknownType: m.filterUnknown.Load(),
+		UnknownType:  m.filterUnknown.Load(),
+		BuildRetries: m.filterBuildRetries.Load(), BuildFallbacks: m.filterBuildFallbacks.Load(),
+	}
+	for level := range out.Levels {
+		out.Levels[level].Filter = m.levelFilter[level].load()
 	}
 	if c := db.tables.cache; c != nil {
 		out.BlockCache.Hits, out.BlockCache.Misses = c.Hits(), c.Misses()
@@ -193,6 +222,11 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 			lm.BytesRead = m.levelBytesRead[level].Load()
 			lm.BytesWritten = m.levelBytesWritten[level].Load()
 			lm.Score = targets[level]
+			var keys int64
+			lm.FilterBytes, keys = db.tables.filterStats(lv[level])
+			if keys > 0 {
+				lm.FilterBitsPerKey = float64(8*lm.FilterBytes) / float64(keys)
+			}
 			if level == 0 {
 				out.ReadAmp += lm.NumFiles
 			} else if lm.NumFiles > 0 {
@@ -233,17 +267,19 @@ func humanBytes(n int64) string {
 // String renders the metrics as a table, in the spirit of Pebble's.
 func (m *Metrics) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "level | tables |     size |  score |   bytes-in |  bytes-read | bytes-written\n")
-	fmt.Fprintf(&sb, "------+--------+----------+--------+------------+-------------+--------------\n")
+	fmt.Fprintf(&sb, "level | tables |     size |  score |   bytes-in |  bytes-read | bytes-written | filter |  bits/key |  checks |     FPR |  neg |   FP |   TP\n")
+	fmt.Fprintf(&sb, "------+--------+----------+--------+------------+-------------+---------------+--------+-----------+---------+---------+------+------+------\n")
 	var files, size int64
 	for level, l := range m.Levels {
 		files += l.NumFiles
 		size += l.Size
-		if l.NumFiles == 0 && l.BytesIn == 0 {
+		if l.NumFiles == 0 && l.BytesIn == 0 && l.Filter.Checks == 0 {
 			continue
 		}
-		fmt.Fprintf(&sb, "   L%d | %6d | %8s | %6.2f | %10s | %11s | %12s\n", level, l.NumFiles, humanBytes(l.Size),
-			l.Score, humanBytes(l.BytesIn), humanBytes(l.BytesRead), humanBytes(l.BytesWritten))
+		lf := l.Filter
+		fmt.Fprintf(&sb, "   L%d | %6d | %8s | %6.2f | %10s | %11s | %13s | %6s | %9.2f | %7d | %6.3f%% | %4d | %4d | %4d\n", level, l.NumFiles, humanBytes(l.Size),
+			l.Score, humanBytes(l.BytesIn), humanBytes(l.BytesRead), humanBytes(l.BytesWritten),
+			humanBytes(l.FilterBytes), l.FilterBitsPerKey, lf.Checks, 100*lf.FalsePositiveRate(), lf.Negatives, lf.FalsePositives, lf.TruePositives)
 	}
 	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
 	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
@@ -251,8 +287,9 @@ func (m *Metrics) String() string {
 		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
 	f := m.Filter
-	fmt.Fprintf(&sb, "filter: %d checks, %d negatives, %d false positives (FPR %.3f%%), %d true positives, %d unknown-type tables; resident %s\n",
-		f.Checks, f.Negatives, f.FalsePositives, 100*f.FalsePositiveRate(), f.TruePositives, f.UnknownType, humanBytes(f.ResidentBytes))
+	fmt.Fprintf(&sb, "filter: %d checks, %d negatives, %d false positives (FPR %.3f%%), %d true positives, %d unknown-type tables; resident %s; %d build retries, %d fallbacks\n",
+		f.Checks, f.Negatives, f.FalsePositives, 100*f.FalsePositiveRate(), f.TruePositives, f.UnknownType, humanBytes(f.ResidentBytes),
+		f.BuildRetries, f.BuildFallbacks)
 	p := m.PointLookups
 	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s)\n",
 		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead))

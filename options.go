@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 )
@@ -68,6 +69,19 @@ type Options struct {
 	// FilterPolicy builds the per-table filter of the default column
 	// family; default filter.Bloom(10). Use filter.None for no filter.
 	FilterPolicy filter.Policy
+	// LevelFilterPolicies, if set, gives the filter policy of the tables
+	// written into each level (index = output level: 0 for flushes, the
+	// compaction's output level otherwise); a nil or missing entry uses
+	// FilterPolicy. Tables record the policy they were built with, so a DB
+	// reopened with other policies reads its old tables with their own
+	// filters.
+	LevelFilterPolicies []filter.Policy
+	// FilterAllocation chooses each new table's bits per key: UniformFilters
+	// (the default) uses the level's policy as given; MonkeyFilters resizes
+	// it from the current level sizes so that the total filter memory stays
+	// that of the configured sizes while the sum of per-level false-positive
+	// rates is minimized (see FilterAllocation).
+	FilterAllocation FilterAllocation
 	// L0CompactionTrigger is the number of L0 tables that triggers a
 	// compaction into Lbase. Default 4.
 	L0CompactionTrigger int
@@ -134,6 +148,8 @@ func (o *Options) withDefaults() (*Options, error) {
 		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
 		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},
 		{"Compression", c.Compression > SnappyCompression, c.Compression},
+		{"FilterAllocation", c.FilterAllocation > MonkeyFilters, c.FilterAllocation},
+		{"LevelFilterPolicies", len(c.LevelFilterPolicies) > manifest.NumLevels, len(c.LevelFilterPolicies)},
 		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger},
 		{"L0StopWritesTrigger", c.L0StopWritesTrigger < 0, c.L0StopWritesTrigger},
 		{"LevelMultiplier", c.LevelMultiplier < 0 || c.LevelMultiplier == 1, c.LevelMultiplier},

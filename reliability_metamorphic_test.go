@@ -18,7 +18,8 @@ import (
 // snapshots and reads through them, flushes, range compactions, close and
 // reopen — under many option sets that must not change any answer:
 // memtable sizes, L0 triggers, level sizes, block sizes and restart
-// intervals, filter policies (blocked Bloom, classic Bloom, cuckoo, none),
+// intervals, filter policies (blocked Bloom, classic Bloom, cuckoo, binary
+// fuse, Ribbon, none; per-level policies; Monkey allocation),
 // compression on and off, block cache off, merge collapsing, concurrent
 // compactions, and the same operations in a non-default column family
 // (while different writes go to the default one). The output of every read
@@ -171,6 +172,11 @@ func metaOptionSets() []metaOptionSet {
 		{name: "no filter", opts: small(Options{FilterPolicy: filter.None})},
 		{name: "cuckoo filter", opts: small(Options{FilterPolicy: filter.Cuckoo(12)})},
 		{name: "classic Bloom filter", opts: small(Options{FilterPolicy: filter.StandardBloom(10)})},
+		{name: "binary fuse 8", opts: small(Options{FilterPolicy: filter.BinaryFuse(8)})},
+		{name: "Ribbon 7", opts: small(Options{FilterPolicy: filter.Ribbon(7)})},
+		{name: "per-level policies (fuse16 L0, cuckoo, Ribbon bottom), Monkey", opts: small(Options{FilterAllocation: MonkeyFilters,
+			LevelFilterPolicies: []filter.Policy{filter.BinaryFuse(16), nil, filter.Cuckoo(10), nil, nil, filter.StandardBloom(6), filter.Ribbon(5.5)}})},
+		{name: "Monkey over Bloom 10", opts: small(Options{FilterAllocation: MonkeyFilters})},
 		{name: "no compression", opts: small(Options{Compression: NoCompression})},
 		{name: "no block cache, 16 open files", opts: small(Options{BlockCacheSize: -1, MaxOpenFiles: 16})},
 		{name: "merges collapsed after 2", opts: small(Options{MaxSuccessiveMerges: 2})},
@@ -178,6 +184,8 @@ func metaOptionSets() []metaOptionSet {
 		{name: "column family", opts: small(Options{}), cf: &ColumnFamilyOptions{}},
 		{name: "column family: cuckoo, no compression, tiny blocks", opts: small(Options{Compression: NoCompression, BlockSize: 256}),
 			cf: &ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(16)}},
+		{name: "column family: per-level Ribbon and fuse", opts: small(Options{}),
+			cf: &ColumnFamilyOptions{LevelFilterPolicies: []filter.Policy{filter.Ribbon(9.5), filter.BinaryFuse(8), filter.BinaryFuse(8)}}},
 	}
 }
 

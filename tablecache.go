@@ -232,6 +232,30 @@ func (c *tableCache) close() {
 	c.mu.Unlock()
 }
 
+// filterStats sums the filter bytes and filtered keys of those of files
+// whose tables are open (a table not open holds no filter memory).
+func (c *tableCache) filterStats(files []*manifest.FileMetadata) (bytes, keys int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range files {
+		e := c.entries[f.FileNum]
+		if e == nil {
+			continue
+		}
+		select {
+		case <-e.ready:
+		default:
+			continue
+		}
+		if e.r != nil && e.r.FilterState() == sstable.FilterLoaded {
+			_, fb := e.r.ResidentSize()
+			bytes += int64(fb)
+			keys += int64(e.r.Properties().FilterKeys)
+		}
+	}
+	return bytes, keys
+}
+
 // residentBytes sums the index and filter blocks held by open tables.
 func (c *tableCache) residentBytes() (index, filter int64) {
 	c.mu.Lock()

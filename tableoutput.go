@@ -1,6 +1,7 @@
 package sieve
 
 import (
+	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/sstable"
@@ -16,6 +17,8 @@ import (
 type tableOutput struct {
 	db    *DB
 	cf    uint32
+	level int                    // the level the tables are written into
+	c     *compaction.Compaction // nil for a flush
 	num   uint64
 	f     vfs.File
 	w     *sstable.Writer
@@ -33,7 +36,7 @@ func (o *tableOutput) start() error {
 	}
 	o.files = append(o.files, o.num)
 	o.f = f
-	o.w = sstable.NewWriter(f, db.writerOptions(o.cf))
+	o.w = sstable.NewWriter(f, db.writerOptions(o.cf, o.level, o.c))
 	return nil
 }
 
@@ -66,15 +69,16 @@ func (o *tableOutput) abandon() {
 	o.db.removeFiles(o.files)
 }
 
-// writerOptions are the table writer's options for column family cf.
-func (db *DB) writerOptions(cf uint32) sstable.WriterOptions {
+// writerOptions are the table writer's options for a table of column
+// family cf written into level by c (nil for a flush).
+func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) sstable.WriterOptions {
 	o := sstable.WriterOptions{
 		BlockSize:            db.opts.BlockSize,
 		BlockRestartInterval: db.opts.BlockRestartInterval,
 		Compression:          db.opts.Compression,
 	}
-	if st := db.cfs.get(cf); st != nil {
-		o.FilterPolicy = st.filterPolicy
+	if p := db.filterPolicyFor(cf, level, c); p != nil {
+		o.FilterPolicy = p
 	}
 	return o
 }

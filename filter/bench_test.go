@@ -24,6 +24,7 @@ var benchPolicies = []Policy{
 	Bloom(6), Bloom(8), Bloom(10), Bloom(12), Bloom(16), Bloom(20),
 	StandardBloom(6), StandardBloom(10), StandardBloom(16),
 	Cuckoo(8), Cuckoo(12), Cuckoo(16),
+	BinaryFuse(8), BinaryFuse(16), Ribbon(7), Ribbon(10),
 }
 
 var benchSet = sync.OnceValues(func() (present, absent keySet) {

@@ -41,7 +41,8 @@ func FuzzBuildRoundTrip(f *testing.F) {
 	f.Add([]byte("a\x00bb\x00ccc"), uint8(0))
 	f.Add([]byte("\x00\x00\x00"), uint8(2))
 	f.Fuzz(func(t *testing.T, blob []byte, which uint8) {
-		p := []Policy{Bloom(1 + float64(which%40)), StandardBloom(1 + float64(which%40)), Cuckoo(4 + int(which%13))}[which%3]
+		p := []Policy{Bloom(1 + float64(which%40)), StandardBloom(1 + float64(which%40)), Cuckoo(4 + int(which%13)),
+			BinaryFuse(8 + 8*int(which%2)), Ribbon(1 + float64(which%60)/4)}[which%5]
 		keys := bytes.Split(blob, []byte{0})
 		b := p.NewBuilder()
 		for _, k := range keys {
@@ -113,5 +114,37 @@ func FuzzCuckooUnmarshal(f *testing.F) {
 		if c.Len() > 4*uint64(c.Buckets()) {
 			t.Fatalf("Len %d exceeds %d slots", c.Len(), 4*c.Buckets())
 		}
+	})
+}
+
+// FuzzFuseRibbonBlock starts from valid binary fuse and Ribbon blocks and
+// lets the fuzzer change their bytes: the decoders must refuse
+// inconsistent geometry as ErrMalformed (or the code as unknown) and never
+// panic or read outside the block, and a block they accept must answer
+// for every key.
+func FuzzFuseRibbonBlock(f *testing.F) {
+	for _, p := range []Policy{BinaryFuse(8), BinaryFuse(16), Ribbon(7), Ribbon(2.5), Ribbon(13)} {
+		for _, n := range []int{0, 1, 5, 200} {
+			f.Add(build(p, randomKeys(uint64(n), n)))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := OpenBlock(data)
+		if err != nil {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrUnknownType) {
+				t.Fatalf("error wraps neither ErrMalformed nor ErrUnknownType: %v", err)
+			}
+			return
+		}
+		for i := range 64 {
+			r.MayContain([]byte{byte(i), byte(i >> 3)})
+		}
+		r.MayContain(data)
+		info, err := Inspect(data)
+		if err != nil {
+			t.Fatalf("OpenBlock accepted what Inspect rejects: %v", err)
+		}
+		_ = info.String()
+		_ = info.ExpectedFPR()
 	})
 }

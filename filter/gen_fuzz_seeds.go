@@ -22,7 +22,7 @@ import (
 func main() {
 	blocks := map[string][]byte{"empty": {}}
 	for _, n := range []int{0, 1, 7, 100} {
-		for _, p := range []filter.Policy{filter.Bloom(10), filter.Bloom(3.5), filter.StandardBloom(10), filter.Cuckoo(12), filter.Cuckoo(7), filter.Cuckoo(16)} {
+		for _, p := range []filter.Policy{filter.Bloom(10), filter.Bloom(3.5), filter.StandardBloom(10), filter.Cuckoo(12), filter.Cuckoo(7), filter.Cuckoo(16), filter.BinaryFuse(8), filter.BinaryFuse(16), filter.Ribbon(7), filter.Ribbon(9.5)} {
 			b := p.NewBuilder()
 			for i := range n {
 				b.Add(fmt.Appendf(nil, "key%013d", i))

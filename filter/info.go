@@ -3,6 +3,7 @@ package filter
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 )
 
 // BlockInfo describes a filter block: what Inspect decodes from its
@@ -20,8 +21,15 @@ type BlockInfo struct {
 	SelectorBits int    // blocked Bloom: pattern-selector bits per line
 
 	Buckets         uint32 // cuckoo
-	FingerprintBits int    // cuckoo: f
+	FingerprintBits int    // cuckoo, binary fuse: f
 	Entries         uint64 // cuckoo: fingerprints stored (≤ Keys)
+
+	SegmentLength uint32 // binary fuse: L
+	Segments      uint32 // binary fuse: S (the array has S+2 segments)
+
+	Slots       uint64 // Ribbon: m, a multiple of 64
+	ResultBits  int    // Ribbon: r, columns of every block
+	UpperBlocks uint32 // Ribbon: u, blocks whose keys use r+1 columns
 }
 
 // Inspect validates a filter block as OpenBlock does and returns its
@@ -55,6 +63,15 @@ func Inspect(data []byte) (BlockInfo, error) {
 		info.Buckets = le.Uint32(t[16:])
 		info.FingerprintBits = int(t[20])
 		info.FilterBits = 8 * uint64(info.Buckets) * newCuckooLayout(info.FingerprintBits).stride
+	case FormatBinaryFuse:
+		t := data[len(data)-fuseTrailerLen:]
+		info.Keys = le.Uint64(t[0:])
+		info.SegmentLength = le.Uint32(t[24:])
+		info.Segments = le.Uint32(t[28:])
+		info.FingerprintBits = int(t[32])
+		info.FilterBits = 8 * uint64(len(data)-fuseTrailerLen)
+	case FormatRibbon:
+		inspectRibbon(data, &info)
 	}
 	return info, nil
 }
@@ -85,6 +102,10 @@ func (b BlockInfo) ExpectedFPR() float64 {
 		return StandardFPR(b.BitsPerKey(), b.Probes)
 	case FormatCuckoo:
 		return CuckooFPR(b.FingerprintBits, float64(b.Entries)/float64(bucketSlots*uint64(b.Buckets)))
+	case FormatBinaryFuse:
+		return math.Exp2(-float64(b.FingerprintBits))
+	case FormatRibbon:
+		return ribbonFPR(b.Slots, b.ResultBits, b.UpperBlocks)
 	}
 	return 1
 }
@@ -103,6 +124,12 @@ func (b BlockInfo) String() string {
 		return fmt.Sprintf("cuckoo: %d keys, %d entries, %d buckets, f=%d, load %.1f%%, %.2f bits/key, %d bytes",
 			b.Keys, b.Entries, b.Buckets, b.FingerprintBits,
 			100*float64(b.Entries)/float64(bucketSlots*max(1, uint64(b.Buckets))), b.BitsPerKey(), b.SizeBytes)
+	case FormatBinaryFuse:
+		return fmt.Sprintf("binary-fuse: %d keys, f=%d, %d+2 segments of %d, %.2f bits/key, %d bytes",
+			b.Keys, b.FingerprintBits, b.Segments, b.SegmentLength, b.BitsPerKey(), b.SizeBytes)
+	case FormatRibbon:
+		return fmt.Sprintf("ribbon: %d keys, m=%d, r=%d, %d blocks of r+1, %.2f bits/key, %d bytes",
+			b.Keys, b.Slots, b.ResultBits, b.UpperBlocks, b.BitsPerKey(), b.SizeBytes)
 	}
 	return b.Format.String()
 }

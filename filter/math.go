@@ -110,6 +110,11 @@ func ExpectedFPR(p Policy, n int) (fpr float64, ok bool) {
 	case *cuckooPolicy:
 		b := cuckooBuckets(uint64(n), cuckooTargetLoad)
 		return CuckooFPR(p.f, float64(n)/float64(bucketSlots*uint64(b))), true
+	case *fusePolicy:
+		return math.Exp2(-float64(p.f)), true
+	case *ribbonPolicy:
+		m, r, u := ribbonGeometry(n, p.bitsPerKey)
+		return ribbonFPR(m, r, u), true
 	case nonePolicy:
 		return 1, true
 	}

@@ -27,7 +27,7 @@ func (nonePolicy) NewReader(data []byte) (Reader, error) {
 		return noFilter{}, nil
 	}
 	f := blockFormat(data)
-	if f < FormatBlockedBloom || f > FormatCuckoo {
+	if !isBlockFormat(f) {
 		return nil, fmt.Errorf("%w: block format code %d, None reads only empty blocks", ErrUnknownType, uint8(f))
 	}
 	return nil, fmt.Errorf("%w: %s block, None reads only empty blocks", ErrTypeMismatch, f)

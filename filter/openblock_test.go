@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var tablePolicies = []Policy{Bloom(10), StandardBloom(10), Cuckoo(12)}
+var tablePolicies = []Policy{Bloom(10), StandardBloom(10), Cuckoo(12), BinaryFuse(8), Ribbon(7)}
 
 func TestOpenBlockDispatches(t *testing.T) {
 	present, absent := randomKeys(11, 5000), randomKeys(12, 5000)
@@ -55,7 +55,7 @@ func TestBloomReaderReadsOtherSizes(t *testing.T) {
 }
 
 func TestOpenBlockUnknownFormat(t *testing.T) {
-	for _, code := range []byte{0, 4, 5, 6, 99, 255} {
+	for _, code := range []byte{0, 4, 5, 8, 99, 255} {
 		data := append(build(Bloom(10), randomKeys(15, 100)), code)
 		_, err := OpenBlock(data)
 		require.ErrorIs(t, err, ErrUnknownType, "code %d", code)

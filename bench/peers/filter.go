@@ -103,6 +103,9 @@ func filterCandidates(bits int) []filterCandidate {
 		sieve(fmt.Sprintf("sieve filter.Bloom(%d)", bits), func(bits int) sfilter.Policy { return sfilter.Bloom(float64(bits)) }),
 		sieve(fmt.Sprintf("sieve filter.StandardBloom(%d)", bits), func(bits int) sfilter.Policy { return sfilter.StandardBloom(float64(bits)) }),
 		sieve("sieve filter.Cuckoo(12)", func(int) sfilter.Policy { return sfilter.Cuckoo(12) }),
+		sieve("sieve filter.BinaryFuse(8)", func(int) sfilter.Policy { return sfilter.BinaryFuse(8) }),
+		sieve("sieve filter.BinaryFuse(16)", func(int) sfilter.Policy { return sfilter.BinaryFuse(16) }),
+		sieve("sieve filter.Ribbon(7)", func(int) sfilter.Policy { return sfilter.Ribbon(7) }),
 	}
 }
 
@@ -144,7 +147,7 @@ func runFilterCmd(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("filter", flag.ContinueOnError)
 	var o filterOptions
 	fs.IntVar(&o.n, "n", 1000000, "present keys (as many absent keys, less one, sit between them)")
-	fs.IntVar(&o.bits, "bits", 10, "bits per key of the Bloom filters (Cuckoo(12) ignores it)")
+	fs.IntVar(&o.bits, "bits", 10, "bits per key of the Bloom filters (Cuckoo(12), BinaryFuse and Ribbon(7) ignore it)")
 	fs.StringVar(&o.keys, "keys", "both", "key scheme: seq, scattered or both")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the query mix order")
 	fs.IntVar(&o.rounds, "rounds", 7, "timed passes per filter over the query mix (the fastest is reported)")

@@ -30,6 +30,11 @@ func writeFilterFiles(dir string, rep *filterLabReport) ([]string, error) {
 			labFile{"filters_overfill.csv", func(w io.Writer) error { return overfillCSV(w, rep.Overfill) }},
 			labFile{"overfill.svg", func(w io.Writer) error { return overfillChart(rep.Overfill).writeSVG(w) }})
 	}
+	if rep.Levels != nil {
+		files = append(files,
+			labFile{"filters_levels.csv", func(w io.Writer) error { return levelsCSV(w, rep.Levels) }},
+			labFile{"fpr_by_level.svg", func(w io.Writer) error { return levelsChart(rep.Levels).writeSVG(w) }})
+	}
 	return writeFiles(dir, files)
 }
 
@@ -40,6 +45,8 @@ var policyStyle = map[string]struct{ color, marker, label string }{
 	"bloom":         {palette[0], "circle", "Bloom (blocked)"},
 	"standardbloom": {palette[1], "square", "StandardBloom"},
 	"cuckoo":        {palette[2], "triangle", "Cuckoo"},
+	"binaryfuse":    {palette[3], "diamond", "BinaryFuse"},
+	"ribbon":        {palette[4], "circle", "Ribbon"},
 }
 
 // sweepChart: FPR against bits per key, log scale; theory as lines, the
@@ -54,6 +61,15 @@ func sweepChart(rows []sweepRow) *chart {
 	}
 	maxBits = math.Ceil(maxBits + 1)
 	c.XMin, c.XMax = 0, maxBits
+	{
+		// The information-theoretic lower bound: a rate ε needs log2(1/ε)
+		// bits per key, so ε = 2^-b at b bits per key.
+		var pts []point
+		for b := 1.0; b <= maxBits; b += 0.5 {
+			pts = append(pts, point{b, math.Exp2(-b)})
+		}
+		c.Series = append(c.Series, series{Name: "lower bound: log2(1/ε) bits/key", Points: pts, Line: true, Color: "#000000", Dashed: true})
+	}
 	if kinds["standardbloom"] || kinds["bloom"] {
 		var pts []point
 		for b := 1.0; b <= maxBits; b += 0.25 {
@@ -77,7 +93,7 @@ func sweepChart(rows []sweepRow) *chart {
 		}
 		c.Series = append(c.Series, series{Name: "cuckoo model at its load", Points: pts, Line: true, Color: palette[2], Dashed: true})
 	}
-	for _, kind := range []string{"bloom", "standardbloom", "cuckoo"} {
+	for _, kind := range []string{"bloom", "standardbloom", "cuckoo", "binaryfuse", "ribbon"} {
 		if !kinds[kind] {
 			continue
 		}

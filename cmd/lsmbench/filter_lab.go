@@ -23,17 +23,25 @@ import (
 // charts go to -out.
 
 type filterLabConfig struct {
-	N         int       `json:"n"`
-	Probes    int       `json:"probes"`
-	KeySize   int       `json:"key_size"`
-	Policies  []string  `json:"policies"`
-	Bits      []float64 `json:"bits_per_key"`
-	FPBits    []int     `json:"fingerprint_bits"`
-	KBits     float64   `json:"k_sweep_bits_per_key"`
-	KMax      int       `json:"k_max"`
-	Overfill  []float64 `json:"overfill"`
-	OverfillP float64   `json:"overfill_rate"`
-	Sections  []string  `json:"sections"`
+	N          int       `json:"n"`
+	Probes     int       `json:"probes"`
+	KeySize    int       `json:"key_size"`
+	Policies   []string  `json:"policies"`
+	Bits       []float64 `json:"bits_per_key"`
+	FPBits     []int     `json:"fingerprint_bits"`
+	FuseBits   []int     `json:"fuse_fingerprint_bits"`
+	RibbonBits []float64 `json:"ribbon_bits_per_key"`
+	KBits      float64   `json:"k_sweep_bits_per_key"`
+	KMax       int       `json:"k_max"`
+	Overfill   []float64 `json:"overfill"`
+	OverfillP  float64   `json:"overfill_rate"`
+	Sections   []string  `json:"sections"`
+	// The levels experiment (filter_levels.go).
+	LevelsN         int      `json:"levels_keys"`
+	LevelsValueSize int      `json:"levels_value_size"`
+	LevelsAbsent    int      `json:"levels_absent_gets"`
+	LevelsBits      float64  `json:"levels_bits_per_key"`
+	LevelsConfigs   []string `json:"levels_configs"`
 	labOutput
 	Seed uint64 `json:"seed"`
 }
@@ -41,14 +49,18 @@ type filterLabConfig struct {
 func defaultFilterLabConfig() filterLabConfig {
 	return filterLabConfig{
 		N: 1_000_000, Probes: 1_000_000, KeySize: 16,
-		Policies: []string{"bloom", "standardbloom", "cuckoo"},
-		Bits:     []float64{2, 4, 6, 8, 10, 12, 14, 16, 20},
-		FPBits:   []int{4, 6, 8, 10, 12, 14, 16},
-		KBits:    10, KMax: 16,
+		Policies:   []string{"bloom", "standardbloom", "cuckoo", "binaryfuse", "ribbon"},
+		Bits:       []float64{2, 4, 6, 8, 10, 12, 14, 16, 20},
+		FPBits:     []int{4, 6, 8, 10, 12, 14, 16},
+		FuseBits:   []int{8, 16},
+		RibbonBits: []float64{2, 3.5, 5, 6, 7, 8, 10, 12, 14, 16, 20},
+		KBits:      10, KMax: 16,
 		Overfill:  []float64{0.5, 1, 1.5, 2, 2.5, 3},
 		OverfillP: 0.01,
 		Sections:  []string{"sweep", "k", "overfill"},
-		Seed:      1, labOutput: labOutput{Progress: "auto"},
+		LevelsN:   2_000_000, LevelsValueSize: 64, LevelsAbsent: 200_000, LevelsBits: 10,
+		LevelsConfigs: levelsConfigNames,
+		Seed:          1, labOutput: labOutput{Progress: "auto"},
 	}
 }
 
@@ -58,8 +70,13 @@ func newFilterFlags(c *filterLabConfig, out io.Writer) *flag.FlagSet {
 	fs.Var((*countFlag)(&c.N), "n", "keys per filter (`n`)")
 	fs.Var((*countFlag)(&c.Probes), "probes", "absent keys probed per filter (`n`)")
 	fs.IntVar(&c.KeySize, "key_size", c.KeySize, "key size in `bytes` (>= 8)")
-	fs.Func("policies", "`list` of policies for the sweep: bloom, standardbloom, cuckoo (default bloom,standardbloom,cuckoo)", func(s string) error {
-		return setList(&c.Policies, s, []string{"bloom", "standardbloom", "cuckoo"})
+	fs.Func("policies", "`list` of policies for the sweep: bloom, standardbloom, cuckoo, binaryfuse, ribbon (default all)", func(s string) error {
+		return setList(&c.Policies, s, []string{"bloom", "standardbloom", "cuckoo", "binaryfuse", "ribbon"})
+	})
+	fs.Func("ribbon_bits", "bits per key `list` for ribbon, each 1..30 (default 2,3.5,5,6,7,8,10,12,14,16,20)", func(s string) error {
+		v, err := parseFloats(s, 1, 30)
+		c.RibbonBits = v
+		return err
 	})
 	fs.Func("bits", "bits per key `list` for bloom and standardbloom (default 2,4,6,8,10,12,14,16,20)", func(s string) error {
 		v, err := parseFloats(s, 1, 64)
@@ -89,8 +106,15 @@ func newFilterFlags(c *filterLabConfig, out io.Writer) *flag.FlagSet {
 		return err
 	})
 	fs.Float64Var(&c.OverfillP, "overfill_rate", c.OverfillP, "target false-positive `rate` the overfilled filter is sized for")
-	fs.Func("sections", "`list` of experiments to run: sweep, k, overfill (default all)", func(s string) error {
-		return setList(&c.Sections, s, []string{"sweep", "k", "overfill"})
+	fs.Func("sections", "`list` of experiments to run: sweep, k, overfill, levels (default sweep,k,overfill; levels loads databases)", func(s string) error {
+		return setList(&c.Sections, s, []string{"sweep", "k", "overfill", "levels"})
+	})
+	fs.Var((*countFlag)(&c.LevelsN), "levels_n", "keys loaded into each database of the levels experiment (`n`)")
+	fs.IntVar(&c.LevelsValueSize, "levels_value_size", c.LevelsValueSize, "value size in `bytes` of the levels experiment")
+	fs.Var((*countFlag)(&c.LevelsAbsent), "levels_absent", "absent keys looked up per database (`n`)")
+	fs.Float64Var(&c.LevelsBits, "levels_bits", c.LevelsBits, "bits per key of the uniform filters (`bits`): the memory every levels configuration gets")
+	fs.Func("levels_configs", "`list` of levels configurations: uniform, monkey, progressive, ribbon, ribbon-monkey, fuse8 (default all; progressive scales to the first uniform run)", func(s string) error {
+		return setList(&c.LevelsConfigs, s, levelsConfigNames)
 	})
 	fs.Uint64Var(&c.Seed, "seed", c.Seed, "`seed` (the keys themselves are fixed; see the engine benchmark)")
 	c.labOutput.flags(fs)
@@ -108,6 +132,12 @@ func parseFilterFlags(args []string, out io.Writer) (filterLabConfig, error) {
 		return c, usagef("-n must be at least 1")
 	case c.Probes < 1:
 		return c, usagef("-probes must be at least 1")
+	case c.LevelsN < 1 || c.LevelsAbsent < 1:
+		return c, usagef("-levels_n and -levels_absent must be at least 1")
+	case c.LevelsValueSize < 1 || c.LevelsValueSize > 1<<20:
+		return c, usagef("-levels_value_size must be in [1, 1 MiB], got %d", c.LevelsValueSize)
+	case !(c.LevelsBits >= 1 && c.LevelsBits <= 30):
+		return c, usagef("-levels_bits must be in [1, 30], got %v", c.LevelsBits)
 	case c.KeySize < 8 || c.KeySize > 1<<16:
 		return c, usagef("-key_size must be in [8, 65536], got %d", c.KeySize)
 	case !(c.KBits >= 1 && c.KBits <= 64):
@@ -131,6 +161,7 @@ type filterLabReport struct {
 	Sweep    []sweepRow       `json:"sweep,omitempty"`
 	KSweep   *kSweep          `json:"k_sweep,omitempty"`
 	Overfill *overfill        `json:"overfill,omitempty"`
+	Levels   *levelsResult    `json:"levels,omitempty"`
 	labFiles
 }
 
@@ -160,6 +191,9 @@ func runFilters(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			case "overfill":
 				rep.Overfill, err = lab.overfill()
 				return func(w io.Writer) { printOverfill(w, rep.Overfill) }, err
+			case "levels":
+				rep.Levels, err = lab.levels()
+				return func(w io.Writer) { printLevels(w, rep.Levels) }, err
 			}
 			return nil, nil
 		},

@@ -24,14 +24,14 @@ func requireRateNear(t *testing.T, p float64, k, n int64, msg string) {
 
 func TestFilterLab(t *testing.T) {
 	out := t.TempDir()
-	code, stdout, errs := runCLI(t, "filters", "-n=20000", "-probes=50000", "-bits=4,10", "-fingerprint_bits=8,12",
+	code, stdout, errs := runCLI(t, "filters", "-n=20000", "-probes=50000", "-bits=4,10", "-fingerprint_bits=8,12", "-ribbon_bits=5,7",
 		"-k_bits=10", "-k_max=10", "-overfill=0.5,1,3", "-out="+out, "-json", "-progress=off")
 	require.Equal(t, 0, code, errs)
 	var rep filterLabReport
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
 	require.Equal(t, "sieve.lsmbench.filters.v1", rep.Schema)
 
-	require.Len(t, rep.Sweep, 6)
+	require.Len(t, rep.Sweep, 10) // 2 bloom, 2 standardbloom, 2 cuckoo, fuse 8 and 16, 2 ribbon
 	for _, r := range rep.Sweep {
 		require.Zero(t, r.FalseNegatives, r.Name)
 		require.Equal(t, int64(50000), r.Probed)
@@ -41,10 +41,16 @@ func TestFilterLab(t *testing.T) {
 		require.Positive(t, r.ProbeHitNs)
 		require.Positive(t, r.ProbeMissNs)
 		require.InDelta(t, r.BitsPerKey, 8*r.BytesPerKey, 1e-9)
-		if r.Policy == "cuckoo" {
+		switch r.Policy {
+		case "cuckoo":
 			require.Zero(t, r.K)
 			require.LessOrEqual(t, r.ExpectedFPR, r.ClassicFPR, "below the 8/2^f bound")
-		} else {
+		case "binaryfuse":
+			require.InDelta(t, math.Exp2(-r.Param), r.ExpectedFPR, 1e-12)
+			require.Less(t, r.BitsPerKey, 1.3*r.Param)
+		case "ribbon":
+			require.InDelta(t, r.Param, r.BitsPerKey, 0.1, "%s: size as asked", r.Name)
+		default:
 			require.InDelta(t, r.Param, r.BitsPerKey, 0.1, "%s: size as asked", r.Name)
 			require.Positive(t, r.K)
 		}
