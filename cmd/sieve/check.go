@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/sievedb/sieve"
@@ -42,11 +44,8 @@ func checkCmd(args []string, stdout, stderr io.Writer) error {
 	var bf byteFmt
 	bf.keyFlags(fs)
 	verbose := fs.Bool("v", false, "print a line for every table and WAL checked")
-	dir, err := parse(fs, args)
+	dir, err := bf.parse(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := bf.check(); err != nil {
 		return err
 	}
 	c := &checker{w: stdout, bf: &bf, verbose: *verbose}
@@ -148,11 +147,7 @@ func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manif
 		present[n] = true
 	}
 	cfs := vs.ColumnFamilies()
-	var ids []uint32
-	for id := range v.CFs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	ids := slices.Sorted(maps.Keys(v.CFs))
 	fmt.Fprintf(c.w, "tables:\n")
 	var n, entries, bytes uint64
 	bad := 0
@@ -324,12 +319,7 @@ func (c *checker) openDB(fs *roFS, dir string, vs *manifest.VersionSet) {
 	} else {
 		fmt.Fprintf(c.w, "  invariants: ok\n")
 	}
-	var ids []uint32
-	for id := range cfs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(cfs)) {
 		cf := cfs[id]
 		var iter *sieve.Iterator
 		if id == manifest.DefaultCFID {

@@ -80,73 +80,94 @@ func tableFiles(t *testing.T, dir string) []string {
 func corruptCases(t *testing.T, dir string) []corruptCase {
 	var cases []corruptCase
 	for _, name := range tableFiles(t, dir) {
-		tb, err := openTable(vfs.Default, filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		size := int(tb.size)
-		seen := map[string]bool{}
-		for _, loc := range tb.r.Layout() {
-			if seen[loc.Kind] {
-				continue // the first block of each kind
-			}
-			seen[loc.Kind] = true
-			mid := int(loc.Offset + loc.Length/2)
-			for _, d := range []damage{flip(mid), zero(int(loc.Offset), 8)} {
-				for _, cmd := range [][]string{{"sstable", "check"}, {"sstable", "dump"}} {
-					cases = append(cases, corruptCase{target: "table " + loc.Kind + " block", file: name, d: d, cmd: cmd})
-				}
-			}
-		}
-		tb.Close()
-		for _, n := range []int{0, 47, size / 2, size - 1} {
-			for _, cmd := range [][]string{{"sstable", "check"}, {"sstable", "props"}} {
-				cases = append(cases, corruptCase{target: "table", file: name, d: truncate(n), cmd: cmd})
-			}
-		}
+		cases = append(cases, tableCases(t, dir, name)...)
 	}
 	logs := filesOf(t, dir, "*.log")
 	mans := filesOf(t, dir, "MANIFEST-*")
-	for _, c := range []struct {
-		target, path string
-		cmd          []string
-	}{
-		{"WAL", logs[len(logs)-1], []string{"wal", "dump"}},
-		{"manifest", mans[len(mans)-1], []string{"manifest", "dump"}},
-	} {
-		st, err := os.Stat(c.path)
-		if err != nil {
-			t.Fatal(err)
+	cases = append(cases, logCases(t, "WAL", logs[len(logs)-1], []string{"wal", "dump"})...)
+	cases = append(cases, logCases(t, "manifest", mans[len(mans)-1], []string{"manifest", "dump"})...)
+	cases = append(cases, misplacedChunkCase(t, logs[len(logs)-1]))
+	for _, d := range []damage{flip(1), flip(5), flip(20), flip(35), truncate(10), truncate(0)} {
+		cases = append(cases, corruptCase{target: "CURRENT", file: "CURRENT", d: d, cmd: []string{"manifest", "dump"}})
+	}
+	return cases
+}
+
+// tableCases damages the first block of each kind of the table name (a
+// bit flip in its middle, its first 8 bytes zeroed) for "sstable check"
+// and "sstable dump", and cuts the table short for "sstable check" and
+// "sstable props".
+func tableCases(t *testing.T, dir, name string) []corruptCase {
+	tb, err := openTable(vfs.Default, filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	var cases []corruptCase
+	seen := map[string]bool{}
+	for _, loc := range tb.r.Layout() {
+		if seen[loc.Kind] {
+			continue // the first block of each kind
 		}
-		size := int(st.Size())
-		name := filepath.Base(c.path)
-		for _, d := range []damage{flip(5), flip(30), flip(size / 2), zero(size/2, 16)} {
-			cases = append(cases, corruptCase{target: c.target, file: name, d: d, cmd: c.cmd})
-		}
-		// Damage in the last chunk (the WAL's end-of-log trailer, the
-		// manifest's last edit), or a cut, reads as a torn tail: no later
-		// chunk proves it had been synced. The manifest's last edit is the
-		// one that records the WAL's seal at Close, so losing it leaves the
-		// state a crash during Close leaves: "sieve check" passes, and
-		// says the manifest ends torn.
-		tornTail := []damage{flip(size - 3), truncate(size / 2)}
-		if c.target == "WAL" {
-			tornTail = append(tornTail, truncate(0), truncate(20))
-		} else {
-			// A manifest without a whole first edit is no manifest.
-			for _, n := range []int{0, 20} {
-				cases = append(cases, corruptCase{target: c.target, file: name, d: truncate(n), cmd: c.cmd})
+		seen[loc.Kind] = true
+		mid := int(loc.Offset + loc.Length/2)
+		for _, d := range []damage{flip(mid), zero(int(loc.Offset), 8)} {
+			for _, cmd := range [][]string{{"sstable", "check"}, {"sstable", "dump"}} {
+				cases = append(cases, corruptCase{target: "table " + loc.Kind + " block", file: name, d: d, cmd: cmd})
 			}
 		}
-		for _, d := range tornTail {
-			cases = append(cases, corruptCase{target: c.target, file: name, d: d, cmd: c.cmd, torn: true,
-				checkMayPass: c.target == "manifest" && d.name == flip(size-3).name})
+	}
+	size := int(tb.size)
+	for _, n := range []int{0, 47, size / 2, size - 1} {
+		for _, cmd := range [][]string{{"sstable", "check"}, {"sstable", "props"}} {
+			cases = append(cases, corruptCase{target: "table", file: name, d: truncate(n), cmd: cmd})
 		}
 	}
-	// A whole chunk of the WAL copied over the next one (the matrix's
-	// "misplaced block"): its checksum holds (same log), so the log reads
-	// as valid, but a record comes twice and sequence numbers go back.
-	wal, err := os.ReadFile(logs[len(logs)-1])
+	return cases
+}
+
+// logCases damages the log at path (target is "WAL" or "manifest") for
+// its dump command cmd: bit flips and a zeroed range that the dump must
+// report, and the damages that read as a torn tail.
+func logCases(t *testing.T, target, path string, cmd []string) []corruptCase {
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int(st.Size())
+	name := filepath.Base(path)
+	var cases []corruptCase
+	for _, d := range []damage{flip(5), flip(30), flip(size / 2), zero(size/2, 16)} {
+		cases = append(cases, corruptCase{target: target, file: name, d: d, cmd: cmd})
+	}
+	// Damage in the last chunk (the WAL's end-of-log trailer, the
+	// manifest's last edit), or a cut, reads as a torn tail: no later
+	// chunk proves it had been synced. The manifest's last edit is the
+	// one that records the WAL's seal at Close, so losing it leaves the
+	// state a crash during Close leaves: "sieve check" passes, and
+	// says the manifest ends torn.
+	tornTail := []damage{flip(size - 3), truncate(size / 2)}
+	if target == "WAL" {
+		tornTail = append(tornTail, truncate(0), truncate(20))
+	} else {
+		// A manifest without a whole first edit is no manifest.
+		for _, n := range []int{0, 20} {
+			cases = append(cases, corruptCase{target: target, file: name, d: truncate(n), cmd: cmd})
+		}
+	}
+	for _, d := range tornTail {
+		cases = append(cases, corruptCase{target: target, file: name, d: d, cmd: cmd, torn: true,
+			checkMayPass: target == "manifest" && d.name == flip(size-3).name})
+	}
+	return cases
+}
+
+// misplacedChunkCase copies a whole chunk of the WAL at path over the next
+// one (the matrix's "misplaced block"): its checksum holds (same log), so
+// the log reads as valid, but a record comes twice and sequence numbers go
+// back.
+func misplacedChunkCase(t *testing.T, path string) corruptCase {
+	wal, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,16 +176,12 @@ func corruptCases(t *testing.T, dir string) []corruptCase {
 	if n2 := 19 + int(binary.LittleEndian.Uint16(wal[first+n1+8:])); n2 != n1 {
 		t.Fatalf("first two WAL chunks differ in length (%d, %d)", n1, n2)
 	}
-	cases = append(cases, corruptCase{target: "WAL", file: filepath.Base(logs[len(logs)-1]), cmd: []string{"wal", "dump"},
+	return corruptCase{target: "WAL", file: filepath.Base(path), cmd: []string{"wal", "dump"},
 		d: damage{fmt.Sprintf("chunk at %d copied over the next", first), func(b []byte) []byte {
 			b = append([]byte(nil), b...)
 			copy(b[first+n1:], b[first:first+n1])
 			return b
-		}}})
-	for _, d := range []damage{flip(1), flip(5), flip(20), flip(35), truncate(10), truncate(0)} {
-		cases = append(cases, corruptCase{target: "CURRENT", file: "CURRENT", d: d, cmd: []string{"manifest", "dump"}})
-	}
-	return cases
+		}}}
 }
 
 func TestCorruptFiles(t *testing.T) {

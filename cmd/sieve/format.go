@@ -21,6 +21,28 @@ func (b *byteFmt) keyFlags(fs *flag.FlagSet) {
 	fs.StringVar(&b.mode, "keys", "auto", "how to print keys and values: `auto` (plain if printable ASCII, else quoted, or hex if mostly binary), quote, hex")
 }
 
+// dumpFlags adds -keys, -n (at most N entries printed, into n, with the
+// usage nUsage) and -v (at most N bytes of each value): the flags of the
+// dump commands.
+func (b *byteFmt) dumpFlags(fs *flag.FlagSet, n *int, nUsage string) {
+	b.keyFlags(fs)
+	fs.IntVar(n, "n", 100, nUsage)
+	fs.IntVar(&b.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
+}
+
+// parse parses args as parse does and then checks -keys: it returns the
+// one positional argument of a command that prints keys.
+func (b *byteFmt) parse(fs *flag.FlagSet, args []string) (string, error) {
+	arg, err := parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if err := b.check(); err != nil {
+		return "", err
+	}
+	return arg, nil
+}
+
 func (b *byteFmt) check() error {
 	switch b.mode {
 	case "auto", "quote", "hex":

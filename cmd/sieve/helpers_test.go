@@ -64,96 +64,112 @@ func genOptions() *sieve.Options {
 // database and returns the number of live keys of the default family.
 func buildDB(t testing.TB, dir string) int {
 	t.Helper()
-	db, err := sieve.Open(dir, genOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	counters, err := db.OpenColumnFamily("counters", &sieve.ColumnFamilyOptions{Merger: addMerger{}, FilterPolicy: filter.StandardBloom(10)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cuckoo, err := db.OpenColumnFamily("cuckoo", &sieve.ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, counters, cuckoo := openGenDB(t, dir, genOptions())
 	rng := rand.New(rand.NewPCG(1, 2))
 	live := map[string]bool{}
-	val := make([]byte, 100)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	for round := range 3 {
-		for i := range 6000 {
-			k := fmt.Appendf(nil, "user%06d", rng.IntN(12000))
-			for j := range val {
-				val[j] = 'a' + byte((i+j)%26)
-			}
-			must(db.Put(k, val[:20+rng.IntN(80)], nil))
-			live[string(k)] = true
-			if i%7 == 0 {
-				d := fmt.Appendf(nil, "user%06d", rng.IntN(12000))
-				must(db.Delete(d, nil))
-				delete(live, string(d))
-			}
-			if i%3 == 0 {
-				must(counters.Merge(fmt.Appendf(nil, "page/%03d", rng.IntN(500)), []byte("1"), nil))
-			}
-			if i%2 == 0 {
-				must(cuckoo.Put(fmt.Appendf(nil, "c%05d", rng.IntN(5000)), []byte("v"), nil))
-			}
-		}
-		// Keys no terminal should see raw.
-		b := db.NewBatch()
-		for i := range 4 {
-			k := []byte{0, 0xff, byte(round), byte(i), '\n', 0x1b}
-			b.Put(k, []byte{0xde, 0xad, 0xbe, 0xef})
-			live[string(k)] = true
-		}
-		must(db.Apply(b, nil))
-		must(db.Flush())
-		if round == 0 {
-			must(db.Compact(nil, nil))
-		}
+		writeRound(t, db, counters, cuckoo, rng, live, round)
 	}
 	// Reopen with no L0 compaction, so that the table the last flush
 	// writes stays in L0 whatever background compaction did before.
-	must(db.Close())
+	must(t, db.Close())
 	o := genOptions()
 	o.L0CompactionTrigger, o.L0StopWritesTrigger = 1000, 1000
-	if db, err = sieve.Open(dir, o); err != nil {
+	db, counters, _ = openGenDB(t, dir, o)
+	writeLastFlush(t, db, rng, live)
+	writeUnflushed(t, db, counters, live)
+	must(t, db.Close())
+	return len(live)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if counters, err = db.OpenColumnFamily("counters", &sieve.ColumnFamilyOptions{Merger: addMerger{}, FilterPolicy: filter.StandardBloom(10)}); err != nil {
-		t.Fatal(err)
+}
+
+// openGenDB opens the database in dir with o, and its families "counters"
+// and "cuckoo".
+func openGenDB(t testing.TB, dir string, o *sieve.Options) (db *sieve.DB, counters, cuckoo *sieve.ColumnFamily) {
+	t.Helper()
+	db, err := sieve.Open(dir, o)
+	must(t, err)
+	counters, err = db.OpenColumnFamily("counters", &sieve.ColumnFamilyOptions{Merger: addMerger{}, FilterPolicy: filter.StandardBloom(10)})
+	must(t, err)
+	cuckoo, err = db.OpenColumnFamily("cuckoo", &sieve.ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)})
+	must(t, err)
+	return db, counters, cuckoo
+}
+
+// writeRound writes one round of buildDB's bulk: sets, overwrites and
+// deletes in the default family, merges in "counters", sets in "cuckoo",
+// and a batch of binary keys; then it flushes, and after the first round
+// compacts everything.
+func writeRound(t testing.TB, db *sieve.DB, counters, cuckoo *sieve.ColumnFamily, rng *rand.Rand, live map[string]bool, round int) {
+	t.Helper()
+	val := make([]byte, 100)
+	for i := range 6000 {
+		k := fmt.Appendf(nil, "user%06d", rng.IntN(12000))
+		for j := range val {
+			val[j] = 'a' + byte((i+j)%26)
+		}
+		must(t, db.Put(k, val[:20+rng.IntN(80)], nil))
+		live[string(k)] = true
+		if i%7 == 0 {
+			d := fmt.Appendf(nil, "user%06d", rng.IntN(12000))
+			must(t, db.Delete(d, nil))
+			delete(live, string(d))
+		}
+		if i%3 == 0 {
+			must(t, counters.Merge(fmt.Appendf(nil, "page/%03d", rng.IntN(500)), []byte("1"), nil))
+		}
+		if i%2 == 0 {
+			must(t, cuckoo.Put(fmt.Appendf(nil, "c%05d", rng.IntN(5000)), []byte("v"), nil))
+		}
 	}
-	if _, err = db.OpenColumnFamily("cuckoo", &sieve.ColumnFamilyOptions{FilterPolicy: filter.Cuckoo(12)}); err != nil {
-		t.Fatal(err)
+	// Keys no terminal should see raw.
+	b := db.NewBatch()
+	for i := range 4 {
+		k := []byte{0, 0xff, byte(round), byte(i), '\n', 0x1b}
+		b.Put(k, []byte{0xde, 0xad, 0xbe, 0xef})
+		live[string(k)] = true
 	}
+	must(t, db.Apply(b, nil))
+	must(t, db.Flush())
+	if round == 0 {
+		must(t, db.Compact(nil, nil))
+	}
+}
+
+// writeLastFlush writes the sets and deletes of the table the last flush
+// writes (the newest table of the default family, in L0).
+func writeLastFlush(t testing.TB, db *sieve.DB, rng *rand.Rand, live map[string]bool) {
+	t.Helper()
 	for i := range 40 {
 		k := fmt.Appendf(nil, "user%06d", rng.IntN(12000))
 		if i%10 == 0 {
-			must(db.Delete(k, nil))
+			must(t, db.Delete(k, nil))
 			delete(live, string(k))
 			continue
 		}
-		must(db.Put(k, []byte("last flush"), nil))
+		must(t, db.Put(k, []byte("last flush"), nil))
 		live[string(k)] = true
 	}
-	must(db.Flush())
-	// Some writes stay in the WAL.
+	must(t, db.Flush())
+}
+
+// writeUnflushed writes what stays in the WAL: sets, a delete and a merge.
+func writeUnflushed(t testing.TB, db *sieve.DB, counters *sieve.ColumnFamily, live map[string]bool) {
+	t.Helper()
 	for i := range 50 {
 		k := fmt.Appendf(nil, "wal%04d", i)
-		must(db.Put(k, []byte("unflushed"), nil))
+		must(t, db.Put(k, []byte("unflushed"), nil))
 		live[string(k)] = true
 	}
-	must(db.Delete([]byte("user000001"), nil))
+	must(t, db.Delete([]byte("user000001"), nil))
 	delete(live, "user000001")
-	must(counters.Merge([]byte("page/000"), []byte("5"), nil))
-	must(db.Close())
-	return len(live)
+	must(t, counters.Merge([]byte("page/000"), []byte("5"), nil))
 }
 
 var sharedDB struct {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strings"
 
@@ -71,39 +73,39 @@ func loadLSM(fs *roFS, dir string, probes int) (*lsmTree, error) {
 	t := &lsmTree{dir: dir, manifestNum: vs.ManifestNum(), logNum: vs.LogNum(), next: vs.PeekNextFileNum(),
 		lastSeq: vs.LastSeq(), probes: probes}
 	names := vs.ColumnFamilies()
-	var ids []uint32
-	for id := range v.CFs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(v.CFs)) {
 		cf := &lsmCF{id: id, name: names[id].Name, merger: names[id].Merger, policies: map[string]bool{}}
 		for level, files := range v.CFs[id] {
-			l := &cf.levels[level]
 			for _, f := range files {
 				lt := probeTable(fs, dir, f, probes)
-				l.tables = append(l.tables, lt)
-				l.size += f.Size
-				if lt.err != nil {
-					l.errors++
-					continue
-				}
-				l.entries += lt.props.NumEntries
-				l.filterBytes += lt.props.FilterSize
-				l.keys += lt.props.FilterKeys
-				if lt.policy != "" {
+				cf.levels[level].add(lt)
+				if lt.err == nil && lt.policy != "" {
 					cf.policies[lt.policy] = true
-				}
-				l.probes += lt.probes
-				l.fps += lt.fps
-				if lt.hasFilter {
-					l.expectedSum += lt.filter.ExpectedFPR() * float64(lt.probes)
 				}
 			}
 		}
 		t.cfs = append(t.cfs, cf)
 	}
 	return t, nil
+}
+
+// add counts table lt in l: its size, and unless it could not be read its
+// entries, filter bytes and keys, and filter probes.
+func (l *lsmLevel) add(lt *lsmTable) {
+	l.tables = append(l.tables, lt)
+	l.size += lt.meta.Size
+	if lt.err != nil {
+		l.errors++
+		return
+	}
+	l.entries += lt.props.NumEntries
+	l.filterBytes += lt.props.FilterSize
+	l.keys += lt.props.FilterKeys
+	l.probes += lt.probes
+	l.fps += lt.fps
+	if lt.hasFilter {
+		l.expectedSum += lt.filter.ExpectedFPR() * float64(lt.probes)
+	}
 }
 
 func probeTable(fs vfs.FS, dir string, f *manifest.FileMetadata, probes int) *lsmTable {
@@ -155,11 +157,8 @@ func lsmCmd(args []string, stdout, stderr io.Writer) error {
 	format := fs.String("format", "text", "output `format`: text, svg (a picture of the tree) or html (the picture and the text)")
 	probes := fs.Int("probes", 1000, "filter probes per table with keys it does not hold, for the measured FPR (0: none)")
 	tables := fs.Bool("tables", false, "list every table under its level")
-	dir, err := parse(fs, args)
+	dir, err := bf.parse(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := bf.check(); err != nil {
 		return err
 	}
 	switch *format {
@@ -248,21 +247,17 @@ func (t *lsmTree) text(w io.Writer, bf *byteFmt, tables bool) {
 		}
 		fmt.Fprintf(w, "\ncf %d %s%s\n", cf.id, bf.key([]byte(cf.name)), extra)
 		fmt.Fprintf(w, "  %-5s %6s %10s %9s %10s %8s  %-34s %s\n", "level", "tables", "size", "entries", "filter", "bits/key", "FPR measured", "key range")
-		var tot lsmLevel
+		var tot lsmLevel // the family's tables as one level
 		for level := range cf.levels {
 			l := &cf.levels[level]
-			tot.tables = append(tot.tables, l.tables...)
-			tot.size += l.size
-			tot.entries += l.entries
-			tot.filterBytes += l.filterBytes
-			tot.keys += l.keys
-			tot.probes += l.probes
-			tot.fps += l.fps
-			tot.expectedSum += l.expectedSum
+			for _, lt := range l.tables {
+				tot.add(lt)
+			}
 			if len(l.tables) == 0 {
 				continue
 			}
 			l.row(w, fmt.Sprintf("L%d", level), bf)
+			l.errorRows(w)
 			if tables {
 				for _, lt := range l.tables {
 					lt.row(w, bf)
@@ -283,6 +278,10 @@ func (l *lsmLevel) row(w io.Writer, name string, bf *byteFmt) {
 		bpk = fmt.Sprintf("%.2f", 8*float64(l.filterBytes)/float64(l.keys))
 	}
 	fmt.Fprintf(w, "  %-5s %6d %10s %9d %10s %8s  %-34s %s\n", name, len(l.tables), size(l.size), l.entries, size(l.filterBytes), bpk, l.fprText(), l.keyRange(bf))
+}
+
+// errorRows lists the tables of l that could not be read, under its row.
+func (l *lsmLevel) errorRows(w io.Writer) {
 	if l.errors > 0 {
 		for _, t := range l.tables {
 			if t.err != nil {

@@ -3,8 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -51,6 +52,8 @@ type manifestState struct {
 }
 
 func (s *manifestState) apply(e *manifest.VersionEdit) error {
+	// The column families, as recovery applies them.
+	e.ApplyColumnFamilies(s.cfs)
 	if e.HasLogNum {
 		s.logNum = e.LogNum
 	}
@@ -63,17 +66,6 @@ func (s *manifestState) apply(e *manifest.VersionEdit) error {
 	if e.HasSealedLog {
 		s.sealed = e.SealedLog
 	}
-	for _, cf := range e.AddedCFs {
-		s.cfs[cf.ID] = cf
-	}
-	for _, cf := range e.SetMergers {
-		c := s.cfs[cf.ID]
-		c.Merger = cf.Merger
-		s.cfs[cf.ID] = c
-	}
-	for _, id := range e.DroppedCFs {
-		delete(s.cfs, id)
-	}
 	nv, err := s.v.Apply(e, nil)
 	if err != nil {
 		return err
@@ -82,14 +74,7 @@ func (s *manifestState) apply(e *manifest.VersionEdit) error {
 	return nil
 }
 
-func (s *manifestState) cfIDs() []uint32 {
-	var ids []uint32
-	for id := range s.v.CFs {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
+func (s *manifestState) cfIDs() []uint32 { return slices.Sorted(maps.Keys(s.v.CFs)) }
 
 func (s *manifestState) cfName(id uint32) string {
 	if cf, ok := s.cfs[id]; ok {
@@ -104,11 +89,8 @@ func manifestDump(args []string, stdout, stderr io.Writer) error {
 	bf.keyFlags(fs)
 	edits := fs.Bool("edits", true, "print the edits (false: only the resulting version)")
 	maxEdits := fs.Int("n", 0, "print at most the first `N` edits (0: every edit)")
-	path, err := parse(fs, args)
+	path, err := bf.parse(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := bf.check(); err != nil {
 		return err
 	}
 	ro := newROFS()

@@ -31,23 +31,50 @@ func TestREADME(t *testing.T) {
 	buildDB(t, filepath.Join(parent, "db"))
 	t.Chdir(parent)
 	tables := tableFiles(t, "db") // an L6 and an L0 table of the default family
-	l6, l0 := "db/"+tables[0], "db/"+tables[1]
-	logs := filesOf(t, "db", "*.log")
+	damageCopy(t, tables[0])
+	samples := readmeSamples("db/"+tables[0], "db/"+tables[1], filesOf(t, "db", "*.log")[0], "damaged/"+tables[0])
+	out := runSamples(t, samples)
+	readme, err := os.ReadFile(filepath.Join(testDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, j := bytes.Index(readme, []byte(samplesBegin)), bytes.Index(readme, []byte(samplesEnd))
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no samples markers")
+	}
+	if *update {
+		updateREADME(t, readme, i, j, out)
+		return
+	}
+	for _, s := range samples {
+		cmd := "$ sieve " + strings.Join(s.args[:len(s.args)-1], " ")
+		if !bytes.Contains(readme[i:j], []byte(cmd)) {
+			t.Errorf("README.md shows no %q: run make tool-readme", cmd)
+		}
+	}
+}
 
+// damageCopy copies the database db to a directory named damaged and flips
+// one bit of its table named table.
+func damageCopy(t *testing.T, table string) {
 	if err := os.Mkdir("damaged", 0o755); err != nil {
 		t.Fatal(err)
 	}
 	copyDir(t, "db", "damaged")
-	b, err := os.ReadFile(filepath.Join("damaged", tables[0]))
+	b, err := os.ReadFile(filepath.Join("damaged", table))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b[100] ^= 1
-	if err := os.WriteFile(filepath.Join("damaged", tables[0]), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("damaged", table), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	samples := []sample{
+// readmeSamples are the commands README.md shows, on an L6 and an L0
+// table, a WAL and the damaged table of damageCopy.
+func readmeSamples(l6, l0, log, damaged string) []sample {
+	return []sample{
 		{"The tree: levels, tables, bytes, entries, filter bytes and bits per key, and the false-positive rate measured by probing each table's filter with keys it does not hold, next to the rate the filter's geometry predicts (`-tables` lists every table, `-format=svg` or `html` draws it):",
 			[]string{"lsm", "db"}, 0},
 		{"Everything, verified: the manifest and the level invariants, every block of every table (checksums, key order, properties and filter against the data, key ranges against the manifest), the WALs recovery would replay, then a read-only open that checks the invariants again and reads every live key:",
@@ -56,11 +83,17 @@ func TestREADME(t *testing.T) {
 		{"A table's blocks in file order, each checksum verified, and its entries (`-n` caps them, `-blocks` omits them, `-v` caps values). Keys that are not printable ASCII are printed in hex, or quoted when mostly text (`-keys=hex|quote` forces one):",
 			[]string{"sstable", "dump", "-n", "6", l6}, 0},
 		{"A table checked block by block:", []string{"sstable", "check", l6}, 0},
-		{"A WAL's records, batches and entries, and how it ends (clean, not closed, or a torn tail):", []string{"wal", "dump", "-n", "3", logs[0]}, 0},
+		{"A WAL's records, batches and entries, and how it ends (clean, not closed, or a torn tail):", []string{"wal", "dump", "-n", "3", log}, 0},
 		{"The manifest's edits (`-n` prints the first N; `-edits=false` none) and the version they produce:", []string{"manifest", "dump", "-n", "3", "db"}, 0},
-		{"With one bit flipped in a table, the file command and `sieve check` say where, and exit with status 1:", []string{"sstable", "check", "damaged/" + tables[0]}, 1},
+		{"With one bit flipped in a table, the file command and `sieve check` say where, and exit with status 1:", []string{"sstable", "check", damaged}, 1},
 		{"", []string{"check", "damaged"}, 1},
 	}
+}
+
+// runSamples runs each sample, checks its exit status and that it leaves
+// its directory unchanged, and returns the samples as README.md shows
+// them.
+func runSamples(t *testing.T, samples []sample) string {
 	var out strings.Builder
 	for _, s := range samples {
 		target := s.args[len(s.args)-1]
@@ -80,35 +113,24 @@ func TestREADME(t *testing.T) {
 		}
 		out.WriteString("```\n\n")
 	}
-	readme, err := os.ReadFile(filepath.Join(testDir, "README.md"))
-	if err != nil {
+	return out.String()
+}
+
+// updateREADME writes lsm-sample.svg, the samples out between README.md's
+// markers (at i and j of readme) and the repository README's sample.
+func updateREADME(t *testing.T, readme []byte, i, j int, out string) {
+	svg := sieveRun(t, "lsm", "-format", "svg", "db")
+	if svg.code != 0 {
+		t.Fatal(svg.stderr)
+	}
+	if err := os.WriteFile(filepath.Join(testDir, "lsm-sample.svg"), []byte(svg.stdout), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	i, j := bytes.Index(readme, []byte(samplesBegin)), bytes.Index(readme, []byte(samplesEnd))
-	if i < 0 || j < i {
-		t.Fatalf("README.md has no samples markers")
+	next := string(readme[:i+len(samplesBegin)]) + out + string(readme[j:])
+	if err := os.WriteFile(filepath.Join(testDir, "README.md"), []byte(next), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if *update {
-		svg := sieveRun(t, "lsm", "-format", "svg", "db")
-		if svg.code != 0 {
-			t.Fatal(svg.stderr)
-		}
-		if err := os.WriteFile(filepath.Join(testDir, "lsm-sample.svg"), []byte(svg.stdout), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		next := string(readme[:i+len(samplesBegin)]) + out.String() + string(readme[j:])
-		if err := os.WriteFile(filepath.Join(testDir, "README.md"), []byte(next), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		updateRootREADME(t, sieveRun(t, "lsm", "db").stdout)
-		return
-	}
-	for _, s := range samples {
-		cmd := "$ sieve " + strings.Join(s.args[:len(s.args)-1], " ")
-		if !bytes.Contains(readme[i:j], []byte(cmd)) {
-			t.Errorf("README.md shows no %q: run make tool-readme", cmd)
-		}
-	}
+	updateRootREADME(t, sieveRun(t, "lsm", "db").stdout)
 }
 
 // testDir is the package directory (tests run in it, until t.Chdir).

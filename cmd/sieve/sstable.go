@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -202,27 +203,34 @@ func (t *table) describeFilter(w io.Writer) {
 	}
 }
 
+// openTableCmd parses the arguments of a table command that prints keys
+// (its flags in fs, -keys in bf, and FILE), opens the table read-only and
+// prints its summary and filter lines: how "sstable dump" and "sstable
+// props" start.
+func openTableCmd(fs *flag.FlagSet, bf *byteFmt, args []string, w io.Writer) (*table, error) {
+	path, err := bf.parse(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	t, err := openTable(newROFS(), path)
+	if err != nil {
+		return nil, err
+	}
+	t.summary(w)
+	t.describeFilter(w)
+	return t, nil
+}
+
 func sstableDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sstable dump", "FILE", stderr)
 	d := &sstableDumper{w: stdout}
-	d.bf.keyFlags(fs)
-	fs.IntVar(&d.n, "n", 100, "print at most `N` entries in all (0: every entry)")
-	fs.IntVar(&d.bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
+	d.bf.dumpFlags(fs, &d.n, "print at most `N` entries in all (0: every entry)")
 	fs.BoolVar(&d.blocksOnly, "blocks", false, "list the blocks only, no entries")
-	path, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := d.bf.check(); err != nil {
-		return err
-	}
-	t, err := openTable(newROFS(), path)
+	t, err := openTableCmd(fs, &d.bf, args, stdout)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	t.summary(stdout)
-	t.describeFilter(stdout)
 	p := t.r.Properties()
 	if p.NumEntries > 0 {
 		fmt.Fprintf(stdout, "keys: %s .. %s, seqnums %d..%d\n", d.bf.ikey(p.SmallestKey), d.bf.ikey(p.LargestKey), p.SmallestSeq, p.LargestSeq)
@@ -235,7 +243,7 @@ func sstableDump(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "(%d of %d entries printed; -n 0 prints all)\n", d.printed, p.NumEntries)
 	}
 	if d.bad > 0 {
-		return fmt.Errorf("%s: %s", path, count(d.bad, "damaged block"))
+		return fmt.Errorf("%s: %s", t.name, count(d.bad, "damaged block"))
 	}
 	return nil
 }
@@ -356,20 +364,11 @@ func sstableProps(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("sstable props", "FILE", stderr)
 	var bf byteFmt
 	bf.keyFlags(fs)
-	path, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := bf.check(); err != nil {
-		return err
-	}
-	t, err := openTable(newROFS(), path)
+	t, err := openTableCmd(fs, &bf, args, stdout)
 	if err != nil {
 		return err
 	}
 	defer t.Close()
-	t.summary(stdout)
-	t.describeFilter(stdout)
 	p := t.r.Properties()
 	for _, line := range strings.Split(strings.TrimSuffix(p.String(), "\n"), "\n") {
 		name, val, _ := strings.Cut(line, ": ")

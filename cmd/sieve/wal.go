@@ -136,14 +136,9 @@ func decodeEntry(p []byte) (batchEntry, int, error) {
 func walDump(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("wal dump", "FILE", stderr)
 	d := &walDumper{w: stdout}
-	d.bf.keyFlags(fs)
-	fs.IntVar(&d.n, "n", 100, "print at most `N` entries in all, and the records holding them (0: every entry)")
-	fs.IntVar(&d.bf.max, "v", 32, "print at most `N` bytes of each value (0: whole values)")
-	path, err := parse(fs, args)
+	d.bf.dumpFlags(fs, &d.n, "print at most `N` entries in all, and the records holding them (0: every entry)")
+	path, err := d.bf.parse(fs, args)
 	if err != nil {
-		return err
-	}
-	if err := d.bf.check(); err != nil {
 		return err
 	}
 	r, f, num, err := openLog(newROFS(), path, base.FileTypeLog)

@@ -77,6 +77,23 @@ type VersionEdit struct {
 	SetMergers   []ColumnFamily // ID and Merger used
 }
 
+// ApplyColumnFamilies applies e's column-family changes to cfs (keyed by
+// ID), as recovery does: the families it adds, then those it drops, then
+// the mergers it sets.
+func (e *VersionEdit) ApplyColumnFamilies(cfs map[uint32]ColumnFamily) {
+	for _, cf := range e.AddedCFs {
+		cfs[cf.ID] = cf
+	}
+	for _, id := range e.DroppedCFs {
+		delete(cfs, id)
+	}
+	for _, cf := range e.SetMergers {
+		c := cfs[cf.ID]
+		c.Merger = cf.Merger
+		cfs[cf.ID] = c
+	}
+}
+
 // Encode appends the edit's encoding to dst. See FORMAT.md.
 func (e *VersionEdit) Encode(dst []byte) []byte {
 	dst = append(dst, EditFormatVersion)

@@ -222,17 +222,7 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 	if e.HasSealedLog {
 		vs.sealedLog = e.SealedLog
 	}
-	for _, cf := range e.AddedCFs {
-		vs.cfs[cf.ID] = cf
-	}
-	for _, id := range e.DroppedCFs {
-		delete(vs.cfs, id)
-	}
-	for _, cf := range e.SetMergers {
-		c := vs.cfs[cf.ID]
-		c.Merger = cf.Merger
-		vs.cfs[cf.ID] = c
-	}
+	e.ApplyColumnFamilies(vs.cfs)
 }
 
 // snapshotEdit describes the whole current state as one edit.
