@@ -156,12 +156,13 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	if lv == nil {
 		return nil
 	}
-	db.metrics.gets.Add(1)
+	rc := db.metrics.readStripe()
+	rc.gets.Add(1)
 	for _, f := range lv[0] {
 		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
 			continue
 		}
-		if err := db.getFromTable(f, 0, key, seq, st); err != nil || st.done {
+		if err := db.getFromTable(rc, f, 0, key, seq, st); err != nil || st.done {
 			return err
 		}
 	}
@@ -171,7 +172,7 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
 			continue
 		}
-		if err := db.getFromTable(files[i], level, key, seq, st); err != nil || st.done {
+		if err := db.getFromTable(rc, files[i], level, key, seq, st); err != nil || st.done {
 			return err
 		}
 	}
@@ -180,22 +181,19 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 
 // getFromTable probes the filter of one table of level and, if it may hold
 // key, its data blocks.
-func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq uint64, st *getState) error {
+func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level int, key []byte, seq uint64, st *getState) error {
 	e, err := db.tables.get(f)
 	if err != nil {
 		return err
 	}
 	defer db.tables.release(e)
 	r := e.r
-	m := &db.metrics
-	m.tablesProbed.Add(1)
+	rc.tablesProbed.Add(1)
 	hasFilter := r.FilterState() == sstable.FilterLoaded
-	lm := &m.levelFilter[level]
+	lm := &rc.level[level]
 	if hasFilter {
-		m.filterChecks.Add(1)
 		lm.checks.Add(1)
 		if !r.MayContain(key) {
-			m.filterNegatives.Add(1)
 			lm.negatives.Add(1)
 			return nil
 		}
@@ -203,16 +201,14 @@ func (db *DB) getFromTable(f *manifest.FileMetadata, level int, key []byte, seq 
 	st.seen = false
 	var rstats sstable.ReadStats
 	err = r.Get(key, seq, &rstats, st.visit)
-	m.addReadStats(&rstats)
+	rc.addReadStats(&rstats)
 	if err != nil {
 		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}
 	if hasFilter {
 		if st.seen {
-			m.filterTruePositives.Add(1)
 			lm.truePositives.Add(1)
 		} else {
-			m.filterFalsePositives.Add(1)
 			lm.falsePositives.Add(1)
 		}
 	}

@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,18 +16,58 @@ import (
 type dbMetrics struct {
 	walBytes, walRecords, walSyncs atomic.Int64
 
-	gets, tablesProbed                                                       atomic.Int64
-	filterChecks, filterNegatives, filterFalsePositives, filterTruePositives atomic.Int64
-	filterUnknown                                                            atomic.Int64
-	filterBuildRetries, filterBuildFallbacks                                 atomic.Int64
-	levelFilter                                                              [manifest.NumLevels]levelFilterCounters
-	blocksRead, blockCacheHits, blockFileReads, blockBytesRead               atomic.Int64
+	// reads are the point-lookup counters, in stripes: see readStripe.
+	reads                                    [readStripes]readCounters
+	filterUnknown                            atomic.Int64
+	filterBuildRetries, filterBuildFallbacks atomic.Int64
 
 	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
+}
+
+// readStripes is how many copies of the point-lookup counters there are.
+// A Get adds to a few counters per table it probes; with one copy, Gets on
+// different cores would contend for its cache lines on every probe.
+const readStripes = 16
+
+// readCounters is one stripe of the point-lookup counters; Metrics sums
+// the stripes. The filter totals are the sums of the levels'.
+type readCounters struct {
+	gets, tablesProbed                                         atomic.Int64
+	level                                                      [manifest.NumLevels]levelFilterCounters
+	blocksRead, blockCacheHits, blockFileReads, blockBytesRead atomic.Int64
+	_                                                          [64]byte // keeps stripes off each other's cache lines
+}
+
+// readStripe returns the stripe a Get counts into: a random one (the
+// runtime's per-thread generator, a few ns), so concurrent Gets rarely
+// share one.
+func (m *dbMetrics) readStripe() *readCounters {
+	return &m.reads[rand.Uint32()%readStripes]
+}
+
+// readTotals sums the stripes.
+func (m *dbMetrics) readTotals() (gets, probed int64, levels [manifest.NumLevels]FilterMetrics, blocks sstable.ReadStats) {
+	for i := range m.reads {
+		r := &m.reads[i]
+		gets += r.gets.Load()
+		probed += r.tablesProbed.Load()
+		for l := range levels {
+			f := r.level[l].load()
+			levels[l].Checks += f.Checks
+			levels[l].Negatives += f.Negatives
+			levels[l].FalsePositives += f.FalsePositives
+			levels[l].TruePositives += f.TruePositives
+		}
+		blocks.BlocksRead += r.blocksRead.Load()
+		blocks.CacheHits += r.blockCacheHits.Load()
+		blocks.FileReads += r.blockFileReads.Load()
+		blocks.BytesRead += r.blockBytesRead.Load()
+	}
+	return gets, probed, levels, blocks
 }
 
 // levelFilterCounters are the filter probes of one level's tables.
@@ -39,14 +80,14 @@ func (c *levelFilterCounters) load() FilterMetrics {
 		FalsePositives: c.falsePositives.Load(), TruePositives: c.truePositives.Load()}
 }
 
-func (m *dbMetrics) addReadStats(s *sstable.ReadStats) {
+func (r *readCounters) addReadStats(s *sstable.ReadStats) {
 	if s.BlocksRead == 0 {
 		return
 	}
-	m.blocksRead.Add(s.BlocksRead)
-	m.blockCacheHits.Add(s.CacheHits)
-	m.blockFileReads.Add(s.FileReads)
-	m.blockBytesRead.Add(s.BytesRead)
+	r.blocksRead.Add(s.BlocksRead)
+	r.blockCacheHits.Add(s.CacheHits)
+	r.blockFileReads.Add(s.FileReads)
+	r.blockBytesRead.Add(s.BytesRead)
 }
 
 // LevelMetrics describes one level of the LSM.
@@ -172,25 +213,25 @@ func (db *DB) Metrics() *Metrics {
 func (db *DB) metricsFor(cf uint32) *Metrics {
 	m := &db.metrics
 	out := &Metrics{}
+	gets, probed, levels, blocks := m.readTotals()
 	out.Filter = FilterMetrics{
-		Checks: m.filterChecks.Load(), Negatives: m.filterNegatives.Load(),
-		FalsePositives: m.filterFalsePositives.Load(), TruePositives: m.filterTruePositives.Load(),
 		UnknownType:  m.filterUnknown.Load(),
 		BuildRetries: m.filterBuildRetries.Load(), BuildFallbacks: m.filterBuildFallbacks.Load(),
 	}
-	for level := range out.Levels {
-		out.Levels[level].Filter = m.levelFilter[level].load()
+	for level, f := range levels {
+		out.Levels[level].Filter = f
+		out.Filter.Checks += f.Checks
+		out.Filter.Negatives += f.Negatives
+		out.Filter.FalsePositives += f.FalsePositives
+		out.Filter.TruePositives += f.TruePositives
 	}
 	if c := db.tables.cache; c != nil {
 		out.BlockCache.Hits, out.BlockCache.Misses = c.Hits(), c.Misses()
 		out.BlockCache.Size, out.BlockCache.Count, out.BlockCache.Capacity = c.Size(), c.Count(), c.Capacity()
 	}
-	out.PointLookups.Gets = m.gets.Load()
-	out.PointLookups.TablesProbed = m.tablesProbed.Load()
-	out.PointLookups.DataBlocksRead = m.blocksRead.Load()
-	out.PointLookups.BlockCacheHits = m.blockCacheHits.Load()
-	out.PointLookups.FileReads = m.blockFileReads.Load()
-	out.PointLookups.BytesRead = m.blockBytesRead.Load()
+	out.PointLookups.Gets, out.PointLookups.TablesProbed = gets, probed
+	out.PointLookups.DataBlocksRead, out.PointLookups.BlockCacheHits = blocks.BlocksRead, blocks.CacheHits
+	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
