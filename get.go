@@ -8,6 +8,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/sstable"
 )
 
@@ -15,6 +16,9 @@ import (
 // the newest data to the oldest.
 type getState struct {
 	key []byte
+	// hash is filter.HashKey(key) (= memtable.KeyHash), computed once for
+	// every memtable and table filter the lookup probes.
+	hash uint64
 	// The merge operands found so far, newest first, copied back to back
 	// into opBuf (operand i ends at opEnds[i]): a merger may return one
 	// of them, and what Get returns is the caller's to change, so none
@@ -107,13 +111,13 @@ func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
 // lookupIn gathers what the memtables and tables of rs hold for key as of
 // seq.
 func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
-	st := getState{key: key}
+	st := getState{key: key, hash: memtable.KeyHash(key)}
 	if t := rs.mem.table(cf); t != nil {
-		t.Get(key, seq, st.visit)
+		t.GetHash(key, st.hash, seq, st.visit)
 	}
 	for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
 		if t := rs.imm[i].table(cf); t != nil {
-			t.Get(key, seq, st.visit)
+			t.GetHash(key, st.hash, seq, st.visit)
 		}
 	}
 	if !st.done {
@@ -193,7 +197,7 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level int
 	lm := &rc.level[level]
 	if hasFilter {
 		lm.checks.Add(1)
-		if !r.MayContain(key) {
+		if !r.MayContainHash(key, st.hash) {
 			lm.negatives.Add(1)
 			return nil
 		}

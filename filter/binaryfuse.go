@@ -236,8 +236,11 @@ type fuse8Reader struct {
 	fps []byte
 }
 
-func (r *fuse8Reader) MayContain(key []byte) bool {
-	fp, h0, h1, h2 := r.g.slots(hashKey(key))
+func (r *fuse8Reader) MayContain(key []byte) bool { return r.MayContainHash(hashKey(key)) }
+
+// MayContainHash implements HashReader.
+func (r *fuse8Reader) MayContainHash(h uint64) bool {
+	fp, h0, h1, h2 := r.g.slots(h)
 	return byte(fp)^r.fps[h0]^r.fps[h1]^r.fps[h2] == 0
 }
 
@@ -246,8 +249,11 @@ type fuse16Reader struct {
 	fps []byte
 }
 
-func (r *fuse16Reader) MayContain(key []byte) bool {
-	fp, h0, h1, h2 := r.g.slots(hashKey(key))
+func (r *fuse16Reader) MayContain(key []byte) bool { return r.MayContainHash(hashKey(key)) }
+
+// MayContainHash implements HashReader.
+func (r *fuse16Reader) MayContainHash(h uint64) bool {
+	fp, h0, h1, h2 := r.g.slots(h)
 	le := binary.LittleEndian
 	return uint16(fp)^le.Uint16(r.fps[2*h0:])^le.Uint16(r.fps[2*h1:])^le.Uint16(r.fps[2*h2:]) == 0
 }

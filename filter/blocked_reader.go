@@ -41,8 +41,10 @@ func openBlocked(data []byte) (Reader, error) {
 // MayContain tests all k bits without branching on them: on a line that is
 // in cache, a mispredicted early exit would cost more than the probes it
 // saves.
-func (r *blockedReader) MayContain(key []byte) bool {
-	h := hashKey(key)
+func (r *blockedReader) MayContain(key []byte) bool { return r.MayContainHash(hashKey(key)) }
+
+// MayContainHash implements HashReader.
+func (r *blockedReader) MayContainHash(h uint64) bool {
 	line := (*[lineBytes]byte)(r.data[uint64(lineOf(h, r.lines))*lineBytes:])
 	g := patternStart(h, uint64(line[lineBytes-1]>>r.selShift))
 	acc := byte(1)

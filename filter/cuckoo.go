@@ -181,8 +181,10 @@ func openCuckoo(data []byte) (Reader, error) {
 
 // MayContain loads both buckets and tests them together, without a branch
 // between them, so that their two cache misses overlap.
-func (r *cuckooReader) MayContain(key []byte) bool {
-	h := hashKey(key)
+func (r *cuckooReader) MayContain(key []byte) bool { return r.MayContainHash(hashKey(key)) }
+
+// MayContainHash implements HashReader.
+func (r *cuckooReader) MayContainHash(h uint64) bool {
 	fp := r.l.fingerprint(h)
 	i1 := homeBucket(h, r.n)
 	i2 := altBucket(i1, fp, r.n)

@@ -197,9 +197,11 @@ func malformed(what string, args ...any) error {
 // present.
 type noFilter struct{}
 
-func (noFilter) MayContain([]byte) bool { return true }
+func (noFilter) MayContain([]byte) bool     { return true }
+func (noFilter) MayContainHash(uint64) bool { return true }
 
 // emptyFilter is the reader of a filter built from zero keys.
 type emptyFilter struct{}
 
-func (emptyFilter) MayContain([]byte) bool { return false }
+func (emptyFilter) MayContain([]byte) bool     { return false }
+func (emptyFilter) MayContainHash(uint64) bool { return false }

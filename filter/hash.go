@@ -83,3 +83,16 @@ func hashListOf(hs []uint64) hashList {
 	}
 	return hashList{chunks: [][]uint64{hs}, n: len(hs)}
 }
+
+// HashKey is the hash every filter of this package derives its probes
+// from: for their readers, MayContainHash(HashKey(k)) == MayContain(k).
+func HashKey(key []byte) uint64 { return hashKey(key) }
+
+// HashReader is a Reader that also takes the key's hash, so that a lookup
+// probing several filters with one key (the memtables and L0 tables of an
+// LSM, then one table per level) hashes the key once. Every reader this
+// package returns implements it.
+type HashReader interface {
+	Reader
+	MayContainHash(h uint64) bool
+}

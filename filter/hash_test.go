@@ -3,37 +3,31 @@ package filter
 import (
 	"fmt"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 )
 
-func TestHashCollector(t *testing.T) {
-	var c hashCollector
-	want := []uint64{}
-	for i := range 3*hashChunk + 5 {
-		k := fmt.Appendf(nil, "k%d", i/2) // every key twice in a row
-		c.add(k)
-		if i%2 == 0 {
-			want = append(want, hashKey(k))
+// TestMayContainHash: every table filter's reader answers MayContainHash
+// of a key's HashKey exactly as MayContain of the key, present or absent.
+func TestMayContainHash(t *testing.T) {
+	policies := []Policy{Bloom(10), StandardBloom(10), Cuckoo(12), BinaryFuse(8), BinaryFuse(16), Ribbon(7), None}
+	for _, p := range policies {
+		b := p.NewBuilder()
+		for i := 0; i < 5000; i++ {
+			b.Add([]byte(fmt.Sprintf("k%06d", 2*i)))
+		}
+		data := b.Finish()
+		r, err := OpenBlock(data)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name(), err)
+		}
+		hr, ok := r.(HashReader)
+		if !ok {
+			t.Fatalf("%s: reader %T is not a HashReader", p.Name(), r)
+		}
+		for i := 0; i < 10000; i++ {
+			k := []byte(fmt.Sprintf("k%06d", i))
+			if hr.MayContainHash(HashKey(k)) != r.MayContain(k) {
+				t.Fatalf("%s: MayContainHash and MayContain disagree on %s", p.Name(), k)
+			}
 		}
 	}
-	c.add(fmt.Appendf(nil, "k%d", 0)) // a duplicate, not in a row
-	want = append(want, hashKey([]byte("k0")))
-	l := c.take()
-	require.Equal(t, len(want), l.len())
-	var got []uint64
-	for _, ch := range l.chunks {
-		require.LessOrEqual(t, len(ch), hashChunk)
-		got = append(got, ch...)
-	}
-	require.Equal(t, want, got)
-	require.Zero(t, c.take().len(), "take resets")
-}
-
-func TestReduce(t *testing.T) {
-	require.Equal(t, uint32(0), reduce32(0, 10))
-	require.Equal(t, uint32(9), reduce32(0xFFFFFFFF, 10))
-	require.Equal(t, uint32(5), reduce32(0x80000000, 10))
-	require.Equal(t, uint64(9), reduce64(^uint64(0), 10))
-	require.Equal(t, uint32(0), reduce32(12345, 0))
 }

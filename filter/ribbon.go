@@ -369,8 +369,11 @@ func openRibbon(data []byte) (Reader, error) {
 // coefficient row is shifted once to the blocks' alignment (c0, c1, c2
 // over blocks b, b+1, b+2), so a column costs three loads, three ANDs and
 // a popcount.
-func (r *ribbonReader) MayContain(key []byte) bool {
-	s, clo, chi, fp := ribbonRow(hashKey(key), r.seed, r.starts)
+func (r *ribbonReader) MayContain(key []byte) bool { return r.MayContainHash(hashKey(key)) }
+
+// MayContainHash implements HashReader.
+func (r *ribbonReader) MayContainHash(h uint64) bool {
+	s, clo, chi, fp := ribbonRow(h, r.seed, r.starts)
 	cols := r.r
 	if s < r.upper {
 		cols++

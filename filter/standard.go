@@ -155,8 +155,11 @@ func openStandard(data []byte) (Reader, error) {
 // MayContain tests all k bits without branching on them: a mispredicted
 // early exit costs more than the loads it saves while the filter is in
 // cache, and the k independent loads overlap when it is not.
-func (r *standardReader) MayContain(key []byte) bool {
-	g, step := kmStart(hashKey(key))
+func (r *standardReader) MayContain(key []byte) bool { return r.MayContainHash(hashKey(key)) }
+
+// MayContainHash implements HashReader.
+func (r *standardReader) MayContainHash(h uint64) bool {
+	g, step := kmStart(h)
 	acc := byte(1)
 	for range r.k {
 		p := reduce64(g, r.m)

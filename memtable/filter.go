@@ -66,6 +66,10 @@ func (f *keyFilter) mayContain(h uint64) bool {
 
 func keyHash(ukey []byte) uint64 { return xxhash.Sum64(ukey) }
 
+// KeyHash is the hash the key filter uses: xxhash64, as filter.HashKey, so
+// a lookup hashes its key once for the memtables and the table filters.
+func KeyHash(ukey []byte) uint64 { return keyHash(ukey) }
+
 // FilterBitsPerByte is the filter size NewWithFilter is given per byte of
 // memtable budget: 1/8 bit per byte, about 10 bits per entry for entries
 // of ~80 bytes of key, value and overhead (more for larger ones), at

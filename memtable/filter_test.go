@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 )
 
@@ -94,5 +95,13 @@ func BenchmarkGetAbsent(b *testing.B) {
 				m.Get(keys[i&1023], base.SeqNumMax, func(base.InternalKey, []byte) bool { return false })
 			}
 		})
+	}
+}
+
+// TestKeyHashIsFilterHash: the root's lookup hashes a key once for the
+// memtables and the table filters, so the two hashes must be one.
+func TestKeyHashIsFilterHash(t *testing.T) {
+	for _, k := range []string{"", "a", "key0000000000042", string(make([]byte, 100))} {
+		require.Equal(t, filter.HashKey([]byte(k)), KeyHash([]byte(k)), "%q", k)
 	}
 }

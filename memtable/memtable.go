@@ -224,7 +224,12 @@ func (m *MemTable) Stats() Stats {
 // passed to fn stay valid for the memtable's lifetime and must not be
 // modified. fn runs under the table's read lock: it must not call Add.
 func (m *MemTable) Get(ukey []byte, seq uint64, fn func(k base.InternalKey, v []byte) bool) {
-	if m.filter != nil && !m.filter.mayContain(keyHash(ukey)) {
+	m.GetHash(ukey, keyHash(ukey), seq, fn)
+}
+
+// GetHash is Get for a caller that has h = KeyHash(ukey) already.
+func (m *MemTable) GetHash(ukey []byte, h uint64, seq uint64, fn func(k base.InternalKey, v []byte) bool) {
+	if m.filter != nil && !m.filter.mayContain(h) {
 		return
 	}
 	pivot := makeEntry(ukey, base.MakeTrailer(seq, base.KindMax))

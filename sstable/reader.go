@@ -394,6 +394,19 @@ func (r *Reader) MayContain(ukey []byte) bool {
 	return r.filter.MayContain(ukey)
 }
 
+// MayContainHash is MayContain for a caller that has h =
+// filter.HashKey(ukey) already (a lookup probing several tables hashes its
+// key once); a filter that cannot use the hash is given the key.
+func (r *Reader) MayContainHash(ukey []byte, h uint64) bool {
+	if r.filter == nil {
+		return true
+	}
+	if hr, ok := r.filter.(filter.HashReader); ok {
+		return hr.MayContainHash(h)
+	}
+	return r.filter.MayContain(ukey)
+}
+
 // ResidentSize returns the bytes the Reader keeps in memory for the index
 // (block contents plus the decoded entries) and the filter.
 func (r *Reader) ResidentSize() (index, filter int) {
