@@ -16,7 +16,7 @@ import (
 // measured workloads, as in db_bench.
 var benchNames = []string{
 	"fillseq", "fillrandom", "overwrite", "flush", "compact",
-	"readrandom", "readmissing", "readhot", "seekrandom", "scan",
+	"readrandom", "readmissing", "readhot", "readwhilewriting", "seekrandom", "scan",
 	"pfadd", "bfadd",
 }
 

@@ -62,7 +62,7 @@ type envInfo struct {
 // finish, in the spirit of db_bench.
 type textReport struct{ w io.Writer }
 
-const rowFormat = "%-12s %9s %12s %9s %9s %9s  %s\n"
+const rowFormat = "%-16s %9s %12s %9s %9s %9s  %s\n"
 
 func (t textReport) header(c *config, env *envInfo, policyName string) {
 	w := t.w
@@ -97,7 +97,7 @@ func (t textReport) result(r *result) {
 	w := t.w
 	switch {
 	case r.Skipped != "":
-		fmt.Fprintf(w, "%-12s skipped: %s\n", r.Name, r.Skipped)
+		fmt.Fprintf(w, "%-16s skipped: %s\n", r.Name, r.Skipped)
 		return
 	case r.Latency == nil:
 		what := map[string]string{"flush": "flush", "compact": "flush + compact"}[r.Name]

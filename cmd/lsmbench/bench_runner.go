@@ -144,7 +144,16 @@ func (b *bench) run(name string) result {
 	before := b.db.Metrics()
 	ph := b.prog.start(name, int64(ops))
 	cpu := cpuTime()
+	var stopWriter func() (int64, error)
+	if name == "readwhilewriting" {
+		stopWriter = b.backgroundWriter()
+	}
 	ls := b.runThreads(ph, threads, mk)
+	var writes int64
+	var werr error
+	if stopWriter != nil {
+		writes, werr = stopWriter()
+	}
 	cpu = cpuTime() - cpu
 	ph.finish()
 	after := b.db.Metrics()
@@ -155,6 +164,12 @@ func (b *bench) run(name string) result {
 	}
 	if isPointLookup(name) {
 		r.Lookups = lookupDelta(before, after, b.cfg.policy(), b.cfg.Num, r.Ops)
+	}
+	if stopWriter != nil {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d overwrites by the writer during the reads (%.0f/s)", writes, float64(writes)/r.Seconds))
+		if werr != nil && r.Error == "" {
+			r.Error = "writer: " + werr.Error()
+		}
 	}
 	b.check(&r)
 	if isSketch(name) {
@@ -204,7 +219,7 @@ func (b *bench) flushAndCompact() ([]string, error) {
 }
 
 func isPointLookup(name string) bool {
-	return name == "readrandom" || name == "readmissing" || name == "readhot"
+	return name == "readrandom" || name == "readmissing" || name == "readhot" || name == "readwhilewriting"
 }
 
 func isWrite(name string) bool {
@@ -252,7 +267,7 @@ func (b *bench) check(r *result) {
 		if r.Found > 0 && r.Error == "" {
 			r.Error = fmt.Sprintf("%d keys that were never written were found", r.Found)
 		}
-	case "readrandom", "readhot", "seekrandom":
+	case "readrandom", "readhot", "readwhilewriting", "seekrandom":
 		if r.Error == "" && r.Found < r.Ops {
 			r.Notes = append(r.Notes, fmt.Sprintf("only %d of %d keys found: load with fillrandom or fillseq first, or use -use_existing_db with the -num that wrote it", r.Found, r.Ops))
 		}

@@ -17,6 +17,9 @@ import (
 //	readrandom   Get -reads random present keys.
 //	readmissing  Get -reads random keys that were never written.
 //	readhot      Get -reads random keys among a hot 1% of the keys.
+//	readwhilewriting  readrandom while one more goroutine overwrites random
+//	             keys as fast as it can (db_bench's); compare its latency
+//	             percentiles with readrandom's.
 //	seekrandom   SeekGE to -reads random present keys, then -seek_nexts Nexts.
 //	scan         Walk -reads entries forward from First (wrapping around).
 //	pfadd bfadd  -num sketch adds through sketchcol.Store (bench_sketch.go).
@@ -39,6 +42,8 @@ func (b *bench) workload(name string) (threadMaker, int, int) {
 		return b.gets(func(r *rand.Rand, dst []byte) []byte { return b.ks.present(dst, r.Uint64N(uint64(b.ks.num))) }), b.cfg.Reads, threads
 	case "readmissing":
 		return b.gets(func(r *rand.Rand, dst []byte) []byte { return b.ks.missing(dst, r.Uint64N(uint64(b.ks.num))) }), b.cfg.Reads, threads
+	case "readwhilewriting":
+		return b.gets(func(r *rand.Rand, dst []byte) []byte { return b.ks.present(dst, r.Uint64N(uint64(b.ks.num))) }), b.cfg.Reads, threads
 	case "readhot":
 		hot := uint64(b.ks.hotKeys())
 		return b.gets(func(r *rand.Rand, dst []byte) []byte { return b.ks.present(dst, r.Uint64N(hot)) }), b.cfg.Reads, threads
@@ -159,4 +164,36 @@ func iterError(it *sieve.Iterator) error {
 		return fmt.Errorf("iterator: %w", err)
 	}
 	return nil
+}
+
+// backgroundWriter starts one goroutine overwriting random present keys
+// until the returned stop is called; stop returns how many it wrote.
+func (b *bench) backgroundWriter() (stop func() (int64, error)) {
+	done := make(chan struct{})
+	var n int64
+	var err error
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		r := b.rng("readwhilewriting-writer", 0)
+		key := make([]byte, b.cfg.KeySize)
+		vals := newValueSource(b.cfg.ValueSize, b.cfg.CompressRatio, b.cfg.Seed+2000)
+		wo := b.cfg.writeOptions()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err = b.db.Put(b.ks.present(key, r.Uint64N(uint64(b.ks.num))), vals.value(), wo); err != nil {
+				return
+			}
+			n++
+		}
+	}()
+	return func() (int64, error) {
+		close(done)
+		<-finished
+		return n, err
+	}
 }
