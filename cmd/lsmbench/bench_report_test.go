@@ -38,7 +38,7 @@ func TestTextReportLines(t *testing.T) {
 
 	buf.Reset()
 	tr.result(&result{Name: "pfadd", Skipped: "not yet available: x"})
-	require.Equal(t, "pfadd        skipped: not yet available: x\n", buf.String())
+	require.Equal(t, "pfadd            skipped: not yet available: x\n", buf.String())
 
 	buf.Reset()
 	tr.result(&result{Name: "compact", Seconds: 2, CPUSeconds: 1.5, Notes: []string{"LSM before: empty"}, Error: "compact: boom"})
