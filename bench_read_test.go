@@ -56,14 +56,8 @@ func benchReadDB(b *testing.B) *DB {
 			benchReadErr = err
 			return
 		}
-		key := make([]byte, 16)
-		vals := benchValues()
-		for i := uint64(0); i < benchReadN; i++ {
-			val := vals[i%uint64(len(vals))]
-			if err := db.Put(putBenchKey(key, 2*scatter(i, benchReadN)), val, NoSync); err != nil {
-				benchReadErr = err
-				return
-			}
+		if benchReadErr = loadBenchKeys(db); benchReadErr != nil {
+			return
 		}
 		if err := db.Flush(); err != nil {
 			benchReadErr = err
@@ -84,6 +78,19 @@ func benchReadDB(b *testing.B) *DB {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db
+}
+
+// loadBenchKeys puts the benchReadN keys (the even numbers 2i, in a
+// scattered order) with benchValues.
+func loadBenchKeys(db *DB) error {
+	key := make([]byte, 16)
+	vals := benchValues()
+	for i := uint64(0); i < benchReadN; i++ {
+		if err := db.Put(putBenchKey(key, 2*scatter(i, benchReadN)), vals[i%uint64(len(vals))], NoSync); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // benchReadOptions are peerbench's: an 8 MiB block cache (and the default
@@ -127,27 +134,19 @@ func cpuTimer(b *testing.B) func() {
 	}
 }
 
-func BenchmarkReadRandom(b *testing.B) {
-	db := benchReadDB(b)
-	key := make([]byte, 16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkReadRandom(b *testing.B)  { benchGets(b, benchReadDB(b), 0) }
+func BenchmarkReadMissing(b *testing.B) { benchGets(b, benchReadDB(b), 1) }
 
-func BenchmarkReadMissing(b *testing.B) {
-	db := benchReadDB(b)
+// benchGets Gets b.N scattered keys 2i+odd: present keys (odd 0) or the
+// absent ones between them (odd 1).
+func benchGets(b *testing.B, db *DB, odd uint64) {
 	key := make([]byte, 16)
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer cpuTimer(b)()
 	for i := 0; i < b.N; i++ {
-		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)+1)); err != ErrNotFound {
+		_, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)+odd))
+		if (odd == 0 && err != nil) || (odd == 1 && err != ErrNotFound) {
 			b.Fatal(err)
 		}
 	}
@@ -216,13 +215,8 @@ func benchSteadyDB(b *testing.B) *DB {
 			benchSteadyErr = err
 			return
 		}
-		key := make([]byte, 16)
-		vals := benchValues()
-		for i := uint64(0); i < benchReadN; i++ {
-			if err := db.Put(putBenchKey(key, 2*scatter(i, benchReadN)), vals[i%uint64(len(vals))], NoSync); err != nil {
-				benchSteadyErr = err
-				return
-			}
+		if benchSteadyErr = loadBenchKeys(db); benchSteadyErr != nil {
+			return
 		}
 		// Let the compactions the load started finish, so every
 		// benchmark reads the same shape.
@@ -254,31 +248,8 @@ func shapeLine(m *Metrics) string {
 	return s
 }
 
-func BenchmarkSteadyReadRandom(b *testing.B) {
-	db := benchSteadyDB(b)
-	key := make([]byte, 16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkSteadyReadMissing(b *testing.B) {
-	db := benchSteadyDB(b)
-	key := make([]byte, 16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		if _, err := db.Get(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)+1)); err != ErrNotFound {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkSteadyReadRandom(b *testing.B)  { benchGets(b, benchSteadyDB(b), 0) }
+func BenchmarkSteadyReadMissing(b *testing.B) { benchGets(b, benchSteadyDB(b), 1) }
 
 // BenchmarkSteadyReadRandomParallel is SteadyReadRandom from GOMAXPROCS
 // goroutines (-cpu=1,2 gives the read scaling).
