@@ -13,6 +13,8 @@ const (
 	kindBloomOp     = 0x21 // operand: Bloom adds
 	kindCuckooValue = 0x30 // value: scalable cuckoo filter
 	kindCuckooOp    = 0x31 // operand: cuckoo add/addnx/delete records
+	kindCMSValue    = 0x40 // value: Count-Min sketch
+	kindCMSOp       = 0x41 // operand: Count-Min increments
 	kindHLLValue    = 'H'  // value: Redis HyperLogLog ("HYLL" magic)
 
 	version1 = 1
@@ -26,6 +28,7 @@ const (
 	KindHLL                // HyperLogLog (Redis format)
 	KindBloom              // scalable Bloom filter
 	KindCuckoo             // scalable cuckoo filter
+	KindCMS                // Count-Min sketch
 )
 
 func (k Kind) String() string {
@@ -36,6 +39,8 @@ func (k Kind) String() string {
 		return "bloom"
 	case KindCuckoo:
 		return "cuckoo"
+	case KindCMS:
+		return "count-min"
 	}
 	return "none"
 }
@@ -57,6 +62,10 @@ func kindName(b byte) string {
 		return "cuckoo operand"
 	case kindHLLValue:
 		return "HLL value"
+	case kindCMSValue:
+		return "Count-Min value"
+	case kindCMSOp:
+		return "Count-Min operand"
 	}
 	return "unknown kind"
 }
@@ -100,6 +109,8 @@ func KindOf(value []byte) (Kind, error) {
 		return KindBloom, nil
 	case kindCuckooValue:
 		return KindCuckoo, nil
+	case kindCMSValue:
+		return KindCMS, nil
 	}
 	return KindNone, corruptf("not a sketch value: %s (kind byte %#02x)", kindName(value[0]), value[0])
 }
