@@ -15,6 +15,8 @@ const (
 	kindCuckooOp    = 0x31 // operand: cuckoo add/addnx/delete records
 	kindCMSValue    = 0x40 // value: Count-Min sketch
 	kindCMSOp       = 0x41 // operand: Count-Min increments
+	kindTopKValue   = 0x50 // value: Top-K (HeavyKeeper)
+	kindTopKOp      = 0x51 // operand: Top-K adds
 	kindHLLValue    = 'H'  // value: Redis HyperLogLog ("HYLL" magic)
 
 	version1 = 1
@@ -29,6 +31,7 @@ const (
 	KindBloom              // scalable Bloom filter
 	KindCuckoo             // scalable cuckoo filter
 	KindCMS                // Count-Min sketch
+	KindTopK               // Top-K (HeavyKeeper)
 )
 
 func (k Kind) String() string {
@@ -41,6 +44,8 @@ func (k Kind) String() string {
 		return "cuckoo"
 	case KindCMS:
 		return "count-min"
+	case KindTopK:
+		return "topk"
 	}
 	return "none"
 }
@@ -66,6 +71,10 @@ func kindName(b byte) string {
 		return "Count-Min value"
 	case kindCMSOp:
 		return "Count-Min operand"
+	case kindTopKValue:
+		return "Top-K value"
+	case kindTopKOp:
+		return "Top-K operand"
 	}
 	return "unknown kind"
 }
@@ -111,6 +120,8 @@ func KindOf(value []byte) (Kind, error) {
 		return KindCuckoo, nil
 	case kindCMSValue:
 		return KindCMS, nil
+	case kindTopKValue:
+		return KindTopK, nil
 	}
 	return KindNone, corruptf("not a sketch value: %s (kind byte %#02x)", kindName(value[0]), value[0])
 }

@@ -100,6 +100,8 @@ func (Merger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
 		return appendCuckooOp(nil, foldCuckooOps(ops)), true
 	case KindCMS:
 		return appendCMSOp(nil, foldCMSOps(ops)), true
+	case KindTopK:
+		return appendTopKOp(nil, foldTopKOps(ops)), true
 	}
 	return nil, false
 }

@@ -44,6 +44,8 @@ func decodeValue(b []byte) (sketch, error) {
 		return ParseBloom(b)
 	case KindCMS:
 		return ParseCMS(b)
+	case KindTopK:
+		return ParseTopK(b)
 	default:
 		return ParseCuckoo(b)
 	}
@@ -108,6 +110,8 @@ func decodeOperand(b []byte) (op, error) {
 		return decodeCuckooOp(b)
 	case kindCMSOp:
 		return decodeCMSOp(b)
+	case kindTopKOp:
+		return decodeTopKOp(b)
 	}
 	return nil, corruptf("not a sketch operand: %s (kind byte %#02x)", kindName(b[0]), b[0])
 }
