@@ -60,6 +60,55 @@ func cmsMergeSeeds() [][]byte {
 	}
 }
 
+func FuzzTopKDecode(f *testing.F) {
+	for _, s := range topKSeeds() {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tk, err := ParseTopK(data)
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorruption)
+			return
+		}
+		enc, _ := tk.MarshalBinary()
+		require.Equal(t, data, enc, "a valid value re-encodes to itself")
+		tk.Add([]byte("x"), 3)
+		tk.Query([]byte("x"))
+		tk.List()
+		enc, _ = tk.MarshalBinary()
+		_, err = ParseTopK(enc)
+		require.NoError(t, err, "an add leaves a valid value")
+	})
+}
+
+func topKSeeds() [][]byte {
+	var seeds [][]byte
+	for _, spec := range []TopKSpec{{1, 1, 1, 1}, {3, 4, 2, 0.9}, {5, 8, 3, 0.5}} {
+		tk, _ := NewTopK(spec)
+		for i := range 30 {
+			tk.Add(fmt.Appendf(nil, "i%d", i%7), uint32(i%4))
+		}
+		enc, _ := tk.MarshalBinary()
+		seeds = append(seeds, enc)
+	}
+	return seeds
+}
+
+func topKMergeSeeds() [][]byte {
+	spec := TopKSpec{K: 3, Width: 4, Depth: 2, Decay: 0.9}
+	res, _ := TopKReserveOp(spec)
+	add, _ := TopKIncrByOp(ks("a", "b", "a", "c"), nil)
+	incr, _ := TopKIncrByOp(ks("d", "a"), []int64{5, 0})
+	tk, _ := NewTopK(spec)
+	tk.Add([]byte("q"), 2)
+	set := appendSetOp(nil, tk)
+	return [][]byte{
+		joinParts(nil, res, add, incr, add),
+		joinParts(topKSeeds()[1], add, PFAddOp([]byte("a")), incr),
+		joinParts(nil, add, set, incr),
+	}
+}
+
 func TestWriteCMSTopKFuzzSeeds(t *testing.T) {
 	write := func(target, prefix string, seeds [][]byte) {
 		for i, s := range seeds {
@@ -68,4 +117,6 @@ func TestWriteCMSTopKFuzzSeeds(t *testing.T) {
 	}
 	write("FuzzCMSDecode", "seed", cmsSeeds())
 	write("FuzzMerge", "cms", cmsMergeSeeds())
+	write("FuzzTopKDecode", "seed", topKSeeds())
+	write("FuzzMerge", "topk", topKMergeSeeds())
 }
