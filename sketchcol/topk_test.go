@@ -24,14 +24,14 @@ func TestTopKCodec(t *testing.T) {
 	require.Equal(t, tk.List(), back.List())
 	heapAt := topKHeaderLen + 8*4*2
 	for name, bad := range map[string][]byte{
-		"short":       enc[:topKHeaderLen-1],
-		"version":     append([]byte{kindTopKValue, 2}, enc[2:]...),
-		"cut":         enc[:len(enc)-1],
-		"extra":       append(slices.Clone(enc), 0),
-		"k 0":         append(append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...)[:0:0], append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...)...),
-		"decay 0":     append(append(slices.Clone(enc[:14]), 0, 0, 0, 0, 0, 0, 0, 0), enc[22:]...),
-		"bad flag":    append(append(slices.Clone(enc[:heapAt]), 2), enc[heapAt+1:]...),
-		"not a heap":  swapHeapCounts(t, enc, heapAt),
+		"short":        enc[:topKHeaderLen-1],
+		"version":      append([]byte{kindTopKValue, 2}, enc[2:]...),
+		"cut":          enc[:len(enc)-1],
+		"extra":        append(slices.Clone(enc), 0),
+		"k 0":          append(append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...)[:0:0], append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...)...),
+		"decay 0":      append(append(slices.Clone(enc[:14]), 0, 0, 0, 0, 0, 0, 0, 0), enc[22:]...),
+		"bad flag":     append(append(slices.Clone(enc[:heapAt]), 2), enc[heapAt+1:]...),
+		"not a heap":   swapHeapCounts(t, enc, heapAt),
 		"huge buckets": append(append(slices.Clone(enc[:6]), 0, 0, 0, 1, 0, 0, 0, 1), enc[14:]...),
 	} {
 		_, err := ParseTopK(bad)
