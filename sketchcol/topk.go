@@ -162,19 +162,23 @@ func (t *TopK) Add(item []byte, incr uint32) []byte {
 // decay is HeavyKeeper's decay of a foreign bucket b by the incr units of
 // an item of hash h in row i: each unit decrements b with probability
 // decay^count, and once b reaches 0 the item takes it over with the units
-// left. The draws come from splitmix64 seeded by the bucket's state.
+// left. The draws come from splitmix64 seeded by the bucket's state; once
+// the probability is 0 (a count so large that decay^count underflows) no
+// draw can succeed, and none is made.
 func (t *TopK) decay(b *hkBucket, h uint64, i int, fp, incr uint32) {
 	s := rowHash(h^(uint64(b.fp)<<32|uint64(b.count)), i)
-	for left := incr; left > 0; left-- {
+	p := t.decayProb(b.count)
+	for left := incr; left > 0 && p > 0; left-- {
 		s += 0x9e3779b97f4a7c15
 		z := (s ^ s>>30) * 0xbf58476d1ce4e5b9
 		z = (z ^ z>>27) * 0x94d049bb133111eb
 		z ^= z >> 31
-		if float64(z>>11)*(1.0/(1<<53)) < t.decayProb(b.count) {
+		if float64(z>>11)*(1.0/(1<<53)) < p {
 			if b.count--; b.count == 0 {
 				b.fp, b.count = fp, left
 				return
 			}
+			p = t.decayProb(b.count)
 		}
 	}
 }

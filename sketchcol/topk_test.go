@@ -28,7 +28,7 @@ func TestTopKCodec(t *testing.T) {
 		"version":      append([]byte{kindTopKValue, 2}, enc[2:]...),
 		"cut":          enc[:len(enc)-1],
 		"extra":        append(slices.Clone(enc), 0),
-		"k 0":          append(append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...)[:0:0], append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...)...),
+		"k 0":          append([]byte{kindTopKValue, 1, 0, 0, 0, 0}, enc[6:]...),
 		"decay 0":      append(append(slices.Clone(enc[:14]), 0, 0, 0, 0, 0, 0, 0, 0), enc[22:]...),
 		"bad flag":     append(append(slices.Clone(enc[:heapAt]), 2), enc[heapAt+1:]...),
 		"not a heap":   swapHeapCounts(t, enc, heapAt),
