@@ -98,3 +98,74 @@ func TestStoreTopKBlind(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, TopKInfo{K: 10, Width: 8, Depth: 7, Decay: 0.9}, info)
 }
+
+// cmsTopKCommands are the Count-Min and Top-K commands on key that read
+// it, run for their error; creating ones are checked apart.
+func cmsTopKCommands(key []byte) map[string]func(s *Store) error {
+	x := ks("x")
+	return map[string]func(s *Store) error{
+		"CMSIncrBy":         func(s *Store) error { _, err := s.CMSIncrBy(key, x, []int64{1}); return err },
+		"CMSQuery":          func(s *Store) error { _, err := s.CMSQuery(key, x...); return err },
+		"CMSInfo":           func(s *Store) error { _, err := s.CMSInfo(key); return err },
+		"CMSMerge dst":      func(s *Store) error { return s.CMSMerge(key, ks("cms"), nil) },
+		"CMSMerge src":      func(s *Store) error { return s.CMSMerge(k("cms"), [][]byte{key}, nil) },
+		"TopKAdd":           func(s *Store) error { _, err := s.TopKAdd(key, x...); return err },
+		"TopKIncrBy":        func(s *Store) error { _, err := s.TopKIncrBy(key, x, []int64{2}); return err },
+		"TopKQuery":         func(s *Store) error { _, err := s.TopKQuery(key, x...); return err },
+		"TopKList":          func(s *Store) error { _, err := s.TopKList(key); return err },
+		"TopKListWithCount": func(s *Store) error { _, err := s.TopKListWithCount(key); return err },
+		"TopKInfo":          func(s *Store) error { _, err := s.TopKInfo(key); return err },
+	}
+}
+
+// TestStoreCMSTopKWrongType: CMS.* and TOPK.* on keys of every other kind
+// and on a plain string fail with ErrWrongType (the creating commands with
+// RedisBloom's "key already exists") and change nothing; the older kinds'
+// commands refuse Count-Min and Top-K keys; blind writes of another kind
+// are dropped.
+func TestStoreCMSTopKWrongType(t *testing.T) {
+	s := openTestStore(t, nil, nil)
+	x := k("x")
+	_, err := s.PFAdd(k("hll"), x)
+	require.NoError(t, err)
+	_, err = s.BFAdd(k("bloom"), x)
+	require.NoError(t, err)
+	require.NoError(t, s.CMSInitByDim(k("cms"), 10, 2))
+	require.NoError(t, s.TopKReserve(k("topk"), 3, 0, 0, 0))
+	require.NoError(t, s.ColumnFamily().Put(k("plain"), []byte("just a string"), sieve.Sync))
+	for _, key := range ks("hll", "bloom", "cms", "topk", "plain") {
+		before, err := s.ColumnFamily().Get(key)
+		require.NoError(t, err)
+		for name, c := range cmsTopKCommands(key) {
+			own := (string(key) == "cms" && name[:3] == "CMS") || (string(key) == "topk" && name[:4] == "TopK")
+			if own {
+				continue
+			}
+			err := c(s.Store)
+			require.ErrorIs(t, err, ErrWrongType, "%s on %s", name, key)
+			if string(key) == "plain" {
+				require.ErrorIs(t, err, ErrCorruption, "%s on %s", name, key)
+			}
+		}
+		if string(key) != "plain" {
+			require.ErrorIs(t, s.CMSInitByDim(key, 5, 5), ErrCMSKeyExists)
+			require.ErrorIs(t, s.TopKReserve(key, 5, 0, 0, 0), ErrTopKKeyExists)
+			if string(key) != "cms" {
+				require.NoError(t, s.CMSIncrByBlind(key, ks("y"), []int64{3}))
+			}
+			if string(key) != "topk" {
+				require.NoError(t, s.TopKAddBlind(key, k("y")))
+			}
+		}
+		after, err := s.ColumnFamily().Get(key)
+		require.NoError(t, err)
+		require.Equal(t, before, after, "%s changed", key)
+	}
+	for _, key := range ks("cms", "topk") {
+		for kind, cmds := range storeCommands(key) {
+			for name, c := range cmds {
+				require.ErrorIs(t, c(s.Store), ErrWrongType, "%s (%s) on %s", name, kind, key)
+			}
+		}
+	}
+}
