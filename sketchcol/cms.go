@@ -50,7 +50,8 @@ func (s CMSSpec) Validate() error {
 
 // CMSSpecByProb returns the dimensions CMS.INITBYPROB error probability
 // gives, as RedisBloom computes them: width = ⌈2/error⌉, depth =
-// ⌈log₁₀ probability / log₁₀ ½⌉ (in float32, as RedisBloom's log10f).
+// ⌈log₁₀ probability / log₁₀ ½⌉ (the logarithms and their quotient in
+// float32, as RedisBloom's log10f).
 func CMSSpecByProb(errorRate, probability float64) (CMSSpec, error) {
 	if !(errorRate > 0 && errorRate < 1) {
 		return CMSSpec{}, fmt.Errorf("%w (%v)", ErrCMSInvalidError, errorRate)
@@ -59,7 +60,7 @@ func CMSSpecByProb(errorRate, probability float64) (CMSSpec, error) {
 		return CMSSpec{}, fmt.Errorf("%w (%v)", ErrCMSInvalidProb, probability)
 	}
 	w := math.Ceil(2 / errorRate)
-	d := math.Ceil(float64(float32(math.Log10(float64(float32(probability))))) / float64(float32(math.Log10(0.5))))
+	d := math.Ceil(float64(float32(math.Log10(float64(float32(probability)))) / float32(math.Log10(0.5))))
 	if w > maxCMSCounters || d > maxCMSCounters || d < 1 {
 		return CMSSpec{}, fmt.Errorf("%w: width %v depth %v", ErrCMSInvalidInit, w, d)
 	}
