@@ -1,13 +1,16 @@
 // Package sketchcol is sieve's sketch column family: probabilistic values
-// — HyperLogLog (byte-compatible with Redis), scalable Bloom filters and
-// cuckoo filters (with RedisBloom's semantics) — written as merge operands
-// and collapsed by compaction, so that counting distinct visitors or
-// guarding a cache never needs a read-modify-write.
+// — HyperLogLog (byte-compatible with Redis), scalable Bloom filters,
+// cuckoo filters, Count-Min sketches and Top-K sketches (with RedisBloom's
+// semantics) — written as merge operands and collapsed by compaction, so
+// that counting distinct visitors, guarding a cache or counting page views
+// never needs a read-modify-write.
 //
 // Use it through a Store: Open(db) opens the column family "sketch" with
 // the Merger and runs the commands, named as go-redis names them —
 // PFAdd/PFCount/PFMerge, BFReserve/BFAdd/BFMAdd/BFInsert/BFExists/...,
-// CFReserve/CFAdd/CFAddNX/CFDel/CFCount/..., Dump and Restore:
+// CFReserve/CFAdd/CFAddNX/CFDel/CFCount/..., CMSInitByDim/CMSIncrBy/
+// CMSQuery/CMSMerge/..., TopKReserve/TopKAdd/TopKList/..., Dump and
+// Restore:
 //
 //	st, err := sketchcol.Open(db)
 //	added, err := st.BFAdd([]byte("crawled"), []byte(url))
@@ -17,8 +20,9 @@
 // Underneath, per command, a Reply function computes Redis's answer from
 // the current value and an Op function builds the operand to write: a
 // command whose answer needs the value reads, calls the Reply, then
-// merges the Op; its blind variant (PFAddBlind, BFAddBlind, CFAddBlind, a
-// Batch) merges the Op alone and never reads. Both are exported for
+// merges the Op; its blind variant (PFAddBlind, BFAddBlind, CFAddBlind,
+// CMSIncrByBlind, TopKAddBlind, a Batch) merges the Op alone and never
+// reads. Both are exported for
 // callers that batch or route commands themselves.
 //
 // FORMAT.md specifies every byte of every value and operand.
@@ -36,39 +40,55 @@
 //	per-command Reply/Op   hll_command.go   bloom_command.go   cuckoo_command.go
 //	Store command          hll_store.go     bloom_store.go     cuckoo_store.go
 //
+//	layer                  Count-Min        Top-K
+//	value type             cms.go           topk.go
+//	value bytes            cms_codec.go     topk_codec.go
+//	operand and fold       cms_merge.go     topk_merge.go
+//	per-command Reply/Op   cms_command.go   topk_command.go
+//	Store command          cms_store.go     topk_store.go
+//
 // The rows:
 //
 //   - value type: the decoded sketch and its Redis semantics — HLL
 //     (hll_estimate.go holds its cardinality estimator), ScalableBloom
-//     with BloomSpec and BFInfo, CuckooFilter with CuckooSpec and CFInfo.
+//     with BloomSpec and BFInfo, CuckooFilter with CuckooSpec and CFInfo,
+//     CountMinSketch with CMSSpec and CMSInfo, TopK with TopKSpec and
+//     TopKInfo.
 //   - value bytes: ParseHLL and HLL.Bytes, ParseBloom and
 //     ScalableBloom.MarshalBinary, ParseCuckoo and
-//     CuckooFilter.MarshalBinary.
-//   - operand and fold: the decoded operand (hllOp, bloomOp, cuckooOp),
-//     its encoding and decoding, how it applies to a value, and the fold
-//     PartialMerge uses (foldHLLOps, foldBloomOps, foldCuckooOps).
+//     CuckooFilter.MarshalBinary, ParseCMS, ParseTopK and their
+//     MarshalBinary.
+//   - operand and fold: the decoded operand (hllOp, bloomOp, cuckooOp,
+//     cmsOp, topKOp), its encoding and decoding, how it applies to a
+//     value, and the fold PartialMerge uses (foldHLLOps, ..., foldTopKOps).
 //   - per-command Reply/Op: the exported functions over bytes described
 //     above — PFAddReply, PFAddOp, PFMergeOp, PFCountValues, RefreshHLL;
 //     BFAddReply, BFAddOp, BFReserveOp, BFExistsReply, ...; CFAddReply,
-//     CFAddOp, CFDelOp, CFReserveOp, CFCountReply, ...
-//   - Store command: the Store's methods PF*, BF* and CF*, with the
-//     options they take (BFReserveOptions, BFInsertOptions,
+//     CFAddOp, CFDelOp, CFReserveOp, CFCountReply, ...; CMSIncrByOp,
+//     CMSIncrByReply, CMSMergeOp, ...; TopKIncrByOp, TopKIncrByReply, ...
+//   - Store command: the Store's methods PF*, BF*, CF*, CMS* and TopK*,
+//     with the options they take (BFReserveOptions, BFInsertOptions,
 //     CFReserveOptions).
 //
-// What all three share: kind.go (the kind byte every value and operand
+// What they all share: kind.go (the kind byte every value and operand
 // starts with: KindOf, expectKind), operand.go (the set operand of Restore,
 // and the decoding of any value or operand into its sketch's type),
 // merger.go (Merger), store.go (Store, Open, Dump, Restore, the per-key
-// locks), store_batch.go (Batch), errors.go, and murmur.go (the hash HLL
-// positions come from). A Bloom value stacks the filter package's
+// locks), store_batch.go (Batch), errors.go and redis_errors.go (the
+// CMS and Top-K errors, with RedisBloom's texts), and murmur.go (the hash
+// HLL positions come from). A Bloom value stacks the filter package's
 // BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
 //
 // Tests follow the same names: hll_test.go, bloom_test.go and
 // cuckoo_test.go test a sketch's value, its bytes and its Reply functions;
 // hll_store_test.go, bloom_store_test.go and cuckoo_store_test.go run the
 // Store's commands as tables (on the harness of store_test.go).
-// merger_test.go and fuzz_test.go test the operands and the merge of all
-// three sketches, and the other store_*_test.go test the Store as a whole.
+// merger_test.go and fuzz_test.go test the operands and the merge of the
+// first three sketches, and the other store_*_test.go test the Store as a
+// whole. Count-Min and Top-K: cms_test.go, topk_test.go (value, accuracy),
+// cms_store_test.go, topk_store_test.go (command tables), cms_fuzz_test.go
+// (their fuzz targets) and cms_topk_model_test.go (merge algebra and
+// compaction equivalence).
 //
 // # Choosing a sketch
 //
@@ -78,6 +98,12 @@
 //     cannot delete. A scalable one grows by stacking sub-filters.
 //   - A cuckoo filter answers the same and can delete, but only items
 //     that were added: deleting a false positive removes another item.
+//   - A Count-Min sketch counts occurrences per item: an estimate is never
+//     below the true count and, with width ⌈2/ε⌉ and depth ⌈log₂ 1/δ⌉,
+//     above it by more than ε·N with probability at most δ. Its counters
+//     add, so blind increments merge exactly.
+//   - A Top-K sketch keeps the k heaviest items of a stream (HeavyKeeper);
+//     it may miss some when width is small for k.
 //
 // None of them may decide permissions or billing: a false positive is a
 // legal answer.
@@ -88,8 +114,8 @@
 // write hold a per-key lock, so their replies are those of a serial order
 // (Store's doc says what blind writes do meanwhile). A Batch is not safe
 // for concurrent use. Package-level functions and Merger are pure and
-// safe for concurrent use. HLL, ScalableBloom and CuckooFilter values are
-// not safe for concurrent mutation.
+// safe for concurrent use. HLL, ScalableBloom, CuckooFilter,
+// CountMinSketch and TopK values are not safe for concurrent mutation.
 //
 // # Cost of a command
 //
@@ -141,7 +167,19 @@
 //   - Cuckoo operand (geometry, records): add, addnx and delete records
 //     applied in order; they do not commute (add-then-delete is not
 //     delete-then-add), so cuckoo operands fold by concatenation.
-//   - Set operand V (Restore): the constant function V. o ∘ Set(V) =
+//   - Count-Min operand (geometry, (hash, increment)…): on ⊥ create a
+//     sketch of the geometry, then add the increments. Counters are
+//     saturating sums of non-negative numbers, which commute and
+//     associate: operands fold by summing the increments of equal hashes
+//     (first operand's geometry), and the fold is exact — a blind
+//     CMS.INCRBY costs its operand and collapses in compaction.
+//   - Top-K operand (geometry, (increment, item)…): HeavyKeeper's adds
+//     depend on the order (decay, the heap), so Top-K operands fold by
+//     concatenation. RedisBloom decays with libc rand(); sieve draws from
+//     splitmix64 seeded by the item's hash, the row and the bucket's state
+//     (FORMAT.md, "Top-K value"), so an add is a function of the value and
+//     the item, and every grouping gives the bytes of one add at a time.
+//   - Set operand V (Restore, CMS.MERGE): the constant function V. o ∘ Set(V) =
 //     Set(o(V)) and Set(V) ∘ o = Set(V): everything before the newest set
 //     operand of a group is dead.
 //
@@ -169,5 +207,8 @@
 // dropped and counted in CFInfo.ItemsDropped. A cuckoo delete that reaches
 // a missing key (deleted between CF.DEL's read and its write) leaves an
 // empty filter of the default geometry. The Reply functions report these
-// cases as ErrFilterFull before anything is written.
+// cases as ErrFilterFull before anything is written. A blind CMS.INCRBY or
+// TOPK.ADD reaching a missing key creates it with the default geometry
+// (DefaultCMSSpec, DefaultTopKSpec), where RedisBloom's commands would
+// fail; the replied forms fail as RedisBloom's do.
 package sketchcol

@@ -174,6 +174,10 @@ func tooBig(raw []byte) bool {
 		return o.spec.Capacity > 100000 || o.spec.ErrorRate < 1e-6
 	case *cuckooOp:
 		return o.spec.Capacity > 100000
+	case *cmsOp:
+		return o.spec.Width*o.spec.Depth > 100000
+	case *topKOp:
+		return o.spec.Width*o.spec.Depth > 100000 || o.spec.K > 10000
 	}
 	return false
 }

@@ -13,6 +13,10 @@ const (
 	kindBloomOp     = 0x21 // operand: Bloom adds
 	kindCuckooValue = 0x30 // value: scalable cuckoo filter
 	kindCuckooOp    = 0x31 // operand: cuckoo add/addnx/delete records
+	kindCMSValue    = 0x40 // value: Count-Min sketch
+	kindCMSOp       = 0x41 // operand: Count-Min increments
+	kindTopKValue   = 0x50 // value: Top-K (HeavyKeeper)
+	kindTopKOp      = 0x51 // operand: Top-K adds
 	kindHLLValue    = 'H'  // value: Redis HyperLogLog ("HYLL" magic)
 
 	version1 = 1
@@ -26,6 +30,8 @@ const (
 	KindHLL                // HyperLogLog (Redis format)
 	KindBloom              // scalable Bloom filter
 	KindCuckoo             // scalable cuckoo filter
+	KindCMS                // Count-Min sketch
+	KindTopK               // Top-K (HeavyKeeper)
 )
 
 func (k Kind) String() string {
@@ -36,6 +42,10 @@ func (k Kind) String() string {
 		return "bloom"
 	case KindCuckoo:
 		return "cuckoo"
+	case KindCMS:
+		return "count-min"
+	case KindTopK:
+		return "topk"
 	}
 	return "none"
 }
@@ -57,6 +67,14 @@ func kindName(b byte) string {
 		return "cuckoo operand"
 	case kindHLLValue:
 		return "HLL value"
+	case kindCMSValue:
+		return "Count-Min value"
+	case kindCMSOp:
+		return "Count-Min operand"
+	case kindTopKValue:
+		return "Top-K value"
+	case kindTopKOp:
+		return "Top-K operand"
 	}
 	return "unknown kind"
 }
@@ -100,6 +118,10 @@ func KindOf(value []byte) (Kind, error) {
 		return KindBloom, nil
 	case kindCuckooValue:
 		return KindCuckoo, nil
+	case kindCMSValue:
+		return KindCMS, nil
+	case kindTopKValue:
+		return KindTopK, nil
 	}
 	return KindNone, corruptf("not a sketch value: %s (kind byte %#02x)", kindName(value[0]), value[0])
 }

@@ -98,6 +98,10 @@ func (Merger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
 		return appendBloomOp(nil, foldBloomOps(ops)), true
 	case KindCuckoo:
 		return appendCuckooOp(nil, foldCuckooOps(ops)), true
+	case KindCMS:
+		return appendCMSOp(nil, foldCMSOps(ops)), true
+	case KindTopK:
+		return appendTopKOp(nil, foldTopKOps(ops)), true
 	}
 	return nil, false
 }

@@ -42,6 +42,10 @@ func decodeValue(b []byte) (sketch, error) {
 		return ParseHLL(b)
 	case KindBloom:
 		return ParseBloom(b)
+	case KindCMS:
+		return ParseCMS(b)
+	case KindTopK:
+		return ParseTopK(b)
 	default:
 		return ParseCuckoo(b)
 	}
@@ -104,6 +108,10 @@ func decodeOperand(b []byte) (op, error) {
 		return decodeBloomOp(b)
 	case kindCuckooOp:
 		return decodeCuckooOp(b)
+	case kindCMSOp:
+		return decodeCMSOp(b)
+	case kindTopKOp:
+		return decodeTopKOp(b)
 	}
 	return nil, corruptf("not a sketch operand: %s (kind byte %#02x)", kindName(b[0]), b[0])
 }

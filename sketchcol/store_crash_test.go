@@ -39,6 +39,7 @@ func TestStoreCrashBlindIngestion(t *testing.T) {
 	}
 	hllKeys, bloomKeys, cuckooKeys := []string{"h0", "h1"}, []string{"b0", "b1"}, []string{"c0"}
 	allKeys := append(append(append([]string(nil), hllKeys...), bloomKeys...), cuckooKeys...)
+	allKeys = append(allKeys, crashCMSTopKKeys...)
 	in := newBlindIngestion(seed, allKeys)
 
 	in.fs.SetDurabilityHook(in.hook)
@@ -122,6 +123,9 @@ func (in *blindIngestion) batch(t *testing.T, s *Store, rng *rand.Rand, i int) {
 	t.Helper()
 	op := blindBatch{bloomItems: map[string][][]byte{}, hllElems: map[string][][]byte{}, sync: rng.IntN(6) == 0}
 	b := s.NewBatch()
+	if i == 0 {
+		in.reserveCMSTopK(t, b)
+	}
 	for range 1 + rng.IntN(4) {
 		key := in.allKeys[rng.IntN(len(in.allKeys))]
 		var its [][]byte
@@ -135,6 +139,8 @@ func (in *blindIngestion) batch(t *testing.T, s *Store, rng *rand.Rand, i int) {
 		case 'b':
 			require.NoError(t, b.BFAdd(k(key), its...))
 			op.bloomItems[key] = append(op.bloomItems[key], its...)
+		case 'm', 't':
+			addCMSTopK(t, b, key, its)
 		default:
 			its = its[:min(len(its), 3)] // the cuckoo filter stays below its capacity
 			require.NoError(t, b.CFAdd(k(key), its...))
@@ -268,6 +274,8 @@ func (m storeModel) applyBlind(t *testing.T, key string, its [][]byte) {
 		for _, it := range its {
 			_, _ = b.addHash(itemHash(it), true)
 		}
+	case 'm', 't':
+		m.applyBlindCMSTopK(key, its)
 	default:
 		c, _ := m[key].(*CuckooFilter)
 		if c == nil {

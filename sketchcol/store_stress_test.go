@@ -282,7 +282,8 @@ type stress struct {
 	bloom      []*bloomModel // every round's
 	roundBloom []*bloomModel // this round's: the ones written
 	cuckoo     []*cuckooModel
-	allKeys    [][]byte // every key the commands write, for Compact ranges
+	ct         *cmsTopKStress // Count-Min and Top-K (cms_topk_stress_test.go)
+	allKeys    [][]byte       // every key the commands write, for Compact ranges
 	workers    []*stressWorker
 	fills      []*fillModel
 	dumps      map[string][]byte // Dump of every key before the last Close
@@ -363,6 +364,7 @@ func newStress(t *testing.T, cfg stressCfg, seed int64) *stress {
 		}
 		s.cuckoo = append(s.cuckoo, m)
 	}
+	s.ct = newCMSTopKStress(cfg.goroutines)
 	for g := range cfg.goroutines {
 		s.workers = append(s.workers, &stressWorker{s: s, g: g, puts: map[string][]byte{}})
 	}
@@ -426,6 +428,7 @@ func (s *stress) startRound() {
 		for _, m := range s.cuckoo {
 			require.NoError(t, s.st.CFReserve(m.key, m.capacity, nil))
 		}
+		s.ct.reserve(s)
 	}
 	s.roundBloom = nil
 	for j := range 2 {
@@ -449,6 +452,7 @@ func (s *stress) startRound() {
 	for _, m := range s.cuckoo {
 		s.allKeys = append(s.allKeys, m.key)
 	}
+	s.allKeys = append(s.allKeys, s.ct.keys()...)
 }
 
 // runRound runs the command goroutines and the maintenance goroutine.
@@ -969,8 +973,10 @@ func (w *stressWorker) run(deadline time.Time) {
 			w.hllOp()
 		case r < 60:
 			w.bloomOp()
-		case r < 90:
+		case r < 82:
 			w.cuckooOp()
+		case r < 90:
+			w.cmsTopKOp()
 		default:
 			w.batchOp()
 		}
@@ -1696,6 +1702,7 @@ func (s *stress) verify(stage string) {
 	s.verifyHLL(stage)
 	s.verifyBloom(stage)
 	s.verifyCuckoo(stage)
+	s.ct.verify(s, stage)
 }
 
 // verifyHLL: the bytes of a model built from the elements, and its count;

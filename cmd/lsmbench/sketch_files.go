@@ -34,6 +34,9 @@ func writeSketchFiles(dir string, rep *sketchLabReport) ([]string, error) {
 	if sr := rep.Store; sr != nil {
 		files = append(files, labFile{"sketch_store.csv", func(w io.Writer) error { return storeCSV(w, sr) }})
 	}
+	if cr := rep.Counters; cr != nil {
+		files = append(files, labFile{"sketch_counters.csv", func(w io.Writer) error { return countersCSV(w, cr) }})
+	}
 	return writeFiles(dir, files)
 }
 

@@ -22,7 +22,10 @@ import (
 //     standard-error band;
 //   - store: the three sketches written through the sketch column family
 //     (sketchcol.Store) into a temporary database and compacted: stored
-//     bytes, equality with the in-memory values, ingest rate, answers.
+//     bytes, equality with the in-memory values, ingest rate, answers;
+//   - counters: Count-Min and Top-K memory and accuracy on a Zipfian
+//     stream, and CMS.INCRBY/TOPK.ADD through the Store, replied against
+//     blind (sketch_counters.go).
 //
 // The first four sections exercise the values directly, without a
 // database; the engine benchmarks pfadd and bfadd (lsmbench -benchmarks)
@@ -40,7 +43,7 @@ type sketchLabConfig struct {
 	labOutput
 }
 
-var sketchSections = []string{"memory", "bloom", "cuckoo", "hll", "store"}
+var sketchSections = []string{"memory", "bloom", "cuckoo", "hll", "store", "counters"}
 
 func defaultSketchLabConfig() sketchLabConfig {
 	return sketchLabConfig{N: 100_000_000, Rate: 0.01, Capacity: 100_000, Probes: 1_000_000, KeySize: 16,
@@ -58,7 +61,7 @@ func newSketchFlags(c *sketchLabConfig, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.KeySize, "key_size", c.KeySize, "ID size in `bytes` (>= 8)")
 	fs.Var((*countFlag)(&c.HLLMax), "hll_max", "largest cardinality of the HLL sweep (`n`)")
 	fs.IntVar(&c.HLLTrials, "hll_trials", c.HLLTrials, "independent HLL sketches per cardinality (`n`)")
-	fs.Func("sections", "`list` of experiments: memory, bloom, cuckoo, hll, store (default all)", func(s string) error {
+	fs.Func("sections", "`list` of experiments: memory, bloom, cuckoo, hll, store, counters (default all)", func(s string) error {
 		return setList(&c.Sections, s, sketchSections)
 	})
 	c.labOutput.flags(fs)
@@ -99,6 +102,8 @@ type sketchLabReport struct {
 	Cuckoo *cuckooLoad      `json:"cuckoo,omitempty"`
 	HLL    *hllSweep        `json:"hll,omitempty"`
 	Store  *storeRun        `json:"store,omitempty"`
+	// Counters is Count-Min and Top-K (sketch_counters.go).
+	Counters *countersRun `json:"counters,omitempty"`
 	// Missing lists what the lab cannot measure yet (nothing now; kept
 	// for the schema).
 	Missing []string `json:"not_yet_available"`
@@ -133,6 +138,9 @@ func runSketches(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			case "store":
 				rep.Store, err = lab.storeSketches()
 				return func(w io.Writer) { printStore(w, rep.Store) }, err
+			case "counters":
+				rep.Counters, err = lab.counters()
+				return func(w io.Writer) { printCounters(w, rep.Counters) }, err
 			}
 			return nil, nil
 		},
@@ -150,7 +158,9 @@ past capacity (a plain filter drifts, sketchcol's scalable value stacks,
 a non-scaling one refuses); cuckoo values to ErrFull, deleting, and growing;
 HyperLogLog relative error against cardinality with the 0.81% band; the same
 sketches written through the sketch column family (sketchcol.Store) into a
-temporary database and compacted. Writes CSV and SVG to -out.
+temporary database and compacted; Count-Min and Top-K memory and accuracy on
+a Zipfian stream, and CMS.INCRBY/TOPK.ADD throughput replied against blind.
+Writes CSV and SVG to -out.
 
 Flags:
 `, newSketchFlags(&c, w), "")

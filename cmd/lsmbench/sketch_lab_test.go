@@ -71,7 +71,22 @@ func TestSketchLab(t *testing.T) {
 	require.Less(t, st.Rows[1].FPR, 2*st.Rate, "Bloom reserved for the IDs at p")
 	require.Less(t, st.Rows[2].FPR, 0.05, "cuckoo: about 2·2/255")
 	require.Positive(t, st.TableBytes)
-	require.Len(t, rep.Files, 8)
+	cr := rep.Counters
+	require.NotNil(t, cr)
+	require.Len(t, cr.CMS, 3)
+	for _, c := range cr.CMS {
+		require.LessOrEqual(t, c.OverFraction, c.Delta+0.01, "Count-Min ε=%v", c.Epsilon)
+		require.GreaterOrEqual(t, c.MeanOver, 0.0, "Count-Min never underestimates")
+		require.Equal(t, 18+4*c.Width*c.Depth, c.ValueBytes)
+	}
+	require.Len(t, cr.TopK, 3)
+	require.Greater(t, cr.TopK[2].Recall, 0.8, "k=100 2000×7")
+	require.Len(t, cr.Throughput, 2)
+	for _, r := range cr.Throughput {
+		require.Positive(t, r.ReplyPerS, r.Command)
+		require.Greater(t, r.BlindRatio, 1.0, "%s: blind writes skip the read", r.Command)
+	}
+	require.Len(t, rep.Files, 9)
 	require.Empty(t, rep.Missing)
 
 	for _, f := range rep.Files {

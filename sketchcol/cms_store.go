@@ -1,0 +1,123 @@
+package sketchcol
+
+import "fmt"
+
+// Count-Min commands of the Store (RedisBloom's CMS.*).
+
+// CMSInitByDim creates an empty Count-Min sketch of width × depth counters
+// at key (CMS.INITBYDIM). An existing key (of any kind) returns
+// ErrCMSKeyExists; dimensions below 1 ErrCMSInvalidWidth/Depth, above
+// 2²⁷ counters in all ErrCMSInvalidInit.
+func (s *Store) CMSInitByDim(key []byte, width, depth int) error {
+	return s.cmsInit(key, CMSSpec{Width: width, Depth: depth})
+}
+
+// CMSInitByProb is CMS.INITBYPROB: CMSInitByDim with width = ⌈2/errorRate⌉
+// and depth = ⌈log probability / log ½⌉ (errorRate and probability in
+// (0, 1), else ErrCMSInvalidError/ErrCMSInvalidProb).
+func (s *Store) CMSInitByProb(key []byte, errorRate, probability float64) error {
+	spec, err := CMSSpecByProb(errorRate, probability)
+	if err != nil {
+		return err
+	}
+	return s.cmsInit(key, spec)
+}
+
+func (s *Store) cmsInit(key []byte, spec CMSSpec) error {
+	op, err := CMSInitOp(spec)
+	if err != nil {
+		return err
+	}
+	defer s.lock(key)()
+	cur, err := s.get(key)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		k, _ := KindOf(cur)
+		return fmt.Errorf("%w (key %q holds a %s)", ErrCMSKeyExists, clip(key), k)
+	}
+	return s.merge(key, op)
+}
+
+// CMSIncrBy adds increments[i] (≥ 0, else ErrCMSNegative) to items[i]'s
+// count in the sketch at key and returns each item's estimate after its
+// increment (CMS.INCRBY). Counters saturate at 2³²−1: an estimate that
+// reaches it is reported, after the write, with ErrCMSIncrByOverflow
+// beside the estimates, as RedisBloom does. A missing key returns
+// ErrCMSKeyNotFound, another kind ErrWrongType; then nothing is written.
+func (s *Store) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int64, error) {
+	op, err := CMSIncrByOp(items, increments)
+	if err != nil {
+		return nil, err
+	}
+	defer s.lock(key)()
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	est, rerr := CMSIncrByReply(cur, items, increments)
+	if est == nil {
+		return nil, rerr
+	}
+	if err := s.merge(key, op); err != nil {
+		return nil, err
+	}
+	return est, rerr
+}
+
+// CMSIncrByBlind is CMSIncrBy without the read or the reply: one merge
+// operand, which compaction adds into the counters (a Count-Min sketch is
+// linear: the fold is exact). A key that is missing when the operand is
+// merged is created with DefaultCMSSpec (RedisBloom would refuse the
+// command); on a key of another kind the operand is dropped.
+func (s *Store) CMSIncrByBlind(key []byte, items [][]byte, increments []int64) error {
+	op, err := CMSIncrByOp(items, increments)
+	if err != nil {
+		return err
+	}
+	return s.merge(key, op)
+}
+
+// CMSQuery returns the estimated count of each item (CMS.QUERY). A
+// missing key returns ErrCMSKeyNotFound.
+func (s *Store) CMSQuery(key []byte, items ...[]byte) ([]int64, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	return CMSQueryReply(cur, items...)
+}
+
+// CMSMerge sets dst to Σ weights[i]·srcs[i] (CMS.MERGE; weights nil: all
+// 1; dst may be among the sources). dst and every source must exist
+// (ErrCMSKeyNotFound) and have dst's dimensions (ErrCMSDimensions); a
+// counter of the sum outside 0..2³²−1, or a negative total, returns
+// ErrCMSMergeOverflow. On any error nothing is written. The sources are
+// read from one snapshot.
+func (s *Store) CMSMerge(dst []byte, srcs [][]byte, weights []int64) error {
+	if len(srcs) == 0 {
+		return ErrCMSNumKeys
+	}
+	defer s.lock(dst)()
+	g, release := s.snapshotGetter()
+	defer release()
+	vs, err := getAll(g, append([][]byte{dst}, srcs...))
+	if err != nil {
+		return err
+	}
+	op, err := CMSMergeOp(vs[0], vs[1:], weights)
+	if err != nil {
+		return err
+	}
+	return s.merge(dst, op)
+}
+
+// CMSInfo returns CMS.INFO. A missing key returns ErrCMSKeyNotFound.
+func (s *Store) CMSInfo(key []byte) (CMSInfo, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return CMSInfo{}, err
+	}
+	return CMSInfoReply(cur)
+}

@@ -1,0 +1,115 @@
+package sketchcol
+
+import "fmt"
+
+// Top-K commands of the Store (RedisBloom's TOPK.*).
+
+// TopKReserve creates an empty Top-K sketch at key keeping the k heaviest
+// items, with width × depth HeavyKeeper buckets and the given decay
+// (TOPK.RESERVE key k width depth decay). Zero width, depth and decay take
+// RedisBloom's defaults, 8, 7 and 0.9. An existing key (of any kind)
+// returns ErrTopKKeyExists; bad parameters ErrTopKInvalidK/Width/Depth/
+// Decay.
+func (s *Store) TopKReserve(key []byte, k, width, depth int, decay float64) error {
+	spec := TopKSpec{K: k, Width: width, Depth: depth, Decay: decay}
+	def := DefaultTopKSpec()
+	if width == 0 && depth == 0 && decay == 0 {
+		spec.Width, spec.Depth, spec.Decay = def.Width, def.Depth, def.Decay
+	}
+	op, err := TopKReserveOp(spec)
+	if err != nil {
+		return err
+	}
+	defer s.lock(key)()
+	cur, err := s.get(key)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		kind, _ := KindOf(cur)
+		return fmt.Errorf("%w (key %q holds a %s)", ErrTopKKeyExists, clip(key), kind)
+	}
+	return s.merge(key, op)
+}
+
+// TopKAdd adds each item once, in order (TOPK.ADD), and returns the item
+// each add expelled from the top k, nil when none. A missing key returns
+// ErrTopKKeyNotFound, another kind ErrWrongType.
+func (s *Store) TopKAdd(key []byte, items ...[]byte) ([][]byte, error) {
+	return s.TopKIncrBy(key, items, nil)
+}
+
+// TopKIncrBy adds each item its increment (0..100000, else
+// ErrTopKInvalidIncr and nothing is written), in order (TOPK.INCRBY;
+// increments nil: all 1), and returns the items expelled as TopKAdd.
+func (s *Store) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]byte, error) {
+	op, err := TopKIncrByOp(items, increments)
+	if err != nil {
+		return nil, err
+	}
+	defer s.lock(key)()
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	out, err := TopKIncrByReply(cur, items, increments)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.merge(key, op)
+}
+
+// TopKAddBlind adds each item once without reading: one merge operand,
+// applied in order when merged. A missing key is created with
+// DefaultTopKSpec (k 10; RedisBloom would refuse); on a key of another
+// kind the operand is dropped.
+func (s *Store) TopKAddBlind(key []byte, items ...[]byte) error {
+	op, err := TopKIncrByOp(items, nil)
+	if err != nil {
+		return err
+	}
+	return s.merge(key, op)
+}
+
+// TopKQuery reports whether each item is among the top k (TOPK.QUERY).
+// A missing key returns ErrTopKKeyNotFound.
+func (s *Store) TopKQuery(key []byte, items ...[]byte) ([]bool, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	return TopKQueryReply(cur, items...)
+}
+
+// TopKList returns the top k items by count, descending, ties by their
+// bytes (TOPK.LIST). A missing key returns ErrTopKKeyNotFound.
+func (s *Store) TopKList(key []byte) ([][]byte, error) {
+	l, err := s.TopKListWithCount(key)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(l))
+	for i, e := range l {
+		out[i] = e.Item
+	}
+	return out, nil
+}
+
+// TopKListWithCount is TOPK.LIST WITHCOUNT: TopKList with each item's
+// HeavyKeeper count.
+func (s *Store) TopKListWithCount(key []byte) ([]TopKItem, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	return TopKListReply(cur)
+}
+
+// TopKInfo returns TOPK.INFO. A missing key returns ErrTopKKeyNotFound.
+func (s *Store) TopKInfo(key []byte) (TopKInfo, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		return TopKInfo{}, err
+	}
+	return TopKInfoReply(cur)
+}
