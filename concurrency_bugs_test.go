@@ -68,7 +68,12 @@ func TestMergeNotDoubleCountedAroundFlush(t *testing.T) {
 			for range 2 {
 				wg.Go(c.read)
 			}
-			time.Sleep(raceDuration())
+			// Run for raceDuration and until several flushes have raced the
+			// merges (a loaded machine may starve the filler at first).
+			for start := time.Now(); time.Since(start) < raceDuration() ||
+				(db.Metrics().Flush.Count < 3 && time.Since(start) < time.Minute); {
+				time.Sleep(20 * time.Millisecond)
+			}
 			c.stop.Store(true)
 			wg.Wait()
 			close(c.errc)
