@@ -49,34 +49,18 @@ func BinaryFuse(fingerprintBits int) Policy {
 	if fingerprintBits > 12 {
 		f = 16
 	}
-	return &fusePolicy{f: f, name: "sieve.binaryfuse/" + strconv.Itoa(f)}
+	return &fusePolicy{policyBase: policyBase{"sieve.binaryfuse/" + strconv.Itoa(f), FormatBinaryFuse}, f: f}
 }
 
 type fusePolicy struct {
-	f    int
-	name string
+	policyBase
+	f int
 }
 
-var (
-	_ Policy        = (*fusePolicy)(nil)
-	_ Builder       = (*fuseBuilder)(nil)
-	_ BuildReporter = (*fuseBuilder)(nil)
-	_ Reader        = (*fuse8Reader)(nil)
-	_ Reader        = (*fuse16Reader)(nil)
-)
-
-func (p *fusePolicy) Name() string        { return p.name }
 func (p *fusePolicy) NewBuilder() Builder { return &fuseBuilder{p: p} }
 
 // FingerprintBits returns f.
 func (p *fusePolicy) FingerprintBits() int { return p.f }
-
-func (p *fusePolicy) NewReader(data []byte) (Reader, error) {
-	if err := checkBlockFormat(data, FormatBinaryFuse); err != nil {
-		return nil, err
-	}
-	return openFuse(data)
-}
 
 // BuildReport says how a builder's last Finish went: how many times the
 // construction was retried with other hash salts or seeds, and whether it

@@ -69,10 +69,10 @@ func patternStart(h, sel uint64) uint64 { return (h ^ sel*choiceSalt) | 1 }
 func Bloom(bitsPerKey float64) Policy {
 	bpk := clampBitsPerKey(bitsPerKey)
 	return &blockedPolicy{
+		policyBase: policyBase{"sieve.bloom.blocked/" + strconv.FormatFloat(bpk, 'g', -1, 64), FormatBlockedBloom},
 		bitsPerKey: bpk,
 		probes:     BloomProbes(bpk),
 		choiceBits: defaultChoiceBits,
-		name:       "sieve.bloom.blocked/" + strconv.FormatFloat(bpk, 'g', -1, 64),
 	}
 }
 
@@ -89,27 +89,13 @@ func clampBitsPerKey(b float64) float64 {
 }
 
 type blockedPolicy struct {
+	policyBase
 	bitsPerKey float64
 	probes     int
 	choiceBits int
-	name       string
 }
 
-var (
-	_ Policy  = (*blockedPolicy)(nil)
-	_ Builder = (*blockedBuilder)(nil)
-	_ Reader  = (*blockedReader)(nil)
-)
-
-func (p *blockedPolicy) Name() string        { return p.name }
 func (p *blockedPolicy) NewBuilder() Builder { return &blockedBuilder{p: p} }
-
-func (p *blockedPolicy) NewReader(data []byte) (Reader, error) {
-	if err := checkBlockFormat(data, FormatBlockedBloom); err != nil {
-		return nil, err
-	}
-	return openBlocked(data)
-}
 
 // blockedLines is the number of lines for n keys: ⌈n·bitsPerKey/512⌉.
 func blockedLines(n int, bitsPerKey float64) uint32 {

@@ -20,29 +20,15 @@ const cuckooTrailerLen = 22 // keys u64, entries u64, buckets u32, f u8, format 
 // again: they test positive already, and a table filter never deletes.
 func Cuckoo(fingerprintBits int) Policy {
 	f := min(maxFingerprintBits, max(minFingerprintBits, fingerprintBits))
-	return &cuckooPolicy{f: f, name: "sieve.cuckoo/" + strconv.Itoa(f)}
+	return &cuckooPolicy{policyBase: policyBase{"sieve.cuckoo/" + strconv.Itoa(f), FormatCuckoo}, f: f}
 }
 
 type cuckooPolicy struct {
-	f    int
-	name string
+	policyBase
+	f int
 }
 
-var (
-	_ Policy  = (*cuckooPolicy)(nil)
-	_ Builder = (*cuckooBuilder)(nil)
-	_ Reader  = (*cuckooReader)(nil)
-)
-
-func (p *cuckooPolicy) Name() string        { return p.name }
 func (p *cuckooPolicy) NewBuilder() Builder { return &cuckooBuilder{p: p} }
-
-func (p *cuckooPolicy) NewReader(data []byte) (Reader, error) {
-	if err := checkBlockFormat(data, FormatCuckoo); err != nil {
-		return nil, err
-	}
-	return openCuckoo(data)
-}
 
 type cuckooBuilder struct {
 	p *cuckooPolicy

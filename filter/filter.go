@@ -170,6 +170,23 @@ func OpenBlock(data []byte) (Reader, error) {
 	}
 }
 
+// policyBase is what every table-filter policy of this package shares: its
+// name, and a NewReader that reads blocks of its one format (whatever their
+// size: a block carries its own geometry) and refuses any other.
+type policyBase struct {
+	name   string
+	format Format
+}
+
+func (p *policyBase) Name() string { return p.name }
+
+func (p *policyBase) NewReader(data []byte) (Reader, error) {
+	if err := checkBlockFormat(data, p.format); err != nil {
+		return nil, err
+	}
+	return OpenBlock(data)
+}
+
 // blockFormat returns the format code of a non-empty block.
 func blockFormat(data []byte) Format { return Format(data[len(data)-1]) }
 
@@ -205,3 +222,10 @@ type emptyFilter struct{}
 
 func (emptyFilter) MayContain([]byte) bool     { return false }
 func (emptyFilter) MayContainHash(uint64) bool { return false }
+
+// The builders that report how a build went (BuildReporter is optional,
+// found by a type assertion, so the compiler checks it here).
+var (
+	_ BuildReporter = (*fuseBuilder)(nil)
+	_ BuildReporter = (*ribbonBuilder)(nil)
+)

@@ -62,33 +62,18 @@ func Ribbon(bitsPerKey float64) Policy {
 	case b > ribbonMaxR:
 		b = ribbonMaxR
 	}
-	return &ribbonPolicy{bitsPerKey: b, name: "sieve.ribbon/" + strconv.FormatFloat(b, 'g', -1, 64)}
+	return &ribbonPolicy{policyBase: policyBase{"sieve.ribbon/" + strconv.FormatFloat(b, 'g', -1, 64), FormatRibbon}, bitsPerKey: b}
 }
 
 type ribbonPolicy struct {
+	policyBase
 	bitsPerKey float64
-	name       string
 }
 
-var (
-	_ Policy        = (*ribbonPolicy)(nil)
-	_ Builder       = (*ribbonBuilder)(nil)
-	_ BuildReporter = (*ribbonBuilder)(nil)
-	_ Reader        = (*ribbonReader)(nil)
-)
-
-func (p *ribbonPolicy) Name() string        { return p.name }
 func (p *ribbonPolicy) NewBuilder() Builder { return &ribbonBuilder{p: p} }
 
 // BitsPerKey returns the policy's bits per key.
 func (p *ribbonPolicy) BitsPerKey() float64 { return p.bitsPerKey }
-
-func (p *ribbonPolicy) NewReader(data []byte) (Reader, error) {
-	if err := checkBlockFormat(data, FormatRibbon); err != nil {
-		return nil, err
-	}
-	return openRibbon(data)
-}
 
 // ribbonOverhead is ε, the spare starting slots (m − 127 ≈ n·(1+ε)) that
 // construction with attempt a (0-based) uses for n keys. Standard Ribbon

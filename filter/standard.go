@@ -28,33 +28,19 @@ func kmStart(h uint64) (g, step uint64) { return h, bits.RotateLeft64(h, 32) }
 func StandardBloom(bitsPerKey float64) Policy {
 	bpk := clampBitsPerKey(bitsPerKey)
 	return &standardPolicy{
+		policyBase: policyBase{"sieve.bloom.standard/" + strconv.FormatFloat(bpk, 'g', -1, 64), FormatStandardBloom},
 		bitsPerKey: bpk,
 		k:          OptimalK(bpk),
-		name:       "sieve.bloom.standard/" + strconv.FormatFloat(bpk, 'g', -1, 64),
 	}
 }
 
 type standardPolicy struct {
+	policyBase
 	bitsPerKey float64
 	k          int
-	name       string
 }
 
-var (
-	_ Policy  = (*standardPolicy)(nil)
-	_ Builder = (*standardBuilder)(nil)
-	_ Reader  = (*standardReader)(nil)
-)
-
-func (p *standardPolicy) Name() string        { return p.name }
 func (p *standardPolicy) NewBuilder() Builder { return &standardBuilder{p: p} }
-
-func (p *standardPolicy) NewReader(data []byte) (Reader, error) {
-	if err := checkBlockFormat(data, FormatStandardBloom); err != nil {
-		return nil, err
-	}
-	return openStandard(data)
-}
 
 // standardBits is m for n keys: ⌈n·bitsPerKey⌉ rounded up to whole 64-bit
 // words.
