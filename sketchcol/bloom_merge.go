@@ -56,24 +56,21 @@ func appendBloomOp(dst []byte, o *bloomOp) []byte {
 const bloomOpSpecLen = 8 + 8 + 2 + 1
 
 func decodeBloomOp(b []byte) (op, error) {
-	if err := checkValueKind(b, kindBloomOp); err != nil {
+	spec, rest, err := opHeader(b, kindBloomOp, bloomOpSpecLen, "Bloom")
+	if err != nil {
 		return nil, err
-	}
-	if len(b) < 3 || b[2]&^opFlagSpec != 0 {
-		return nil, corruptf("Bloom operand has no or unknown flags")
 	}
 	le := binary.LittleEndian
 	o := &bloomOp{spec: DefaultBloomSpec()}
-	rest := b[3:]
-	if b[2]&opFlagSpec != 0 {
-		if len(rest) < bloomOpSpecLen || rest[18]&^bloomFlagNonScaling != 0 {
-			return nil, corruptf("Bloom operand geometry is cut off or has unknown flags")
+	if spec != nil {
+		if spec[18]&^bloomFlagNonScaling != 0 {
+			return nil, corruptf("Bloom operand geometry has unknown flags")
 		}
 		o.spec = BloomSpec{
-			ErrorRate:  math.Float64frombits(le.Uint64(rest)),
-			Capacity:   int64(min(le.Uint64(rest[8:]), math.MaxInt64)),
-			Expansion:  int(le.Uint16(rest[16:])),
-			NonScaling: rest[18] != 0,
+			ErrorRate:  math.Float64frombits(le.Uint64(spec)),
+			Capacity:   int64(min(le.Uint64(spec[8:]), math.MaxInt64)),
+			Expansion:  int(le.Uint16(spec[16:])),
+			NonScaling: spec[18] != 0,
 		}
 		if err := o.spec.Validate(); err != nil {
 			return nil, corruptf("Bloom operand geometry: %v", err)
@@ -81,7 +78,6 @@ func decodeBloomOp(b []byte) (op, error) {
 		if o.spec != o.spec.normalized() {
 			return nil, corruptf("non-scaling Bloom operand has expansion %d, want 0", o.spec.Expansion)
 		}
-		rest = rest[bloomOpSpecLen:]
 	}
 	n, rest, ok := fixedRecords(rest, 8)
 	if !ok {

@@ -52,27 +52,20 @@ func appendCMSOp(dst []byte, o *cmsOp) []byte {
 }
 
 func decodeCMSOp(b []byte) (op, error) {
-	if err := checkValueKind(b, kindCMSOp); err != nil {
+	spec, rest, err := opHeader(b, kindCMSOp, cmsOpSpecLen, "Count-Min")
+	if err != nil {
 		return nil, err
-	}
-	if len(b) < 3 || b[2]&^opFlagSpec != 0 {
-		return nil, corruptf("Count-Min operand has no or unknown flags")
 	}
 	le := binary.LittleEndian
 	o := &cmsOp{spec: DefaultCMSSpec()}
-	rest := b[3:]
-	if b[2]&opFlagSpec != 0 {
-		if len(rest) < cmsOpSpecLen {
-			return nil, corruptf("Count-Min operand geometry is cut off")
-		}
-		o.spec = CMSSpec{Width: int(le.Uint32(rest)), Depth: int(le.Uint32(rest[4:]))}
+	if spec != nil {
+		o.spec = CMSSpec{Width: int(le.Uint32(spec)), Depth: int(le.Uint32(spec[4:]))}
 		if err := o.spec.Validate(); err != nil {
 			return nil, corruptf("Count-Min operand geometry: %v", err)
 		}
 		if o.spec == DefaultCMSSpec() {
 			return nil, corruptf("Count-Min operand spells out the default geometry")
 		}
-		rest = rest[cmsOpSpecLen:]
 	}
 	n, rest, ok := fixedRecords(rest, 16)
 	if !ok {

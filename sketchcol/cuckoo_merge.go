@@ -80,24 +80,18 @@ func appendCuckooOp(dst []byte, o *cuckooOp) []byte {
 }
 
 func decodeCuckooOp(b []byte) (op, error) {
-	if err := checkValueKind(b, kindCuckooOp); err != nil {
+	spec, rest, err := opHeader(b, kindCuckooOp, cuckooOpSpecLen, "cuckoo")
+	if err != nil {
 		return nil, err
-	}
-	if len(b) < 3 || b[2]&^opFlagSpec != 0 {
-		return nil, corruptf("cuckoo operand has no or unknown flags")
 	}
 	le := binary.LittleEndian
 	o := &cuckooOp{spec: DefaultCuckooSpec()}
-	rest := b[3:]
-	if b[2]&opFlagSpec != 0 {
-		if len(rest) < cuckooOpSpecLen {
-			return nil, corruptf("cuckoo operand geometry is cut off")
-		}
+	if spec != nil {
 		o.spec = CuckooSpec{
-			Capacity:      int64(min(le.Uint64(rest), math.MaxInt64)),
-			BucketSize:    int(rest[8]),
-			MaxIterations: int(le.Uint16(rest[9:])),
-			Expansion:     int(le.Uint16(rest[11:])),
+			Capacity:      int64(min(le.Uint64(spec), math.MaxInt64)),
+			BucketSize:    int(spec[8]),
+			MaxIterations: int(le.Uint16(spec[9:])),
+			Expansion:     int(le.Uint16(spec[11:])),
 		}
 		if err := o.spec.Validate(); err != nil {
 			return nil, corruptf("cuckoo operand geometry: %v", err)
@@ -105,7 +99,6 @@ func decodeCuckooOp(b []byte) (op, error) {
 		if o.spec != o.spec.normalized() {
 			return nil, corruptf("cuckoo operand expansion %d is not a power of two", o.spec.Expansion)
 		}
-		rest = rest[cuckooOpSpecLen:]
 	}
 	n, rest, ok := fixedRecords(rest, 9)
 	if !ok {

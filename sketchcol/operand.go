@@ -220,3 +220,25 @@ func existsAll(exists func([]byte) bool, items [][]byte) []bool {
 	}
 	return out
 }
+
+// opHeader checks the head every sketch operand but the HLL's shares —
+// kind and version bytes, then a flags byte whose only flag says that a
+// geometry of specLen bytes follows — and splits off the geometry (nil
+// when absent) from the records after it. what names the operand in
+// errors.
+func opHeader(b []byte, kind byte, specLen int, what string) (spec, rest []byte, err error) {
+	if err := checkValueKind(b, kind); err != nil {
+		return nil, nil, err
+	}
+	if len(b) < 3 || b[2]&^opFlagSpec != 0 {
+		return nil, nil, corruptf("%s operand has no or unknown flags", what)
+	}
+	rest = b[3:]
+	if b[2]&opFlagSpec == 0 {
+		return nil, rest, nil
+	}
+	if len(rest) < specLen {
+		return nil, nil, corruptf("%s operand geometry is cut off", what)
+	}
+	return rest[:specLen], rest[specLen:], nil
+}

@@ -55,28 +55,21 @@ func appendTopKOp(dst []byte, o *topKOp) []byte {
 }
 
 func decodeTopKOp(b []byte) (op, error) {
-	if err := checkValueKind(b, kindTopKOp); err != nil {
+	spec, rest, err := opHeader(b, kindTopKOp, topKOpSpecLen, "Top-K")
+	if err != nil {
 		return nil, err
-	}
-	if len(b) < 3 || b[2]&^opFlagSpec != 0 {
-		return nil, corruptf("Top-K operand has no or unknown flags")
 	}
 	le := binary.LittleEndian
 	o := &topKOp{spec: DefaultTopKSpec()}
-	rest := b[3:]
-	if b[2]&opFlagSpec != 0 {
-		if len(rest) < topKOpSpecLen {
-			return nil, corruptf("Top-K operand geometry is cut off")
-		}
-		o.spec = TopKSpec{K: int(le.Uint32(rest)), Width: int(le.Uint32(rest[4:])), Depth: int(le.Uint32(rest[8:])),
-			Decay: math.Float64frombits(le.Uint64(rest[12:]))}
+	if spec != nil {
+		o.spec = TopKSpec{K: int(le.Uint32(spec)), Width: int(le.Uint32(spec[4:])), Depth: int(le.Uint32(spec[8:])),
+			Decay: math.Float64frombits(le.Uint64(spec[12:]))}
 		if err := o.spec.Validate(); err != nil {
 			return nil, corruptf("Top-K operand geometry: %v", err)
 		}
 		if o.spec == DefaultTopKSpec() {
 			return nil, corruptf("Top-K operand spells out the default geometry")
 		}
-		rest = rest[topKOpSpecLen:]
 	}
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)-k)/2 {
