@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ func run(argv []string) int {
 	fs.Int64Var(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "maximum arguments of one command")
 	fs.Int64Var(&cfg.MaxInline, "max-inline", cfg.MaxInline, "maximum length of an inline command line, bytes")
 	fs.Int64Var(&cfg.OutputLimit, "output-limit", cfg.OutputLimit, "a client with more unread reply bytes than this is dropped")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(argv); err != nil {
 		return 2
 	}
@@ -57,6 +59,12 @@ func run(argv []string) int {
 		fmt.Fprintf(os.Stderr, "sieve-server: cannot listen on %s: %v\n", cfg.Addr, err)
 		_ = s.Close()
 		return 1
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
