@@ -1,0 +1,185 @@
+package sketchcol
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sievedb/sieve/internal/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// TestHLLCacheExact: PFAdd's cached registers never give a wrong reply.
+// Each goroutine owns some keys and runs on them, in sequence, a random
+// mix of every write path — PFAdd (reply-bearing, through the cache),
+// PFAddBlind, a Batch's PFAdd and Restore, Restore, Put of a non-sketch,
+// Delete, PFMerge — keeping an oracle HLL per key; every PFAdd reply is
+// checked against the oracle. Meanwhile the keys of all goroutines share
+// the lock stripes and cache budgets (so entries are bumped and evicted
+// under each other), and another goroutine compacts and reads. At the
+// end every key's value is the oracle's, byte for byte. Run it under
+// -race too.
+func TestHLLCacheExact(t *testing.T) {
+	seed := testutil.Seed(t)
+	s := openTestStore(t, nil, nil)
+	const goroutines, keysEach = 6, 120
+	steps := 3000
+	if raceEnabled || testing.Short() {
+		steps = 600
+	}
+	var stop atomic.Bool
+	var replies, cached atomic.Int64
+	done := make(chan struct{})
+	go func() { // compaction and reads race with everything
+		defer close(done)
+		for i := 0; !stop.Load(); i++ {
+			if i%20 == 0 {
+				if err := s.db.Compact(nil, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			_, _ = s.PFCount(k(fmt.Sprintf("g0:%d", i%keysEach)))
+		}
+	}()
+	type model struct {
+		h      *HLL // nil: missing
+		string bool // holds a non-sketch value
+	}
+	runParallel(goroutines, func(g int) {
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
+		models := make([]model, keysEach)
+		key := func(i int) []byte { return k(fmt.Sprintf("g%d:%d", g, i)) }
+		elems := func() [][]byte {
+			n := rng.IntN(6)
+			if rng.IntN(20) == 0 {
+				n = 600 // past the sparse pairs, into a dense entry
+			}
+			out := make([][]byte, n)
+			for j := range out {
+				out[j] = fmt.Appendf(nil, "e%d", rng.IntN(1<<20))
+			}
+			return out
+		}
+		for step := 0; step < steps && !t.Failed(); step++ {
+			i := rng.IntN(keysEach)
+			m := &models[i]
+			switch op := rng.IntN(100); {
+			case op < 60: // PFAdd with its reply
+				es := elems()
+				got, err := s.PFAdd(key(i), es...)
+				if m.string {
+					require.ErrorIs(t, err, ErrWrongType)
+					continue
+				}
+				require.NoError(t, err)
+				want := m.h == nil
+				if m.h == nil {
+					m.h = NewHLL()
+				}
+				for _, e := range es {
+					if m.h.Add(e) {
+						want = true
+					}
+				}
+				require.Equal(t, want, got, "goroutine %d step %d: PFAdd(%s) reply", g, step, key(i))
+				replies.Add(1)
+			case op < 70: // blind add
+				if m.string {
+					continue
+				}
+				es := elems()
+				require.NoError(t, s.PFAddBlind(key(i), es...))
+				if m.h == nil {
+					m.h = NewHLL()
+				}
+				for _, e := range es {
+					m.h.Add(e)
+				}
+			case op < 76: // a Batch of blind adds and a restore
+				if m.string {
+					continue
+				}
+				b := s.NewBatch()
+				es := elems()
+				require.NoError(t, b.PFAdd(key(i), es...))
+				if m.h == nil {
+					m.h = NewHLL()
+				}
+				for _, e := range es {
+					m.h.Add(e)
+				}
+				j := rng.IntN(keysEach)
+				if models[j].h != nil && !models[j].string && rng.IntN(2) == 0 {
+					v := models[j].h.Bytes()
+					require.NoError(t, b.Restore(key((j+1)%keysEach), v))
+					models[(j+1)%keysEach] = model{h: models[j].h.Clone()}
+				}
+				require.NoError(t, b.Commit(nil))
+			case op < 82: // Restore another key's value
+				j := rng.IntN(keysEach)
+				if models[j].h == nil || models[j].string {
+					continue
+				}
+				require.NoError(t, s.Restore(key(i), models[j].h.Bytes()))
+				*m = model{h: models[j].h.Clone()}
+			case op < 86:
+				require.NoError(t, s.Delete(key(i)))
+				*m = model{}
+			case op < 89:
+				require.NoError(t, s.Put(key(i), []byte{0, 'x'}))
+				*m = model{string: true}
+			default: // PFMerge from another key
+				j := rng.IntN(keysEach)
+				if m.string || models[j].string {
+					continue
+				}
+				require.NoError(t, s.PFMerge(key(i), key(j)))
+				if m.h == nil {
+					m.h = NewHLL()
+				}
+				if models[j].h != nil {
+					m.h.Merge(models[j].h)
+				}
+			}
+		}
+		for i, m := range models {
+			got, err := s.Dump(key(i))
+			switch {
+			case m.string:
+				require.ErrorIs(t, err, ErrWrongType)
+			case m.h == nil:
+				require.Error(t, err)
+			default:
+				require.NoError(t, err)
+				require.Equal(t, m.h.Bytes(), got, "goroutine %d key %d", g, i)
+			}
+		}
+	})
+	stop.Store(true)
+	<-done
+	for i := range s.hllCache {
+		cached.Add(int64(len(s.hllCache[i].m)))
+	}
+	t.Logf("%d PFAdd replies checked; %d entries cached at the end", replies.Load(), cached.Load())
+}
+
+// TestHLLCacheOffAfterSieve: a Batch whose sieve.Batch is handed out may
+// be applied unseen, so the cache turns off and replies stay exact.
+func TestHLLCacheOffAfterSieve(t *testing.T) {
+	s := openTestStore(t, nil, nil)
+	key := k("h")
+	ok, err := s.PFAdd(key, k("a"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	b := s.NewBatch()
+	require.NoError(t, b.PFAdd(key, k("b")))
+	require.NoError(t, s.db.Apply(b.Sieve(), nil)) // around Commit
+	ok, err = s.PFAdd(key, k("b"))
+	require.NoError(t, err)
+	require.False(t, ok, "b was added by the batch applied around Commit")
+	ok, err = s.PFAdd(key, k("c"))
+	require.NoError(t, err)
+	require.True(t, ok)
+}
