@@ -47,7 +47,7 @@ type keyspace struct {
 
 	all     sync.RWMutex
 	seed    maphash.Seed
-	stripes [1024]sync.Mutex
+	stripes [1 << 16]sync.Mutex // many: a pipelining client holds its keys' stripes until its batch commits
 	shards  [64]metaShard
 
 	cursorMu   sync.Mutex
@@ -275,6 +275,31 @@ func (ks *keyspace) dropMeta(b *sieve.Batch, key []byte) bool {
 	}
 	_ = b.DeleteCF(ks.meta, key)
 	return true
+}
+
+// noteMeta records cache bytes in memory only (their write is in a
+// pending batch). REQUIRES: key's lock.
+func (ks *keyspace) noteMeta(key []byte, c [8]byte) {
+	sh := ks.shard(key)
+	sh.Lock()
+	sh.m[string(key)] = c
+	sh.Unlock()
+}
+
+// reloadMeta rereads the cache bytes of keys from disk (after a failed
+// batch). REQUIRES: the keys' locks.
+func (ks *keyspace) reloadMeta(keys [][]byte) {
+	for _, k := range keys {
+		v, err := ks.meta.Get(k)
+		sh := ks.shard(k)
+		sh.Lock()
+		if err == nil && len(v) == 8 {
+			sh.m[string(k)] = [8]byte(v)
+		} else {
+			delete(sh.m, string(k))
+		}
+		sh.Unlock()
+	}
 }
 
 func (ks *keyspace) forgetMeta(keys ...[]byte) {

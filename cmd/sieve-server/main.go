@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ func run(argv []string) int {
 	fs.Int64Var(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "maximum arguments of one command")
 	fs.Int64Var(&cfg.MaxInline, "max-inline", cfg.MaxInline, "maximum length of an inline command line, bytes")
 	fs.Int64Var(&cfg.OutputLimit, "output-limit", cfg.OutputLimit, "a client with more unread reply bytes than this is dropped")
+	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs and PFADDs of one pipeline as one batch")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(argv); err != nil {
 		return 2
@@ -65,6 +67,11 @@ func run(argv []string) int {
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
+	}
+	// The server's garbage is short-lived (requests, replies): collect
+	// less often than Go's default, at the cost of a larger heap.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

@@ -30,6 +30,9 @@ type Config struct {
 	MaxInline    int64
 	OutputLimit  int64         // hard limit on one client's pending replies
 	WriteTimeout time.Duration // a client that reads no reply for this long is dropped
+	// BatchPipeline writes the plain SETs and PFADDs of one pipeline as
+	// one batch (deferred.go).
+	BatchPipeline bool
 	// DBOptions override the engine's options (tests).
 	DBOptions *sieve.Options
 }
@@ -37,14 +40,15 @@ type Config struct {
 // DefaultConfig returns Redis's defaults where Redis has one.
 func DefaultConfig() Config {
 	return Config{
-		Addr:         "127.0.0.1:6380",
-		Dir:          "sieve-data",
-		MaxClients:   10000,
-		MaxBulkLen:   512 << 20,
-		MaxArgs:      1 << 20,
-		MaxInline:    64 << 10,
-		OutputLimit:  1 << 30,
-		WriteTimeout: 30 * time.Second,
+		Addr:          "127.0.0.1:6380",
+		Dir:           "sieve-data",
+		MaxClients:    10000,
+		MaxBulkLen:    512 << 20,
+		MaxArgs:       1 << 20,
+		MaxInline:     64 << 10,
+		OutputLimit:   1 << 30,
+		WriteTimeout:  30 * time.Second,
+		BatchPipeline: true,
 	}
 }
 
@@ -86,6 +90,8 @@ type client struct {
 	created time.Time
 	pending int64 // reply bytes written since the last flush (approximate)
 	conn    net.Conn
+	ds      deferState
+	r       reply // reused by every command of the connection
 }
 
 // Open opens the DB in cfg.Dir and returns a server that is not yet
@@ -256,6 +262,22 @@ func register(cs ...*command) {
 	}
 }
 
+// lookupCommand finds a command by its name in any case, without
+// allocating.
+func lookupCommand(name []byte) *command {
+	var buf [24]byte
+	if len(name) > len(buf) {
+		return commands[strings.ToLower(string(name))]
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return commands[string(buf[:len(name)])]
+}
+
 // noAuthOK are the commands a client may send before AUTH.
 var noAuthOK = map[string]bool{"auth": true, "hello": true, "quit": true}
 
@@ -265,18 +287,32 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 		conn.Close()
 		return
 	}
-	r := &reply{Conn: conn, cl: cl, s: s}
+	r := &cl.r
+	r.Conn, r.cl, r.s = conn, cl, s
 	s.cmds.Add(1)
-	name := lower(cmd.Args[0])
-	c := commands[name]
+	c := lookupCommand(cmd.Args[0])
+	name := ""
+	if c != nil {
+		name = c.name
+	}
 	switch {
 	case s.hasPass.Load() && !cl.authed.Load() && !noAuthOK[name]:
+		s.commitDeferred(r)
 		r.err("NOAUTH Authentication required.")
 	case c == nil:
+		s.commitDeferred(r)
 		r.err(unknownCommand(cmd.Args))
 	case (c.arity > 0 && len(cmd.Args) != c.arity) || (c.arity < 0 && len(cmd.Args) < -c.arity):
+		s.commitDeferred(r)
 		r.wrongArgs(c.name)
+	case s.deferrable(name, cmd.Args):
+		if name == "set" {
+			cmdSetDeferred(s, r, cmd.Args)
+		} else {
+			cmdPFAddDeferred(s, r, cmd.Args)
+		}
 	default:
+		s.commitDeferred(r)
 		func() {
 			defer func() {
 				if p := recover(); p != nil {
@@ -296,9 +332,14 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 func (s *Server) afterCommand(r *reply) {
 	cl := r.cl
 	if len(r.PeekPipeline()) == 0 {
-		cl.pending = 0 // redcon flushes after the last command read
+		s.commitDeferred(r) // before redcon sends the replies
+		cl.pending = 0      // redcon flushes after the last command read
 		return
 	}
+	if cl.pending < 64<<10 && cl.ds.replies < 1024 {
+		return
+	}
+	s.commitDeferred(r)
 	if cl.pending < 64<<10 {
 		return
 	}
