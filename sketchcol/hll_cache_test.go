@@ -13,6 +13,7 @@ import (
 // TestHLLCacheExact: PFAdd's cached registers never give a wrong reply.
 // Each goroutine owns some keys and runs on them, in sequence, a random
 // mix of every write path — PFAdd (reply-bearing, through the cache),
+// groups of Deferred.PFAdd committed together,
 // PFAddBlind, a Batch's PFAdd and Restore, Restore, Put of a non-sketch,
 // Delete, PFMerge — keeping an oracle HLL per key; every PFAdd reply is
 // checked against the oracle. Meanwhile the keys of all goroutines share
@@ -85,6 +86,40 @@ func TestHLLCacheExact(t *testing.T) {
 				}
 				require.Equal(t, want, got, "goroutine %d step %d: PFAdd(%s) reply", g, step, key(i))
 				replies.Add(1)
+			case op < 64: // a Deferred group of PFAdds on own keys, then Commit
+				d := s.NewDeferred(s.db.NewBatch())
+				type want struct {
+					i     int
+					reply bool
+				}
+				var wants []want
+				var got []bool
+				for n := 1 + rng.IntN(8); n > 0; n-- {
+					j := rng.IntN(keysEach)
+					mj := &models[j]
+					if mj.string {
+						continue
+					}
+					es := elems()
+					r, err := d.PFAdd(key(j), es...)
+					require.NoError(t, err)
+					w := mj.h == nil
+					if mj.h == nil {
+						mj.h = NewHLL()
+					}
+					for _, e := range es {
+						if mj.h.Add(e) {
+							w = true
+						}
+					}
+					wants = append(wants, want{j, w})
+					got = append(got, r)
+				}
+				require.NoError(t, d.Commit())
+				for n, w := range wants {
+					require.Equal(t, w.reply, got[n], "goroutine %d step %d: Deferred.PFAdd(%s) reply", g, step, key(w.i))
+					replies.Add(1)
+				}
 			case op < 70: // blind add
 				if m.string {
 					continue

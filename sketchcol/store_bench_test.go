@@ -98,6 +98,25 @@ func BenchmarkStorePFAdd(b *testing.B) {
 			report(b)
 		})
 	}
+	b.Run("reply-deferred16", func(b *testing.B) {
+		// 16 reply-bearing PFAdds per commit, as sieve-server writes a
+		// pipeline of 16.
+		s := benchStore(b, nil)
+		i := 0
+		for n := 0; n < b.N; n += 16 {
+			d := s.NewDeferred(s.db.NewBatch())
+			for range 16 {
+				if _, err := d.PFAdd([]byte("bench"), next(i)...); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			if err := d.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(i*batch)/b.Elapsed().Seconds(), "elems/s")
+	})
 	b.Run("redis-pipelined64", benchRedisPFADD)
 }
 
