@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -24,7 +25,7 @@ func BenchmarkServerPFAdd(b *testing.B) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true})
+					c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
 					defer c.Close()
 					for i := 0; i < per; i += depth {
 						p := c.Pipeline()

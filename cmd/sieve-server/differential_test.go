@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sievedb/sieve/internal/testutil"
@@ -30,7 +31,7 @@ import (
 func TestDifferentialRedis(t *testing.T) {
 	raddr := startRedis(t)
 	s := startServer(t, "", nil)
-	red := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2, DisableIdentity: true})
+	red := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
 	defer red.Close()
 	sie := newClient(t, s.Addr())
 	seed := testutil.Seed(t)
@@ -187,7 +188,7 @@ func clipS(s string) string {
 func TestDifferentialRedisPipelined(t *testing.T) {
 	raddr := startRedis(t)
 	s := startServer(t, "", nil)
-	red := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2, DisableIdentity: true})
+	red := redis.NewClient(&redis.Options{Addr: raddr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
 	defer red.Close()
 	sie := newClient(t, s.Addr())
 	seed := testutil.Seed(t)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sievedb/sieve/sketchcol"
@@ -188,7 +189,7 @@ func TestConcurrentClients(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true})
+			c := redis.NewClient(&redis.Options{Addr: s.Addr(), Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
 			defer c.Close()
 			p := c.Pipeline()
 			bf := make([]*redis.Cmd, items)
@@ -206,6 +207,14 @@ func TestConcurrentClients(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			for i := 0; i < items; i++ {
+				if err := bf[i].Err(); err != nil {
+					t.Errorf("BF.ADD: %v", err)
+					return
+				}
+				if err := cf[i].Err(); err != nil {
+					t.Errorf("CF.ADDNX: %v", err)
+					return
+				}
 				if v, _ := bf[i].Int(); v == 1 {
 					bfNew[i]++
 				}

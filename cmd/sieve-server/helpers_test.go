@@ -48,7 +48,7 @@ func startServer(t testing.TB, dir string, mod func(*Config)) *Server {
 
 func newClient(t testing.TB, addr string) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -84,7 +84,7 @@ func startRedis(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
 	defer c.Close()
 	for i := 0; i < 100; i++ {
 		if c.Ping(context.Background()).Err() == nil {

@@ -133,6 +133,8 @@ func (s *Server) Listen() error {
 		return err
 	}
 	s.ln = ln
+	s.rc = redcon.NewServer(s.cfg.Addr, s.handle, s.accept, s.closed)
+	s.rc.SetIdleClose(time.Duration(s.idle.Load()))
 	return nil
 }
 
@@ -141,8 +143,6 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Serve serves until Close (or SHUTDOWN).
 func (s *Server) Serve() error {
-	s.rc = redcon.NewServer(s.cfg.Addr, s.handle, s.accept, s.closed)
-	s.rc.SetIdleClose(time.Duration(s.idle.Load()))
 	gl := &guardListener{Listener: s.ln, wrap: func(c net.Conn) net.Conn {
 		cl := &client{id: s.nextID.Add(1), addr: c.RemoteAddr().String(), created: time.Now()}
 		g := &guardConn{Conn: c, lim: &s.lim}
