@@ -309,7 +309,8 @@ func cmdInfo(s *Server, r *reply, args [][]byte) {
 		section("keyspace", lines...)
 	}
 	if all || want["sieve"] {
-		m := s.ks.cf.Metrics()
+		m := s.ks.cf.Metrics() // the sketch family: filters, cache, levels
+		d := s.db.Metrics()    // the DB: WAL, memtables, flushes, compactions
 		f := m.Filter
 		lines := []string{
 			fmt.Sprintf("filter_checks:%d", f.Checks),
@@ -318,11 +319,11 @@ func cmdInfo(s *Server, r *reply, args [][]byte) {
 			fmt.Sprintf("filter_fpr:%.6f", f.FalsePositiveRate()),
 			fmt.Sprintf("block_cache_hits:%d", m.BlockCache.Hits),
 			fmt.Sprintf("block_cache_misses:%d", m.BlockCache.Misses),
-			fmt.Sprintf("wal_bytes:%d", m.WAL.Bytes),
-			fmt.Sprintf("wal_syncs:%d", m.WAL.Syncs),
-			fmt.Sprintf("memtable_size:%d", m.MemTable.Size),
-			fmt.Sprintf("flushes:%d", m.Flush.Count),
-			fmt.Sprintf("compactions:%d", m.Compaction.Count),
+			fmt.Sprintf("wal_bytes:%d", d.WAL.Bytes),
+			fmt.Sprintf("wal_syncs:%d", d.WAL.Syncs),
+			fmt.Sprintf("memtable_size:%d", d.MemTable.Size),
+			fmt.Sprintf("flushes:%d", d.Flush.Count),
+			fmt.Sprintf("compactions:%d", d.Compaction.Count),
 		}
 		for i, l := range m.Levels {
 			lines = append(lines, fmt.Sprintf("level%d:tables=%d,bytes=%d", i, l.NumFiles, l.Size))
