@@ -101,8 +101,9 @@ func TestHLLCacheExact(t *testing.T) {
 						continue
 					}
 					es := elems()
-					r, err := d.PFAdd(key(j), es...)
+					r, created, err := d.PFAdd(key(j), es...)
 					require.NoError(t, err)
+					require.Equal(t, mj.h == nil, created)
 					w := mj.h == nil
 					if mj.h == nil {
 						mj.h = NewHLL()

@@ -106,7 +106,7 @@ func BenchmarkStorePFAdd(b *testing.B) {
 		for n := 0; n < b.N; n += 16 {
 			d := s.NewDeferred(s.db.NewBatch())
 			for range 16 {
-				if _, err := d.PFAdd([]byte("bench"), next(i)...); err != nil {
+				if _, _, err := d.PFAdd([]byte("bench"), next(i)...); err != nil {
 					b.Fatal(err)
 				}
 				i++

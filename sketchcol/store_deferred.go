@@ -41,14 +41,15 @@ func (d *Deferred) Wrote(key []byte) { d.wrote = append(d.wrote, key) }
 // Pending reports whether there is anything to commit.
 func (d *Deferred) Pending() bool { return d.b.Len() > 0 }
 
-// PFAdd is Store.PFAdd with its operand added to the batch.
-func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (bool, error) {
+// PFAdd is Store.PFAdd with its operand added to the batch. created
+// reports that the key was missing (PFADD creates it; changed is then
+// true).
+func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, err error) {
 	s := d.s
 	stripe := s.stripe(key)
 	m := &s.locks[stripe]
 	m.Lock()
 	defer m.Unlock()
-	changed := false
 	e := d.pend[string(key)]
 	if e == nil {
 		e = s.cachedHLL(stripe, key)
@@ -57,17 +58,17 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 		st, gl := s.cacheTag(stripe)
 		cur, err := s.get(key)
 		if err != nil {
-			return false, err
+			return false, false, err
 		}
 		var regs *hllRegs
 		if cur == nil {
-			regs, changed = &hllRegs{}, true
+			regs, changed, created = &hllRegs{}, true, true
 		} else {
 			if err := expectKind(cur, KindHLL); err != nil {
-				return false, err
+				return false, false, err
 			}
 			if regs, err = hllRegsOf(cur); err != nil {
-				return false, err
+				return false, false, err
 			}
 		}
 		e = &hllCacheEntry{regs: regs, stripe: st, global: gl}
@@ -81,15 +82,15 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 	}
 	d.pend[string(key)] = e // held here until Commit, whatever the cache evicts
 	if !changed {
-		return false, nil
+		return false, false, nil
 	}
 	if err := d.b.MergeCF(s.cf, key, appendHLLOp(nil, op)); err != nil {
-		return false, err
+		return false, false, err
 	}
 	for _, p := range op.pairs {
 		e.regs.raise(int(p.index), p.rank)
 	}
-	return true, nil
+	return true, created, nil
 }
 
 // Commit applies the batch with the Store's write options. On success the

@@ -57,6 +57,24 @@ func (s *Server) checkHLLKey(r *reply, key []byte) ([]byte, bool) {
 	return nil, false
 }
 
+// hllTypeErr answers the type errors of a PF* command on key as Redis
+// would (a string that is no HLL, a filter) and reports whether it did.
+func (s *Server) hllTypeErr(r *reply, key []byte) bool {
+	raw, err := s.ks.raw(key)
+	if err != nil {
+		return false
+	}
+	switch typeOf(raw) {
+	case typeString:
+		r.err(errNotHLL)
+	case typeBloom, typeCuckoo:
+		r.wrongType()
+	default:
+		return false
+	}
+	return true
+}
+
 // staleCache returns the Redis cache bytes of key after a write that
 // invalidates its cache: the bytes shown before, top bit set.
 func (s *Server) staleCache(key, rawBefore []byte) ([8]byte, bool) {

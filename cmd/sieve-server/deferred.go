@@ -146,28 +146,24 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 		s.commitDeferred(r)
 	}
 	s.deferLock(r, key)
-	var before []byte
 	c, hasMeta := s.ks.metaOf(key)
 	stale := hasMeta && c[7]&0x80 != 0
-	if !stale {
-		raw, err := s.ks.raw(key)
-		if t := typeOf(raw); err != nil || (t != typeNone && t != typeHLL) {
-			s.commitDeferred(r) // the error reply is not a pending one
-			s.checkHLLKey(r, key)
-			return
-		}
-		before = raw
-	}
-	changed, err := d.PFAdd(key, args[2:]...)
+	changed, created, err := d.PFAdd(key, args[2:]...)
 	if err != nil {
-		s.commitDeferred(r)
-		r.hllErr(err)
+		s.commitDeferred(r) // the error reply is not a pending one
+		if !s.hllTypeErr(r, key) {
+			r.hllErr(err)
+		}
 		return
 	}
 	ds.kinds[string(key)] = 'p'
 	if changed && !stale {
-		if !hasMeta && before != nil && len(before) >= hllHdrLen {
-			copy(c[:], before[8:16])
+		if !hasMeta && !created {
+			// The cache bytes Redis would show before this PFADD: those of
+			// the stored value (the batch is not applied yet).
+			if before, err := s.ks.raw(key); err == nil && len(before) >= hllHdrLen {
+				copy(c[:], before[8:16])
+			}
 		}
 		c[7] |= 0x80
 		_ = d.Batch().PutCF(s.ks.meta, key, c[:])

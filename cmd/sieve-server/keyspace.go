@@ -48,7 +48,7 @@ type keyspace struct {
 	all     sync.RWMutex
 	seed    maphash.Seed
 	stripes [1 << 16]sync.Mutex // many: a pipelining client holds its keys' stripes until its batch commits
-	shards  [64]metaShard
+	shards  [4096]metaShard
 
 	cursorMu   sync.Mutex
 	cursors    map[uint64][]byte
