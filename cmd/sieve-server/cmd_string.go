@@ -588,6 +588,8 @@ func cmdFlush(s *Server, r *reply, args [][]byte) {
 }
 
 // globMatch is Redis's stringmatchlen: * ? [set] [^set] [a-z] and \x.
+// It backtracks only to the last star (the classic wildcard algorithm), so
+// a pattern like "*a*a*a*b" costs O(len(p)·len(s)), not exponential time.
 func globMatch(p, s []byte, nocase bool) bool {
 	fold := func(c byte) byte {
 		if nocase && c >= 'A' && c <= 'Z' {
@@ -595,81 +597,87 @@ func globMatch(p, s []byte, nocase bool) bool {
 		}
 		return c
 	}
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for len(p) > 1 && p[1] == '*' {
-				p = p[1:]
-			}
-			if len(p) == 1 {
-				return true
-			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(p[1:], s[i:], nocase) {
-					return true
-				}
-			}
-			return false
+	// one matches the pattern element at p[pi] against c and returns the
+	// length of the element, or 0 when it does not match.
+	one := func(pi int, c byte) int {
+		switch p[pi] {
 		case '?':
-			if len(s) == 0 {
-				return false
-			}
-			s = s[1:]
+			return 1
 		case '[':
-			if len(s) == 0 {
-				return false
-			}
-			p = p[1:]
-			not := len(p) > 0 && p[0] == '^'
+			j := pi + 1
+			not := j < len(p) && p[j] == '^'
 			if not {
-				p = p[1:]
+				j++
 			}
 			match := false
-			for len(p) > 0 && p[0] != ']' {
+			for j < len(p) && p[j] != ']' {
 				switch {
-				case p[0] == '\\' && len(p) >= 2:
-					p = p[1:]
-					if fold(p[0]) == fold(s[0]) {
+				case p[j] == '\\' && j+1 < len(p):
+					j++
+					if fold(p[j]) == fold(c) {
 						match = true
 					}
-				case len(p) >= 3 && p[1] == '-':
-					lo, hi := fold(p[0]), fold(p[2])
+				case j+2 < len(p) && p[j+1] == '-' && p[j+2] != ']':
+					lo, hi := fold(p[j]), fold(p[j+2])
 					if lo > hi {
 						lo, hi = hi, lo
 					}
-					if c := fold(s[0]); c >= lo && c <= hi {
+					if fc := fold(c); fc >= lo && fc <= hi {
 						match = true
 					}
-					p = p[2:]
+					j += 2
 				default:
-					if fold(p[0]) == fold(s[0]) {
+					if fold(p[j]) == fold(c) {
 						match = true
 					}
 				}
-				p = p[1:]
+				j++
 			}
-			if not {
-				match = !match
+			if j < len(p) {
+				j++ // the ]
 			}
-			if !match {
-				return false
+			if match != not {
+				return j - pi
 			}
-			s = s[1:]
-			if len(p) == 0 {
-				return len(s) == 0 // unterminated set: Redis stops here too
-			}
+			return 0
 		case '\\':
-			if len(p) >= 2 {
-				p = p[1:]
+			if pi+1 < len(p) {
+				if fold(p[pi+1]) == fold(c) {
+					return 2
+				}
+				return 0
 			}
-			fallthrough
-		default:
-			if len(s) == 0 || fold(p[0]) != fold(s[0]) {
-				return false
-			}
-			s = s[1:]
 		}
-		p = p[1:]
+		if fold(p[pi]) == fold(c) {
+			return 1
+		}
+		return 0
 	}
-	return len(s) == 0
+	pi, si := 0, 0
+	star, starSi := -1, 0
+	for si < len(s) {
+		if pi < len(p) && p[pi] == '*' {
+			for pi < len(p) && p[pi] == '*' {
+				pi++
+			}
+			star, starSi = pi, si
+			continue
+		}
+		if pi < len(p) {
+			if n := one(pi, s[si]); n > 0 {
+				pi += n
+				si++
+				continue
+			}
+		}
+		if star < 0 {
+			return false
+		}
+		starSi++
+		pi, si = star, starSi
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }
