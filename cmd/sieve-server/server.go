@@ -295,6 +295,14 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	if c != nil {
 		name = c.name
 	}
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug, not bad input: answer and keep serving.
+			s.commitDeferred(r)
+			r.err(fmt.Sprintf("ERR internal error in '%s': %v", name, p))
+			s.afterCommand(r)
+		}
+	}()
 	switch {
 	case s.hasPass.Load() && !cl.authed.Load() && !noAuthOK[name]:
 		s.commitDeferred(r)
@@ -313,15 +321,7 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 		}
 	default:
 		s.commitDeferred(r)
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					// A bug, not bad input: answer and keep serving.
-					r.err(fmt.Sprintf("ERR internal error in '%s': %v", c.name, p))
-				}
-			}()
-			c.fn(s, r, cmd.Args)
-		}()
+		c.fn(s, r, cmd.Args)
 	}
 	s.afterCommand(r)
 }
