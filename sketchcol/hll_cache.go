@@ -2,7 +2,8 @@ package sketchcol
 
 import "sync/atomic"
 
-// The decoded-value cache of the HyperLogLog reply path.
+// The decoded-value cache of the reply paths of PFAdd and BFAdd (the Bloom
+// filters of BFAdd, BFMAdd and BFInsert are cached the same way).
 //
 // PFAdd's reply needs the key's registers. Without a cache each PFAdd
 // reads the value (merging its operands: decode, apply, encode, estimate)
@@ -140,9 +141,10 @@ func hllRegsOf(v []byte) (*hllRegs, error) {
 }
 
 type hllCacheEntry struct {
-	regs   *hllRegs
-	stripe uint64 // the stripe's epoch the entry is current for
-	global uint64 // the Store's global epoch likewise
+	regs   *hllRegs       // an HLL's registers, or
+	bloom  *ScalableBloom // a Bloom filter (BFAdd's entries)
+	stripe uint64         // the stripe's epoch the entry is current for
+	global uint64         // the Store's global epoch likewise
 	bytes  int
 }
 
@@ -209,7 +211,34 @@ func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
 		c.drop(key, old)
 	}
 	e := &hllCacheEntry{regs: regs, stripe: st, global: gl}
-	e.bytes = len(key) + regs.size() + hllCacheEntryBytes
+	e.bytes = len(key) + e.size() + hllCacheEntryBytes
+	c.m[string(key)] = e
+	c.bytes += e.bytes
+	c.evict(e)
+}
+
+func (e *hllCacheEntry) size() int {
+	if e.bloom != nil {
+		return int(e.bloom.Info().Size)
+	}
+	return e.regs.size()
+}
+
+// putBloom caches a Bloom filter for key, like putHLL.
+// REQUIRES: the stripe's lock.
+func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64) {
+	if s.epochs.off.Load() {
+		return
+	}
+	c := &s.hllCache[stripe]
+	if c.m == nil {
+		c.m = make(map[string]*hllCacheEntry)
+	}
+	if old := c.m[string(key)]; old != nil {
+		c.drop(key, old)
+	}
+	e := &hllCacheEntry{bloom: b, stripe: st, global: gl}
+	e.bytes = len(key) + e.size() + hllCacheEntryBytes
 	c.m[string(key)] = e
 	c.bytes += e.bytes
 	c.evict(e)
@@ -217,7 +246,7 @@ func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
 
 // resize accounts for an entry whose registers grew.
 func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
-	n := len(key) + e.regs.size() + hllCacheEntryBytes
+	n := len(key) + e.size() + hllCacheEntryBytes
 	c.bytes += n - e.bytes
 	e.bytes = n
 	c.evict(e)

@@ -219,3 +219,172 @@ func TestHLLCacheOffAfterSieve(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 }
+
+// TestBloomCacheExact is TestHLLCacheExact for BFAdd's cached filters:
+// BFAdd, BFMAdd and BFInsert (reply-bearing, through the cache), blind
+// adds, a Batch's adds, Restore, Delete and Put, with compaction racing;
+// every reply is checked against an oracle filter, and every value at the
+// end.
+func TestBloomCacheExact(t *testing.T) {
+	seed := testutil.Seed(t)
+	s := openTestStore(t, nil, nil)
+	const goroutines, keysEach = 4, 40
+	steps := 2000
+	if raceEnabled || testing.Short() {
+		steps = 400
+	}
+	var stop atomic.Bool
+	var replies atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; !stop.Load(); i++ {
+			if i%10 == 0 {
+				if err := s.db.Compact(nil, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			_, _ = s.BFCard(k(fmt.Sprintf("g0:%d", i%keysEach)))
+		}
+	}()
+	spec := BloomSpec{ErrorRate: 0.01, Capacity: 50, Expansion: 2}
+	small := BloomSpec{ErrorRate: 0.01, Capacity: 20, NonScaling: true}
+	runParallel(goroutines, func(g int) {
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
+		models := make([]*ScalableBloom, keysEach) // nil: missing
+		strs := make([]bool, keysEach)
+		key := func(i int) []byte { return k(fmt.Sprintf("g%d:%d", g, i)) }
+		item := func() []byte { return fmt.Appendf(nil, "it%d", rng.IntN(400)) }
+		newModel := func(sp BloomSpec) *ScalableBloom {
+			b, err := NewScalableBloom(sp)
+			require.NoError(t, err)
+			return b
+		}
+		for step := 0; step < steps && !t.Failed(); step++ {
+			i := rng.IntN(keysEach)
+			switch op := rng.IntN(100); {
+			case op < 55: // BFMAdd (BFAdd is BFMAdd of one)
+				its := make([][]byte, 1+rng.IntN(4))
+				for j := range its {
+					its[j] = item()
+				}
+				got, err := s.BFMAdd(key(i), its...)
+				if strs[i] {
+					require.ErrorIs(t, err, ErrWrongType)
+					continue
+				}
+				if models[i] == nil {
+					models[i] = newModel(DefaultBloomSpec())
+				}
+				want := []bool{}
+				var wantErr error
+				for _, it := range its {
+					a, err := models[i].addHash(itemHash(it), false)
+					if err != nil {
+						wantErr = err
+						break
+					}
+					want = append(want, a)
+				}
+				if wantErr != nil {
+					require.ErrorIs(t, err, ErrFilterFull)
+				} else {
+					require.NoError(t, err)
+				}
+				require.Equal(t, want, got, "goroutine %d step %d: BFMAdd(%s)", g, step, key(i))
+				replies.Add(int64(len(got)))
+			case op < 62: // BFInsert creating a small non-scaling filter (fills up)
+				its := [][]byte{item(), item()}
+				o := &BFInsertOptions{Capacity: small.Capacity, ErrorRate: small.ErrorRate, NonScaling: true}
+				got, err := s.BFInsert(key(i), o, its...)
+				if strs[i] {
+					require.ErrorIs(t, err, ErrWrongType)
+					continue
+				}
+				if models[i] == nil {
+					models[i] = newModel(small)
+				}
+				want := []bool{}
+				for _, it := range its {
+					a, err := models[i].addHash(itemHash(it), false)
+					if err != nil {
+						break
+					}
+					want = append(want, a)
+				}
+				if err != nil {
+					require.ErrorIs(t, err, ErrFilterFull)
+				}
+				require.Equal(t, want, got, "goroutine %d step %d: BFInsert(%s)", g, step, key(i))
+			case op < 72: // blind adds
+				if strs[i] {
+					continue
+				}
+				it := item()
+				require.NoError(t, s.BFAddBlind(key(i), it))
+				if models[i] == nil {
+					models[i] = newModel(DefaultBloomSpec())
+				}
+				_, _ = models[i].addHash(itemHash(it), true)
+			case op < 78: // a Batch's adds
+				if strs[i] {
+					continue
+				}
+				b := s.NewBatch()
+				it := item()
+				require.NoError(t, b.BFAdd(key(i), it))
+				require.NoError(t, b.Commit(nil))
+				if models[i] == nil {
+					models[i] = newModel(DefaultBloomSpec())
+				}
+				_, _ = models[i].addHash(itemHash(it), true)
+			case op < 84: // Restore another key's filter
+				j := rng.IntN(keysEach)
+				if models[j] == nil {
+					continue
+				}
+				v, err := models[j].MarshalBinary()
+				require.NoError(t, err)
+				require.NoError(t, s.Restore(key(i), v))
+				models[i], strs[i] = nil, false
+				models[i], err = ParseBloom(v)
+				require.NoError(t, err)
+			case op < 88: // reserve on a missing key
+				err := s.BFReserve(key(i), spec.ErrorRate, spec.Capacity, &BFReserveOptions{Expansion: spec.Expansion})
+				switch {
+				case strs[i]:
+					require.ErrorIs(t, err, ErrWrongType)
+				case models[i] != nil:
+					require.ErrorIs(t, err, ErrItemExists)
+				default:
+					require.NoError(t, err)
+					models[i] = newModel(spec)
+				}
+			case op < 94:
+				require.NoError(t, s.Delete(key(i)))
+				models[i], strs[i] = nil, false
+			default:
+				require.NoError(t, s.Put(key(i), []byte{0, 's'}))
+				models[i], strs[i] = nil, true
+			}
+		}
+		for i := range models {
+			got, err := s.Dump(key(i))
+			switch {
+			case strs[i]:
+				require.ErrorIs(t, err, ErrWrongType)
+			case models[i] == nil:
+				require.Error(t, err)
+			default:
+				require.NoError(t, err)
+				want, err := models[i].MarshalBinary()
+				require.NoError(t, err)
+				require.Equal(t, want, got, "goroutine %d key %d", g, i)
+			}
+		}
+	})
+	stop.Store(true)
+	<-done
+	t.Logf("%d BF replies checked", replies.Load())
+}

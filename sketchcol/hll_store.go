@@ -20,6 +20,9 @@ func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 	m.Lock()
 	defer m.Unlock()
 	e := s.cachedHLL(stripe, key)
+	if e != nil && e.regs == nil {
+		e = nil // a Bloom filter's entry: read, to answer ErrWrongType
+	}
 	changed := false
 	if e == nil {
 		st, gl := s.cacheTag(stripe)

@@ -186,9 +186,12 @@ func BenchmarkStoreBFAdd(b *testing.B) {
 	const perKey = 10_000
 	items := benchElems(1 << 20)
 	for _, capacity := range []int64{1000, 100000} {
-		for _, mode := range []string{"blind", "reply"} {
+		for _, mode := range []string{"blind", "reply-uncached", "reply"} {
 			b.Run(fmt.Sprintf("cap=%d/%s", capacity, mode), func(b *testing.B) {
 				s := benchStore(b, nil)
+				if mode == "reply-uncached" {
+					s.disableCache()
+				}
 				var key []byte
 				i := 0
 				for b.Loop() {

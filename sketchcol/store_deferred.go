@@ -54,6 +54,9 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 	if e == nil {
 		e = s.cachedHLL(stripe, key)
 	}
+	if e != nil && e.regs == nil {
+		e = nil // a Bloom filter's entry: read, to answer ErrWrongType
+	}
 	if e == nil {
 		st, gl := s.cacheTag(stripe)
 		cur, err := s.get(key)
