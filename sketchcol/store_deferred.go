@@ -24,6 +24,8 @@ type Deferred struct {
 	b     *sieve.Batch
 	pend  map[string]*hllCacheEntry
 	wrote [][]byte
+	op    hllOp  // scratch: the operand being built
+	buf   []byte // scratch: its encoding (MergeCF copies it)
 }
 
 // NewDeferred returns a Deferred adding its operands to b, a batch of the
@@ -76,7 +78,13 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 		}
 		e = &hllCacheEntry{regs: regs, stripe: st, global: gl}
 	}
-	op := hllOpOf(elems)
+	op := &d.op
+	op.pairs = op.pairs[:0]
+	for _, e := range elems {
+		i, r := hllPosition(e)
+		op.pairs = append(op.pairs, hllPair{uint16(i), r})
+	}
+	sortHLLPairs(op)
 	for _, p := range op.pairs {
 		if p.rank > e.regs.get(int(p.index)) {
 			changed = true
@@ -87,7 +95,8 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 	if !changed {
 		return false, false, nil
 	}
-	if err := d.b.MergeCF(s.cf, key, appendHLLOp(nil, op)); err != nil {
+	d.buf = appendHLLOp(d.buf[:0], op)
+	if err := d.b.MergeCF(s.cf, key, d.buf); err != nil {
 		return false, false, err
 	}
 	for _, p := range op.pairs {
@@ -100,7 +109,7 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 // registers of the keys added to are cached (still tagged with the epochs
 // of the read they came from, so any write to their stripes meanwhile
 // makes them stale); on failure nothing is cached. Either way the
-// Deferred is empty afterwards, with a new batch.
+// Deferred is empty afterwards (its batch reset).
 func (d *Deferred) Commit() error {
 	s := d.s
 	var err error
@@ -129,8 +138,8 @@ func (d *Deferred) Commit() error {
 			s.invalidate(key)
 		}
 	}
-	d.b = s.db.NewBatch()
-	d.pend = map[string]*hllCacheEntry{}
+	d.b.Reset() // Apply copied what it needed (WAL buffer, memtable arena)
+	clear(d.pend)
 	d.wrote = d.wrote[:0]
 	return err
 }
