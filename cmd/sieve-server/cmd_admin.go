@@ -324,6 +324,9 @@ func cmdInfo(s *Server, r *reply, args [][]byte) {
 			fmt.Sprintf("memtable_size:%d", d.MemTable.Size),
 			fmt.Sprintf("flushes:%d", d.Flush.Count),
 			fmt.Sprintf("compactions:%d", d.Compaction.Count),
+			fmt.Sprintf("write_stalls:%d", d.Stall.Count),
+			fmt.Sprintf("write_stall_ms:%d", d.Stall.Duration.Milliseconds()),
+			fmt.Sprintf("write_slowdowns:%d", d.Stall.Slowdowns),
 		}
 		for i, l := range m.Levels {
 			lines = append(lines, fmt.Sprintf("level%d:tables=%d,bytes=%d", i, l.NumFiles, l.Size))
