@@ -173,3 +173,44 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatalf("idle client not closed after %v", d)
 	}
 }
+
+// TestOutputLimits: a client that pipelines requests for large replies
+// and never reads is dropped (write timeout), and one whose pending
+// replies pass the output limit is dropped at once; the server and other
+// clients carry on.
+func TestOutputLimits(t *testing.T) {
+	s := startServer(t, "", func(c *Config) {
+		c.WriteTimeout = 300 * time.Millisecond
+		c.OutputLimit = 1 << 20
+	})
+	c := newClient(t, s.Addr())
+	if do(c, "set", "canary", "still here") != "OK" || do(c, "set", "big", strings.Repeat("x", 512<<10)) != "OK" {
+		t.Fatal("setup")
+	}
+	// Never reads: 400 GETs of 512 KiB.
+	conn, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
+	req := strings.Repeat("*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n", 400)
+	go func() { _, _ = conn.Write([]byte(req)) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.clients.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // until the server has accepted it
+	}
+	for s.clients.Load() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client that does not read is still connected (%d clients)", s.clients.Load())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkAlive(t, s)
+	// MGET of 4 × 512 KiB: 2 MiB pending, over the 1 MiB limit.
+	out := rawSend(t, s.Addr(), []byte("*5\r\n$4\r\nMGET\r\n$3\r\nbig\r\n$3\r\nbig\r\n$3\r\nbig\r\n$3\r\nbig\r\n"), false)
+	if len(out) != 0 {
+		t.Fatalf("over the output limit the client got %d bytes", len(out))
+	}
+	checkAlive(t, s)
+}

@@ -333,7 +333,14 @@ func (s *Server) afterCommand(r *reply) {
 	cl := r.cl
 	if len(r.PeekPipeline()) == 0 {
 		s.commitDeferred(r) // before redcon sends the replies
-		cl.pending = 0      // redcon flushes after the last command read
+		if cl.pending > s.cfg.OutputLimit {
+			redcon.BaseWriter(r.Conn).SetBuffer(nil)
+			r.Close()
+		}
+		// redcon flushes after the last command read: a client that does
+		// not read its replies is dropped after WriteTimeout.
+		_ = cl.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		cl.pending = 0
 		return
 	}
 	if cl.pending < 64<<10 && cl.ds.replies < 1024 {
