@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme
+.PHONY: test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
 
 test:
 	$(GO) test ./...
@@ -56,3 +56,45 @@ run:
 # generated database.
 tool-readme:
 	$(GO) test ./cmd/sieve -run '^TestREADME$$' -update -count=1
+
+# sieve-server (cmd/sieve-server, its own module; go.work lets it run from here).
+SERVER_ADDR ?= 127.0.0.1:6380
+SERVER_DIR ?= ./sieve-data
+server:
+	$(GO) run ./cmd/sieve-server -addr $(SERVER_ADDR) -dir $(SERVER_DIR)
+
+server-test:
+	cd cmd/sieve-server && $(GO) vet ./... && $(GO) test ./...
+
+# Redis's own HyperLogLog test suite against sieve-server. It needs a
+# Redis source tree (REDIS_SRC; nothing of it is copied into this
+# repository) whose tests match the Redis version sieve-server answers as
+# (7.0.15), and tclsh (apt-get install tcl). E.g.:
+#   git clone --depth 1 --branch 7.0.15 https://github.com/redis/redis /tmp/redis-src
+#   make redis-hll-suite REDIS_SRC=/tmp/redis-src
+# Every test passes but the four tagged needs:pfdebug (PFDEBUG/PFSELFTEST
+# inspect Redis's in-memory encoding; sieve-server answers them with an error).
+REDIS_SRC ?= /tmp/redis-src
+HLL_SUITE_PORT ?= 6399
+redis-hll-suite:
+	@test -x $(REDIS_SRC)/runtest || (echo "no Redis source tree at REDIS_SRC=$(REDIS_SRC)"; exit 1)
+	$(GO) build -o /tmp/sieve-server-hll ./cmd/sieve-server
+	rm -rf /tmp/sieve-server-hll-data
+	/tmp/sieve-server-hll -addr 127.0.0.1:$(HLL_SUITE_PORT) -dir /tmp/sieve-server-hll-data & pid=$$!; \
+	  sleep 1; \
+	  (cd $(REDIS_SRC) && ./runtest --host 127.0.0.1 --port $(HLL_SUITE_PORT) --single unit/hyperloglog --singledb --tags -needs:pfdebug); rc=$$?; \
+	  kill $$pid; wait $$pid; exit $$rc
+
+# redis-benchmark against sieve-server and a redis-server on the same
+# machine, in the same run (README.md, "sieve-server", Performance).
+server-bench:
+	$(GO) build -o /tmp/sieve-server-bench ./cmd/sieve-server
+	rm -rf /tmp/sieve-server-bench-data
+	redis-server --port 6398 --save '' --appendonly no --daemonize yes --dir /tmp
+	/tmp/sieve-server-bench -addr 127.0.0.1:6397 -dir /tmp/sieve-server-bench-data & pid=$$!; sleep 1; \
+	  for p in 6398 6397; do \
+	    echo "== port $$p"; \
+	    redis-benchmark -p $$p -P 16 -n 1000000 -r 100000 -q -t set,get; \
+	    redis-benchmark -p $$p -P 16 -n 1000000 -r 100000 -q PFADD hll:__rand_int__ e:__rand_int__; \
+	  done; \
+	  redis-cli -p 6398 shutdown nosave; kill $$pid; wait $$pid

@@ -9,6 +9,9 @@ package sieve
 // with both stacks the first time its code path runs, so every test under
 // -race checks the order.
 //
+//  0. Outside the DB, not ranked: cmd/sieve-server's keyspace lock and
+//     key stripes (keyspace.go), held by a command around its Store and
+//     DB calls (and by a pipelining connection until its batch commits).
 //  1. sketchcol.Store key stripes (lockrank.SketchKey): held across a
 //     sketch command's read and its merge-operand write; one at a time.
 //  2. cfRegistry.createMu (CFCreate): column family creation and merger

@@ -154,34 +154,71 @@ func (s *Store) BFInsert(key []byte, o *BFInsertOptions, items ...[]byte) ([]boo
 // bfAdd adds items, creating a missing key with spec (nil: the defaults)
 // if create, failing with sieve.ErrNotFound otherwise.
 func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte) ([]bool, error) {
-	defer s.lock(key)()
-	cur, err := s.get(key)
-	if err != nil {
-		return nil, err
+	stripe := s.stripe(key)
+	m := &s.locks[stripe]
+	m.Lock()
+	defer m.Unlock()
+	// The key's filter: cached (hll_cache.go), or read and decoded.
+	var b *ScalableBloom
+	exists, cached := false, false
+	var st, gl uint64
+	if e := s.cachedHLL(stripe, key); e != nil && e.bloom != nil {
+		b, exists, cached = e.bloom, true, true
+	} else {
+		st, gl = s.cacheTag(stripe)
+		cur, err := s.get(key)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil && !create {
+			return nil, notFound(key)
+		}
+		if b, err = bloomOrNew(cur, spec); err != nil {
+			return nil, err
+		}
+		exists = cur != nil
 	}
-	if cur == nil && !create {
-		return nil, notFound(key)
-	}
-	added, err := BFAddReply(cur, spec, items...)
-	if err != nil && !errors.Is(err, ErrFilterFull) {
-		return nil, err
-	}
+	// BFAddReply on b itself: b becomes the value the operand makes (the
+	// items reported added, in order, are the operand's).
+	added := make([]bool, 0, len(items))
 	var toAdd [][]byte
-	for i, a := range added {
+	var fullErr error
+	for _, it := range items {
+		a, err := b.addHash(itemHash(it), false)
+		if err != nil && !errors.Is(err, ErrFilterFull) {
+			s.invalidate(key) // b may be ahead of the DB; nothing is written
+			if c := &s.hllCache[stripe]; c.m[string(key)] != nil {
+				c.drop(key, c.m[string(key)])
+			}
+			return nil, err
+		}
+		if err != nil {
+			fullErr = err
+			break
+		}
+		added = append(added, a)
 		if a {
-			toAdd = append(toAdd, items[i])
+			toAdd = append(toAdd, it)
 		}
 	}
-	if len(toAdd) > 0 || cur == nil {
-		op, opErr := BFAddOp(spec, toAdd...)
-		if opErr == nil {
-			opErr = s.merge(key, op)
+	if len(toAdd) > 0 || !exists {
+		op, err := BFAddOp(spec, toAdd...)
+		if err == nil {
+			err = s.cf.Merge(key, op, s.wo)
 		}
-		if opErr != nil {
-			return nil, opErr
+		if err != nil {
+			s.invalidate(key) // b is ahead of the DB
+			return nil, err
 		}
 	}
-	return added, err
+	c := &s.hllCache[stripe]
+	switch {
+	case !cached:
+		s.putBloom(stripe, key, b, st, gl)
+	case c.m[string(key)] != nil && c.m[string(key)].bloom == b:
+		c.resize(c.m[string(key)], key)
+	}
+	return added, fullErr
 }
 
 // BFAddBlind adds items to the Bloom filter at key, creating one with the

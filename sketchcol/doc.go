@@ -74,9 +74,10 @@
 // starts with: KindOf, expectKind), operand.go (the set operand of Restore,
 // and the decoding of any value or operand into its sketch's type),
 // merger.go (Merger), store.go (Store, Open, Dump, Restore, the per-key
-// locks), store_batch.go (Batch), errors.go and redis_errors.go (the
-// CMS and Top-K errors, with RedisBloom's texts), and murmur.go (the hash
-// HLL positions come from). A Bloom value stacks the filter package's
+// locks), store_batch.go (Batch), store_deferred.go (Deferred),
+// hll_cache.go (PFAdd's cache of decoded registers), errors.go and
+// redis_errors.go (the CMS and Top-K errors, with RedisBloom's texts), and
+// murmur.go (the hash HLL positions come from). A Bloom value stacks the filter package's
 // BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
 //
 // Tests follow the same names: hll_test.go, bloom_test.go and
@@ -126,7 +127,10 @@
 // filter of 1.2 bytes per item at 1% — while a blind add costs the size
 // of its operand. Probe many items with BFMExists or CFMExists (one read).
 // A PFCount of a compacted key is one read answered from the HLL's
-// cached cardinality.
+// cached cardinality. PFAdd is the exception: it answers from a bounded
+// cache of the registers of hot keys (hll_cache.go), so a hot key's PFAdd
+// costs its elements' hashes and the operand; Deferred
+// (store_deferred.go) adds PFAdds' operands to one batch.
 //
 // # The merge algebra
 //

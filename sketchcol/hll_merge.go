@@ -111,7 +111,21 @@ func decodeHLLOp(b []byte) (op, error) {
 }
 
 // foldHLLOps is the partial merge of HLL ops: the max of their registers.
+// Few pairs (the operands of single PFADDs) are merged by sorting them,
+// without the pass over 16384 registers; the result is the same op.
 func foldHLLOps(ops []op) *hllOp {
+	n := 0
+	for _, o := range ops {
+		n += len(o.(*hllOp).pairs)
+	}
+	if n <= 1024 {
+		f := &hllOp{pairs: make([]hllPair, 0, n)}
+		for _, o := range ops {
+			f.pairs = append(f.pairs, o.(*hllOp).pairs...)
+		}
+		sortHLLPairs(f)
+		return f
+	}
 	var reg [hllRegisters]uint8
 	for _, o := range ops {
 		for _, p := range o.(*hllOp).pairs {
@@ -129,6 +143,12 @@ func hllOpOf(elems [][]byte) *hllOp {
 		i, r := hllPosition(e)
 		o.pairs = append(o.pairs, hllPair{uint16(i), r})
 	}
+	sortHLLPairs(o)
+	return o
+}
+
+// sortHLLPairs sorts o's pairs by index and keeps the highest rank of each.
+func sortHLLPairs(o *hllOp) {
 	slices.SortFunc(o.pairs, func(a, b hllPair) int {
 		if a.index != b.index {
 			return int(a.index) - int(b.index)
@@ -136,5 +156,4 @@ func hllOpOf(elems [][]byte) *hllOp {
 		return int(b.rank) - int(a.rank)
 	})
 	o.pairs = slices.CompactFunc(o.pairs, func(a, b hllPair) bool { return a.index == b.index })
-	return o
 }

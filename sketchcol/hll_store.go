@@ -11,17 +11,63 @@ import "fmt"
 //
 // It reads the key to answer; PFAddBlind writes the same operand without
 // reading.
+//
+// A hot key's registers are cached (hll_cache.go): PFAdd then neither
+// reads nor decodes the value.
 func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
-	defer s.lock(key)()
-	cur, err := s.get(key)
-	if err != nil {
+	stripe := s.stripe(key)
+	m := &s.locks[stripe]
+	m.Lock()
+	defer m.Unlock()
+	e := s.cachedHLL(stripe, key)
+	if e != nil && e.regs == nil {
+		e = nil // a Bloom filter's entry: read, to answer ErrWrongType
+	}
+	changed := false
+	if e == nil {
+		st, gl := s.cacheTag(stripe)
+		cur, err := s.get(key)
+		if err != nil {
+			return false, err
+		}
+		var regs *hllRegs
+		if cur == nil {
+			regs, changed = &hllRegs{}, true
+		} else {
+			if err := expectKind(cur, KindHLL); err != nil {
+				return false, err
+			}
+			if regs, err = hllRegsOf(cur); err != nil {
+				return false, err
+			}
+		}
+		s.putHLL(stripe, key, regs, st, gl)
+		e = s.cachedHLL(stripe, key)
+		if e == nil { // not cacheable (too large for a stripe, or cache off)
+			e = &hllCacheEntry{regs: regs}
+		}
+	}
+	op := hllOpOf(elems)
+	for _, p := range op.pairs {
+		if p.rank > e.regs.get(int(p.index)) {
+			changed = true
+			break
+		}
+	}
+	if !changed {
+		return false, nil
+	}
+	if err := s.cf.Merge(key, appendHLLOp(nil, op), s.wo); err != nil {
+		s.invalidate(key)
 		return false, err
 	}
-	changed, err := PFAddReply(cur, elems...)
-	if err != nil || !changed {
-		return false, err
+	for _, p := range op.pairs {
+		e.regs.raise(int(p.index), p.rank)
 	}
-	return true, s.merge(key, PFAddOp(elems...))
+	if c := &s.hllCache[stripe]; c.m[string(key)] == e {
+		c.resize(e, key)
+	}
+	return true, nil
 }
 
 // PFAddBlind adds elems to the HyperLogLog at key, creating it if missing,

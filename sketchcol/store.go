@@ -41,14 +41,20 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 // or CFReserve racing with it finds the key existing (or, having checked
 // first, writes a reserve operand that then changes nothing).
 //
-// The Store holds no state of its own beyond the locks: several Stores on
-// one DB are correct together only for blind writes and reads.
+// The Store holds no state of its own beyond the locks and a bounded cache
+// of decoded HyperLogLog registers that PFAdd answers from (hll_cache.go;
+// every write through the Store keeps it exact): several Stores on one DB
+// are correct together only for blind writes and reads.
 type Store struct {
 	db    *sieve.DB
 	cf    *sieve.ColumnFamily
 	wo    *sieve.WriteOptions
 	seed  maphash.Seed
 	locks [lockStripes]paddedMutex
+
+	// The decoded-value cache of PFAdd (hll_cache.go).
+	epochs   cacheEpochs
+	hllCache [lockStripes]hllCacheStripe
 }
 
 // StoreOptions configure a Store. The zero value (and nil) is the default.
@@ -115,9 +121,12 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 // a cuckoo filter command.)
 func (s *Store) ColumnFamily() *sieve.ColumnFamily { return s.cf }
 
+// stripe returns key's stripe of the lock array (and of the cache).
+func (s *Store) stripe(key []byte) int { return int(maphash.Bytes(s.seed, key) % lockStripes) }
+
 // lock locks key's stripe and returns its unlock.
 func (s *Store) lock(key []byte) func() {
-	m := &s.locks[maphash.Bytes(s.seed, key)%lockStripes]
+	m := &s.locks[s.stripe(key)]
 	m.Lock()
 	return m.Unlock
 }
@@ -155,8 +164,14 @@ func (s *Store) snapshotGetter() (getter, func()) {
 	return func(key []byte) ([]byte, error) { return snap.GetCF(s.cf, key) }, func() { _ = snap.Close() }
 }
 
-// merge writes one operand for key.
-func (s *Store) merge(key, operand []byte) error { return s.cf.Merge(key, operand, s.wo) }
+// merge writes one operand for key (and makes key's cached registers
+// stale: every write but PFAdd's own goes through merge, Restore, Put,
+// Delete or a Batch, all of which do).
+func (s *Store) merge(key, operand []byte) error {
+	err := s.cf.Merge(key, operand, s.wo)
+	s.invalidate(key)
+	return err
+}
 
 // notFound is the error of a command that needs an existing key
 // (BF.INFO, CF.INFO, CF.DEL, Dump, BF.INSERT NOCREATE).
@@ -192,7 +207,47 @@ func (s *Store) Restore(key, value []byte) error {
 		return err
 	}
 	defer s.lock(key)()
-	return s.cf.Put(key, v, s.wo)
+	err = s.cf.Put(key, v, s.wo)
+	s.invalidate(key)
+	return err
+}
+
+// Put stores value at key as it is, replacing whatever the key held,
+// without validating it: for a caller that keeps other values than
+// sketches in the family (sieve-server keeps Redis strings there). A value
+// that is not a sketch makes the Store's commands on that key return an
+// error wrapping ErrWrongType (and ErrCorruption), and blind operands
+// merged onto it make reads of the key fail: write only locked commands
+// to such keys. An HLL value put here is used as given (cache included:
+// use Restore to have it checked and its cache recomputed).
+func (s *Store) Put(key, value []byte) error {
+	defer s.lock(key)()
+	err := s.cf.Put(key, value, s.wo)
+	s.invalidate(key)
+	return err
+}
+
+// Delete deletes key, whatever it holds.
+func (s *Store) Delete(key []byte) error {
+	defer s.lock(key)()
+	err := s.cf.Delete(key, s.wo)
+	s.invalidate(key)
+	return err
+}
+
+// Apply applies b, a batch of the Store's DB whose writes to the Store's
+// family are to keys (nil: to any key), with the Store's write options,
+// and keeps the cache exact: the keys' stripes (or the whole cache) are
+// made stale once it is applied. It takes no per-key lock.
+func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
+	err := s.db.Apply(b, s.wo)
+	if keys == nil {
+		s.invalidateAll()
+	}
+	for _, k := range keys {
+		s.invalidate(k)
+	}
+	return err
 }
 
 // restoreValue validates value and returns what to store.

@@ -11,25 +11,41 @@ import "github.com/sievedb/sieve"
 // Call order: (PFAdd | BFAdd | CFAdd | Restore)* then Commit, or hand
 // Sieve() to DB.Apply yourself. A Batch is not safe for concurrent use.
 type Batch struct {
-	s *Store
-	b *sieve.Batch
+	s       *Store
+	b       *sieve.Batch
+	stripes [lockStripes / 64]uint64 // the keys' stripes, made stale by Commit
 }
 
 // NewBatch returns an empty Batch with its own sieve.Batch.
 func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
 
 // WrapBatch returns a Batch that adds its writes to b, a batch of the
-// Store's DB that may also hold writes to other column families.
-func (s *Store) WrapBatch(b *sieve.Batch) *Batch { return &Batch{s: s, b: b} }
+// Store's DB that may also hold writes to other column families. Since b
+// may be applied without Commit, where the Store cannot see it, this turns
+// the Store's PFAdd cache off for good (hll_cache.go).
+func (s *Store) WrapBatch(b *sieve.Batch) *Batch {
+	s.disableCache()
+	return &Batch{s: s, b: b}
+}
 
-// Sieve returns the underlying sieve.Batch.
-func (b *Batch) Sieve() *sieve.Batch { return b.b }
+// Sieve returns the underlying sieve.Batch. Like WrapBatch, it turns the
+// Store's PFAdd cache off for good.
+func (b *Batch) Sieve() *sieve.Batch {
+	b.s.disableCache()
+	return b.b
+}
+
+func (b *Batch) touch(key []byte) {
+	i := b.s.stripe(key)
+	b.stripes[i/64] |= 1 << (i % 64)
+}
 
 // Len returns the number of writes in the underlying sieve.Batch.
 func (b *Batch) Len() int { return b.b.Len() }
 
 // PFAdd adds the blind operand of PFADD key elems (see Store.PFAddBlind).
 func (b *Batch) PFAdd(key []byte, elems ...[]byte) error {
+	b.touch(key)
 	return b.b.MergeCF(b.s.cf, key, PFAddOp(elems...))
 }
 
@@ -39,6 +55,7 @@ func (b *Batch) BFAdd(key []byte, items ...[]byte) error {
 	if err != nil {
 		return err
 	}
+	b.touch(key)
 	return b.b.MergeCF(b.s.cf, key, op)
 }
 
@@ -49,6 +66,7 @@ func (b *Batch) CFAdd(key []byte, items ...[]byte) error {
 	if err != nil {
 		return err
 	}
+	b.touch(key)
 	return b.b.MergeCF(b.s.cf, key, op)
 }
 
@@ -61,6 +79,7 @@ func (b *Batch) Restore(key, value []byte) error {
 	if err != nil {
 		return err
 	}
+	b.touch(key)
 	return b.b.PutCF(b.s.cf, key, v)
 }
 
@@ -71,5 +90,13 @@ func (b *Batch) Commit(o *sieve.WriteOptions) error {
 	if o == nil {
 		o = b.s.wo
 	}
-	return b.s.db.Apply(b.b, o)
+	err := b.s.db.Apply(b.b, o)
+	for w, bits := range b.stripes {
+		for i := 0; i < 64; i++ {
+			if bits&(1<<i) != 0 {
+				b.s.epochs.stripe[w*64+i].Add(1)
+			}
+		}
+	}
+	return err
 }

@@ -37,8 +37,8 @@ func benchStore(b *testing.B, dbOpts *sieve.Options) *Store {
 
 // BenchmarkStorePFAdd: PFADD of 16 elements to one hot key — blind (one
 // operand per call; and 64 calls per Batch, the counterpart of Redis's
-// pipelining), with the reply (a read, which merges the key's operands,
-// then the operand), and redis-server over loopback pipelined 64 deep.
+// pipelining), with the reply (reply-uncached: a read, which merges the key's
+// operands, then the operand; reply: from the cached registers, hll_cache.go), and redis-server over loopback pipelined 64 deep.
 // ns/op is per PFADD of 16 elements; elems/s is the throughput.
 func BenchmarkStorePFAdd(b *testing.B) {
 	const batch = 16
@@ -78,16 +78,44 @@ func BenchmarkStorePFAdd(b *testing.B) {
 		}
 		b.ReportMetric(float64(i*batch)/b.Elapsed().Seconds(), "elems/s")
 	})
-	b.Run("reply", func(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		name := "reply-uncached"
+		if cached {
+			name = "reply"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := benchStore(b, nil)
+			if !cached {
+				s.disableCache()
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := s.PFAdd([]byte("bench"), next(i)...); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			report(b)
+		})
+	}
+	b.Run("reply-deferred16", func(b *testing.B) {
+		// 16 reply-bearing PFAdds per commit, as sieve-server writes a
+		// pipeline of 16.
 		s := benchStore(b, nil)
 		i := 0
-		for b.Loop() {
-			if _, err := s.PFAdd([]byte("bench"), next(i)...); err != nil {
+		for n := 0; n < b.N; n += 16 {
+			d := s.NewDeferred(s.db.NewBatch())
+			for range 16 {
+				if _, _, err := d.PFAdd([]byte("bench"), next(i)...); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			if err := d.Commit(); err != nil {
 				b.Fatal(err)
 			}
-			i++
 		}
-		report(b)
+		b.ReportMetric(float64(i*batch)/b.Elapsed().Seconds(), "elems/s")
 	})
 	b.Run("redis-pipelined64", benchRedisPFADD)
 }
@@ -158,9 +186,12 @@ func BenchmarkStoreBFAdd(b *testing.B) {
 	const perKey = 10_000
 	items := benchElems(1 << 20)
 	for _, capacity := range []int64{1000, 100000} {
-		for _, mode := range []string{"blind", "reply"} {
+		for _, mode := range []string{"blind", "reply-uncached", "reply"} {
 			b.Run(fmt.Sprintf("cap=%d/%s", capacity, mode), func(b *testing.B) {
 				s := benchStore(b, nil)
+				if mode == "reply-uncached" {
+					s.disableCache()
+				}
 				var key []byte
 				i := 0
 				for b.Loop() {

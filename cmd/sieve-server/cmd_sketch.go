@@ -1,0 +1,416 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/sketchcol"
+)
+
+// RedisBloom's BF.* and CF.* on the Store, with RedisBloom's replies.
+
+func init() {
+	register(
+		&command{name: "bf.reserve", arity: -4, fn: cmdBFReserve, write: true},
+		&command{name: "bf.add", arity: 3, fn: cmdBFAdd, write: true},
+		&command{name: "bf.madd", arity: -3, fn: cmdBFMAdd, write: true},
+		&command{name: "bf.insert", arity: -4, fn: cmdBFInsert, write: true},
+		&command{name: "bf.exists", arity: 3, fn: cmdBFExists},
+		&command{name: "bf.mexists", arity: -3, fn: cmdBFMExists},
+		&command{name: "bf.card", arity: 2, fn: cmdBFCard},
+		&command{name: "bf.info", arity: -2, fn: cmdBFInfo},
+		&command{name: "cf.reserve", arity: -3, fn: cmdCFReserve, write: true},
+		&command{name: "cf.add", arity: 3, fn: cmdCFAdd, write: true},
+		&command{name: "cf.addnx", arity: 3, fn: cmdCFAdd, write: true},
+		&command{name: "cf.exists", arity: 3, fn: cmdCFExists},
+		&command{name: "cf.mexists", arity: -3, fn: cmdCFMExists},
+		&command{name: "cf.del", arity: 3, fn: cmdCFDel, write: true},
+		&command{name: "cf.count", arity: 3, fn: cmdCFCount},
+		&command{name: "cf.info", arity: 2, fn: cmdCFInfo},
+	)
+}
+
+// bfErr answers a Store error of a BF.*/CF.* command as RedisBloom would.
+func (r *reply) bfErr(err error, cuckoo bool) {
+	switch {
+	case errors.Is(err, sketchcol.ErrWrongType):
+		r.wrongType()
+	case errors.Is(err, sketchcol.ErrItemExists):
+		r.err("ERR item exists")
+	case errors.Is(err, sketchcol.ErrFilterFull):
+		if cuckoo {
+			r.err("ERR Filter is full")
+		} else {
+			r.err("ERR non scaling filter is full")
+		}
+	case errors.Is(err, sieve.ErrNotFound):
+		if cuckoo {
+			r.err("ERR Not found")
+		} else {
+			r.err("ERR not found")
+		}
+	case errors.Is(err, sketchcol.ErrInvalidArgument):
+		r.err("ERR " + err.Error())
+	default:
+		r.storeErr(err)
+	}
+}
+
+func parseRate(r *reply, b []byte) (float64, bool) {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		r.err("ERR bad error rate")
+		return 0, false
+	}
+	if f <= 0 || f >= 1 {
+		r.err("ERR (0 < error rate range < 1)")
+		return 0, false
+	}
+	return f, true
+}
+
+func parseCapacity(r *reply, b []byte) (int64, bool) {
+	n, ok := parseInt(b)
+	if !ok {
+		r.err("ERR bad capacity")
+		return 0, false
+	}
+	if n <= 0 {
+		r.err("ERR (capacity should be larger than 0)")
+		return 0, false
+	}
+	return n, true
+}
+
+func parseExpansion(r *reply, b []byte) (int, bool) {
+	n, ok := parseInt(b)
+	if !ok {
+		r.err("ERR bad expansion")
+		return 0, false
+	}
+	if n < 1 || n > 32768 {
+		r.err("ERR expansion should be greater or equal to 1")
+		return 0, false
+	}
+	return int(n), true
+}
+
+func cmdBFReserve(s *Server, r *reply, args [][]byte) {
+	rate, ok := parseRate(r, args[2])
+	if !ok {
+		return
+	}
+	capacity, ok := parseCapacity(r, args[3])
+	if !ok {
+		return
+	}
+	var o sketchcol.BFReserveOptions
+	for i := 4; i < len(args); i++ {
+		switch {
+		case eq(args[i], "nonscaling"):
+			o.NonScaling = true
+		case eq(args[i], "expansion") && i+1 < len(args):
+			if o.Expansion, ok = parseExpansion(r, args[i+1]); !ok {
+				return
+			}
+			i++
+		default:
+			r.wrongArgs("BF.RESERVE")
+			return
+		}
+	}
+	if o.NonScaling && o.Expansion != 0 {
+		r.err("ERR Nonscaling filters cannot expand")
+		return
+	}
+	defer s.ks.lock(args[1])()
+	if err := s.ks.st.BFReserve(args[1], rate, capacity, &o); err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	r.ok()
+}
+
+func cmdBFAdd(s *Server, r *reply, args [][]byte) {
+	defer s.ks.lock(args[1])()
+	added, err := s.ks.st.BFAdd(args[1], args[2])
+	if err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	r.boolInt(added)
+}
+
+// bfMulti answers BF.MADD/BF.INSERT: one integer per item that was
+// tried, then RedisBloom's error in place of the item that did not fit.
+func (r *reply) bfMulti(added []bool, n int, err error) {
+	if err != nil && !errors.Is(err, sketchcol.ErrFilterFull) {
+		r.bfErr(err, false)
+		return
+	}
+	if err == nil {
+		r.ints(added)
+		return
+	}
+	r.array(len(added) + 1)
+	for _, a := range added {
+		r.boolInt(a)
+	}
+	r.err("ERR non scaling filter is full")
+}
+
+func cmdBFMAdd(s *Server, r *reply, args [][]byte) {
+	defer s.ks.lock(args[1])()
+	added, err := s.ks.st.BFMAdd(args[1], args[2:]...)
+	r.bfMulti(added, len(args)-2, err)
+}
+
+func cmdBFInsert(s *Server, r *reply, args [][]byte) {
+	var o sketchcol.BFInsertOptions
+	var ok bool
+	items := -1
+	for i := 2; i < len(args) && items < 0; i++ {
+		switch a := args[i]; {
+		case eq(a, "capacity") && i+1 < len(args):
+			if o.Capacity, ok = parseCapacity(r, args[i+1]); !ok {
+				return
+			}
+			i++
+		case eq(a, "error") && i+1 < len(args):
+			if o.ErrorRate, ok = parseRate(r, args[i+1]); !ok {
+				return
+			}
+			i++
+		case eq(a, "expansion") && i+1 < len(args):
+			if o.Expansion, ok = parseExpansion(r, args[i+1]); !ok {
+				return
+			}
+			i++
+		case eq(a, "nocreate"):
+			o.NoCreate = true
+		case eq(a, "nonscaling"):
+			o.NonScaling = true
+		case eq(a, "items"):
+			items = i + 1
+		default:
+			r.err("ERR unknown argument received")
+			return
+		}
+	}
+	if items < 0 || items >= len(args) {
+		r.wrongArgs("BF.INSERT")
+		return
+	}
+	if o.NoCreate && (o.Capacity != 0 || o.ErrorRate != 0) {
+		r.err("ERR NOCREATE cannot be used together with CAPACITY or ERROR")
+		return
+	}
+	if o.NonScaling && o.Expansion != 0 {
+		r.err("ERR Nonscaling filters cannot expand")
+		return
+	}
+	defer s.ks.lock(args[1])()
+	added, err := s.ks.st.BFInsert(args[1], &o, args[items:]...)
+	r.bfMulti(added, len(args)-items, err)
+}
+
+func cmdBFExists(s *Server, r *reply, args [][]byte) {
+	ok, err := s.ks.st.BFExists(args[1], args[2])
+	if err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	r.boolInt(ok)
+}
+
+func cmdBFMExists(s *Server, r *reply, args [][]byte) {
+	oks, err := s.ks.st.BFMExists(args[1], args[2:]...)
+	if err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	r.ints(oks)
+}
+
+func cmdBFCard(s *Server, r *reply, args [][]byte) {
+	n, err := s.ks.st.BFCard(args[1])
+	if err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	r.int(n)
+}
+
+func cmdBFInfo(s *Server, r *reply, args [][]byte) {
+	info, err := s.ks.st.BFInfo(args[1])
+	if err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	fields := []struct {
+		name, arg string
+		v         int64
+	}{
+		{"Capacity", "capacity", info.Capacity},
+		{"Size", "size", info.Size},
+		{"Number of filters", "filters", info.Filters},
+		{"Number of items inserted", "items", info.ItemsInserted},
+		{"Expansion rate", "expansion", info.ExpansionRate},
+	}
+	put := func(v int64, name string) {
+		if name == "Expansion rate" && v == 0 {
+			r.null()
+		} else {
+			r.int(v)
+		}
+	}
+	if len(args) == 3 {
+		for _, f := range fields {
+			if eq(args[2], f.arg) {
+				r.array(1)
+				put(f.v, f.name)
+				return
+			}
+		}
+		r.err("ERR Invalid information value")
+		return
+	}
+	if len(args) > 3 {
+		r.wrongArgs("BF.INFO")
+		return
+	}
+	r.array(2 * len(fields))
+	for _, f := range fields {
+		r.status(f.name)
+		put(f.v, f.name)
+	}
+}
+
+func cmdCFReserve(s *Server, r *reply, args [][]byte) {
+	capacity, ok := parseInt(args[2])
+	if !ok || capacity <= 0 {
+		r.err("ERR Bad capacity")
+		return
+	}
+	var o sketchcol.CFReserveOptions
+	for i := 3; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			r.syntax()
+			return
+		}
+		n, ok := parseInt(args[i+1])
+		switch {
+		case eq(args[i], "bucketsize"):
+			if !ok || n < 1 || n > 255 {
+				r.err("ERR Bad bucket size")
+				return
+			}
+			o.BucketSize = int(n)
+		case eq(args[i], "maxiterations"):
+			if !ok || n < 1 || n > 65535 {
+				r.err("ERR MAXITERATIONS parameter needs to be a positive integer")
+				return
+			}
+			o.MaxIterations = int(n)
+		case eq(args[i], "expansion"):
+			if !ok || n < 0 || n > 32768 {
+				r.err("ERR EXPANSION parameter needs to be a non-negative integer")
+				return
+			}
+			if n == 0 {
+				o.NonScaling = true
+			} else {
+				o.Expansion = int(n)
+			}
+		default:
+			r.syntax()
+			return
+		}
+	}
+	defer s.ks.lock(args[1])()
+	if err := s.ks.st.CFReserve(args[1], capacity, &o); err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.ok()
+}
+
+func cmdCFAdd(s *Server, r *reply, args [][]byte) {
+	defer s.ks.lock(args[1])()
+	var ok bool
+	var err error
+	if lower(args[0]) == "cf.addnx" {
+		ok, err = s.ks.st.CFAddNX(args[1], args[2])
+	} else {
+		ok, err = s.ks.st.CFAdd(args[1], args[2])
+	}
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.boolInt(ok)
+}
+
+func cmdCFExists(s *Server, r *reply, args [][]byte) {
+	ok, err := s.ks.st.CFExists(args[1], args[2])
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.boolInt(ok)
+}
+
+func cmdCFMExists(s *Server, r *reply, args [][]byte) {
+	oks, err := s.ks.st.CFMExists(args[1], args[2:]...)
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.ints(oks)
+}
+
+func cmdCFDel(s *Server, r *reply, args [][]byte) {
+	defer s.ks.lock(args[1])()
+	ok, err := s.ks.st.CFDel(args[1], args[2])
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.boolInt(ok)
+}
+
+func cmdCFCount(s *Server, r *reply, args [][]byte) {
+	n, err := s.ks.st.CFCount(args[1], args[2])
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.int(n)
+}
+
+func cmdCFInfo(s *Server, r *reply, args [][]byte) {
+	info, err := s.ks.st.CFInfo(args[1])
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	fields := []struct {
+		name string
+		v    int64
+	}{
+		{"Size", info.Size},
+		{"Number of buckets", info.NumBuckets},
+		{"Number of filters", info.NumFilters},
+		{"Number of items inserted", info.NumItemsInserted},
+		{"Number of items deleted", info.NumItemsDeleted},
+		{"Bucket size", info.BucketSize},
+		{"Expansion rate", info.ExpansionRate},
+		{"Max iterations", info.MaxIteration},
+	}
+	r.array(2 * len(fields))
+	for _, f := range fields {
+		r.status(f.name)
+		r.int(f.v)
+	}
+}

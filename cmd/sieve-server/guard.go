@@ -1,0 +1,238 @@
+package main
+
+import (
+	"net"
+	"strconv"
+	"sync/atomic"
+)
+
+// The request guard: every connection's bytes pass through a streaming
+// check of the RESP framing before redcon parses them, which enforces the
+// limits redcon lacks and keeps redcon away from the inputs it mishandles.
+//
+// redcon (v1.6.4) has no maximum bulk length, argument count or inline
+// line length; a declared bulk length near MaxInt overflows its bounds
+// check (i+size+2) and indexes out of range — a panic that kills the
+// whole server — and it re-enters its parser recursively once per Read
+// of an incomplete command, so a command trickled in tiny segments grows
+// the goroutine stack without bound. The guard refuses oversized lengths
+// before redcon sees them, and returns bytes to redcon only at command
+// boundaries or when redcon's buffer is full, so redcon's recursion is
+// bounded by the doublings of its buffer.
+//
+// A violation is reported to the client ("-ERR Protocol error: ...",
+// after the replies to the complete commands before it) and closes the
+// connection; nothing of the offending command is executed.
+
+// protoLimits are the per-connection limits of the guard.
+type protoLimits struct {
+	maxBulk   atomic.Int64 // proto-max-bulk-len
+	maxArgs   atomic.Int64 // arguments of one multibulk command
+	maxInline atomic.Int64 // length of an inline command line
+}
+
+// Redis's limits for a client that has not authenticated yet.
+const (
+	unauthMaxArgs = 10
+	unauthMaxBulk = 16384
+)
+
+type guardState uint8
+
+const (
+	gStart     guardState = iota // at the start of a command
+	gInline                      // inside an inline command line
+	gCount                       // inside "*<count>"
+	gCountLF                     // expecting the LF of "*<count>\r\n"
+	gBulkHdr                     // expecting '$'
+	gBulkLen                     // inside "$<len>"
+	gBulkLenLF                   // expecting the LF of "$<len>\r\n"
+	gBulkData                    // inside a bulk and its CRLF
+)
+
+type protoError struct{ msg string }
+
+func (e *protoError) Error() string { return "Protocol error: " + e.msg }
+
+// guardConn wraps a client's net.Conn.
+type guardConn struct {
+	net.Conn
+	lim    *protoLimits
+	authed func() bool // nil: no password; else whether the client is authenticated
+
+	st      guardState
+	num     int64 // the number being read (count or length)
+	digits  int
+	neg     bool
+	args    int64 // bulks left in the current multibulk
+	left    int64 // bytes left of the current bulk, CRLF included
+	inline  int64
+	pending error // violation found; reported by the next Read
+}
+
+func (g *guardConn) limits() (maxArgs, maxBulk int64) {
+	maxArgs, maxBulk = g.lim.maxArgs.Load(), g.lim.maxBulk.Load()
+	if g.authed != nil && !g.authed() {
+		maxArgs, maxBulk = min(maxArgs, unauthMaxArgs), min(maxBulk, unauthMaxBulk)
+	}
+	return maxArgs, maxBulk
+}
+
+// Read reads into p until it ends at a command boundary or is full, and
+// returns only bytes that passed the check.
+func (g *guardConn) Read(p []byte) (int, error) {
+	if g.pending != nil {
+		return 0, g.fail()
+	}
+	got := 0
+	for {
+		n, err := g.Conn.Read(p[got:])
+		if n > 0 {
+			ok, verr := g.scan(p[got : got+n])
+			if verr != nil {
+				g.pending = verr
+				got += ok
+				if got == 0 {
+					return 0, g.fail()
+				}
+				return got, nil
+			}
+			got += n
+		}
+		if err != nil || got == len(p) || g.st == gStart {
+			if got > 0 {
+				return got, nil // the error, if any, comes with the next Read
+			}
+			return 0, err
+		}
+	}
+}
+
+// fail writes the pending violation to the client and returns it.
+func (g *guardConn) fail() error {
+	_, _ = g.Conn.Write([]byte("-ERR " + g.pending.Error() + "\r\n"))
+	return g.pending
+}
+
+// scan advances the state over b and returns how many bytes are fine
+// before a violation, and the violation.
+func (g *guardConn) scan(b []byte) (int, error) {
+	maxArgs, maxBulk := g.limits()
+	maxInline := g.lim.maxInline.Load()
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch g.st {
+		case gStart:
+			switch c {
+			case '*':
+				g.st, g.num, g.digits, g.neg = gCount, 0, 0, false
+			case '\n':
+			default:
+				g.st, g.inline = gInline, 1
+			}
+		case gInline:
+			if c == '\n' {
+				g.st = gStart
+				continue
+			}
+			g.inline++
+			if g.inline > maxInline {
+				return i, &protoError{"too big inline request"}
+			}
+		case gCount, gBulkLen:
+			switch {
+			case c == '-' && g.digits == 0 && !g.neg:
+				g.neg = true
+			case c >= '0' && c <= '9':
+				g.digits++
+				g.num = g.num*10 + int64(c-'0')
+				if g.digits > 18 {
+					return i, g.lenError()
+				}
+			case c == '\r':
+				if g.digits == 0 {
+					return i, g.lenError()
+				}
+				if g.st == gCount {
+					g.st = gCountLF
+				} else {
+					g.st = gBulkLenLF
+				}
+			default:
+				return i, g.lenError()
+			}
+		case gCountLF:
+			if c != '\n' {
+				return i, &protoError{"invalid multibulk length"}
+			}
+			switch {
+			case g.neg || g.num == 0:
+				g.st = gStart // redcon refuses these itself
+			case g.num > maxArgs:
+				if g.authed != nil && !g.authed() {
+					return i, &protoError{"unauthenticated multibulk length"}
+				}
+				return i, &protoError{"invalid multibulk length"}
+			default:
+				g.args, g.st = g.num, gBulkHdr
+			}
+		case gBulkHdr:
+			if c != '$' {
+				return i, &protoError{"expected '$', got '" + printable(c) + "'"}
+			}
+			g.st, g.num, g.digits, g.neg = gBulkLen, 0, 0, false
+		case gBulkLenLF:
+			if c != '\n' {
+				return i, &protoError{"invalid bulk length"}
+			}
+			if g.neg || g.num > maxBulk {
+				if g.authed != nil && !g.authed() {
+					return i, &protoError{"unauthenticated bulk length"}
+				}
+				return i, &protoError{"invalid bulk length"}
+			}
+			g.left, g.st = g.num+2, gBulkData
+		case gBulkData:
+			skip := min(g.left, int64(len(b)-i))
+			g.left -= skip
+			i += int(skip) - 1
+			if g.left == 0 {
+				g.args--
+				if g.args == 0 {
+					g.st = gStart
+				} else {
+					g.st = gBulkHdr
+				}
+			}
+		}
+	}
+	return len(b), nil
+}
+
+func (g *guardConn) lenError() error {
+	if g.st == gCount {
+		return &protoError{"invalid multibulk length"}
+	}
+	return &protoError{"invalid bulk length"}
+}
+
+func printable(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return string(rune(c))
+	}
+	return "\\x" + strconv.FormatUint(uint64(c)|0x100, 16)[1:]
+}
+
+// guardListener wraps accepted connections in guards.
+type guardListener struct {
+	net.Listener
+	wrap func(net.Conn) net.Conn
+}
+
+func (l *guardListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.wrap(c), nil
+}

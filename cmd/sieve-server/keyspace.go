@@ -1,0 +1,397 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"sync"
+
+	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/sketchcol"
+)
+
+// The keyspace: one Redis database over the sketch column family.
+//
+// Every key lives in the Store's family ("sketch"), so one read finds a
+// key of any type. A value's first byte says what it is:
+//
+//	0x00 + bytes        a Redis string (tagString)
+//	'H' (Redis's HYLL)  a string that passes Redis's HyperLogLog header
+//	                    check, stored as it is, so the Store's PF* commands
+//	                    use it and GET returns it byte for byte
+//	0x20, 0x30          a Bloom or cuckoo filter (sketchcol's values)
+//
+// A string's tag keeps it from being taken for a sketch (a SET value
+// starting with 0x20 is not a Bloom filter); KindOf sees 0x00 as no
+// sketch, so the Store's commands answer WRONGTYPE on strings.
+//
+// Redis's cached cardinality. A PFADD that raises a register leaves
+// Redis's HLL with a stale cache (byte 15's top bit set over the old
+// count) until a PFCOUNT recomputes it; the Store's merged values always
+// carry the computed count. The server keeps, for each HLL whose Redis
+// cache would be stale, the 8 cache bytes Redis would show, in the
+// column family "server-hllmeta" (mirrored in memory, loaded at start),
+// and GET shows them over the merged value. PFCOUNT drops them.
+//
+// Atomicity: every command holds the stripe locks of its keys (sorted,
+// so multi-key commands do not deadlock) and a read lock of the whole
+// keyspace (FLUSHALL takes it exclusively); reads of one key take none.
+type keyspace struct {
+	db   *sieve.DB
+	st   *sketchcol.Store
+	cf   *sieve.ColumnFamily
+	meta *sieve.ColumnFamily
+	wo   *sieve.WriteOptions
+
+	all     sync.RWMutex
+	seed    maphash.Seed
+	stripes [1 << 16]sync.Mutex // many: a pipelining client holds its keys' stripes until its batch commits
+	shards  [4096]metaShard
+
+	cursorMu   sync.Mutex
+	cursors    map[uint64][]byte
+	cursorNext uint64
+}
+
+type metaShard struct {
+	sync.RWMutex
+	m map[string][8]byte
+}
+
+const (
+	tagString   = 0x00
+	kindBloom   = 0x20
+	kindCuckoo  = 0x30
+	kindHLL     = 'H'
+	metaCFName  = "server-hllmeta"
+	hllHdrLen   = 16
+	hllDenseLen = 16 + 16384*6/8
+)
+
+type keyType uint8
+
+const (
+	typeNone keyType = iota
+	typeString
+	typeHLL // a string holding HLL bytes
+	typeBloom
+	typeCuckoo
+)
+
+func (t keyType) redisType() string {
+	switch t {
+	case typeString, typeHLL:
+		return "string"
+	case typeBloom:
+		return "MBbloom--"
+	case typeCuckoo:
+		return "MBbloomCF"
+	}
+	return "none"
+}
+
+func openKeyspace(db *sieve.DB, sync bool) (*keyspace, error) {
+	st, err := sketchcol.OpenWithOptions(db, &sketchcol.StoreOptions{Sync: sync})
+	if err != nil {
+		return nil, err
+	}
+	meta, err := db.OpenColumnFamily(metaCFName, nil)
+	if err != nil {
+		return nil, err
+	}
+	ks := &keyspace{db: db, st: st, cf: st.ColumnFamily(), meta: meta, wo: sieve.NoSync, seed: maphash.MakeSeed(), cursors: map[uint64][]byte{}}
+	if sync {
+		ks.wo = sieve.Sync
+	}
+	for i := range ks.shards {
+		ks.shards[i].m = map[string][8]byte{}
+	}
+	it := meta.NewIter(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		var c [8]byte
+		copy(c[:], it.Value())
+		ks.shard(it.Key()).m[string(it.Key())] = c
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", metaCFName, err)
+	}
+	return ks, nil
+}
+
+// quiesce waits for running commands (Close comes next).
+func (ks *keyspace) quiesce() {
+	ks.all.Lock()
+	ks.all.Unlock() //nolint:staticcheck // a barrier
+}
+
+func (ks *keyspace) stripe(key []byte) int {
+	return int(maphash.Bytes(ks.seed, key) % uint64(len(ks.stripes)))
+}
+
+func (ks *keyspace) shard(key []byte) *metaShard {
+	return &ks.shards[maphash.Bytes(ks.seed, key)%uint64(len(ks.shards))]
+}
+
+// lock locks key for a command.
+func (ks *keyspace) lock(key []byte) func() {
+	ks.all.RLock()
+	m := &ks.stripes[ks.stripe(key)]
+	m.Lock()
+	return func() { m.Unlock(); ks.all.RUnlock() }
+}
+
+// lockKeys locks several keys' stripes in order.
+func (ks *keyspace) lockKeys(keys [][]byte) func() {
+	ks.all.RLock()
+	idx := make([]int, 0, len(keys))
+	for _, k := range keys {
+		idx = append(idx, ks.stripe(k))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	for _, i := range idx {
+		ks.stripes[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			ks.stripes[i].Unlock()
+		}
+		ks.all.RUnlock()
+	}
+}
+
+// lockAll excludes every other command.
+func (ks *keyspace) lockAll() func() {
+	ks.all.Lock()
+	return ks.all.Unlock
+}
+
+// isHLLString is Redis's isHLLObjectOrReply on a string's bytes.
+func isHLLString(v []byte) bool {
+	if len(v) < hllHdrLen || string(v[:4]) != "HYLL" || v[4] > 1 {
+		return false
+	}
+	return v[4] != 0 || len(v) == hllDenseLen
+}
+
+// encodeString returns how a string value is stored.
+func encodeString(v []byte) []byte {
+	if isHLLString(v) {
+		return v
+	}
+	out := make([]byte, len(v)+1)
+	out[0] = tagString
+	copy(out[1:], v)
+	return out
+}
+
+// raw reads key's stored value (nil when missing).
+func (ks *keyspace) raw(key []byte) ([]byte, error) {
+	v, err := ks.cf.Get(key)
+	if errors.Is(err, sieve.ErrNotFound) {
+		return nil, nil
+	}
+	if err == nil && len(v) == 0 {
+		return nil, errors.New("ERR empty stored value")
+	}
+	return v, err
+}
+
+func typeOf(raw []byte) keyType {
+	if raw == nil {
+		return typeNone
+	}
+	switch raw[0] {
+	case tagString:
+		return typeString
+	case kindHLL:
+		return typeHLL
+	case kindBloom:
+		return typeBloom
+	case kindCuckoo:
+		return typeCuckoo
+	}
+	return typeString // not written by the server; shown as bytes
+}
+
+// lookup returns key's type and, for strings, the bytes Redis would
+// return (an HLL with its Redis cache bytes).
+func (ks *keyspace) lookup(key []byte) (keyType, []byte, error) {
+	raw, err := ks.raw(key)
+	if err != nil {
+		return typeNone, nil, err
+	}
+	t := typeOf(raw)
+	switch {
+	case t == typeString && raw[0] == tagString:
+		return t, raw[1:], nil
+	case t == typeHLL:
+		return t, ks.present(key, raw), nil
+	}
+	return t, raw, nil
+}
+
+// present applies the Redis cache bytes kept for key to an HLL value.
+func (ks *keyspace) present(key, raw []byte) []byte {
+	sh := ks.shard(key)
+	sh.RLock()
+	c, ok := sh.m[string(key)]
+	sh.RUnlock()
+	if !ok || len(raw) < hllHdrLen {
+		return raw
+	}
+	out := bytes.Clone(raw)
+	copy(out[8:16], c[:])
+	return out
+}
+
+func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
+	sh := ks.shard(key)
+	sh.RLock()
+	c, ok := sh.m[string(key)]
+	sh.RUnlock()
+	return c, ok
+}
+
+// setMeta records the Redis cache bytes of key. REQUIRES: key's lock.
+func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
+	if err := ks.meta.Put(key, c[:], ks.wo); err != nil {
+		return err
+	}
+	sh := ks.shard(key)
+	sh.Lock()
+	sh.m[string(key)] = c
+	sh.Unlock()
+	return nil
+}
+
+// dropMeta adds the deletion of key's cache bytes to b if it has any.
+// REQUIRES: key's lock.
+func (ks *keyspace) dropMeta(b *sieve.Batch, key []byte) bool {
+	if _, ok := ks.metaOf(key); !ok {
+		return false
+	}
+	_ = b.DeleteCF(ks.meta, key)
+	return true
+}
+
+// noteMeta records cache bytes in memory only (their write is in a
+// pending batch). REQUIRES: key's lock.
+func (ks *keyspace) noteMeta(key []byte, c [8]byte) {
+	sh := ks.shard(key)
+	sh.Lock()
+	sh.m[string(key)] = c
+	sh.Unlock()
+}
+
+// reloadMeta rereads the cache bytes of keys from disk (after a failed
+// batch). REQUIRES: the keys' locks.
+func (ks *keyspace) reloadMeta(keys [][]byte) {
+	for _, k := range keys {
+		v, err := ks.meta.Get(k)
+		sh := ks.shard(k)
+		sh.Lock()
+		if err == nil && len(v) == 8 {
+			sh.m[string(k)] = [8]byte(v)
+		} else {
+			delete(sh.m, string(k))
+		}
+		sh.Unlock()
+	}
+}
+
+func (ks *keyspace) forgetMeta(keys ...[]byte) {
+	for _, k := range keys {
+		sh := ks.shard(k)
+		sh.Lock()
+		delete(sh.m, string(k))
+		sh.Unlock()
+	}
+}
+
+// setString stores a string value at key. REQUIRES: key's lock.
+func (ks *keyspace) setString(key, v []byte) error {
+	if _, ok := ks.metaOf(key); !ok {
+		return ks.st.Put(key, encodeString(v))
+	}
+	b := ks.db.NewBatch()
+	_ = b.PutCF(ks.cf, key, encodeString(v))
+	ks.dropMeta(b, key)
+	err := ks.st.Apply(b, [][]byte{key})
+	ks.forgetMeta(key)
+	return err
+}
+
+// del deletes keys that exist (the caller checked). REQUIRES: their locks.
+func (ks *keyspace) del(keys ...[]byte) error {
+	if len(keys) == 1 {
+		if _, ok := ks.metaOf(keys[0]); !ok {
+			return ks.st.Delete(keys[0])
+		}
+	}
+	b := ks.db.NewBatch()
+	for _, k := range keys {
+		_ = b.DeleteCF(ks.cf, k)
+		ks.dropMeta(b, k)
+	}
+	err := ks.st.Apply(b, keys)
+	ks.forgetMeta(keys...)
+	return err
+}
+
+// flush deletes every key. REQUIRES: lockAll.
+func (ks *keyspace) flush() error {
+	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta} {
+		it := cf.NewIter(nil)
+		b := ks.db.NewBatch()
+		for ok := it.First(); ok; ok = it.Next() {
+			_ = b.DeleteCF(cf, it.Key())
+			if b.Len() >= 1000 {
+				if err := ks.st.Apply(b, nil); err != nil {
+					_ = it.Close()
+					return err
+				}
+				b = ks.db.NewBatch()
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if err := ks.st.Apply(b, nil); err != nil {
+			return err
+		}
+	}
+	for i := range ks.shards {
+		ks.shards[i].Lock()
+		ks.shards[i].m = map[string][8]byte{}
+		ks.shards[i].Unlock()
+	}
+	ks.cursorMu.Lock()
+	ks.cursors = map[uint64][]byte{}
+	ks.cursorMu.Unlock()
+	return nil
+}
+
+// cursor registers where a SCAN stopped and returns its number.
+func (ks *keyspace) cursor(next []byte) uint64 {
+	ks.cursorMu.Lock()
+	defer ks.cursorMu.Unlock()
+	if len(ks.cursors) >= 100000 {
+		for k := range ks.cursors { // drop an arbitrary old one
+			delete(ks.cursors, k)
+			break
+		}
+	}
+	ks.cursorNext++
+	ks.cursors[ks.cursorNext] = bytes.Clone(next)
+	return ks.cursorNext
+}
+
+func (ks *keyspace) resume(c uint64) ([]byte, bool) {
+	ks.cursorMu.Lock()
+	defer ks.cursorMu.Unlock()
+	k, ok := ks.cursors[c]
+	return k, ok
+}

@@ -1,0 +1,104 @@
+// Command sieve-server serves a sieve DB over the Redis protocol (RESP2):
+// strings, HyperLogLogs (Redis's bytes), and RedisBloom's Bloom and cuckoo
+// filters, so redis-cli, Redis client libraries and redis-benchmark work
+// unchanged. See README.md, "sieve-server".
+//
+//	go run ./cmd/sieve-server -addr 127.0.0.1:6380 -dir ./sieve-data
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/sievedb/sieve"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(argv []string) int {
+	cfg := DefaultConfig()
+	fs := flag.NewFlagSet("sieve-server", flag.ContinueOnError)
+	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (host:port)")
+	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "database directory (created if missing)")
+	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (default: none)")
+	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "maximum number of connected clients")
+	fs.BoolVar(&cfg.Sync, "sync", false, "fsync every write before acknowledging it")
+	fs.DurationVar(&cfg.IdleTimeout, "timeout", 0, "close connections idle this long (0: never)")
+	fs.Int64Var(&cfg.MaxBulkLen, "proto-max-bulk-len", cfg.MaxBulkLen, "maximum length of one request argument, bytes")
+	fs.Int64Var(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "maximum arguments of one command")
+	fs.Int64Var(&cfg.MaxInline, "max-inline", cfg.MaxInline, "maximum length of an inline command line, bytes")
+	fs.Int64Var(&cfg.OutputLimit, "output-limit", cfg.OutputLimit, "a client with more unread reply bytes than this is dropped")
+	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs and PFADDs of one pipeline as one batch")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	if err := fs.Parse(argv); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "sieve-server: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
+		return 1
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		if errors.Is(err, sieve.ErrLocked) {
+			fmt.Fprintf(os.Stderr, "sieve-server: directory %s is in use by another process: %v\n", cfg.Dir, err)
+		} else {
+			fmt.Fprintf(os.Stderr, "sieve-server: opening %s: %v\n", cfg.Dir, err)
+		}
+		return 1
+	}
+	if err := s.Listen(); err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: cannot listen on %s: %v\n", cfg.Addr, err)
+		_ = s.Close()
+		return 1
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
+	}
+	// The server's garbage is short-lived (requests, replies): collect
+	// less often than Go's default, at the cost of a larger heap.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve() }()
+	mode := "off (acknowledged writes may be lost on a crash, never on a clean shutdown)"
+	if cfg.Sync {
+		mode = "on (every acknowledged write is fsynced)"
+	}
+	fmt.Printf("sieve-server listening on %s (dir %s, sync %s)\n", s.Addr(), cfg.Dir, mode)
+	code := 0
+	select {
+	case sig := <-sigs:
+		fmt.Fprintf(os.Stderr, "sieve-server: %v: shutting down\n", sig)
+	case <-s.Shutdown():
+		fmt.Fprintln(os.Stderr, "sieve-server: SHUTDOWN: shutting down")
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sieve-server: serving: %v\n", err)
+			code = 1
+		}
+	}
+	t := time.Now()
+	if err := s.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: closing the database: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "sieve-server: closed in %v\n", time.Since(t).Round(time.Millisecond))
+	return code
+}

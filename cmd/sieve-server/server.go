@@ -1,0 +1,434 @@
+package main
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/sketchcol"
+	"github.com/tidwall/redcon"
+)
+
+// Config is the server's configuration (flags, and CONFIG SET).
+type Config struct {
+	Addr         string
+	Dir          string
+	RequirePass  string
+	MaxClients   int
+	Sync         bool
+	IdleTimeout  time.Duration // 0: none (Redis's "timeout 0")
+	MaxBulkLen   int64         // proto-max-bulk-len
+	MaxArgs      int64
+	MaxInline    int64
+	OutputLimit  int64         // hard limit on one client's pending replies
+	WriteTimeout time.Duration // a client that reads no reply for this long is dropped
+	// BatchPipeline writes the plain SETs and PFADDs of one pipeline as
+	// one batch (deferred.go).
+	BatchPipeline bool
+	// DBOptions override the engine's options (tests).
+	DBOptions *sieve.Options
+}
+
+// DefaultConfig returns Redis's defaults where Redis has one.
+func DefaultConfig() Config {
+	return Config{
+		Addr:          "127.0.0.1:6380",
+		Dir:           "sieve-data",
+		MaxClients:    10000,
+		MaxBulkLen:    512 << 20,
+		MaxArgs:       1 << 20,
+		MaxInline:     64 << 10,
+		OutputLimit:   1 << 30,
+		WriteTimeout:  30 * time.Second,
+		BatchPipeline: true,
+	}
+}
+
+// Server is a RESP2 server over a sieve DB and its sketch Store.
+type Server struct {
+	cfg     Config
+	db      *sieve.DB
+	ks      *keyspace
+	lim     protoLimits
+	rc      *redcon.Server
+	ln      net.Listener
+	started time.Time
+
+	passHash  [32]byte
+	hasPass   atomic.Bool
+	authFails atomic.Int64
+
+	clients   atomic.Int64
+	nextID    atomic.Int64
+	maxClient atomic.Int64
+	idle      atomic.Int64 // idle timeout, ns
+	cmds      atomic.Int64
+	conns     atomic.Int64
+	rejected  atomic.Int64
+	protoErrs atomic.Int64
+
+	shutdownOnce sync.Once
+	shutdown     chan struct{}
+	closeOnce    sync.Once
+	closeErr     error
+}
+
+// client is one connection's state.
+type client struct {
+	id      int64
+	name    string
+	authed  atomic.Bool
+	addr    string
+	created time.Time
+	pending int64 // reply bytes written since the last flush (approximate)
+	conn    net.Conn
+	ds      deferState
+	r       reply // reused by every command of the connection
+}
+
+// Open opens the DB in cfg.Dir and returns a server that is not yet
+// listening.
+func Open(cfg Config) (*Server, error) {
+	var opts sieve.Options
+	if cfg.DBOptions != nil {
+		opts = *cfg.DBOptions
+	}
+	db, err := sieve.Open(cfg.Dir, &opts)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := openKeyspace(db, cfg.Sync)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s := &Server{cfg: cfg, db: db, ks: ks, started: time.Now(), shutdown: make(chan struct{})}
+	s.lim.maxBulk.Store(cfg.MaxBulkLen)
+	s.lim.maxArgs.Store(cfg.MaxArgs)
+	s.lim.maxInline.Store(cfg.MaxInline)
+	s.maxClient.Store(int64(cfg.MaxClients))
+	s.idle.Store(int64(cfg.IdleTimeout))
+	s.setPass(cfg.RequirePass)
+	return s, nil
+}
+
+func (s *Server) setPass(p string) {
+	s.passHash = sha256.Sum256([]byte(p))
+	s.hasPass.Store(p != "")
+	s.cfg.RequirePass = p
+}
+
+// Listen binds cfg.Addr.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	s.rc = redcon.NewServer(s.cfg.Addr, s.handle, s.accept, s.closed)
+	s.rc.SetIdleClose(time.Duration(s.idle.Load()))
+	return nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve serves until Close (or SHUTDOWN).
+func (s *Server) Serve() error {
+	gl := &guardListener{Listener: s.ln, wrap: func(c net.Conn) net.Conn {
+		cl := &client{id: s.nextID.Add(1), addr: c.RemoteAddr().String(), created: time.Now()}
+		g := &guardConn{Conn: c, lim: &s.lim}
+		g.authed = func() bool { return !s.hasPass.Load() || cl.authed.Load() }
+		cl.conn = &clientConn{guardConn: g, cl: cl}
+		return cl.conn
+	}}
+	err := s.rc.Serve(gl)
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// clientConn carries the client state from the listener to accept.
+type clientConn struct {
+	*guardConn
+	cl *client
+}
+
+// Shutdown returns a channel closed when a client asks for SHUTDOWN.
+func (s *Server) Shutdown() <-chan struct{} { return s.shutdown }
+
+// Close stops listening, drops the clients and closes the DB (which
+// syncs the WAL: every acknowledged write is on disk).
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		if s.rc != nil {
+			_ = s.rc.Close()
+		} else if s.ln != nil {
+			_ = s.ln.Close()
+		}
+		s.ks.quiesce()
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	cc, _ := conn.NetConn().(*clientConn)
+	if cc == nil {
+		return false
+	}
+	if s.clients.Load() >= s.maxClient.Load() {
+		s.rejected.Add(1)
+		_, _ = cc.guardConn.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
+		return false
+	}
+	s.clients.Add(1)
+	s.conns.Add(1)
+	conn.SetContext(cc.cl)
+	return true
+}
+
+func (s *Server) closed(conn redcon.Conn, err error) {
+	if conn.Context() != nil {
+		s.clients.Add(-1)
+	}
+	var pe *protoError
+	if errors.As(err, &pe) {
+		s.protoErrs.Add(1)
+	}
+}
+
+// reply is what a command writes: redcon's conn plus the client.
+type reply struct {
+	redcon.Conn
+	cl *client
+	s  *Server
+}
+
+func (r *reply) err(msg string) { r.WriteError(msg); r.cl.pending += int64(len(msg)) + 3 }
+func (r *reply) ok()            { r.WriteString("OK") }
+func (r *reply) bulk(b []byte)  { r.WriteBulk(b); r.cl.pending += int64(len(b)) + 16 }
+func (r *reply) int(n int64)    { r.WriteInt64(n) }
+func (r *reply) boolInt(b bool) { r.WriteInt(b2i(b)) }
+func (r *reply) wrongArgs(name string) {
+	r.err("ERR wrong number of arguments for '" + name + "' command")
+}
+func (r *reply) syntax()               { r.err("ERR syntax error") }
+func (r *reply) notInt()               { r.err("ERR value is not an integer or out of range") }
+func (r *reply) wrongType()            { r.err(errWrongTypeMsg) }
+func (r *reply) status(st string)      { r.WriteString(st) }
+func (r *reply) array(n int)           { r.WriteArray(n) }
+func (r *reply) null()                 { r.WriteNull() }
+func (r *reply) bulkString(str string) { r.WriteBulkString(str); r.cl.pending += int64(len(str)) + 16 }
+func (r *reply) ints(bs []bool) {
+	r.array(len(bs))
+	for _, b := range bs {
+		r.boolInt(b)
+	}
+}
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+const errWrongTypeMsg = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+type command struct {
+	name  string
+	arity int // Redis's: n exact, -n at least n (the name included)
+	fn    func(s *Server, r *reply, args [][]byte)
+	write bool
+}
+
+var commands map[string]*command
+
+func register(cs ...*command) {
+	if commands == nil {
+		commands = make(map[string]*command)
+	}
+	for _, c := range cs {
+		commands[c.name] = c
+	}
+}
+
+// lookupCommand finds a command by its name in any case, without
+// allocating.
+func lookupCommand(name []byte) *command {
+	var buf [24]byte
+	if len(name) > len(buf) {
+		return commands[strings.ToLower(string(name))]
+	}
+	for i, c := range name {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[i] = c
+	}
+	return commands[string(buf[:len(name)])]
+}
+
+// noAuthOK are the commands a client may send before AUTH.
+var noAuthOK = map[string]bool{"auth": true, "hello": true, "quit": true}
+
+func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+	cl, _ := conn.Context().(*client)
+	if cl == nil {
+		conn.Close()
+		return
+	}
+	r := &cl.r
+	r.Conn, r.cl, r.s = conn, cl, s
+	s.cmds.Add(1)
+	c := lookupCommand(cmd.Args[0])
+	name := ""
+	if c != nil {
+		name = c.name
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug, not bad input: answer and keep serving.
+			s.commitDeferred(r)
+			r.err(fmt.Sprintf("ERR internal error in '%s': %v", name, p))
+			s.afterCommand(r)
+		}
+	}()
+	switch {
+	case s.hasPass.Load() && !cl.authed.Load() && !noAuthOK[name]:
+		s.commitDeferred(r)
+		r.err("NOAUTH Authentication required.")
+	case c == nil:
+		s.commitDeferred(r)
+		r.err(unknownCommand(cmd.Args))
+	case (c.arity > 0 && len(cmd.Args) != c.arity) || (c.arity < 0 && len(cmd.Args) < -c.arity):
+		s.commitDeferred(r)
+		r.wrongArgs(c.name)
+	case s.deferrable(name, cmd.Args):
+		if name == "set" {
+			cmdSetDeferred(s, r, cmd.Args)
+		} else {
+			cmdPFAddDeferred(s, r, cmd.Args)
+		}
+	default:
+		s.commitDeferred(r)
+		c.fn(s, r, cmd.Args)
+	}
+	s.afterCommand(r)
+}
+
+// afterCommand enforces the output limit: replies pending beyond 64 KiB
+// are flushed now (with a write deadline, so a client that does not read
+// is dropped), and beyond the hard limit the client is dropped.
+func (s *Server) afterCommand(r *reply) {
+	cl := r.cl
+	if len(r.PeekPipeline()) == 0 {
+		s.commitDeferred(r) // before redcon sends the replies
+		if cl.pending > s.cfg.OutputLimit {
+			redcon.BaseWriter(r.Conn).SetBuffer(nil)
+			r.Close()
+		}
+		// redcon flushes after the last command read: a client that does
+		// not read its replies is dropped after WriteTimeout.
+		_ = cl.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		cl.pending = 0
+		return
+	}
+	if cl.pending < 64<<10 && cl.ds.replies < 1024 {
+		return
+	}
+	s.commitDeferred(r)
+	if cl.pending < 64<<10 {
+		return
+	}
+	w := redcon.BaseWriter(r.Conn)
+	if cl.pending > s.cfg.OutputLimit {
+		w.SetBuffer(nil)
+		r.Close()
+		return
+	}
+	_ = cl.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	if err := w.Flush(); err != nil {
+		r.Close()
+	}
+	_ = cl.conn.SetWriteDeadline(time.Time{})
+	cl.pending = 0
+}
+
+// flushAndClose sends what is pending and closes the connection (redcon
+// does not flush a connection closed by a handler).
+func (r *reply) flushAndClose() {
+	if w := redcon.BaseWriter(r.Conn); w != nil {
+		_ = r.cl.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_ = w.Flush()
+	}
+	r.Close()
+}
+
+func unknownCommand(args [][]byte) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "ERR unknown command '%s', with args beginning with: ", clip(args[0], 128))
+	for _, a := range args[1:] {
+		if b.Len() > 256 {
+			break
+		}
+		fmt.Fprintf(&b, "'%s' ", clip(a, 128))
+	}
+	return b.String()
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, string(b))
+}
+
+func lower(b []byte) string {
+	for _, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			return strings.ToLower(string(b))
+		}
+	}
+	return string(b)
+}
+
+func eq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
+
+// parseInt parses a Redis integer argument (strict: no spaces, no '+').
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 || b[0] == '+' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+func (s *Server) checkPass(p []byte) bool {
+	h := sha256.Sum256(p)
+	return subtle.ConstantTimeCompare(h[:], s.passHash[:]) == 1
+}
+
+// authFailed counts a wrong password and slows the client down, more so
+// the more wrong passwords the server has seen recently.
+func (s *Server) authFailed() {
+	n := s.authFails.Add(1)
+	d := time.Duration(min(n, 20)) * 50 * time.Millisecond
+	time.Sleep(d)
+}
+
+var errStoreWrongType = sketchcol.ErrWrongType

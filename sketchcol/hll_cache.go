@@ -1,0 +1,277 @@
+package sketchcol
+
+import "sync/atomic"
+
+// The decoded-value cache of the reply paths of PFAdd and BFAdd (the Bloom
+// filters of BFAdd, BFMAdd and BFInsert are cached the same way).
+//
+// PFAdd's reply needs the key's registers. Without a cache each PFAdd
+// reads the value (merging its operands: decode, apply, encode, estimate)
+// and decodes it again. The cache keeps, per key, the registers as the
+// last reply-bearing PFAdd left them, so a hot key's PFAdd costs its
+// elements' hashes and one merge operand.
+//
+// Exactness. An entry is used only under the key's stripe lock, and only
+// while it is current: it is tagged with the stripe's epoch (and the
+// Store's global epoch) read before the value it was built from, and every
+// write that does not maintain the entry (blind operands, Restore, Put,
+// Delete, every other command, a Batch's Commit) bumps the epoch after
+// its write is applied. So an entry built before a write applied is stale
+// as soon as that write returns; a reply computed from an entry meanwhile
+// is that of the serial order in which the unlocked write comes after it
+// (the order blind writes already have, Store's doc, "Concurrency").
+// Compaction changes no key's value, so it needs nothing. A Batch whose
+// sieve.Batch is handed out (Batch.Sieve, WrapBatch) may be applied
+// where the Store cannot see it: that turns the cache off for good.
+//
+// Bound. Each stripe holds at most hllCacheStripeBytes of entries (256
+// stripes: 32 MiB in all); a stripe over its budget drops entries
+// arbitrarily (Go's map order) until it fits.
+
+const (
+	hllCacheStripeBytes = 128 << 10
+	hllCacheMaxPairs    = 512 // above this many non-zero registers an entry goes dense
+	hllCacheEntryBytes  = 96  // per-entry overhead counted besides the key and registers
+)
+
+// hllRegs are the registers of one HLL: sorted (index<<8 | rank) pairs of
+// the non-zero registers while few, a dense array otherwise.
+type hllRegs struct {
+	pairs []uint32
+	dense *[hllRegisters]uint8
+}
+
+func (r *hllRegs) get(i int) uint8 {
+	if r.dense != nil {
+		return r.dense[i]
+	}
+	lo, hi := 0, len(r.pairs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(r.pairs[m]>>8) < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(r.pairs) && int(r.pairs[lo]>>8) == i {
+		return uint8(r.pairs[lo])
+	}
+	return 0
+}
+
+// raise sets register i to rank if that raises it.
+func (r *hllRegs) raise(i int, rank uint8) {
+	if r.dense != nil {
+		r.dense[i] = max(r.dense[i], rank)
+		return
+	}
+	lo, hi := 0, len(r.pairs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(r.pairs[m]>>8) < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	p := uint32(i)<<8 | uint32(rank)
+	if lo < len(r.pairs) && int(r.pairs[lo]>>8) == i {
+		if uint8(r.pairs[lo]) < rank {
+			r.pairs[lo] = p
+		}
+		return
+	}
+	if len(r.pairs) >= hllCacheMaxPairs {
+		d := new([hllRegisters]uint8)
+		for _, q := range r.pairs {
+			d[q>>8] = uint8(q)
+		}
+		d[i] = rank
+		r.dense, r.pairs = d, nil
+		return
+	}
+	r.pairs = append(r.pairs, 0)
+	copy(r.pairs[lo+1:], r.pairs[lo:])
+	r.pairs[lo] = p
+}
+
+func (r *hllRegs) size() int {
+	if r.dense != nil {
+		return hllRegisters
+	}
+	return 4 * cap(r.pairs)
+}
+
+// hllRegsOf decodes an HLL value (validated as decodeHLLRegisters does).
+func hllRegsOf(v []byte) (*hllRegs, error) {
+	hdr, err := parseHLLHeader(v)
+	if err != nil {
+		return nil, err
+	}
+	r := &hllRegs{}
+	if hdr.encoding == hllEncSparse {
+		n := 0
+		err := walkSparse(v[hllHeaderLen:], func(start, k int, val uint8) {
+			if val != 0 {
+				n += k
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if n <= hllCacheMaxPairs {
+			r.pairs = make([]uint32, 0, n)
+			_ = walkSparse(v[hllHeaderLen:], func(start, k int, val uint8) {
+				if val != 0 {
+					for i := start; i < start+k; i++ {
+						r.pairs = append(r.pairs, uint32(i)<<8|uint32(val))
+					}
+				}
+			})
+			return r, nil
+		}
+	}
+	d := new([hllRegisters]uint8)
+	if _, err := decodeHLLRegisters(v, d); err != nil {
+		return nil, err
+	}
+	r.dense = d
+	return r, nil
+}
+
+type hllCacheEntry struct {
+	regs   *hllRegs       // an HLL's registers, or
+	bloom  *ScalableBloom // a Bloom filter (BFAdd's entries)
+	stripe uint64         // the stripe's epoch the entry is current for
+	global uint64         // the Store's global epoch likewise
+	bytes  int
+}
+
+// hllCacheStripe is one stripe's share of the cache, guarded by the
+// stripe's lock (only reply-bearing commands holding it touch it).
+type hllCacheStripe struct {
+	m     map[string]*hllCacheEntry
+	bytes int
+}
+
+// cacheEpochs are the counters that invalidate entries.
+type cacheEpochs struct {
+	stripe [lockStripes]atomic.Uint64
+	global atomic.Uint64
+	off    atomic.Bool
+}
+
+// invalidate makes every entry of key's stripe stale. Call it after the
+// write to key has been applied.
+func (s *Store) invalidate(key []byte) {
+	s.epochs.stripe[s.stripe(key)].Add(1)
+}
+
+// invalidateAll makes every entry stale.
+func (s *Store) invalidateAll() { s.epochs.global.Add(1) }
+
+// disableCache turns the cache off for good.
+func (s *Store) disableCache() {
+	s.epochs.off.Store(true)
+	s.invalidateAll()
+}
+
+// cacheTag returns the epochs to tag an entry built from a read made now.
+func (s *Store) cacheTag(stripe int) (uint64, uint64) {
+	return s.epochs.stripe[stripe].Load(), s.epochs.global.Load()
+}
+
+// cachedHLL returns key's current entry. REQUIRES: the stripe's lock.
+func (s *Store) cachedHLL(stripe int, key []byte) *hllCacheEntry {
+	c := &s.hllCache[stripe]
+	e := c.m[string(key)]
+	if e == nil {
+		return nil
+	}
+	st, gl := s.cacheTag(stripe)
+	if e.stripe != st || e.global != gl || s.epochs.off.Load() {
+		c.drop(key, e)
+		return nil
+	}
+	return e
+}
+
+// putHLL caches regs for key with the tag taken before they were read.
+// REQUIRES: the stripe's lock.
+func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
+	if s.epochs.off.Load() {
+		return
+	}
+	c := &s.hllCache[stripe]
+	if c.m == nil {
+		c.m = make(map[string]*hllCacheEntry)
+	}
+	if old := c.m[string(key)]; old != nil {
+		c.drop(key, old)
+	}
+	e := &hllCacheEntry{regs: regs, stripe: st, global: gl}
+	e.bytes = len(key) + e.size() + hllCacheEntryBytes
+	c.m[string(key)] = e
+	c.bytes += e.bytes
+	c.evict(e)
+}
+
+func (e *hllCacheEntry) size() int {
+	if e.bloom != nil {
+		return int(e.bloom.Info().Size)
+	}
+	return e.regs.size()
+}
+
+// putBloom caches a Bloom filter for key, like putHLL.
+// REQUIRES: the stripe's lock.
+func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64) {
+	if s.epochs.off.Load() {
+		return
+	}
+	c := &s.hllCache[stripe]
+	if c.m == nil {
+		c.m = make(map[string]*hllCacheEntry)
+	}
+	if old := c.m[string(key)]; old != nil {
+		c.drop(key, old)
+	}
+	e := &hllCacheEntry{bloom: b, stripe: st, global: gl}
+	e.bytes = len(key) + e.size() + hllCacheEntryBytes
+	c.m[string(key)] = e
+	c.bytes += e.bytes
+	c.evict(e)
+}
+
+// resize accounts for an entry whose registers grew.
+func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
+	n := len(key) + e.size() + hllCacheEntryBytes
+	c.bytes += n - e.bytes
+	e.bytes = n
+	c.evict(e)
+}
+
+func (c *hllCacheStripe) drop(key []byte, e *hllCacheEntry) {
+	delete(c.m, string(key))
+	c.bytes -= e.bytes
+}
+
+// evict drops entries other than keep until the stripe fits its budget.
+func (c *hllCacheStripe) evict(keep *hllCacheEntry) {
+	for k, e := range c.m {
+		if c.bytes <= hllCacheStripeBytes {
+			return
+		}
+		if e != keep {
+			delete(c.m, k)
+			c.bytes -= e.bytes
+		}
+	}
+	if c.bytes > hllCacheStripeBytes { // keep alone is over budget
+		for k, e := range c.m {
+			delete(c.m, k)
+			c.bytes -= e.bytes
+		}
+	}
+}
