@@ -1,6 +1,10 @@
 package sketchcol
 
-import "github.com/sievedb/sieve"
+import (
+	"errors"
+
+	"github.com/sievedb/sieve"
+)
 
 // commandError is an error whose text is RedisBloom's reply for the case
 // (so a RESP server can send err.Error() as is) and that also matches the
@@ -45,3 +49,14 @@ var (
 	ErrTopKTooLarge      error = &commandError{"TopK: invalid init arguments", ErrInvalidArgument}
 	ErrTopKItemsMismatch error = &commandError{"TopK: items and increments differ in number", ErrInvalidArgument}
 )
+
+// RedisBloomText returns the RedisBloom reply text of a Count-Min or Top-K
+// command error (the Store wraps them with the key they concern), and
+// false for any other error.
+func RedisBloomText(err error) (string, bool) {
+	var ce *commandError
+	if errors.As(err, &ce) {
+		return ce.msg, true
+	}
+	return "", false
+}

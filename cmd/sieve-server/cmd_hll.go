@@ -67,7 +67,7 @@ func (s *Server) hllTypeErr(r *reply, key []byte) bool {
 	switch typeOf(raw) {
 	case typeString:
 		r.err(errNotHLL)
-	case typeBloom, typeCuckoo:
+	case typeBloom, typeCuckoo, typeCMS, typeTopK:
 		r.wrongType()
 	default:
 		return false

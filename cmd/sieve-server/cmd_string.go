@@ -59,7 +59,7 @@ func (s *Server) stringOf(r *reply, key []byte) (v []byte, exists, ok bool) {
 	case err != nil:
 		r.storeErr(err)
 		return nil, false, false
-	case t == typeBloom || t == typeCuckoo:
+	case t.isSketch():
 		r.wrongType()
 		return nil, false, false
 	}
@@ -125,7 +125,7 @@ func cmdSet(s *Server, r *reply, args [][]byte) {
 		r.storeErr(err)
 		return
 	}
-	if get && (t == typeBloom || t == typeCuckoo) {
+	if get && t.isSketch() {
 		r.wrongType()
 		return
 	}

@@ -64,6 +64,8 @@ const (
 	tagString   = 0x00
 	kindBloom   = 0x20
 	kindCuckoo  = 0x30
+	kindCMS     = 0x40
+	kindTopK    = 0x50
 	kindHLL     = 'H'
 	metaCFName  = "server-hllmeta"
 	hllHdrLen   = 16
@@ -78,7 +80,13 @@ const (
 	typeHLL // a string holding HLL bytes
 	typeBloom
 	typeCuckoo
+	typeCMS
+	typeTopK
 )
+
+// isSketch reports whether t is a RedisBloom type (not a string): string
+// commands answer WRONGTYPE on it.
+func (t keyType) isSketch() bool { return t >= typeBloom }
 
 func (t keyType) redisType() string {
 	switch t {
@@ -88,6 +96,10 @@ func (t keyType) redisType() string {
 		return "MBbloom--"
 	case typeCuckoo:
 		return "MBbloomCF"
+	case typeCMS:
+		return "CMSk-TYPE"
+	case typeTopK:
+		return "TopK-TYPE"
 	}
 	return "none"
 }
@@ -212,6 +224,10 @@ func typeOf(raw []byte) keyType {
 		return typeBloom
 	case kindCuckoo:
 		return typeCuckoo
+	case kindCMS:
+		return typeCMS
+	case kindTopK:
+		return typeTopK
 	}
 	return typeString // not written by the server; shown as bytes
 }

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+
+	"github.com/sievedb/sieve/sketchcol"
+)
+
+// RedisBloom's CMS.* and TOPK.* on the Store. The Store's errors carry
+// RedisBloom's texts ("CMS: key does not exist", ...), which are the
+// replies.
+
+func init() {
+	register(
+		&command{name: "cms.initbydim", arity: 4, fn: cmdCMSInitByDim, write: true},
+		&command{name: "cms.initbyprob", arity: 4, fn: cmdCMSInitByProb, write: true},
+		&command{name: "cms.incrby", arity: -4, fn: cmdCMSIncrBy, write: true},
+		&command{name: "cms.query", arity: -3, fn: cmdCMSQuery},
+		&command{name: "cms.merge", arity: -4, fn: cmdCMSMerge, write: true},
+		&command{name: "cms.info", arity: 2, fn: cmdCMSInfo},
+		&command{name: "topk.reserve", arity: -3, fn: cmdTopKReserve, write: true},
+		&command{name: "topk.add", arity: -3, fn: cmdTopKAdd, write: true},
+		&command{name: "topk.incrby", arity: -4, fn: cmdTopKIncrBy, write: true},
+		&command{name: "topk.query", arity: -3, fn: cmdTopKQuery},
+		&command{name: "topk.list", arity: -2, fn: cmdTopKList},
+		&command{name: "topk.info", arity: 2, fn: cmdTopKInfo},
+	)
+}
+
+// counterErr answers a Store error of a CMS.*/TOPK.* command.
+func (r *reply) counterErr(err error) {
+	if errors.Is(err, sketchcol.ErrWrongType) {
+		r.wrongType()
+		return
+	}
+	if msg, ok := sketchcol.RedisBloomText(err); ok {
+		r.err(msg)
+		return
+	}
+	r.storeErr(err)
+}
+
+// positiveInt parses a dimension argument, answering bad with msg.
+func positiveInt(r *reply, b []byte, msg string) (int, bool) {
+	n, ok := parseInt(b)
+	if !ok || n <= 0 || n > 1<<31 {
+		r.err(msg)
+		return 0, false
+	}
+	return int(n), true
+}
+
+func cmdCMSInitByDim(s *Server, r *reply, args [][]byte) {
+	w, ok := positiveInt(r, args[2], sketchcol.ErrCMSInvalidWidth.Error())
+	if !ok {
+		return
+	}
+	d, ok := positiveInt(r, args[3], sketchcol.ErrCMSInvalidDepth.Error())
+	if !ok {
+		return
+	}
+	defer s.ks.lock(args[1])()
+	if err := s.ks.st.CMSInitByDim(args[1], w, d); err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.ok()
+}
+
+func cmdCMSInitByProb(s *Server, r *reply, args [][]byte) {
+	e, err1 := strconv.ParseFloat(string(args[2]), 64)
+	p, err2 := strconv.ParseFloat(string(args[3]), 64)
+	switch {
+	case err1 != nil:
+		r.err(sketchcol.ErrCMSInvalidError.Error())
+		return
+	case err2 != nil:
+		r.err(sketchcol.ErrCMSInvalidProb.Error())
+		return
+	}
+	defer s.ks.lock(args[1])()
+	if err := s.ks.st.CMSInitByProb(args[1], e, p); err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.ok()
+}
+
+// itemIncrements splits "item increment [item increment ...]"; a count
+// that does not parse answers badNumber.
+func itemIncrements(r *reply, args [][]byte, name, badNumber string) ([][]byte, []int64, bool) {
+	if len(args)%2 != 0 {
+		r.wrongArgs(name)
+		return nil, nil, false
+	}
+	items := make([][]byte, 0, len(args)/2)
+	incrs := make([]int64, 0, len(args)/2)
+	for i := 0; i < len(args); i += 2 {
+		n, ok := parseInt(args[i+1])
+		if !ok {
+			r.err(badNumber)
+			return nil, nil, false
+		}
+		items, incrs = append(items, args[i]), append(incrs, n)
+	}
+	return items, incrs, true
+}
+
+func cmdCMSIncrBy(s *Server, r *reply, args [][]byte) {
+	items, incrs, ok := itemIncrements(r, args[2:], "CMS.INCRBY", "CMS: Cannot parse number")
+	if !ok {
+		return
+	}
+	defer s.ks.lock(args[1])()
+	est, err := s.ks.st.CMSIncrBy(args[1], items, incrs)
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.int64s(est)
+}
+
+func cmdCMSQuery(s *Server, r *reply, args [][]byte) {
+	est, err := s.ks.st.CMSQuery(args[1], args[2:]...)
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.int64s(est)
+}
+
+// cmdCMSMerge is CMS.MERGE dest numKeys src... [WEIGHTS w...].
+func cmdCMSMerge(s *Server, r *reply, args [][]byte) {
+	n, ok := parseInt(args[2])
+	if !ok || n <= 0 {
+		r.err(sketchcol.ErrCMSNumKeys.Error())
+		return
+	}
+	if int64(len(args)-3) < n {
+		r.err(sketchcol.ErrCMSKeysWeights.Error())
+		return
+	}
+	srcs, rest := args[3:3+n], args[3+n:]
+	var weights []int64
+	if len(rest) > 0 {
+		if !eq(rest[0], "weights") || int64(len(rest)-1) != n {
+			r.err(sketchcol.ErrCMSKeysWeights.Error())
+			return
+		}
+		for _, w := range rest[1:] {
+			v, ok := parseInt(w)
+			if !ok {
+				r.err("CMS: invalid weight value")
+				return
+			}
+			weights = append(weights, v)
+		}
+	}
+	defer s.ks.lockKeys(append([][]byte{args[1]}, srcs...))()
+	if err := s.ks.st.CMSMerge(args[1], srcs, weights); err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.ok()
+}
+
+func cmdCMSInfo(s *Server, r *reply, args [][]byte) {
+	info, err := s.ks.st.CMSInfo(args[1])
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.array(6)
+	r.bulkString("width")
+	r.int(int64(info.Width))
+	r.bulkString("depth")
+	r.int(int64(info.Depth))
+	r.bulkString("count")
+	r.int(int64(info.Count))
+}
+
+// cmdTopKReserve is TOPK.RESERVE key topk [width depth decay].
+func cmdTopKReserve(s *Server, r *reply, args [][]byte) {
+	if len(args) != 3 && len(args) != 6 {
+		r.wrongArgs("TOPK.RESERVE")
+		return
+	}
+	k, ok := positiveInt(r, args[2], sketchcol.ErrTopKInvalidK.Error())
+	if !ok {
+		return
+	}
+	spec := sketchcol.TopKSpec{K: k, Width: 8, Depth: 7, Decay: 0.9}
+	if len(args) == 6 {
+		if spec.Width, ok = positiveInt(r, args[3], sketchcol.ErrTopKInvalidWidth.Error()); !ok {
+			return
+		}
+		if spec.Depth, ok = positiveInt(r, args[4], sketchcol.ErrTopKInvalidDepth.Error()); !ok {
+			return
+		}
+		d, err := strconv.ParseFloat(string(args[5]), 64)
+		if err != nil {
+			r.err(sketchcol.ErrTopKInvalidDecay.Error())
+			return
+		}
+		spec.Decay = d
+	}
+	defer s.ks.lock(args[1])()
+	if err := s.ks.st.TopKReserve(args[1], spec.K, spec.Width, spec.Depth, spec.Decay); err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.ok()
+}
+
+// expelled answers TOPK.ADD/INCRBY: per item the item it pushed out of
+// the top k, or nil.
+func (r *reply) expelled(out [][]byte) {
+	r.array(len(out))
+	for _, e := range out {
+		if e == nil {
+			r.null()
+		} else {
+			r.bulk(e)
+		}
+	}
+}
+
+func cmdTopKAdd(s *Server, r *reply, args [][]byte) {
+	defer s.ks.lock(args[1])()
+	out, err := s.ks.st.TopKAdd(args[1], args[2:]...)
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.expelled(out)
+}
+
+func cmdTopKIncrBy(s *Server, r *reply, args [][]byte) {
+	items, incrs, ok := itemIncrements(r, args[2:], "TOPK.INCRBY", sketchcol.ErrTopKInvalidIncr.Error())
+	if !ok {
+		return
+	}
+	defer s.ks.lock(args[1])()
+	out, err := s.ks.st.TopKIncrBy(args[1], items, incrs)
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.expelled(out)
+}
+
+func cmdTopKQuery(s *Server, r *reply, args [][]byte) {
+	in, err := s.ks.st.TopKQuery(args[1], args[2:]...)
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.ints(in)
+}
+
+// cmdTopKList is TOPK.LIST key [WITHCOUNT].
+func cmdTopKList(s *Server, r *reply, args [][]byte) {
+	switch {
+	case len(args) == 2:
+		items, err := s.ks.st.TopKList(args[1])
+		if err != nil {
+			r.counterErr(err)
+			return
+		}
+		r.array(len(items))
+		for _, it := range items {
+			r.bulk(it)
+		}
+	case len(args) == 3 && eq(args[2], "withcount"):
+		items, err := s.ks.st.TopKListWithCount(args[1])
+		if err != nil {
+			r.counterErr(err)
+			return
+		}
+		r.array(2 * len(items))
+		for _, it := range items {
+			r.bulk(it.Item)
+			r.int(it.Count)
+		}
+	default:
+		r.syntax()
+	}
+}
+
+func cmdTopKInfo(s *Server, r *reply, args [][]byte) {
+	info, err := s.ks.st.TopKInfo(args[1])
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.array(8)
+	r.bulkString("k")
+	r.int(int64(info.K))
+	r.bulkString("width")
+	r.int(int64(info.Width))
+	r.bulkString("depth")
+	r.int(int64(info.Depth))
+	r.bulkString("decay")
+	r.bulkString(strconv.FormatFloat(info.Decay, 'g', -1, 64))
+}
+
+// int64s answers an array of integers.
+func (r *reply) int64s(ns []int64) {
+	r.array(len(ns))
+	for _, n := range ns {
+		r.int(n)
+	}
+}
