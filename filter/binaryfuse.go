@@ -96,12 +96,11 @@ var fuseScratchPool = sync.Pool{New: func() any { return new(fuseScratch) }}
 var testFuseFailures int
 
 type fuseBuilder struct {
+	hashCollector
 	p      *fusePolicy
-	c      hashCollector
 	report BuildReport
 }
 
-func (b *fuseBuilder) Add(key []byte)         { b.c.add(key) }
 func (b *fuseBuilder) LastBuild() BuildReport { return b.report }
 
 // fuseSalt is the value XORed into every hash on attempt i.
@@ -109,7 +108,7 @@ func fuseSalt(attempt int) uint64 { return uint64(attempt) * golden64 }
 
 // Finish returns the block and resets the builder.
 func (b *fuseBuilder) Finish() []byte {
-	hs := b.c.take()
+	hs := b.take()
 	b.report = BuildReport{}
 	if hs.len() == 0 {
 		return fuseBlock[uint8](nil, b.p.f, 0, 0, 0, 0, 0)
@@ -156,7 +155,7 @@ func fuseFallbackBits(f int) float64 { return 1.125 * float64(f) }
 // fallbackBloom builds the blocked Bloom block of hs at bitsPerKey.
 func fallbackBloom(hs hashList, bitsPerKey float64) []byte {
 	bb := Bloom(bitsPerKey).NewBuilder().(*blockedBuilder)
-	bb.c = hashCollector{chunks: hs.chunks, n: hs.n}
+	bb.hashCollector = hashCollector{chunks: hs.chunks, n: hs.n}
 	return bb.Finish()
 }
 
@@ -243,10 +242,10 @@ func (r *fuse16Reader) MayContainHash(h uint64) bool {
 }
 
 func openFuse(data []byte) (Reader, error) {
-	if len(data) < fuseTrailerLen {
-		return nil, malformed("binary fuse block of %d bytes is shorter than its %d-byte trailer", len(data), fuseTrailerLen)
+	t, err := blockTrailer(data, fuseTrailerLen, "binary fuse")
+	if err != nil {
+		return nil, err
 	}
-	t := data[len(data)-fuseTrailerLen:]
 	le := binary.LittleEndian
 	n := le.Uint64(t[0:])
 	g := fuseGeom{salt: le.Uint64(t[8:]), seed: le.Uint64(t[16:]), segLen: le.Uint32(t[24:])}

@@ -110,15 +110,13 @@ func blockedLines(n int, bitsPerKey float64) uint32 {
 }
 
 type blockedBuilder struct {
+	hashCollector
 	p *blockedPolicy
-	c hashCollector
 }
-
-func (b *blockedBuilder) Add(key []byte) { b.c.add(key) }
 
 // Finish returns the block and resets the builder.
 func (b *blockedBuilder) Finish() []byte {
-	hs := b.c.take()
+	hs := b.take()
 	lines := blockedLines(hs.len(), b.p.bitsPerKey)
 	body := uint64(lines) * lineBytes
 	out := make([]byte, body+blockedTrailerLen)

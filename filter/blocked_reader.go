@@ -14,10 +14,10 @@ type blockedReader struct {
 }
 
 func openBlocked(data []byte) (Reader, error) {
-	if len(data) < blockedTrailerLen {
-		return nil, malformed("blocked Bloom block of %d bytes is shorter than its %d-byte trailer", len(data), blockedTrailerLen)
+	t, err := blockTrailer(data, blockedTrailerLen, "blocked Bloom")
+	if err != nil {
+		return nil, err
 	}
-	t := data[len(data)-blockedTrailerLen:]
 	keys := binary.LittleEndian.Uint64(t[0:])
 	lines := binary.LittleEndian.Uint32(t[8:])
 	k, c := int(t[12]), int(t[13])

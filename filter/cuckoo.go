@@ -31,15 +31,13 @@ type cuckooPolicy struct {
 func (p *cuckooPolicy) NewBuilder() Builder { return &cuckooBuilder{p: p} }
 
 type cuckooBuilder struct {
+	hashCollector
 	p *cuckooPolicy
-	c hashCollector
 }
-
-func (b *cuckooBuilder) Add(key []byte) { b.c.add(key) }
 
 // Finish returns the block and resets the builder.
 func (b *cuckooBuilder) Finish() []byte {
-	hs := b.c.take()
+	hs := b.take()
 	var n uint32
 	if hs.len() > 0 {
 		n = cuckooBuckets(uint64(hs.len()), cuckooTargetLoad)
@@ -143,10 +141,10 @@ type cuckooReader struct {
 }
 
 func openCuckoo(data []byte) (Reader, error) {
-	if len(data) < cuckooTrailerLen {
-		return nil, malformed("cuckoo block of %d bytes is shorter than its %d-byte trailer", len(data), cuckooTrailerLen)
+	t, err := blockTrailer(data, cuckooTrailerLen, "cuckoo")
+	if err != nil {
+		return nil, err
 	}
-	t := data[len(data)-cuckooTrailerLen:]
 	entries := binary.LittleEndian.Uint64(t[8:])
 	n := binary.LittleEndian.Uint32(t[16:])
 	f := int(t[20])

@@ -123,13 +123,7 @@ const (
 )
 
 // isBlockFormat reports whether f is the code of a table-filter block.
-func isBlockFormat(f Format) bool {
-	switch f {
-	case FormatBlockedBloom, FormatStandardBloom, FormatCuckoo, FormatBinaryFuse, FormatRibbon:
-		return true
-	}
-	return false
-}
+func isBlockFormat(f Format) bool { return int(f) < len(blockOpeners) && blockOpeners[f] != nil }
 
 var formatNames = [...]string{FormatBlockedBloom: "blocked-bloom", FormatStandardBloom: "standard-bloom", FormatCuckoo: "cuckoo",
 	FormatStandardBloomValue: "standard-bloom-value", FormatCuckooTableValue: "cuckoo-table-value", FormatBinaryFuse: "binary-fuse", FormatRibbon: "ribbon"}
@@ -154,20 +148,17 @@ func OpenBlock(data []byte) (Reader, error) {
 	if len(data) == 0 {
 		return noFilter{}, nil
 	}
-	switch f := blockFormat(data); f {
-	case FormatBlockedBloom:
-		return openBlocked(data)
-	case FormatStandardBloom:
-		return openStandard(data)
-	case FormatCuckoo:
-		return openCuckoo(data)
-	case FormatBinaryFuse:
-		return openFuse(data)
-	case FormatRibbon:
-		return openRibbon(data)
-	default:
-		return nil, fmt.Errorf("%w: block format code %d", ErrUnknownType, uint8(f))
+	f := blockFormat(data)
+	if int(f) < len(blockOpeners) && blockOpeners[f] != nil {
+		return blockOpeners[f](data)
 	}
+	return nil, fmt.Errorf("%w: block format code %d", ErrUnknownType, uint8(f))
+}
+
+// blockOpeners decode the table-filter blocks, by format code.
+var blockOpeners = [...]func([]byte) (Reader, error){
+	FormatBlockedBloom: openBlocked, FormatStandardBloom: openStandard, FormatCuckoo: openCuckoo,
+	FormatBinaryFuse: openFuse, FormatRibbon: openRibbon,
 }
 
 // policyBase is what every table-filter policy of this package shares: its
@@ -229,3 +220,12 @@ var (
 	_ BuildReporter = (*fuseBuilder)(nil)
 	_ BuildReporter = (*ribbonBuilder)(nil)
 )
+
+// blockTrailer returns the fixed-size trailer of a filter block of kind
+// what, or ErrMalformed when the block is shorter than it.
+func blockTrailer(data []byte, n int, what string) ([]byte, error) {
+	if len(data) < n {
+		return nil, malformed("%s block of %d bytes is shorter than its %d-byte trailer", what, len(data), n)
+	}
+	return data[len(data)-n:], nil
+}

@@ -41,6 +41,9 @@ type hashCollector struct {
 
 const hashChunk = 1 << 13 // hashes per chunk (64 KiB)
 
+// Add is a table-filter builder's Add: the builders embed the collector.
+func (c *hashCollector) Add(key []byte) { c.add(key) }
+
 func (c *hashCollector) add(key []byte) {
 	h := hashKey(key)
 	last := len(c.chunks) - 1

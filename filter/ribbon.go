@@ -166,17 +166,16 @@ var ribbonScratchPool = sync.Pool{New: func() any { return new([]ribbonSlot) }}
 var testRibbonFailures int
 
 type ribbonBuilder struct {
+	hashCollector
 	p      *ribbonPolicy
-	c      hashCollector
 	report BuildReport
 }
 
-func (b *ribbonBuilder) Add(key []byte)         { b.c.add(key) }
 func (b *ribbonBuilder) LastBuild() BuildReport { return b.report }
 
 // Finish returns the block and resets the builder.
 func (b *ribbonBuilder) Finish() []byte {
-	hs := b.c.take()
+	hs := b.take()
 	b.report = BuildReport{}
 	if hs.len() == 0 {
 		return ribbonBlock(nil, 0, 0, 0, 1, 0)
@@ -316,10 +315,10 @@ type ribbonReader struct {
 }
 
 func openRibbon(data []byte) (Reader, error) {
-	if len(data) < ribbonTrailer {
-		return nil, malformed("Ribbon block of %d bytes is shorter than its %d-byte trailer", len(data), ribbonTrailer)
+	t, err := blockTrailer(data, ribbonTrailer, "Ribbon")
+	if err != nil {
+		return nil, err
 	}
-	t := data[len(data)-ribbonTrailer:]
 	le := binary.LittleEndian
 	n, seed, m, u := le.Uint64(t[0:]), le.Uint64(t[8:]), le.Uint64(t[16:]), le.Uint32(t[24:])
 	r, ver := int(t[28]), t[29]

@@ -53,15 +53,13 @@ func standardBits(n int, bitsPerKey float64) uint64 {
 }
 
 type standardBuilder struct {
+	hashCollector
 	p *standardPolicy
-	c hashCollector
 }
-
-func (b *standardBuilder) Add(key []byte) { b.c.add(key) }
 
 // Finish returns the block and resets the builder.
 func (b *standardBuilder) Finish() []byte {
-	hs := b.c.take()
+	hs := b.take()
 	m := standardBits(hs.len(), b.p.bitsPerKey)
 	words := make([]uint64, m/64)
 	for _, ch := range hs.chunks {
@@ -117,8 +115,8 @@ type standardReader struct {
 }
 
 func openStandard(data []byte) (Reader, error) {
-	if len(data) < standardTrailerLen {
-		return nil, malformed("standard Bloom block of %d bytes is shorter than its %d-byte trailer", len(data), standardTrailerLen)
+	if _, err := blockTrailer(data, standardTrailerLen, "standard Bloom"); err != nil {
+		return nil, err
 	}
 	body := data[:len(data)-standardTrailerLen]
 	t := data[len(body):]

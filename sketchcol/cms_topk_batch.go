@@ -6,18 +6,12 @@ package sketchcol
 // (see Store.CMSIncrByBlind).
 func (b *Batch) CMSIncrBy(key []byte, items [][]byte, increments []int64) error {
 	op, err := CMSIncrByOp(items, increments)
-	if err != nil {
-		return err
-	}
-	return b.b.MergeCF(b.s.cf, key, op)
+	return b.merge(key, op, err)
 }
 
 // TopKAdd adds the blind operand of TOPK.ADD key items (see
 // Store.TopKAddBlind).
 func (b *Batch) TopKAdd(key []byte, items ...[]byte) error {
 	op, err := TopKIncrByOp(items, nil)
-	if err != nil {
-		return err
-	}
-	return b.b.MergeCF(b.s.cf, key, op)
+	return b.merge(key, op, err)
 }

@@ -99,21 +99,16 @@ func decodeOperand(b []byte) (op, error) {
 	if len(b) == 0 {
 		return nil, corruptf("empty operand")
 	}
-	switch b[0] {
-	case kindSet:
-		return decodeSetOp(b)
-	case kindHLLOp:
-		return decodeHLLOp(b)
-	case kindBloomOp:
-		return decodeBloomOp(b)
-	case kindCuckooOp:
-		return decodeCuckooOp(b)
-	case kindCMSOp:
-		return decodeCMSOp(b)
-	case kindTopKOp:
-		return decodeTopKOp(b)
+	if dec := operandDecoders[b[0]]; dec != nil {
+		return dec(b)
 	}
 	return nil, corruptf("not a sketch operand: %s (kind byte %#02x)", kindName(b[0]), b[0])
+}
+
+// operandDecoders decode the operands, by kind byte (FORMAT.md).
+var operandDecoders = [256]func([]byte) (op, error){
+	kindSet: decodeSetOp, kindHLLOp: decodeHLLOp, kindBloomOp: decodeBloomOp,
+	kindCuckooOp: decodeCuckooOp, kindCMSOp: decodeCMSOp, kindTopKOp: decodeTopKOp,
 }
 
 // ---- set: replace the value ----

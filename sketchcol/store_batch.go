@@ -45,29 +45,31 @@ func (b *Batch) Len() int { return b.b.Len() }
 
 // PFAdd adds the blind operand of PFADD key elems (see Store.PFAddBlind).
 func (b *Batch) PFAdd(key []byte, elems ...[]byte) error {
-	b.touch(key)
-	return b.b.MergeCF(b.s.cf, key, PFAddOp(elems...))
+	return b.merge(key, PFAddOp(elems...), nil)
 }
 
-// BFAdd adds the blind operand of BF.MADD key items (see Store.BFAddBlind).
-func (b *Batch) BFAdd(key []byte, items ...[]byte) error {
-	op, err := BFAddOp(nil, items...)
+// merge adds operand op (or returns err, the error building it) for key,
+// marking key's cache stripe for invalidation at Commit: every blind write
+// of a Batch goes through it.
+func (b *Batch) merge(key, op []byte, err error) error {
 	if err != nil {
 		return err
 	}
 	b.touch(key)
 	return b.b.MergeCF(b.s.cf, key, op)
+}
+
+// BFAdd adds the blind operand of BF.MADD key items (see Store.BFAddBlind).
+func (b *Batch) BFAdd(key []byte, items ...[]byte) error {
+	op, err := BFAddOp(nil, items...)
+	return b.merge(key, op, err)
 }
 
 // CFAdd adds the blind operand of CF.ADD of each item (see
 // Store.CFAddBlind).
 func (b *Batch) CFAdd(key []byte, items ...[]byte) error {
 	op, err := CFAddOp(nil, items...)
-	if err != nil {
-		return err
-	}
-	b.touch(key)
-	return b.b.MergeCF(b.s.cf, key, op)
+	return b.merge(key, op, err)
 }
 
 // Restore adds Store.Restore's write of value to key. The value is
