@@ -227,11 +227,7 @@ func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte)
 // (more false positives, never a false negative); on a key of another
 // kind the operand is dropped when merged.
 func (s *Store) BFAddBlind(key []byte, items ...[]byte) error {
-	op, err := BFAddOp(nil, items...)
-	if err != nil {
-		return err
-	}
-	return s.merge(key, op)
+	return s.mergeOp(key)(BFAddOp(nil, items...))
 }
 
 // BFExists reports whether item is possibly present (BF.EXISTS); false for
@@ -244,20 +240,12 @@ func (s *Store) BFExists(key, item []byte) (bool, error) {
 // read decodes the whole value, so probing many items of a large filter
 // costs far less this way than one BFExists each.
 func (s *Store) BFMExists(key []byte, items ...[]byte) ([]bool, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return nil, err
-	}
-	return BFExistsReply(cur, items...)
+	return readReply(s, key, func(cur []byte) ([]bool, error) { return BFExistsReply(cur, items...) })
 }
 
 // BFCard returns the number of items added (BF.CARD); 0 for a missing key.
 func (s *Store) BFCard(key []byte) (int64, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return 0, err
-	}
-	return BFCardReply(cur)
+	return readReply(s, key, BFCardReply)
 }
 
 // BFInfo returns BF.INFO: capacity (summed over sub-filters), size in

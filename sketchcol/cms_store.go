@@ -72,21 +72,13 @@ func (s *Store) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int
 // merged is created with DefaultCMSSpec (RedisBloom would refuse the
 // command); on a key of another kind the operand is dropped.
 func (s *Store) CMSIncrByBlind(key []byte, items [][]byte, increments []int64) error {
-	op, err := CMSIncrByOp(items, increments)
-	if err != nil {
-		return err
-	}
-	return s.merge(key, op)
+	return s.mergeOp(key)(CMSIncrByOp(items, increments))
 }
 
 // CMSQuery returns the estimated count of each item (CMS.QUERY). A
 // missing key returns ErrCMSKeyNotFound.
 func (s *Store) CMSQuery(key []byte, items ...[]byte) ([]int64, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return nil, err
-	}
-	return CMSQueryReply(cur, items...)
+	return readReply(s, key, func(cur []byte) ([]int64, error) { return CMSQueryReply(cur, items...) })
 }
 
 // CMSMerge sets dst to Σ weights[i]·srcs[i] (CMS.MERGE; weights nil: all
@@ -115,9 +107,5 @@ func (s *Store) CMSMerge(dst []byte, srcs [][]byte, weights []int64) error {
 
 // CMSInfo returns CMS.INFO. A missing key returns ErrCMSKeyNotFound.
 func (s *Store) CMSInfo(key []byte) (CMSInfo, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return CMSInfo{}, err
-	}
-	return CMSInfoReply(cur)
+	return readReply(s, key, CMSInfoReply)
 }

@@ -107,11 +107,7 @@ func (s *Store) CFAddNX(key, item []byte) (bool, error) {
 // merged is lost and counted in CFInfo.ItemsDropped; on a key of another
 // kind the operand is dropped when merged.
 func (s *Store) CFAddBlind(key []byte, items ...[]byte) error {
-	op, err := CFAddOp(nil, items...)
-	if err != nil {
-		return err
-	}
-	return s.merge(key, op)
+	return s.mergeOp(key)(CFAddOp(nil, items...))
 }
 
 // CFDel removes one copy of item's fingerprint, from the newest sub-filter
@@ -147,22 +143,14 @@ func (s *Store) CFExists(key, item []byte) (bool, error) {
 // read decodes the whole value, so probing many items of a large filter
 // costs far less this way than one CFExists each.
 func (s *Store) CFMExists(key []byte, items ...[]byte) ([]bool, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return nil, err
-	}
-	return CFExistsReply(cur, items...)
+	return readReply(s, key, func(cur []byte) ([]bool, error) { return CFExistsReply(cur, items...) })
 }
 
 // CFCount returns how many copies of item's fingerprint the filter holds
 // (CF.COUNT): at least the times it was added and not deleted, possibly
 // more. 0 for a missing key.
 func (s *Store) CFCount(key, item []byte) (int64, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return 0, err
-	}
-	return CFCountReply(cur, item)
+	return readReply(s, key, func(cur []byte) (int64, error) { return CFCountReply(cur, item) })
 }
 
 // CFInfo returns CF.INFO (with ItemsDropped, the blind adds lost to a full

@@ -263,3 +263,25 @@ func restoreValue(value []byte) ([]byte, error) {
 	h.cardValid = false
 	return setHLLCache(bytes.Clone(value), h.Count()), nil
 }
+
+// readReply answers a read-only command: reply computes it from key's
+// current value (nil for a missing key).
+func readReply[R any](s *Store, key []byte, reply func(cur []byte) (R, error)) (R, error) {
+	cur, err := s.get(key)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return reply(cur)
+}
+
+// mergeOp returns a function that writes the operand an Op function built
+// (or returns its error): s.mergeOp(key)(BFAddOp(nil, items...)).
+func (s *Store) mergeOp(key []byte) func(op []byte, err error) error {
+	return func(op []byte, err error) error {
+		if err != nil {
+			return err
+		}
+		return s.merge(key, op)
+	}
+}

@@ -64,21 +64,13 @@ func (s *Store) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]
 // DefaultTopKSpec (k 10; RedisBloom would refuse); on a key of another
 // kind the operand is dropped.
 func (s *Store) TopKAddBlind(key []byte, items ...[]byte) error {
-	op, err := TopKIncrByOp(items, nil)
-	if err != nil {
-		return err
-	}
-	return s.merge(key, op)
+	return s.mergeOp(key)(TopKIncrByOp(items, nil))
 }
 
 // TopKQuery reports whether each item is among the top k (TOPK.QUERY).
 // A missing key returns ErrTopKKeyNotFound.
 func (s *Store) TopKQuery(key []byte, items ...[]byte) ([]bool, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return nil, err
-	}
-	return TopKQueryReply(cur, items...)
+	return readReply(s, key, func(cur []byte) ([]bool, error) { return TopKQueryReply(cur, items...) })
 }
 
 // TopKList returns the top k items by count, descending, ties by their
@@ -98,18 +90,10 @@ func (s *Store) TopKList(key []byte) ([][]byte, error) {
 // TopKListWithCount is TOPK.LIST WITHCOUNT: TopKList with each item's
 // HeavyKeeper count.
 func (s *Store) TopKListWithCount(key []byte) ([]TopKItem, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return nil, err
-	}
-	return TopKListReply(cur)
+	return readReply(s, key, TopKListReply)
 }
 
 // TopKInfo returns TOPK.INFO. A missing key returns ErrTopKKeyNotFound.
 func (s *Store) TopKInfo(key []byte) (TopKInfo, error) {
-	cur, err := s.get(key)
-	if err != nil {
-		return TopKInfo{}, err
-	}
-	return TopKInfoReply(cur)
+	return readReply(s, key, TopKInfoReply)
 }

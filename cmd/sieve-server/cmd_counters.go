@@ -108,17 +108,24 @@ func itemIncrements(r *reply, args [][]byte, name, badNumber string) ([][]byte, 
 }
 
 func cmdCMSIncrBy(s *Server, r *reply, args [][]byte) {
-	items, incrs, ok := itemIncrements(r, args[2:], "CMS.INCRBY", "CMS: Cannot parse number")
+	incrBy(s, r, args, "CMS.INCRBY", "CMS: Cannot parse number", s.ks.st.CMSIncrBy, (*reply).int64s)
+}
+
+// incrBy is CMS.INCRBY and TOPK.INCRBY: key item increment [...], applied
+// under the key's lock by apply, answered by answer.
+func incrBy[R any](s *Server, r *reply, args [][]byte, name, badNumber string,
+	apply func(key []byte, items [][]byte, incrs []int64) (R, error), answer func(*reply, R)) {
+	items, incrs, ok := itemIncrements(r, args[2:], name, badNumber)
 	if !ok {
 		return
 	}
 	defer s.ks.lock(args[1])()
-	est, err := s.ks.st.CMSIncrBy(args[1], items, incrs)
+	out, err := apply(args[1], items, incrs)
 	if err != nil {
 		r.counterErr(err)
 		return
 	}
-	r.int64s(est)
+	answer(r, out)
 }
 
 func cmdCMSQuery(s *Server, r *reply, args [][]byte) {
@@ -237,17 +244,7 @@ func cmdTopKAdd(s *Server, r *reply, args [][]byte) {
 }
 
 func cmdTopKIncrBy(s *Server, r *reply, args [][]byte) {
-	items, incrs, ok := itemIncrements(r, args[2:], "TOPK.INCRBY", sketchcol.ErrTopKInvalidIncr.Error())
-	if !ok {
-		return
-	}
-	defer s.ks.lock(args[1])()
-	out, err := s.ks.st.TopKIncrBy(args[1], items, incrs)
-	if err != nil {
-		r.counterErr(err)
-		return
-	}
-	r.expelled(out)
+	incrBy(s, r, args, "TOPK.INCRBY", sketchcol.ErrTopKInvalidIncr.Error(), s.ks.st.TopKIncrBy, (*reply).expelled)
 }
 
 func cmdTopKQuery(s *Server, r *reply, args [][]byte) {
