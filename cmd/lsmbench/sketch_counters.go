@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"time"
 
@@ -170,20 +169,11 @@ func topKAccuracy(spec sketchcol.TopKSpec, stream [][]byte, truth map[string]int
 // countersThroughput times each command over items, one item per command,
 // replied then blind, on fresh keys of one temporary database.
 func countersThroughput(items [][]byte) ([]throughRow, error) {
-	dir, err := os.MkdirTemp("", "lsmbench-counters-")
+	s, done, err := tempStore("lsmbench-counters-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	db, err := sieve.Open(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	s, err := sketchcol.Open(db)
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	one := []int64{1}
 	forms := []struct {
 		name         string

@@ -44,20 +44,11 @@ const storeChunk = 1000
 
 func (l *sketchLab) storeSketches() (*storeRun, error) {
 	c := l.cfg
-	dir, err := os.MkdirTemp("", "lsmbench-sketchstore-")
+	s, done, err := tempStore("lsmbench-sketchstore-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	db, err := sieve.Open(dir, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	s, err := sketchcol.Open(db)
-	if err != nil {
-		return nil, err
-	}
+	defer done()
 	ph := l.prog.start("store", 4)
 	defer ph.finish()
 
@@ -226,4 +217,24 @@ func storeCSV(w io.Writer, sr *storeRun) error {
 	}
 	return writeRows(w, []string{"structure", "ids", "value_bytes", "same_as_standalone", "ingest_ids_per_sec", "count",
 		"false_negatives", "fpr"}, out)
+}
+
+// tempStore opens a sketch Store on a new database in a temporary
+// directory named after prefix; done closes it and removes the directory.
+func tempStore(prefix string) (s *sketchcol.Store, done func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	db, err := sieve.Open(dir, nil)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	if s, err = sketchcol.Open(db); err != nil {
+		db.Close()
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return s, func() { db.Close(); os.RemoveAll(dir) }, nil
 }
