@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/sketchcol"
 )
 
