@@ -135,8 +135,8 @@ func (fallingBuilder) LastBuild() filter.BuildReport {
 // Bloom(10): tables of smaller runs get more bits per key than those of
 // the bottom level, and the filter memory stays near uniform's.
 func TestMonkeyFilters(t *testing.T) {
-	if testing.Short() {
-		t.Skip("loads 150,000 keys")
+	if testing.Short() || relRaceEnabled {
+		t.Skip("loads 150,000 keys (not under -short or the race detector)")
 	}
 	opts := &Options{FilterPolicy: filter.Bloom(10), FilterAllocation: MonkeyFilters,
 		MemTableSize: 256 << 10, LBaseMaxBytes: 512 << 10, LevelMultiplier: 4, TargetFileSize: 256 << 10,
