@@ -71,12 +71,18 @@ func Resize(p Policy, bitsPerKey float64) Policy {
 func roundBits(b float64) float64 { return math.Round(b*100) / 100 }
 
 // AllocationSlope returns s, the bits per key p's family spends per factor
-// e of false-positive rate (bits ≈ a − s·ln FPR): 1/ln²2 for Bloom
-// filters, 1/ln 2 for Ribbon, 1.125/ln 2 for binary fuse, 1/(0.95·ln 2)
+// e of false-positive rate (bits ≈ a − s·ln FPR): 1/ln²2 = 2.08 for the
+// classic Bloom filter; for the blocked one the slope of its exact model
+// (BloomFPR) between b−2 and b+4 bits/key around p's size b (2.29 at 10:
+// its 512-bit lines make each extra bit worth less than in a classic
+// filter); 1/ln 2 for Ribbon, 1.125/ln 2 for binary fuse, 1/(0.95·ln 2)
 // for cuckoo. It is 0 for policies without a size.
 func AllocationSlope(p Policy) float64 {
-	switch p.(type) {
-	case *blockedPolicy, *standardPolicy:
+	switch p := p.(type) {
+	case *blockedPolicy:
+		lo, hi := max(1, p.bitsPerKey-2), p.bitsPerKey+4
+		return (hi - lo) / math.Log(BloomFPR(lo)/BloomFPR(hi))
+	case *standardPolicy:
 		return 1 / (math.Ln2 * math.Ln2)
 	case *ribbonPolicy:
 		return 1 / math.Ln2
