@@ -132,8 +132,8 @@ func (fallingBuilder) LastBuild() filter.BuildReport {
 }
 
 // TestMonkeyFilters loads a multi-level LSM with MonkeyFilters over
-// Bloom(10): tables of smaller runs get more bits per key than those of
-// the bottom level, and the filter memory stays near uniform's.
+// Bloom(10): L0 tables get more bits per key, the bottom level fewer, and
+// the filter memory stays near uniform's.
 func TestMonkeyFilters(t *testing.T) {
 	if testing.Short() || relRaceEnabled {
 		t.Skip("loads 150,000 keys (not under -short or the race detector)")
@@ -175,11 +175,12 @@ func TestMonkeyFilters(t *testing.T) {
 	}
 	rs.unref()
 	require.GreaterOrEqual(t, levelsUsed, 3, "a multi-level shape")
+	// Which deeper level is largest depends on when compactions ran, but
+	// L0 tables are always the smallest runs and the bottom level holds
+	// much of the data.
 	require.Less(t, bits[6], 10.0, "the bottom level gets fewer bits than uniform")
-	for l := 1; l < 6; l++ {
-		if bits[l] > 0 {
-			require.Greater(t, bits[l], bits[6], "L%d gets more bits than L6", l)
-		}
+	if bits[0] > 0 {
+		require.Greater(t, bits[0], 12.0, "L0 tables, the smallest runs, get the most bits")
 	}
 	avg := filterBits / keys
 	t.Logf("total %.2f bits/key (uniform: 10)", avg)
