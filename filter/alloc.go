@@ -110,6 +110,21 @@ func AllocationSlope(p Policy) float64 {
 // larger ones fewer, and the memory is the same. Runs whose result falls
 // outside [lo, hi] are pinned there and the rest solved again.
 func MonkeyBitsPerKey(entries, budget []float64, s, lo, hi float64) []float64 {
+	return MonkeyBitsPerKeyProbed(entries, nil, budget, s, lo, hi)
+}
+
+// MonkeyBitsPerKeyProbed is MonkeyBitsPerKey for runs that a lookup probes
+// only with probability probed[i] (a level whose tables cover part of the
+// key space; nil means 1 for all). It minimizes Σ probed_i·p_i for the
+// same memory: p_i ∝ n_i/probed_i, so the closed form holds with
+// n_i/probed_i in place of n_i inside the logarithms.
+func MonkeyBitsPerKeyProbed(entries, probed, budget []float64, s, lo, hi float64) []float64 {
+	eff := func(i int) float64 {
+		if probed == nil || probed[i] <= 0 {
+			return entries[i]
+		}
+		return entries[i] / min(1, probed[i])
+	}
 	out := make([]float64, len(entries))
 	pinned := make([]bool, len(entries))
 	var total float64 // M
@@ -123,7 +138,7 @@ func MonkeyBitsPerKey(entries, budget []float64, s, lo, hi float64) []float64 {
 				mem += e * out[i]
 			} else if e > 0 {
 				n += e
-				nlogn += e * math.Log(e)
+				nlogn += e * math.Log(eff(i))
 			}
 		}
 		if n == 0 {
@@ -140,7 +155,7 @@ func MonkeyBitsPerKey(entries, budget []float64, s, lo, hi float64) []float64 {
 				out[i] = hi // an empty run costs no memory
 				continue
 			}
-			b := avg + s*(lnG-math.Log(e))
+			b := avg + s*(lnG-math.Log(eff(i)))
 			out[i] = b
 			if b < lo || b > hi {
 				out[i] = min(hi, max(lo, b))
