@@ -274,7 +274,7 @@ func openFuse(data []byte) (Reader, error) {
 		return emptyFilter{}, nil
 	case g.segLen == 0 || g.segLen&(g.segLen-1) != 0 || g.segLen > fuseMaxSegLen:
 		return nil, malformed("binary fuse block has segment length %d, want a power of two ≤ %d", g.segLen, fuseMaxSegLen)
-	case segCount == 0 || uint64(segCount)*uint64(g.segLen) > 1<<32-1:
+	case segCount == 0 || (uint64(segCount)+2)*uint64(g.segLen) > 1<<32-1:
 		return nil, malformed("binary fuse block has %d segments of %d", segCount, g.segLen)
 	case body != (uint64(segCount)+2)*uint64(g.segLen)*uint64(f/8):
 		return nil, malformed("binary fuse block has %d body bytes for %d+2 segments of %d %d-bit fingerprints", body, segCount, g.segLen, f)
