@@ -134,6 +134,9 @@ func (b *fuseBuilder) Finish() []byte {
 	defer releaseBuildSlot()
 	s := fuseScratchPool.Get().(*fuseScratch)
 	defer fuseScratchPool.Put(s)
+	if cap(s.keys) < hs.len() {
+		s.keys = make([]uint64, 0, hs.len())
+	}
 	failures := testFuseFailures
 	for attempt := range fuseAttempts {
 		salt := fuseSalt(attempt)
