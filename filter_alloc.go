@@ -89,18 +89,46 @@ func (db *DB) monkeyPolicy(st *cfState, p filter.Policy, level int, c *compactio
 			moved += float64(f.Size)
 		}
 	}
-	var entries, budget []float64
+	var entries, probed, budget []float64
 	target := -1
-	add := func(runLevel int, bytes float64) {
+	add := func(runLevel int, bytes, prob float64) {
 		b, ok := filter.BitsPerKeyOf(st.policyFor(runLevel))
 		if !ok {
 			return // a run without a sized filter takes no part
 		}
-		entries, budget = append(entries, bytes), append(budget, b)
+		entries, probed, budget = append(entries, bytes), append(probed, prob), append(budget, b)
 	}
-	for _, f := range lv[0] {
-		if !inputs[f.FileNum] {
-			add(0, float64(f.Size))
+	// A lookup probes a run only if the key falls in one of its tables'
+	// ranges: the fraction of the bottom level's tables that a run's
+	// tables overlap estimates that (the bottom level spreads like the
+	// keys). The output level counts as probed by every lookup: its
+	// tables are the ones being rewritten.
+	bottom := lv[manifest.NumLevels-1]
+	coverage := func(files []*manifest.FileMetadata) float64 {
+		if len(bottom) == 0 || len(files) == 0 {
+			return 1
+		}
+		hit := make(map[uint64]bool)
+		for _, f := range files {
+			for _, g := range lv.Overlapping(manifest.NumLevels-1, f.Smallest.UserKey, f.Largest.UserKey) {
+				hit[g.FileNum] = true
+			}
+		}
+		return max(float64(len(hit))/float64(len(bottom)), 1/float64(len(bottom)))
+	}
+	// L0 tables are runs one by one (at most L0CompactionTrigger of them:
+	// more only wait for a compaction that is due) when an L0 table is
+	// sized. A deeper table is sized against the deeper levels only: L0's
+	// tables come and go within seconds, and charging their extra bits to
+	// a deeper table, which lives much longer, would leave the deeper
+	// levels short of uniform's memory once L0 has drained.
+	if level == 0 {
+		l0 := 0
+		for _, f := range lv[0] {
+			if !inputs[f.FileNum] && l0 < db.opts.L0CompactionTrigger-1 {
+				add(0, float64(f.Size), coverage([]*manifest.FileMetadata{f}))
+				l0++
+			}
 		}
 	}
 	if level == 0 {
@@ -109,8 +137,17 @@ func (db *DB) monkeyPolicy(st *cfState, p filter.Policy, level int, c *compactio
 			est = float64(db.metrics.flushBytes.Load()) / float64(n)
 		}
 		target = len(entries)
-		add(0, est)
+		add(0, est, 1)
 	}
+	// Levels from the base level down count at least the size the picker
+	// aims them at (dynamic level sizing: the bottom holds (M−1)/M of the
+	// data, the levels above it shrink geometrically). Their momentary
+	// sizes alone would size a table written into a level that has just
+	// received a compaction's data, while the bottom has not yet grown,
+	// with too few bits, and every level's tables would end up with less
+	// memory than uniform's. Levels above the base (being drained) and a
+	// database whose levels are all empty count their current sizes.
+	t := db.pickerForScores().Targets(lv)
 	for l := 1; l < manifest.NumLevels; l++ {
 		var bytes float64
 		for _, f := range lv[l] {
@@ -120,16 +157,29 @@ func (db *DB) monkeyPolicy(st *cfState, p filter.Policy, level int, c *compactio
 		}
 		if l == level {
 			bytes += moved
+		}
+		if t.Bottom > 0 && l >= t.BaseLevel {
+			aim := t.MaxBytes[l]
+			if l == manifest.NumLevels-1 {
+				aim = t.Bottom
+			}
+			bytes = max(bytes, aim) // a level over its target (a backlog) is as large as it is
+		}
+		prob := 1.0
+		if l < manifest.NumLevels-1 && l != level {
+			prob = coverage(lv[l])
+		}
+		if l == level {
 			target = len(entries)
 		} else if bytes == 0 {
 			continue
 		}
-		add(l, bytes)
+		add(l, bytes, prob)
 	}
 	if target < 0 || target >= len(entries) {
 		return p
 	}
-	bits := filter.MonkeyBitsPerKey(entries, budget, s, monkeyMinBits, monkeyMaxBits)
+	bits := filter.MonkeyBitsPerKeyProbed(entries, probed, budget, s, monkeyMinBits, monkeyMaxBits)
 	return filter.Resize(p, bits[target])
 }
 

@@ -283,12 +283,18 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 // scoreTargets returns the compaction scores of a column family's levels
 // as the picker computes them (dynamic level sizing).
 func (db *DB) scoreTargets(lv *manifest.Levels) [manifest.NumLevels]float64 {
+	return db.pickerForScores().Scores(lv)
+}
+
+// pickerForScores is a picker with the DB's options, for scores and
+// targets.
+func (db *DB) pickerForScores() *compaction.Picker {
 	return compaction.NewPicker(compaction.PickerOptions{
 		L0CompactionTrigger: db.opts.L0CompactionTrigger,
 		LBaseMaxBytes:       db.opts.LBaseMaxBytes,
 		LevelMultiplier:     db.opts.LevelMultiplier,
 		TargetFileSize:      db.opts.TargetFileSize,
-	}).Scores(lv)
+	})
 }
 
 func humanBytes(n int64) string {

@@ -71,12 +71,18 @@ func Resize(p Policy, bitsPerKey float64) Policy {
 func roundBits(b float64) float64 { return math.Round(b*100) / 100 }
 
 // AllocationSlope returns s, the bits per key p's family spends per factor
-// e of false-positive rate (bits ≈ a − s·ln FPR): 1/ln²2 for Bloom
-// filters, 1/ln 2 for Ribbon, 1.125/ln 2 for binary fuse, 1/(0.95·ln 2)
+// e of false-positive rate (bits ≈ a − s·ln FPR): 1/ln²2 = 2.08 for the
+// classic Bloom filter; for the blocked one the slope of its exact model
+// (BloomFPR) between b−2 and b+4 bits/key around p's size b (2.29 at 10:
+// its 512-bit lines make each extra bit worth less than in a classic
+// filter); 1/ln 2 for Ribbon, 1.125/ln 2 for binary fuse, 1/(0.95·ln 2)
 // for cuckoo. It is 0 for policies without a size.
 func AllocationSlope(p Policy) float64 {
-	switch p.(type) {
-	case *blockedPolicy, *standardPolicy:
+	switch p := p.(type) {
+	case *blockedPolicy:
+		lo, hi := max(1, p.bitsPerKey-2), p.bitsPerKey+4
+		return (hi - lo) / math.Log(BloomFPR(lo)/BloomFPR(hi))
+	case *standardPolicy:
 		return 1 / (math.Ln2 * math.Ln2)
 	case *ribbonPolicy:
 		return 1 / math.Ln2
@@ -104,6 +110,21 @@ func AllocationSlope(p Policy) float64 {
 // larger ones fewer, and the memory is the same. Runs whose result falls
 // outside [lo, hi] are pinned there and the rest solved again.
 func MonkeyBitsPerKey(entries, budget []float64, s, lo, hi float64) []float64 {
+	return MonkeyBitsPerKeyProbed(entries, nil, budget, s, lo, hi)
+}
+
+// MonkeyBitsPerKeyProbed is MonkeyBitsPerKey for runs that a lookup probes
+// only with probability probed[i] (a level whose tables cover part of the
+// key space; nil means 1 for all). It minimizes Σ probed_i·p_i for the
+// same memory: p_i ∝ n_i/probed_i, so the closed form holds with
+// n_i/probed_i in place of n_i inside the logarithms.
+func MonkeyBitsPerKeyProbed(entries, probed, budget []float64, s, lo, hi float64) []float64 {
+	eff := func(i int) float64 {
+		if probed == nil || probed[i] <= 0 {
+			return entries[i]
+		}
+		return entries[i] / min(1, probed[i])
+	}
 	out := make([]float64, len(entries))
 	pinned := make([]bool, len(entries))
 	var total float64 // M
@@ -117,7 +138,7 @@ func MonkeyBitsPerKey(entries, budget []float64, s, lo, hi float64) []float64 {
 				mem += e * out[i]
 			} else if e > 0 {
 				n += e
-				nlogn += e * math.Log(e)
+				nlogn += e * math.Log(eff(i))
 			}
 		}
 		if n == 0 {
@@ -134,7 +155,7 @@ func MonkeyBitsPerKey(entries, budget []float64, s, lo, hi float64) []float64 {
 				out[i] = hi // an empty run costs no memory
 				continue
 			}
-			b := avg + s*(lnG-math.Log(e))
+			b := avg + s*(lnG-math.Log(eff(i)))
 			out[i] = b
 			if b < lo || b > hi {
 				out[i] = min(hi, max(lo, b))

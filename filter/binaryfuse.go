@@ -117,6 +117,9 @@ func (b *fuseBuilder) Finish() []byte {
 	defer releaseBuildSlot()
 	s := fuseScratchPool.Get().(*fuseScratch)
 	defer fuseScratchPool.Put(s)
+	if cap(s.keys) < hs.len() {
+		s.keys = make([]uint64, 0, hs.len())
+	}
 	failures := testFuseFailures
 	for attempt := range fuseAttempts {
 		salt := fuseSalt(attempt)
@@ -263,7 +266,7 @@ func openFuse(data []byte) (Reader, error) {
 		return emptyFilter{}, nil
 	case g.segLen == 0 || g.segLen&(g.segLen-1) != 0 || g.segLen > fuseMaxSegLen:
 		return nil, malformed("binary fuse block has segment length %d, want a power of two ≤ %d", g.segLen, fuseMaxSegLen)
-	case segCount == 0 || uint64(segCount)*uint64(g.segLen) > 1<<32-1:
+	case segCount == 0 || (uint64(segCount)+2)*uint64(g.segLen) > 1<<32-1:
 		return nil, malformed("binary fuse block has %d segments of %d", segCount, g.segLen)
 	case body != (uint64(segCount)+2)*uint64(g.segLen)*uint64(f/8):
 		return nil, malformed("binary fuse block has %d body bytes for %d+2 segments of %d %d-bit fingerprints", body, segCount, g.segLen, f)

@@ -210,7 +210,7 @@ func ribbonBand(band []ribbonSlot, hs hashList, seed uint64, r int, u uint32) bo
 	m := uint64(len(band))
 	starts := m - ribbonW + 1
 	upper := 64 * uint64(u) // keys starting below use r+1 columns
-	for _, ch := range hs.chunks {
+	for _, ch := range ribbonByStart(hs, seed, starts) {
 		for _, h := range ch {
 			s, lo, hi, fp := ribbonRow(h, seed, starts)
 			cols := r
@@ -247,6 +247,45 @@ func ribbonBand(band []ribbonSlot, hs hashList, seed uint64, r int, u uint32) bo
 		}
 	}
 	return true
+}
+
+// ribbonSortMin is the key count from which ribbonBand inserts the rows in
+// the order of their start slots: a band of more than about 2^16 slots
+// (24 bytes each) no longer fits a core's cache, and rows inserted in
+// random order then miss it at every step.
+const ribbonSortMin = 1 << 16
+
+// ribbonByStart returns the hashes of hs in the order of their rows' start
+// slots, by a counting sort on buckets of 256 slots (the order inside a
+// bucket does not matter: the elimination gives the same solution space
+// in any order). Small filters keep the collector's order.
+func ribbonByStart(hs hashList, seed, starts uint64) [][]uint64 {
+	if hs.len() < ribbonSortMin {
+		return hs.chunks
+	}
+	buckets := (starts + 255) / 256
+	start := make([]int, buckets+1)
+	bucketOf := func(h uint64) uint64 {
+		s, _ := bits.Mul64(fuseMix(h, seed), starts)
+		return s / 256
+	}
+	for _, ch := range hs.chunks {
+		for _, h := range ch {
+			start[bucketOf(h)+1]++
+		}
+	}
+	for b := range buckets {
+		start[b+1] += start[b]
+	}
+	sorted := make([]uint64, hs.len())
+	for _, ch := range hs.chunks {
+		for _, h := range ch {
+			b := bucketOf(h)
+			sorted[start[b]] = h
+			start[b]++
+		}
+	}
+	return [][]uint64{sorted}
 }
 
 // ribbonSolve back-substitutes the band, from the last slot down, into the

@@ -189,11 +189,11 @@ func sweepCSV(w io.Writer, rows []sweepRow) error {
 		out = append(out, []string{r.Policy, r.Name, ff(r.Param), fi(int64(r.Keys)), fi(int64(r.FilterBytes)),
 			ff(r.BitsPerKey), ff(r.BytesPerKey), fi(int64(r.K)), fi(r.Probed), fi(r.FalsePositives),
 			ff(r.MeasuredFPR), ff(r.MeasuredFPRLow), ff(r.MeasuredFPRHigh), ff(r.ExpectedFPR), ff(r.ClassicFPR),
-			ff(r.BuildNsPerKey), ff(r.ProbeHitNs), ff(r.ProbeMissNs), fi(r.FalseNegatives)})
+			ff(r.BuildNsPerKey), ff(r.BuildBytesPerKey), ff(r.ProbeHitNs), ff(r.ProbeMissNs), fi(r.FalseNegatives)})
 	}
 	return writeRows(w, []string{"policy", "name", "param", "keys", "filter_bytes", "bits_per_key", "bytes_per_key", "k",
 		"absent_probed", "false_positives", "measured_fpr", "measured_fpr_ci95_low", "measured_fpr_ci95_high",
-		"expected_fpr", "classic_fpr", "build_ns_per_key", "probe_hit_ns", "probe_miss_ns", "false_negatives"}, out)
+		"expected_fpr", "classic_fpr", "build_ns_per_key", "build_bytes_per_key", "probe_hit_ns", "probe_miss_ns", "false_negatives"}, out)
 }
 
 func kCSV(w io.Writer, ks *kSweep) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
 	"time"
 
@@ -73,8 +74,12 @@ type sweepRow struct {
 	ExpectedFPR   float64 `json:"expected_fpr"`
 	ClassicFPR    float64 `json:"classic_fpr"`
 	BuildNsPerKey float64 `json:"build_ns_per_key"`
-	ProbeHitNs    float64 `json:"probe_hit_ns"`
-	ProbeMissNs   float64 `json:"probe_miss_ns"`
+	// BuildBytesPerKey is the memory one build allocates per key (the
+	// builder's hashes and scratch and the block itself), measured with
+	// the pools of the fuse and Ribbon builders emptied first.
+	BuildBytesPerKey float64 `json:"build_bytes_per_key"`
+	ProbeHitNs       float64 `json:"probe_hit_ns"`
+	ProbeMissNs      float64 `json:"probe_miss_ns"`
 	// FalseNegatives counts added keys the filter denied: always 0 for a
 	// correct filter.
 	FalseNegatives int64 `json:"false_negatives"`
@@ -158,6 +163,7 @@ func (l *filterLab) measure(c sweepCase) (sweepRow, error) {
 		block = b.Finish()
 		builds[rep] = float64(time.Since(start).Nanoseconds()) / float64(n)
 	}
+	buildBytes := buildAllocs(c.p, l.present)
 	rd, err := c.p.NewReader(block)
 	if err != nil {
 		return sweepRow{}, fmt.Errorf("%s: reading the block it built: %w", c.p.Name(), err)
@@ -182,9 +188,9 @@ func (l *filterLab) measure(c sweepCase) (sweepRow, error) {
 		FilterBytes: len(block), BitsPerKey: 8 * float64(len(block)) / float64(n), BytesPerKey: float64(len(block)) / float64(n),
 		K: info.Probes, Geometry: info.String(),
 		Probed: int64(probes), FalsePositives: fp, FalseNegatives: fn,
-		BuildNsPerKey: slices.Min(builds),
-		ProbeHitNs:    timeProbes(rd, l.present),
-		ProbeMissNs:   timeProbes(rd, l.absent),
+		BuildNsPerKey: slices.Min(builds), BuildBytesPerKey: buildBytes / float64(n),
+		ProbeHitNs:  timeProbes(rd, l.present),
+		ProbeMissNs: timeProbes(rd, l.absent),
 	}
 	r.MeasuredFPR, r.MeasuredFPRLow, r.MeasuredFPRHigh = wilson(fp, int64(probes))
 	if e, ok := filter.ExpectedFPR(c.p, n); ok {
@@ -199,6 +205,23 @@ func (l *filterLab) measure(c sweepCase) (sweepRow, error) {
 		r.ClassicFPR = finite(filter.StandardFPR(info.BitsPerKey(), info.Probes))
 	}
 	return r, nil
+}
+
+// buildAllocs returns the bytes one build of p over keys allocates. Two
+// collections first empty the sync.Pools (a pooled builder's scratch would
+// otherwise not be counted).
+func buildAllocs(p filter.Policy, keys keySlab) float64 {
+	runtime.GC()
+	runtime.GC()
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	b := p.NewBuilder()
+	for i := range keys.len() {
+		b.Add(keys.at(i))
+	}
+	b.Finish()
+	runtime.ReadMemStats(&m1)
+	return float64(m1.TotalAlloc - m0.TotalAlloc)
 }
 
 // probeSink keeps the probe loops from being optimized away.
@@ -225,8 +248,8 @@ func timeProbes(rd filter.Reader, keys keySlab) float64 {
 
 func printSweep(w io.Writer, rows []sweepRow) {
 	fmt.Fprintf(w, "1. FPR against space: every policy × size, measured on the same keys\n")
-	fmt.Fprintf(w, "%-14s %6s %8s %5s %9s %21s %9s %9s %8s %7s %7s\n",
-		"policy", "param", "bits/key", "k", "measured", "95% CI", "expected", "classic", "build ns", "hit ns", "miss ns")
+	fmt.Fprintf(w, "%-14s %6s %8s %5s %9s %21s %9s %9s %8s %8s %7s %7s\n",
+		"policy", "param", "bits/key", "k", "measured", "95% CI", "expected", "classic", "build ns", "build B", "hit ns", "miss ns")
 	for _, r := range rows {
 		param := fmt.Sprintf("%g", r.Param)
 		if r.Policy == "cuckoo" || r.Policy == "binaryfuse" {
@@ -236,9 +259,9 @@ func printSweep(w io.Writer, rows []sweepRow) {
 		if r.K > 0 {
 			k = fmt.Sprint(r.K)
 		}
-		fmt.Fprintf(w, "%-14s %6s %8.2f %5s %9s %21s %9s %9s %8.1f %7.1f %7.1f\n",
+		fmt.Fprintf(w, "%-14s %6s %8.2f %5s %9s %21s %9s %9s %8.1f %8.1f %7.1f %7.1f\n",
 			r.Policy, param, r.BitsPerKey, k, pct(r.MeasuredFPR), pct(r.MeasuredFPRLow)+" – "+pct(r.MeasuredFPRHigh),
-			pct(r.ExpectedFPR), pct(r.ClassicFPR), r.BuildNsPerKey, r.ProbeHitNs, r.ProbeMissNs)
+			pct(r.ExpectedFPR), pct(r.ClassicFPR), r.BuildNsPerKey, r.BuildBytesPerKey, r.ProbeHitNs, r.ProbeMissNs)
 		if r.FalseNegatives > 0 {
 			fmt.Fprintf(w, "  ✗ %s denied %d keys it holds (false negatives): a filter bug\n", r.Name, r.FalseNegatives)
 		}
