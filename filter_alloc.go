@@ -81,82 +81,108 @@ func (db *DB) monkeyPolicy(st *cfState, p filter.Policy, level int, c *compactio
 	if lv == nil {
 		return p
 	}
-	inputs := map[uint64]bool{}
-	var moved float64
+	r := &monkeyRuns{db: db, st: st, lv: lv, inputs: map[uint64]bool{}, target: -1}
 	if c != nil {
 		for _, f := range c.Inputs[0] {
-			inputs[f.FileNum] = true
-			moved += float64(f.Size)
-		}
-	}
-	var entries, probed, budget []float64
-	target := -1
-	add := func(runLevel int, bytes, prob float64) {
-		b, ok := filter.BitsPerKeyOf(st.policyFor(runLevel))
-		if !ok {
-			return // a run without a sized filter takes no part
-		}
-		entries, probed, budget = append(entries, bytes), append(probed, prob), append(budget, b)
-	}
-	// A lookup probes a run only if the key falls in one of its tables'
-	// ranges: the fraction of the bottom level's tables that a run's
-	// tables overlap estimates that (the bottom level spreads like the
-	// keys). The output level counts as probed by every lookup: its
-	// tables are the ones being rewritten.
-	bottom := lv[manifest.NumLevels-1]
-	coverage := func(files []*manifest.FileMetadata) float64 {
-		if len(bottom) == 0 || len(files) == 0 {
-			return 1
-		}
-		hit := make(map[uint64]bool)
-		for _, f := range files {
-			for _, g := range lv.Overlapping(manifest.NumLevels-1, f.Smallest.UserKey, f.Largest.UserKey) {
-				hit[g.FileNum] = true
-			}
-		}
-		return max(float64(len(hit))/float64(len(bottom)), 1/float64(len(bottom)))
-	}
-	// L0 tables are runs one by one (at most L0CompactionTrigger of them:
-	// more only wait for a compaction that is due) when an L0 table is
-	// sized. A deeper table is sized against the deeper levels only: L0's
-	// tables come and go within seconds, and charging their extra bits to
-	// a deeper table, which lives much longer, would leave the deeper
-	// levels short of uniform's memory once L0 has drained.
-	if level == 0 {
-		l0 := 0
-		for _, f := range lv[0] {
-			if !inputs[f.FileNum] && l0 < db.opts.L0CompactionTrigger-1 {
-				add(0, float64(f.Size), coverage([]*manifest.FileMetadata{f}))
-				l0++
-			}
+			r.inputs[f.FileNum] = true
+			r.moved += float64(f.Size)
 		}
 	}
 	if level == 0 {
-		est := float64(db.opts.MemTableSize)
-		if n := db.metrics.flushes.Load(); n > 0 {
-			est = float64(db.metrics.flushBytes.Load()) / float64(n)
-		}
-		target = len(entries)
-		add(0, est, 1)
+		r.addL0()
 	}
-	// Levels from the base level down count at least the size the picker
-	// aims them at (dynamic level sizing: the bottom holds (M−1)/M of the
-	// data, the levels above it shrink geometrically). Their momentary
-	// sizes alone would size a table written into a level that has just
-	// received a compaction's data, while the bottom has not yet grown,
-	// with too few bits, and every level's tables would end up with less
-	// memory than uniform's. Levels above the base (being drained) and a
-	// database whose levels are all empty count their current sizes.
-	t := db.pickerForScores().Targets(lv)
+	r.addDeeper(level)
+	if r.target < 0 || r.target >= len(r.entries) {
+		return p
+	}
+	bits := filter.MonkeyBitsPerKeyProbed(r.entries, r.probed, r.budget, s, monkeyMinBits, monkeyMaxBits)
+	return filter.Resize(p, bits[r.target])
+}
+
+// monkeyRuns gathers the runs a Monkey allocation spreads a budget over:
+// per run its entries (bytes), the fraction of lookups that probe it and
+// the bits per key its level's policy would give it; target is the index
+// of the run the table being written belongs to.
+type monkeyRuns struct {
+	db                      *DB
+	st                      *cfState
+	lv                      *manifest.Levels
+	inputs                  map[uint64]bool // the compaction's start-level inputs
+	moved                   float64         // their bytes, which move to the output level
+	entries, probed, budget []float64
+	target                  int
+}
+
+func (r *monkeyRuns) add(runLevel int, bytes, prob float64) {
+	b, ok := filter.BitsPerKeyOf(r.st.policyFor(runLevel))
+	if !ok {
+		return // a run without a sized filter takes no part
+	}
+	r.entries, r.probed, r.budget = append(r.entries, bytes), append(r.probed, prob), append(r.budget, b)
+}
+
+// coverage estimates the fraction of lookups that probe a run of files:
+// a lookup probes a run only if the key falls in one of its tables'
+// ranges, and the fraction of the bottom level's tables that the run's
+// tables overlap estimates that (the bottom level spreads like the keys).
+func (r *monkeyRuns) coverage(files []*manifest.FileMetadata) float64 {
+	bottom := r.lv[manifest.NumLevels-1]
+	if len(bottom) == 0 || len(files) == 0 {
+		return 1
+	}
+	hit := make(map[uint64]bool)
+	for _, f := range files {
+		for _, g := range r.lv.Overlapping(manifest.NumLevels-1, f.Smallest.UserKey, f.Largest.UserKey) {
+			hit[g.FileNum] = true
+		}
+	}
+	return max(float64(len(hit))/float64(len(bottom)), 1/float64(len(bottom)))
+}
+
+// addL0 adds, for an L0 table being sized, the L0 tables as runs one by
+// one (at most L0CompactionTrigger of them: more only wait for a
+// compaction that is due), then the new table at the average flushed size.
+// A deeper table is sized against the deeper levels only: L0's tables come
+// and go within seconds, and charging their extra bits to a deeper table,
+// which lives much longer, would leave the deeper levels short of
+// uniform's memory once L0 has drained.
+func (r *monkeyRuns) addL0() {
+	l0 := 0
+	for _, f := range r.lv[0] {
+		if !r.inputs[f.FileNum] && l0 < r.db.opts.L0CompactionTrigger-1 {
+			r.add(0, float64(f.Size), r.coverage([]*manifest.FileMetadata{f}))
+			l0++
+		}
+	}
+	est := float64(r.db.opts.MemTableSize)
+	if n := r.db.metrics.flushes.Load(); n > 0 {
+		est = float64(r.db.metrics.flushBytes.Load()) / float64(n)
+	}
+	r.target = len(r.entries)
+	r.add(0, est, 1)
+}
+
+// addDeeper adds the levels below L0. Levels from the base level down
+// count at least the size the picker aims them at (dynamic level sizing:
+// the bottom holds (M−1)/M of the data, the levels above it shrink
+// geometrically). Their momentary sizes alone would size a table written
+// into a level that has just received a compaction's data, while the
+// bottom has not yet grown, with too few bits, and every level's tables
+// would end up with less memory than uniform's. Levels above the base
+// (being drained) and a database whose levels are all empty count their
+// current sizes. The output level counts as probed by every lookup: its
+// tables are the ones being rewritten.
+func (r *monkeyRuns) addDeeper(level int) {
+	t := r.db.pickerForScores().Targets(r.lv)
 	for l := 1; l < manifest.NumLevels; l++ {
 		var bytes float64
-		for _, f := range lv[l] {
-			if !inputs[f.FileNum] {
+		for _, f := range r.lv[l] {
+			if !r.inputs[f.FileNum] {
 				bytes += float64(f.Size)
 			}
 		}
 		if l == level {
-			bytes += moved
+			bytes += r.moved
 		}
 		if t.Bottom > 0 && l >= t.BaseLevel {
 			aim := t.MaxBytes[l]
@@ -167,20 +193,15 @@ func (db *DB) monkeyPolicy(st *cfState, p filter.Policy, level int, c *compactio
 		}
 		prob := 1.0
 		if l < manifest.NumLevels-1 && l != level {
-			prob = coverage(lv[l])
+			prob = r.coverage(r.lv[l])
 		}
 		if l == level {
-			target = len(entries)
+			r.target = len(r.entries)
 		} else if bytes == 0 {
 			continue
 		}
-		add(l, bytes, prob)
+		r.add(l, bytes, prob)
 	}
-	if target < 0 || target >= len(entries) {
-		return p
-	}
-	bits := filter.MonkeyBitsPerKeyProbed(entries, probed, budget, s, monkeyMinBits, monkeyMaxBits)
-	return filter.Resize(p, bits[target])
 }
 
 // countingPolicy counts its builders' construction retries and fallbacks
