@@ -314,6 +314,21 @@ func scanIter(it *Iterator, seek string) string {
 }
 
 func (r *metaRun) do(op metaOp) error {
+	switch op.kind {
+	case "put", "delete", "merge", "batch":
+		return r.write(op)
+	case "get", "iter":
+		r.read(op)
+	case "snapshot", "snapget", "snapiter", "snapclose":
+		r.snapshotOp(op)
+	default:
+		return r.maintain(op)
+	}
+	return nil
+}
+
+// write applies a put, delete, merge or batch.
+func (r *metaRun) write(op metaOp) error {
 	db, cf := r.db, r.cf
 	k, v := []byte(op.key), []byte(op.value)
 	// In the column-family sets, the default family takes different
@@ -360,6 +375,15 @@ func (r *metaRun) do(op metaOp) error {
 			}
 		}
 		return db.Apply(b, nil)
+	}
+	return nil
+}
+
+// read records a get or an iterator scan.
+func (r *metaRun) read(op metaOp) {
+	db, cf := r.db, r.cf
+	k := []byte(op.key)
+	switch op.kind {
 	case "get":
 		var got []byte
 		var err error
@@ -384,6 +408,14 @@ func (r *metaRun) do(op metaOp) error {
 			it = db.NewIter(o)
 		}
 		r.out = append(r.out, fmt.Sprintf("iter [%s,%s) %s", op.key, op.hi, scanIter(it, op.value)))
+	}
+}
+
+// snapshotOp takes, reads through or closes a snapshot.
+func (r *metaRun) snapshotOp(op metaOp) {
+	db, cf := r.db, r.cf
+	k := []byte(op.key)
+	switch op.kind {
 	case "snapshot":
 		if s := r.snaps[op.snap]; s != nil {
 			s.Close()
@@ -392,7 +424,7 @@ func (r *metaRun) do(op metaOp) error {
 	case "snapget":
 		s := r.snaps[op.snap]
 		if s == nil {
-			return nil
+			return
 		}
 		var got []byte
 		var err error
@@ -405,7 +437,7 @@ func (r *metaRun) do(op metaOp) error {
 	case "snapiter":
 		s := r.snaps[op.snap]
 		if s == nil {
-			return nil
+			return
 		}
 		var it *Iterator
 		if cf != nil {
@@ -419,6 +451,13 @@ func (r *metaRun) do(op metaOp) error {
 			s.Close()
 			r.snaps[op.snap] = nil
 		}
+	}
+}
+
+// maintain runs a flush, compaction, reopen or wait.
+func (r *metaRun) maintain(op metaOp) error {
+	db, cf := r.db, r.cf
+	switch op.kind {
 	case "flush":
 		return db.Flush()
 	case "compact":
