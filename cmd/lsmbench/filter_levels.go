@@ -163,42 +163,22 @@ func (l *filterLab) levelsRun(cfg levelsConfig, shape []float64) (levelsRow, []f
 		FilterPolicy: base, LevelFilterPolicies: perLevel, FilterAllocation: alloc,
 		MaxConcurrentCompactions: 1,
 	}
-	for lv := range 7 {
-		p := base
-		if lv < len(perLevel) && perLevel[lv] != nil {
-			p = perLevel[lv]
-		}
-		name := p.Name()
-		if alloc == sieve.MonkeyFilters {
-			name = "monkey(" + name + ")"
-		}
-		row.Policies = append(row.Policies, name)
-	}
+	row.Policies = levelPolicyNames(base, perLevel, alloc)
 	db, err := sieve.Open(dir, opts)
 	if err != nil {
 		return row, nil, err
 	}
 	defer db.Close()
 	ks := keyspace{num: c.LevelsN, keySize: c.KeySize}
-	vals := newValueSource(c.LevelsValueSize, 0.5, 1)
-	key := make([]byte, c.KeySize)
 	start := time.Now()
-	for i, num := range ks.shuffledNumbers(c.Seed) {
-		if err := db.Put(ks.encode(key, num), vals.value(), sieve.NoSync); err != nil {
-			return row, nil, err
-		}
-		if i%65536 == 0 && l.ctx.Err() != nil {
-			return row, nil, l.ctx.Err()
-		}
-	}
-	if err := db.Flush(); err != nil {
+	if err := l.levelsLoad(db, ks); err != nil {
 		return row, nil, err
 	}
-	waitForCompactions(db)
 	row.LoadSeconds = time.Since(start).Seconds()
 
 	before := db.Metrics()
 	start = time.Now()
+	key := make([]byte, c.KeySize)
 	for j := range c.LevelsAbsent {
 		ks.missing(key, uint64(j))
 		if _, err := db.Get(key); err != sieve.ErrNotFound {
@@ -210,7 +190,51 @@ func (l *filterLab) levelsRun(cfg levelsConfig, shape []float64) (levelsRow, []f
 	row.GetsPerSec = float64(c.LevelsAbsent) / d.Seconds()
 	row.BlocksPerGet = float64(after.PointLookups.DataBlocksRead-before.PointLookups.DataBlocksRead) / float64(c.LevelsAbsent)
 	row.Retries, row.Fallbacks = after.Filter.BuildRetries, after.Filter.BuildFallbacks
-	shape = make([]float64, len(after.Levels))
+	return row, row.addLevels(before, after, c.LevelsAbsent), nil
+}
+
+// levelPolicyNames names each level's policy as the run configures it.
+func levelPolicyNames(base filter.Policy, perLevel []filter.Policy, alloc sieve.FilterAllocation) []string {
+	var names []string
+	for lv := range 7 {
+		p := base
+		if lv < len(perLevel) && perLevel[lv] != nil {
+			p = perLevel[lv]
+		}
+		name := p.Name()
+		if alloc == sieve.MonkeyFilters {
+			name = "monkey(" + name + ")"
+		}
+		names = append(names, name)
+	}
+	return names
+}
+
+// levelsLoad puts the run's keys in a shuffled order, flushes and waits
+// for the compactions to finish.
+func (l *filterLab) levelsLoad(db *sieve.DB, ks keyspace) error {
+	c := l.cfg
+	vals := newValueSource(c.LevelsValueSize, 0.5, 1)
+	key := make([]byte, c.KeySize)
+	for i, num := range ks.shuffledNumbers(c.Seed) {
+		if err := db.Put(ks.encode(key, num), vals.value(), sieve.NoSync); err != nil {
+			return err
+		}
+		if i%65536 == 0 && l.ctx.Err() != nil {
+			return l.ctx.Err()
+		}
+	}
+	if err := db.Flush(); err != nil {
+		return err
+	}
+	waitForCompactions(db)
+	return nil
+}
+
+// addLevels fills the row's per-level figures from the metrics before and
+// after absent Gets, and returns the bytes per level.
+func (row *levelsRow) addLevels(before, after *sieve.Metrics, absent int) []float64 {
+	shape := make([]float64, len(after.Levels))
 	var bits, fkeys float64
 	for lv, m := range after.Levels {
 		shape[lv] = float64(m.Size)
@@ -222,7 +246,7 @@ func (l *filterLab) levelsRun(cfg levelsConfig, shape []float64) (levelsRow, []f
 		fp := fm.FalsePositives - before.Levels[lv].Filter.FalsePositives
 		neg := fm.Negatives - before.Levels[lv].Filter.Negatives
 		ll := levelsLevel{Level: lv, Tables: m.NumFiles, Bytes: m.Size, FilterBytes: m.FilterBytes, BitsPerKey: m.FilterBitsPerKey,
-			Checks: checks, FalsePositives: fp, FPPerGet: float64(fp) / float64(c.LevelsAbsent)}
+			Checks: checks, FalsePositives: fp, FPPerGet: float64(fp) / float64(absent)}
 		if fp+neg > 0 {
 			ll.FPR = float64(fp) / float64(fp+neg)
 		}
@@ -237,7 +261,7 @@ func (l *filterLab) levelsRun(cfg levelsConfig, shape []float64) (levelsRow, []f
 	if fkeys > 0 {
 		row.BitsPerKey = bits / fkeys
 	}
-	return row, shape, nil
+	return shape
 }
 
 // waitForCompactions waits until no level is due for compaction and no
