@@ -213,9 +213,44 @@ func runFilterBench(o filterOptions, cands []filterCandidate, w io.Writer) error
 var errFalseNegative = errors.New("false negative")
 
 func filterScheme(o filterOptions, scheme string, cands []filterCandidate) ([]filterResult, error) {
+	present, absent, mix := filterKeys(o)
+	rows := make([]filterResult, len(cands))
+	built := make([]builtFilter, len(cands))
+	for c, cand := range cands {
+		runtime.GC()
+		f, err := cand.build(present, o.bits)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s keys): build: %w", cand.name, scheme, err)
+		}
+		fp, err := countFalsePositives(f, present, absent)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s keys): %w", cand.name, scheme, err)
+		}
+		built[c] = f
+		rows[c] = filterResult{
+			Name: cand.name, Keys: scheme,
+			BitsPerKey: float64(f.size) * 8 / float64(present.count),
+			FalsePos:   fp, Absent: absent.count, FPR: float64(fp) / float64(absent.count),
+			Queries: mix.count,
+		}
+	}
+	best, err := timeFilters(o.rounds, built, rows, mix, present.count)
+	if err != nil {
+		return nil, err
+	}
+	for c := range rows {
+		rows[c].TestOps = float64(mix.count) / max(best[c].Seconds(), 1e-9)
+	}
+	return rows, nil
+}
+
+// filterKeys returns the present keys, the absent keys and the timed mix:
+// every present and absent key once, shuffled, copied into one buffer so
+// the loop reads keys sequentially.
+func filterKeys(o filterOptions) (present, absent, mix keySet) {
 	n, absentN := o.n, o.n-1
-	present := keySet{buf: make([]byte, 0, n*keyLen), count: n}
-	absent := keySet{buf: make([]byte, 0, absentN*keyLen), count: absentN}
+	present = keySet{buf: make([]byte, 0, n*keyLen), count: n}
+	absent = keySet{buf: make([]byte, 0, absentN*keyLen), count: absentN}
 	var k []byte
 	for i := 0; i < n; i++ {
 		k = presentKey(k, i)
@@ -225,10 +260,8 @@ func filterScheme(o filterOptions, scheme string, cands []filterCandidate) ([]fi
 		k = absentKey(k, j)
 		absent.buf = append(absent.buf, k...)
 	}
-	// The timed mix: every present and absent key once, shuffled, copied
-	// into one buffer so the loop reads keys sequentially.
 	rng := rand.New(rand.NewPCG(o.seed, 0xf117e5))
-	mix := keySet{buf: make([]byte, 0, (n+absentN)*keyLen), count: n + absentN}
+	mix = keySet{buf: make([]byte, 0, (n+absentN)*keyLen), count: n + absentN}
 	for _, q := range rng.Perm(n + absentN) {
 		if q < n {
 			mix.buf = append(mix.buf, present.key(q)...)
@@ -236,38 +269,35 @@ func filterScheme(o filterOptions, scheme string, cands []filterCandidate) ([]fi
 			mix.buf = append(mix.buf, absent.key(q-n)...)
 		}
 	}
+	return present, absent, mix
+}
 
-	rows := make([]filterResult, len(cands))
-	built := make([]builtFilter, len(cands))
-	for c, cand := range cands {
-		runtime.GC()
-		f, err := cand.build(present, o.bits)
-		if err != nil {
-			return nil, fmt.Errorf("%s (%s keys): build: %w", cand.name, scheme, err)
-		}
-		for i := 0; i < n; i++ {
-			if !f.test(present.key(i)) {
-				return nil, fmt.Errorf("%s (%s keys): %w: present key %q (#%d) rejected", cand.name, scheme, errFalseNegative, present.key(i), i)
-			}
-		}
-		fp := 0
-		for j := 0; j < absentN; j++ {
-			if f.test(absent.key(j)) {
-				fp++
-			}
-		}
-		built[c] = f
-		rows[c] = filterResult{
-			Name: cand.name, Keys: scheme,
-			BitsPerKey: float64(f.size) * 8 / float64(n),
-			FalsePos:   fp, Absent: absentN, FPR: float64(fp) / float64(absentN),
-			Queries: mix.count,
+// countFalsePositives checks f accepts every present key and counts the
+// absent keys it accepts.
+func countFalsePositives(f builtFilter, present, absent keySet) (int, error) {
+	for i := 0; i < present.count; i++ {
+		if !f.test(present.key(i)) {
+			return 0, fmt.Errorf("%w: present key %q (#%d) rejected", errFalseNegative, present.key(i), i)
 		}
 	}
-	best := make([]time.Duration, len(cands))
-	for round := 0; round < o.rounds; round++ {
-		for k := range cands {
-			c := (k + round) % len(cands)
+	fp := 0
+	for j := 0; j < absent.count; j++ {
+		if f.test(absent.key(j)) {
+			fp++
+		}
+	}
+	return fp, nil
+}
+
+// timeFilters times rounds passes of each filter over the mix, the
+// filters taking turns in rotating order, and returns each one's fastest.
+// Deterministic filters: a timed pass must say yes to every present key
+// and to exactly the false positives counted before.
+func timeFilters(rounds int, built []builtFilter, rows []filterResult, mix keySet, n int) ([]time.Duration, error) {
+	best := make([]time.Duration, len(built))
+	for round := 0; round < rounds; round++ {
+		for k := range built {
+			c := (k + round) % len(built)
 			f := built[c]
 			runtime.GC()
 			hits := 0
@@ -278,19 +308,14 @@ func filterScheme(o filterOptions, scheme string, cands []filterCandidate) ([]fi
 				}
 			}
 			d := time.Since(t0)
-			// Deterministic filters: the timed pass must say yes to every
-			// present key and to exactly the false positives counted above.
 			if hits != n+rows[c].FalsePos {
 				return nil, fmt.Errorf("%s (%s keys): timed pass accepted %d keys, want %d present + %d false positives",
-					cands[c].name, scheme, hits, n, rows[c].FalsePos)
+					rows[c].Name, rows[c].Keys, hits, n, rows[c].FalsePos)
 			}
 			if round == 0 || d < best[c] {
 				best[c] = d
 			}
 		}
 	}
-	for c := range rows {
-		rows[c].TestOps = float64(mix.count) / max(best[c].Seconds(), 1e-9)
-	}
-	return rows, nil
+	return best, nil
 }
