@@ -234,7 +234,7 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 	for e, ok := br.next(); ok; e, ok = br.next() {
 		t := g.tableForWrite(e.cf)
 		if e.kind == base.KindMerge && db.opts.MaxSuccessiveMerges > 0 &&
-			t.SuccessiveMerges(e.key, db.opts.MaxSuccessiveMerges) >= db.opts.MaxSuccessiveMerges {
+			t.HasSuccessiveMerges(e.key, db.opts.MaxSuccessiveMerges) {
 			if v, ok := db.collapseMerge(e.cf, e.key, e.value, seq); ok {
 				t.Add(seq, base.KindSet, e.key, v)
 				seq++

@@ -105,3 +105,33 @@ func TestKeyHashIsFilterHash(t *testing.T) {
 		require.Equal(t, filter.HashKey([]byte(k)), KeyHash([]byte(k)), "%q", k)
 	}
 }
+
+// TestHasSuccessiveMerges: the counter shortcut answers as the exact count
+// does, for keys under, at and over the limit, with colliding keys.
+func TestHasSuccessiveMerges(t *testing.T) {
+	for _, bits := range []int64{0, 64 * 32, 1 << 20} {
+		m := NewWithFilter(bits)
+		seq := uint64(0)
+		add := func(k string, kind base.Kind) {
+			seq++
+			m.Add(seq, kind, []byte(k), []byte("v"))
+		}
+		for i := 0; i < 300; i++ {
+			add(fmt.Sprintf("k%03d", i%100), base.KindMerge) // 3 each
+		}
+		for i := 0; i < 5; i++ {
+			add("hot", base.KindMerge)
+		}
+		add("reset", base.KindMerge)
+		add("reset", base.KindSet)
+		add("reset", base.KindMerge)
+		for _, limit := range []int{1, 3, 4, 5, 6} {
+			for _, k := range []string{"k000", "k042", "hot", "reset", "absent"} {
+				want := m.SuccessiveMerges([]byte(k), limit) >= limit
+				if got := m.HasSuccessiveMerges([]byte(k), limit); got != want {
+					t.Fatalf("bits %d, limit %d, key %s: HasSuccessiveMerges = %v, SuccessiveMerges says %v", bits, limit, k, got, want)
+				}
+			}
+		}
+	}
+}

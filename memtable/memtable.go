@@ -118,6 +118,12 @@ type MemTable struct {
 	mu     sync.RWMutex
 	tree   btree
 	filter *keyFilter // nil: none
+	// mergeCount[h%len] counts (saturating) the merge operands added for
+	// the keys of hash h: at least the successive merges of any of those
+	// keys, so HasSuccessiveMerges answers from it, without a descent,
+	// while it is below the limit asked about. Written and read by the one
+	// writer; empty (always descend) without a key filter.
+	mergeCount []uint8
 
 	// Writer-owned arena state; not read by readers.
 	chunk []byte
@@ -139,6 +145,15 @@ func New() *MemTable { return NewWithFilter(0) }
 // bits each.
 func NewWithFilter(filterBits int64) *MemTable {
 	m := &MemTable{filter: newKeyFilter(filterBits)}
+	if filterBits > 0 {
+		// One counter per 32 filter bits (about three entries' worth),
+		// a power of two from 64 to 64 Ki.
+		n := 64
+		for n < 1<<16 && int64(n)*32 < filterBits {
+			n *= 2
+		}
+		m.mergeCount = make([]uint8, n)
+	}
 	m.minSeq.Store(base.SeqNumMax)
 	return m
 }
@@ -173,8 +188,12 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	}
 	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
 	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
+	var h uint64
+	if m.filter != nil || kind == base.KindMerge {
+		h = keyHash(ukey)
+	}
 	if m.filter != nil {
-		m.filter.add(keyHash(ukey))
+		m.filter.add(h)
 	}
 	m.mu.Lock()
 	m.tree.insert(e)
@@ -184,6 +203,11 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	switch kind {
 	case base.KindMerge:
 		m.merges.Add(1)
+		if n := len(m.mergeCount); n > 0 {
+			if c := &m.mergeCount[h&uint64(n-1)]; *c < math.MaxUint8 {
+				*c++
+			}
+		}
 	case base.KindDelete:
 		m.deletes.Add(1)
 	}
@@ -242,6 +266,17 @@ func (m *MemTable) GetHash(ukey []byte, h uint64, seq uint64, fn func(k base.Int
 		}
 		return fn(base.InternalKey{UserKey: k, Trailer: e.trailer}, e.value())
 	})
+}
+
+// HasSuccessiveMerges reports whether SuccessiveMerges(ukey, limit) >=
+// limit. While fewer than limit merge operands of keys of ukey's hash
+// were added to the table (mergeCount, an upper bound of the count) it
+// answers without a descent. REQUIRES: called by the table's writer.
+func (m *MemTable) HasSuccessiveMerges(ukey []byte, limit int) bool {
+	if n := len(m.mergeCount); n > 0 && limit <= math.MaxUint8 && int(m.mergeCount[keyHash(ukey)&uint64(n-1)]) < limit {
+		return false
+	}
+	return m.SuccessiveMerges(ukey, limit) >= limit
 }
 
 // SuccessiveMerges counts the merge operands at the top of ukey's stack in
