@@ -24,6 +24,11 @@ type Value struct {
 	buf   []byte
 	refs  atomic.Int32
 	class int8 // size class of a pooled buffer; -1 when not pooled
+	// obj is a decoded form of buf (a table's index entries, a filter
+	// reader) that lives and dies with it; extra is its memory, charged to
+	// the cache on top of len(buf).
+	obj   any
+	extra int64
 }
 
 // Size classes: pooled buffers have capacities of 1 KiB multiples up to
@@ -59,6 +64,22 @@ func Wrap(b []byte) *Value {
 	v.refs.Store(1)
 	return v
 }
+
+// WrapObject is Wrap for a block that comes with a decoded form obj of
+// extra bytes (beyond b) that readers use instead of the bytes: the cache
+// charges len(b)+extra for it. b and obj are never pooled.
+func WrapObject(b []byte, obj any, extra int) *Value {
+	v := Wrap(b)
+	v.obj, v.extra = obj, int64(max(extra, 0))
+	return v
+}
+
+// Object returns the decoded form given to WrapObject, or nil.
+func (v *Value) Object() any { return v.obj }
+
+// Charge returns what the cache charges for v: its length plus the
+// memory of its decoded form.
+func (v *Value) Charge() int64 { return int64(len(v.buf)) + v.extra }
 
 // Bytes returns the block's memory, valid while the caller holds its
 // reference.

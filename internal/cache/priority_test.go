@@ -1,0 +1,62 @@
+package cache
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCachePriorityEvictsDataFirst fills one file's blocks past the
+// capacity: the high-priority (index, filter) blocks stay, data blocks go.
+func TestCachePriorityEvictsDataFirst(t *testing.T) {
+	c := New(numShards * 32 << 10)
+	for off := uint64(0); off < 32; off++ {
+		v := WrapObject(block(1<<10, 1), "meta", 0)
+		c.SetKind(1, off, v, KindFilter)
+		v.Release()
+	}
+	for off := uint64(100); off < 100+2048; off++ {
+		set(c, 1, off, 1<<10, 2)
+	}
+	for off := uint64(0); off < 32; off++ {
+		v, ok := c.Get(1, off)
+		require.True(t, ok, "filter block %d evicted by data blocks", off)
+		require.Equal(t, "meta", v.Object())
+		v.Release()
+	}
+	require.Equal(t, int64(32<<10), c.KindSize(KindFilter))
+	require.Greater(t, c.KindSize(KindData), int64(0))
+	require.LessOrEqual(t, c.Size(), c.Capacity())
+	require.Equal(t, c.Size(), c.KindSize(KindData)+c.KindSize(KindFilter)+c.KindSize(KindIndex))
+	c.EvictFile(1)
+	require.Zero(t, c.Size())
+	require.Zero(t, c.KindSize(KindFilter))
+}
+
+// TestCacheReserveShrinksCapacity checks that reserved bytes are evicted
+// from the shards and that Size+Reserved stays within the capacity.
+func TestCacheReserveShrinksCapacity(t *testing.T) {
+	c := New(numShards * 16 << 10)
+	for off := uint64(0); off < 1024; off++ {
+		set(c, 1, off, 1<<10, 3)
+	}
+	require.Greater(t, c.Size(), c.Capacity()*3/4)
+	require.True(t, c.Reserve(c.Capacity()/4))
+	size, res := c.Usage()
+	require.Equal(t, c.Capacity()/4, res)
+	require.LessOrEqual(t, size+res, c.Capacity())
+	for off := uint64(1024); off < 2048; off++ {
+		set(c, 1, off, 1<<10, 3)
+	}
+	size, res = c.Usage()
+	require.LessOrEqual(t, size+res, c.Capacity())
+	require.False(t, c.Reserve(c.Capacity()/2), "reservations past half the capacity must be refused")
+	c.Unreserve(c.Capacity() / 4)
+	require.Zero(t, c.Reserved())
+	c.Delete(1, 2047)
+	_, ok := c.Get(1, 2047)
+	require.False(t, ok)
+	var nilCache *Cache
+	require.False(t, nilCache.Reserve(1))
+	nilCache.Delete(1, 1)
+}
