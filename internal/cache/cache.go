@@ -171,6 +171,9 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	if charge > limit {
 		return
 	}
+	// Room first, then the block: the shard never holds more than its
+	// limit, not even for a moment (Size+Reserved is sampled lock-free).
+	c.trim(s, limit-charge)
 	v.acquire()
 	e := s.free
 	if e != nil {
@@ -190,7 +193,6 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	c.size.Add(charge)
 	c.kindSize[kind].Add(charge)
 	c.count.Add(1)
-	c.trim(s, limit)
 }
 
 // limit is s's capacity less its share of the reservations.
