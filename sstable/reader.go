@@ -111,7 +111,8 @@ var errReaderClosed = errors.New("sstable: reader closed")
 
 // NewReader opens the table held by f, whose length is size. It reads and
 // checks the footer, metaindex, properties, index and filter blocks; the
-// index and filter stay resident. The Reader owns f from then on and closes
+// index and filter stay resident, or go to the cache when
+// ReaderOptions.CacheIndexAndFilter (charged.go). The Reader owns f from then on and closes
 // it in Close (NewReader closes nothing on error).
 func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, size: size, opts: o, charged: o.CacheIndexAndFilter && o.Cache != nil}
