@@ -54,7 +54,7 @@ func (r *Reader) acquireIndex(stats *ReadStats) ([]indexEntry, *cache.Value, err
 	if p := r.pinned.Load(); p != nil {
 		return p.index, nil, nil
 	}
-	if v, ok := r.opts.Cache.Get(r.opts.FileNum, r.footer.index.offset); ok {
+	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, r.footer.index.offset, cache.KindIndex); ok {
 		if ti, ok := v.Object().(*tableIndex); ok {
 			stats.addIndex(true)
 			return ti.entries, v, nil
@@ -86,7 +86,7 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 		return p.filter, nil, nil
 	}
 	h := r.metaHandles["sieve.filter"]
-	if v, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
+	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, h.offset, cache.KindFilter); ok {
 		if fr, ok := v.Object().(filter.Reader); ok {
 			stats.addFilter(true)
 			return fr, v, nil

@@ -15,12 +15,15 @@
 // A nil *Cache is a valid cache that holds nothing and counts nothing.
 //
 // Priorities: blocks are of a Kind. Index and filter blocks (a table's
-// metadata, needed by every lookup in it) are high priority: each shard
-// keeps them on a second LRU list, and eviction takes the least recently
-// used data block while the shard holds any, and a high-priority block
-// only when no data block is left (RocksDB's high-priority pool, with the
-// pool allowed the whole shard). So data blocks make room for metadata,
-// never the reverse.
+// metadata, needed by every lookup in it) are high priority: they live in
+// one meta pool with its own LRU list, which may use the whole unreserved
+// capacity (RocksDB's high-priority pool, with the pool allowed all of
+// it); the data shards' capacities shrink by their share of what the pool
+// holds, so caching an index or filter block evicts data blocks, and an
+// index or filter block is evicted only by another one (or a
+// reservation). Data blocks never push metadata out. The pool is not
+// sharded by key, so a table's large index block is bounded by the cache,
+// not by one shard's part of it.
 //
 // Reservations: Reserve takes bytes out of the capacity for memory held
 // outside the cache but charged to its budget (the pinned index and filter
@@ -77,8 +80,12 @@ type Cache struct {
 	// reserved is what Reserve granted; pending what a Reserve in progress
 	// is evicting room for (already taken out of the shards' capacities).
 	reserved, pending atomic.Int64
-	resMu             sync.Mutex // serializes Reserve; taken before shard locks
+	resMu             sync.Mutex // serializes Reserve and setMeta; taken before shard locks
 	shards            [numShards]shard
+	// meta is the pool of index and filter blocks: one LRU list for the
+	// whole cache (so a large block is not bounded by one shard's part),
+	// whose size the data shards' capacities give way to.
+	meta shard
 }
 
 // Kind is what a cached block is; it sets its priority.
@@ -112,6 +119,13 @@ func New(capacity int64) *Cache {
 		s.hlru.next, s.hlru.prev = &s.hlru, &s.hlru
 		s.capacity = capacity / numShards
 	}
+	for _, s := range []*shard{&c.meta} {
+		s.m = make(map[key]*entry)
+		s.files = make(map[uint64]*entry)
+		s.lru.next, s.lru.prev = &s.lru, &s.lru
+		s.hlru.next, s.hlru.prev = &s.hlru, &s.hlru
+		s.capacity = capacity
+	}
 	return c
 }
 
@@ -125,12 +139,19 @@ func (c *Cache) shard(k key) *shard {
 // Get returns the block cached for (file, off) with a reference for the
 // caller, who must Release it (or keep it for good), and marks it most
 // recently used. It does not allocate.
-func (c *Cache) Get(file, off uint64) (*Value, bool) {
+func (c *Cache) Get(file, off uint64) (*Value, bool) { return c.GetKind(file, off, KindData) }
+
+// GetKind is Get for a block of the given kind (index and filter blocks
+// are kept apart from data blocks).
+func (c *Cache) GetKind(file, off uint64, kind Kind) (*Value, bool) {
 	if c == nil {
 		return nil, false
 	}
 	k := key{file, off}
-	s := c.shard(k)
+	s := &c.meta
+	if !kind.high() {
+		s = c.shard(k)
+	}
 	s.mu.Lock()
 	e := s.m[k]
 	if e == nil {
@@ -152,11 +173,16 @@ func (c *Cache) Set(file, off uint64, v *Value) { c.SetKind(file, off, v, KindDa
 
 // SetKind caches v as the block at (file, off), of kind kind, replacing any
 // block cached there, and evicts blocks (see the package documentation for
-// the order) until the shard fits its capacity. A block larger than the
-// shard's capacity is not cached. The cache takes its own reference to v;
-// the caller keeps its reference and must not modify the block afterwards.
+// the order) to make room. A data block larger than its shard's capacity,
+// or an index or filter block larger than the unreserved capacity, is not
+// cached. The cache takes its own reference to v; the caller keeps its
+// reference and must not modify the block afterwards.
 func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	if c == nil || kind >= numKinds {
+		return
+	}
+	if kind.high() {
+		c.setMeta(key{file, off}, v, kind)
 		return
 	}
 	k := key{file, off}
@@ -174,6 +200,48 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	// Room first, then the block: the shard never holds more than its
 	// limit, not even for a moment (Size+Reserved is sampled lock-free).
 	c.trim(s, limit-charge)
+	c.insert(s, k, v, kind, charge)
+}
+
+// setMeta caches an index or filter block in the meta pool, which may use
+// all of the unreserved capacity: the data shards are trimmed first by
+// their share of it, as for a reservation.
+func (c *Cache) setMeta(k key, v *Value, kind Kind) {
+	c.resMu.Lock()
+	defer c.resMu.Unlock()
+	s := &c.meta
+	s.mu.Lock()
+	if old := s.m[k]; old != nil {
+		c.remove(s, old)
+	}
+	charge := v.Charge()
+	limit := c.capacity - c.reserved.Load() - c.pending.Load()
+	if charge > limit {
+		s.mu.Unlock()
+		return
+	}
+	c.trim(s, limit-charge)
+	s.mu.Unlock()
+	c.pending.Add(charge)
+	c.trimShards()
+	s.mu.Lock()
+	c.insert(s, k, v, kind, charge)
+	s.mu.Unlock()
+	c.pending.Add(-charge)
+}
+
+// trimShards evicts from every data shard down to its limit.
+func (c *Cache) trimShards() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		c.trim(s, c.limit(s))
+		s.mu.Unlock()
+	}
+}
+
+// insert adds v to s. REQUIRES: s.mu is held, k is not in s.
+func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 	v.acquire()
 	e := s.free
 	if e != nil {
@@ -184,20 +252,22 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	}
 	s.m[k] = e
 	s.pushFront(e)
-	if head := s.files[file]; head != nil {
+	if head := s.files[k.file]; head != nil {
 		head.fprev = e
 		e.fnext = head
 	}
-	s.files[file] = e
+	s.files[k.file] = e
 	s.size += charge
 	c.size.Add(charge)
 	c.kindSize[kind].Add(charge)
 	c.count.Add(1)
 }
 
-// limit is s's capacity less its share of the reservations.
+// limit is data shard s's capacity less its share of the reservations
+// and of the meta pool.
 func (c *Cache) limit(s *shard) int64 {
-	return s.capacity - (c.reserved.Load()+c.pending.Load())/numShards
+	meta := c.kindSize[KindIndex].Load() + c.kindSize[KindFilter].Load()
+	return s.capacity - (c.reserved.Load()+c.pending.Load()+meta)/numShards
 }
 
 // trim evicts from s until it holds at most limit bytes: data blocks
@@ -221,12 +291,13 @@ func (c *Cache) Delete(file, off uint64) {
 		return
 	}
 	k := key{file, off}
-	s := c.shard(k)
-	s.mu.Lock()
-	if e := s.m[k]; e != nil {
-		c.remove(s, e)
+	for _, s := range []*shard{c.shard(k), &c.meta} {
+		s.mu.Lock()
+		if e := s.m[k]; e != nil {
+			c.remove(s, e)
+		}
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 }
 
 // Reserve takes n bytes out of the capacity for memory charged to the
@@ -245,12 +316,10 @@ func (c *Cache) Reserve(n int64) bool {
 	// Room is made before the reservation is published, so that
 	// Size()+Reserved() never passes the capacity meanwhile.
 	c.pending.Add(n)
-	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		c.trim(s, c.limit(s))
-		s.mu.Unlock()
-	}
+	c.trimShards()
+	c.meta.mu.Lock()
+	c.trim(&c.meta, c.capacity-c.reserved.Load()-c.pending.Load())
+	c.meta.mu.Unlock()
 	c.reserved.Add(n)
 	c.pending.Add(-n)
 	return true
@@ -302,13 +371,17 @@ func (c *Cache) EvictFile(file uint64) {
 		return
 	}
 	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for e := s.files[file]; e != nil; e = s.files[file] {
-			c.remove(s, e)
-		}
-		s.mu.Unlock()
+		c.evictFileFrom(&c.shards[i], file)
 	}
+	c.evictFileFrom(&c.meta, file)
+}
+
+func (c *Cache) evictFileFrom(s *shard, file uint64) {
+	s.mu.Lock()
+	for e := s.files[file]; e != nil; e = s.files[file] {
+		c.remove(s, e)
+	}
+	s.mu.Unlock()
 }
 
 // remove unlinks e from every structure of s. REQUIRES: s.mu is held.
@@ -397,6 +470,7 @@ func (c *Cache) sum(counter func(*shard) *atomic.Int64) int64 {
 		for i := range c.shards {
 			n += counter(&c.shards[i]).Load()
 		}
+		n += counter(&c.meta).Load()
 	}
 	return n
 }

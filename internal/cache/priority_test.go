@@ -19,7 +19,9 @@ func TestCachePriorityEvictsDataFirst(t *testing.T) {
 		set(c, 1, off, 1<<10, 2)
 	}
 	for off := uint64(0); off < 32; off++ {
-		v, ok := c.Get(1, off)
+		_, ok := c.Get(1, off)
+		require.False(t, ok, "a filter block served as a data block")
+		v, ok := c.GetKind(1, off, KindFilter)
 		require.True(t, ok, "filter block %d evicted by data blocks", off)
 		require.Equal(t, "meta", v.Object())
 		v.Release()
@@ -28,7 +30,16 @@ func TestCachePriorityEvictsDataFirst(t *testing.T) {
 	require.Greater(t, c.KindSize(KindData), int64(0))
 	require.LessOrEqual(t, c.Size(), c.Capacity())
 	require.Equal(t, c.Size(), c.KindSize(KindData)+c.KindSize(KindFilter)+c.KindSize(KindIndex))
+	// A metadata block larger than one shard's part is cached.
+	big := WrapObject(block(64<<10, 4), nil, 64<<10)
+	c.SetKind(2, 0, big, KindIndex)
+	big.Release()
+	v, ok := c.GetKind(2, 0, KindIndex)
+	require.True(t, ok, "a 128 KiB index block was not cached in a 512 KiB cache")
+	v.Release()
+	require.LessOrEqual(t, c.Size(), c.Capacity())
 	c.EvictFile(1)
+	c.EvictFile(2)
 	require.Zero(t, c.Size())
 	require.Zero(t, c.KindSize(KindFilter))
 }
