@@ -2,6 +2,8 @@ package sstable
 
 import (
 	"errors"
+	"sync/atomic"
+	"weak"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
@@ -43,6 +45,23 @@ func (r *Reader) cacheFilter(data []byte, fr filter.Reader) *cache.Value {
 	return v
 }
 
+// hot returns the Value p remembers, unless collected.
+func hot(p *atomic.Pointer[weak.Pointer[cache.Value]]) *cache.Value {
+	if wp := p.Load(); wp != nil {
+		return wp.Value()
+	}
+	return nil
+}
+
+// setHot makes p remember v (weakly).
+func setHot(p *atomic.Pointer[weak.Pointer[cache.Value]], v *cache.Value) {
+	if wp := p.Load(); wp != nil && wp.Value() == v {
+		return
+	}
+	wp := weak.Make(v)
+	p.Store(&wp)
+}
+
 // acquireIndex returns the table's index entries and the Value holding
 // them, whose reference the caller must release (nil when the index is
 // resident or pinned: the Reader holds those until Close, which no reader
@@ -54,9 +73,14 @@ func (r *Reader) acquireIndex(stats *ReadStats) ([]indexEntry, *cache.Value, err
 	if p := r.pinned.Load(); p != nil {
 		return p.index, nil, nil
 	}
+	if v := hot(&r.hotIndex); v != nil && v.TryAcquireCached() {
+		stats.addIndex(true)
+		return v.Object().(*tableIndex).entries, v, nil
+	}
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, r.footer.index.offset, cache.KindIndex); ok {
 		if ti, ok := v.Object().(*tableIndex); ok {
 			stats.addIndex(true)
+			setHot(&r.hotIndex, v)
 			return ti.entries, v, nil
 		}
 		v.Release()
@@ -70,7 +94,9 @@ func (r *Reader) acquireIndex(stats *ReadStats) ([]indexEntry, *cache.Value, err
 	if err != nil {
 		return nil, nil, err
 	}
-	return entries, r.cacheIndex(data, entries), nil
+	v := r.cacheIndex(data, entries)
+	setHot(&r.hotIndex, v)
+	return entries, v, nil
 }
 
 // acquireFilter returns the table's filter (nil: none usable) and the
@@ -85,10 +111,15 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 	if p := r.pinned.Load(); p != nil {
 		return p.filter, nil, nil
 	}
+	if v := hot(&r.hotFilter); v != nil && v.TryAcquireCached() {
+		stats.addFilter(true)
+		return v.Object().(filter.Reader), v, nil
+	}
 	h := r.metaHandles["sieve.filter"]
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, h.offset, cache.KindFilter); ok {
 		if fr, ok := v.Object().(filter.Reader); ok {
 			stats.addFilter(true)
+			setHot(&r.hotFilter, v)
 			return fr, v, nil
 		}
 		v.Release()
@@ -107,7 +138,9 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 		stats.addFailOpen()
 		return nil, nil, nil
 	}
-	return fr, r.cacheFilter(data, fr), nil
+	v := r.cacheFilter(data, fr)
+	setHot(&r.hotFilter, v)
+	return fr, v, nil
 }
 
 // ProbeFilter probes the table's filter for ukey, whose filter.HashKey is

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
@@ -97,6 +98,10 @@ type Reader struct {
 	pinned   atomic.Pointer[pinnedBlocks]
 	pinTried atomic.Bool
 	pinMu    sync.Mutex
+	// hotIndex and hotFilter remember the Values last found or cached,
+	// for a hit without the cache's lock (cache.Value.TryAcquireCached);
+	// weakly, so that an evicted block is not kept alive by them.
+	hotIndex, hotFilter atomic.Pointer[weak.Pointer[cache.Value]]
 
 	getPool sync.Pool // *blockIter for Get
 	closed  atomic.Bool

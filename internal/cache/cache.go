@@ -220,7 +220,7 @@ func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 		s.mu.Unlock()
 		return
 	}
-	c.trim(s, limit-charge)
+	c.trimMeta(limit - charge)
 	s.mu.Unlock()
 	c.pending.Add(charge)
 	c.trimShards()
@@ -228,6 +228,24 @@ func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 	c.insert(s, k, v, kind, charge)
 	s.mu.Unlock()
 	c.pending.Add(-charge)
+}
+
+// trimMeta evicts from the meta pool until it holds at most limit bytes,
+// least recently used first, except that a block hit without the lock
+// since eviction last passed it (Value.TryAcquireCached) moves to the front
+// instead, once. REQUIRES: c.meta.mu is held.
+func (c *Cache) trimMeta(limit int64) {
+	s := &c.meta
+	for chances := len(s.m); s.size > limit && s.hlru.prev != &s.hlru; {
+		victim := s.hlru.prev
+		if chances > 0 && victim.val.used.Swap(false) {
+			chances--
+			s.unlinkLRU(victim)
+			s.pushFront(victim)
+			continue
+		}
+		c.remove(s, victim)
+	}
 }
 
 // trimShards evicts from every data shard down to its limit.
@@ -257,6 +275,9 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		e.fnext = head
 	}
 	s.files[k.file] = e
+	if s == &c.meta {
+		v.cached.Store(true)
+	}
 	s.size += charge
 	c.size.Add(charge)
 	c.kindSize[kind].Add(charge)
@@ -318,7 +339,7 @@ func (c *Cache) Reserve(n int64) bool {
 	c.pending.Add(n)
 	c.trimShards()
 	c.meta.mu.Lock()
-	c.trim(&c.meta, c.capacity-c.reserved.Load()-c.pending.Load())
+	c.trimMeta(c.capacity - c.reserved.Load() - c.pending.Load())
 	c.meta.mu.Unlock()
 	c.reserved.Add(n)
 	c.pending.Add(-n)
@@ -403,6 +424,7 @@ func (c *Cache) remove(s *shard, e *entry) {
 	s.size -= charge
 	c.size.Add(-charge)
 	c.kindSize[e.kind].Add(-charge)
+	e.val.cached.Store(false)
 	c.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {

@@ -71,3 +71,20 @@ func TestCacheReserveShrinksCapacity(t *testing.T) {
 	require.False(t, nilCache.Reserve(1))
 	nilCache.Delete(1, 1)
 }
+
+// TestCacheTryAcquireCached: a remembered index or filter Value is hit
+// without the lock while cached, and refused once evicted.
+func TestCacheTryAcquireCached(t *testing.T) {
+	c := New(1 << 20)
+	v := WrapObject(block(100, 1), "idx", 0)
+	c.SetKind(3, 0, v, KindIndex)
+	require.True(t, v.TryAcquireCached())
+	v.Release()
+	c.EvictFile(3)
+	require.False(t, v.TryAcquireCached(), "evicted block hit")
+	v.Release()
+	require.False(t, v.TryAcquireCached(), "released block hit")
+	d := Alloc(100)
+	require.False(t, d.TryAcquireCached(), "pooled data block hit without the lock")
+	d.Release()
+}

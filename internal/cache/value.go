@@ -29,6 +29,9 @@ type Value struct {
 	// the cache on top of len(buf).
 	obj   any
 	extra int64
+	// cached is set while the meta pool holds the Value; used is set by
+	// Touch and cleared when eviction gives it a second chance (CLOCK).
+	cached, used atomic.Bool
 }
 
 // Size classes: pooled buffers have capacities of 1 KiB multiples up to
@@ -72,6 +75,29 @@ func WrapObject(b []byte, obj any, extra int) *Value {
 	v := Wrap(b)
 	v.obj, v.extra = obj, int64(max(extra, 0))
 	return v
+}
+
+// TryAcquireCached takes a reference on an index or filter Value (one from
+// WrapObject, never pooled) that a holder remembered, if the cache still
+// holds it, and marks it used: a hit without the cache's lock. It is
+// memory-safe however old the pointer: an unpooled Value is never reused.
+func (v *Value) TryAcquireCached() bool {
+	if v.class >= 0 || !v.cached.Load() {
+		return false
+	}
+	for {
+		n := v.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if v.refs.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	if !v.used.Load() {
+		v.used.Store(true)
+	}
+	return true
 }
 
 // Object returns the decoded form given to WrapObject, or nil.
