@@ -65,8 +65,9 @@ type Options struct {
 	// CacheIndexAndFilterBlocks (RocksDB's name) keeps no table's index
 	// and filter blocks resident: they are loaded through the block cache
 	// and charged to BlockCacheSize (with their decoded index entries), at
-	// a high priority: a shard evicts them only when it holds no data
-	// block. A lookup holds a reference on them while it uses them; one
+	// a high priority: they live in the cache's meta pool, which may take
+	// the whole budget and for which data blocks are evicted; only another
+	// index or filter block (or a pin) evicts one. A lookup holds a reference on them while it uses them; one
 	// that finds them evicted reads them again (a filter block that cannot
 	// be read or decoded then lets the lookup read the data: fail open,
 	// counted in Metrics.IndexFilter.FilterFailOpen). Default false: every
