@@ -2,8 +2,6 @@ package sstable
 
 import (
 	"errors"
-	"sync/atomic"
-	"weak"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
@@ -45,23 +43,6 @@ func (r *Reader) cacheFilter(data []byte, fr filter.Reader) *cache.Value {
 	return v
 }
 
-// hot returns the Value p remembers, unless collected.
-func hot(p *atomic.Pointer[weak.Pointer[cache.Value]]) *cache.Value {
-	if wp := p.Load(); wp != nil {
-		return wp.Value()
-	}
-	return nil
-}
-
-// setHot makes p remember v (weakly).
-func setHot(p *atomic.Pointer[weak.Pointer[cache.Value]], v *cache.Value) {
-	if wp := p.Load(); wp != nil && wp.Value() == v {
-		return
-	}
-	wp := weak.Make(v)
-	p.Store(&wp)
-}
-
 // acquireIndex returns the table's index entries and the Value holding
 // them, whose reference the caller must release (nil when the index is
 // resident or pinned: the Reader holds those until Close, which no reader
@@ -73,14 +54,14 @@ func (r *Reader) acquireIndex(stats *ReadStats) ([]indexEntry, *cache.Value, err
 	if p := r.pinned.Load(); p != nil {
 		return p.index, nil, nil
 	}
-	if v := hot(&r.hotIndex); v != nil && v.TryAcquireCached() {
+	if v := r.hotIndex.Load(); v != nil && v.TryAcquireCached() {
 		stats.addIndex(true)
 		return v.Object().(*tableIndex).entries, v, nil
 	}
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, r.footer.index.offset, cache.KindIndex); ok {
 		if ti, ok := v.Object().(*tableIndex); ok {
 			stats.addIndex(true)
-			setHot(&r.hotIndex, v)
+			v.Remember(&r.hotIndex)
 			return ti.entries, v, nil
 		}
 		v.Release()
@@ -95,7 +76,7 @@ func (r *Reader) acquireIndex(stats *ReadStats) ([]indexEntry, *cache.Value, err
 		return nil, nil, err
 	}
 	v := r.cacheIndex(data, entries)
-	setHot(&r.hotIndex, v)
+	v.Remember(&r.hotIndex)
 	return entries, v, nil
 }
 
@@ -111,7 +92,7 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 	if p := r.pinned.Load(); p != nil {
 		return p.filter, nil, nil
 	}
-	if v := hot(&r.hotFilter); v != nil && v.TryAcquireCached() {
+	if v := r.hotFilter.Load(); v != nil && v.TryAcquireCached() {
 		stats.addFilter(true)
 		return v.Object().(filter.Reader), v, nil
 	}
@@ -119,7 +100,7 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, h.offset, cache.KindFilter); ok {
 		if fr, ok := v.Object().(filter.Reader); ok {
 			stats.addFilter(true)
-			setHot(&r.hotFilter, v)
+			v.Remember(&r.hotFilter)
 			return fr, v, nil
 		}
 		v.Release()
@@ -139,7 +120,7 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 		return nil, nil, nil
 	}
 	v := r.cacheFilter(data, fr)
-	setHot(&r.hotFilter, v)
+	v.Remember(&r.hotFilter)
 	return fr, v, nil
 }
 

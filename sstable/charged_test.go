@@ -194,3 +194,29 @@ func TestChargedConcurrentEvictions(t *testing.T) {
 	stop.Store(true)
 	require.Greater(t, misses.Load(), int64(0), "the evictions never made a lookup reload the index")
 }
+
+// BenchmarkProbeFilter compares a filter probe of a resident and a charged
+// (cache hit) filter.
+func BenchmarkProbeFilter(b *testing.B) {
+	var kvs []kv
+	for i := 0; i < 20000; i++ {
+		kvs = append(kvs, kv{ikey(fmt.Sprintf("key%06d", 2*i), uint64(i+1), base.KindSet), []byte("v")})
+	}
+	data, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: exactPolicy{}})
+	for _, charged := range []bool{false, true} {
+		b.Run(fmt.Sprintf("charged=%v", charged), func(b *testing.B) {
+			r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), ReaderOptions{FileNum: 1,
+				Cache: cache.New(8 << 20), CacheIndexAndFilter: charged, Policies: testPolicies()})
+			require.NoError(b, err)
+			defer r.Close()
+			key := []byte("key000001")
+			h := filter.HashKey(key)
+			var st ReadStats
+			for b.Loop() {
+				if ok, _ := r.ProbeFilter(key, h, &st); ok {
+					b.Fatal("absent key passed")
+				}
+			}
+		})
+	}
+}

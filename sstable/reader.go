@@ -7,7 +7,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"weak"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
@@ -100,8 +99,9 @@ type Reader struct {
 	pinMu    sync.Mutex
 	// hotIndex and hotFilter remember the Values last found or cached,
 	// for a hit without the cache's lock (cache.Value.TryAcquireCached);
-	// weakly, so that an evicted block is not kept alive by them.
-	hotIndex, hotFilter atomic.Pointer[weak.Pointer[cache.Value]]
+	// the cache clears them when it lets a block go (Value.Remember), so
+	// they do not keep an evicted block alive.
+	hotIndex, hotFilter atomic.Pointer[cache.Value]
 
 	getPool sync.Pool // *blockIter for Get
 	closed  atomic.Bool

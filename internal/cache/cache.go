@@ -424,7 +424,7 @@ func (c *Cache) remove(s *shard, e *entry) {
 	s.size -= charge
 	c.size.Add(-charge)
 	c.kindSize[e.kind].Add(-charge)
-	e.val.cached.Store(false)
+	e.val.forget()
 	c.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -87,4 +88,21 @@ func TestCacheTryAcquireCached(t *testing.T) {
 	d := Alloc(100)
 	require.False(t, d.TryAcquireCached(), "pooled data block hit without the lock")
 	d.Release()
+}
+
+// TestCacheRememberClearedOnEvict: the slot remembering a Value is cleared
+// when the cache lets it go, and a Value remembered after its eviction is
+// not kept.
+func TestCacheRememberClearedOnEvict(t *testing.T) {
+	c := New(1 << 20)
+	v := WrapObject(block(100, 1), "f", 0)
+	c.SetKind(4, 0, v, KindFilter)
+	var slot atomic.Pointer[Value]
+	v.Remember(&slot)
+	require.Same(t, v, slot.Load())
+	c.Delete(4, 0)
+	require.Nil(t, slot.Load(), "evicted block still remembered")
+	v.Remember(&slot)
+	require.Nil(t, slot.Load(), "block remembered after its eviction")
+	v.Release()
 }

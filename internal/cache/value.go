@@ -32,6 +32,34 @@ type Value struct {
 	// cached is set while the meta pool holds the Value; used is set by
 	// Touch and cleared when eviction gives it a second chance (CLOCK).
 	cached, used atomic.Bool
+	// home is the slot a holder remembers the Value in (Remember); the
+	// cache clears it when it lets the Value go, so that the slot does not
+	// keep an evicted block alive.
+	home atomic.Pointer[atomic.Pointer[Value]]
+}
+
+// Remember stores v, an index or filter Value from WrapObject, in slot for
+// later TryAcquireCached calls. Once the cache lets v go it sets slot back
+// to nil (if slot still holds v): a remembered block is never kept alive by
+// the slot, so evicted metadata costs no memory.
+func (v *Value) Remember(slot *atomic.Pointer[Value]) {
+	if slot.Load() == v {
+		return
+	}
+	slot.Store(v)
+	v.home.Store(slot)
+	// Either the cache's forget sees home, or this sees the cleared flag.
+	if !v.cached.Load() {
+		slot.CompareAndSwap(v, nil)
+	}
+}
+
+// forget marks v no longer cached and clears the slot remembering it.
+func (v *Value) forget() {
+	v.cached.Store(false)
+	if h := v.home.Load(); h != nil {
+		h.CompareAndSwap(v, nil)
+	}
 }
 
 // Size classes: pooled buffers have capacities of 1 KiB multiples up to
