@@ -16,11 +16,35 @@ import (
 // tableIndex is the decoded form of a cached index block.
 type tableIndex struct{ entries []indexEntry }
 
+// filterObj is the decoded form of a cached filter block: a concrete type,
+// so that a hit asserts it with one comparison, and the filter's
+// HashReader found once.
+type filterObj struct {
+	fr filter.Reader
+	hr filter.HashReader // nil when fr cannot take a hash
+}
+
+func newFilterObj(fr filter.Reader) *filterObj {
+	hr, _ := fr.(filter.HashReader)
+	return &filterObj{fr: fr, hr: hr}
+}
+
+// may probes fo (nil: no filter, true) for ukey, whose hash is h.
+func (fo *filterObj) may(ukey []byte, h uint64) bool {
+	switch {
+	case fo == nil:
+		return true
+	case fo.hr != nil:
+		return fo.hr.MayContainHash(h)
+	}
+	return fo.fr.MayContain(ukey)
+}
+
 // pinnedBlocks are the index and filter a Reader holds (one reference
 // each) after Pin; charge is what it reserved in the cache.
 type pinnedBlocks struct {
 	index       []indexEntry
-	filter      filter.Reader
+	filter      *filterObj
 	indexVal    *cache.Value
 	filterVal   *cache.Value // nil without a usable filter
 	indexBytes  int64
@@ -38,7 +62,7 @@ func (r *Reader) cacheIndex(data []byte, entries []indexEntry) *cache.Value {
 // cacheFilter inserts the decoded filter block data into the cache and
 // returns it with a reference for the caller.
 func (r *Reader) cacheFilter(data []byte, fr filter.Reader) *cache.Value {
-	v := cache.WrapObject(data, fr, 0)
+	v := cache.WrapObject(data, newFilterObj(fr), 0)
 	r.opts.Cache.SetKind(r.opts.FileNum, r.metaHandles["sieve.filter"].offset, v, cache.KindFilter)
 	return v
 }
@@ -85,20 +109,20 @@ func (r *Reader) acquireIndex(stats *ReadStats) ([]indexEntry, *cache.Value, err
 // read (an I/O error) or decoded is reported as none (the lookup reads the
 // data: fail open) and counted in stats; a corrupt one (checksum) is
 // ErrCorruption.
-func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, error) {
+func (r *Reader) acquireFilter(stats *ReadStats) (*filterObj, *cache.Value, error) {
 	if !r.charged || r.filterState != FilterLoaded {
-		return r.filter, nil, nil
+		return r.residentFilter, nil, nil
 	}
 	if p := r.pinned.Load(); p != nil {
 		return p.filter, nil, nil
 	}
 	if v := r.hotFilter.Load(); v != nil && v.TryAcquireCached() {
 		stats.addFilter(true)
-		return v.Object().(filter.Reader), v, nil
+		return v.Object().(*filterObj), v, nil
 	}
 	h := r.metaHandles["sieve.filter"]
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, h.offset, cache.KindFilter); ok {
-		if fr, ok := v.Object().(filter.Reader); ok {
+		if fr, ok := v.Object().(*filterObj); ok {
 			stats.addFilter(true)
 			v.Remember(&r.hotFilter)
 			return fr, v, nil
@@ -121,7 +145,7 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 	}
 	v := r.cacheFilter(data, fr)
 	v.Remember(&r.hotFilter)
-	return fr, v, nil
+	return v.Object().(*filterObj), v, nil
 }
 
 // ProbeFilter probes the table's filter for ukey, whose filter.HashKey is
@@ -131,13 +155,13 @@ func (r *Reader) acquireFilter(stats *ReadStats) (filter.Reader, *cache.Value, e
 // the filter block's cache hit or miss to stats when non-nil.
 func (r *Reader) ProbeFilter(ukey []byte, h uint64, stats *ReadStats) (bool, error) {
 	if !r.charged {
-		return probe(r.filter, ukey, h), nil
+		return r.residentFilter.may(ukey, h), nil
 	}
-	fr, v, err := r.acquireFilter(stats)
+	fo, v, err := r.acquireFilter(stats)
 	if err != nil {
 		return true, err
 	}
-	ok := probe(fr, ukey, h)
+	ok := fo.may(ukey, h)
 	if v != nil {
 		v.Release()
 	}

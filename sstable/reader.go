@@ -87,8 +87,10 @@ type Reader struct {
 	filterState FilterState
 	filterData  []byte        // resident filter block; nil when charged
 	filter      filter.Reader // resident filter; nil when charged
-	filterErr   error
-	filterSize  int // length of the filter block
+	// residentFilter is filter with its HashReader (nil without one).
+	residentFilter *filterObj
+	filterErr      error
+	filterSize     int // length of the filter block
 
 	// charged: the index and filter blocks go through the cache
 	// (ReaderOptions.CacheIndexAndFilter). pinned holds them when Pin has
@@ -409,6 +411,7 @@ func (r *Reader) readFilter() error {
 		r.cacheFilter(data, fr).Release()
 	case err == nil && fr != nil:
 		r.filter, r.filterData, r.filterState = fr, data, FilterLoaded
+		r.residentFilter = newFilterObj(fr)
 	case err == nil || isUnknownFilterType(err):
 		r.filterState, r.filterErr = FilterUnknown, err
 	default:
@@ -449,18 +452,7 @@ func (r *Reader) MayContainHash(ukey []byte, h uint64) bool {
 		ok, _ := r.ProbeFilter(ukey, h, nil)
 		return ok
 	}
-	return probe(r.filter, ukey, h)
-}
-
-// probe asks fr (nil: no filter, true) about ukey, whose hash is h.
-func probe(fr filter.Reader, ukey []byte, h uint64) bool {
-	if fr == nil {
-		return true
-	}
-	if hr, ok := fr.(filter.HashReader); ok {
-		return hr.MayContainHash(h)
-	}
-	return fr.MayContain(ukey)
+	return r.residentFilter.may(ukey, h)
 }
 
 // indexEntrySize is what a decoded index entry costs beside the block:

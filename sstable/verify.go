@@ -34,14 +34,17 @@ func (r *Reader) Verify() error {
 	if iv != nil {
 		defer iv.Release()
 	}
-	fr, fv, err := r.acquireFilter(nil)
+	fo, fv, err := r.acquireFilter(nil)
 	if err != nil {
 		return err
 	}
 	if fv != nil {
 		defer fv.Release()
 	}
-	v := verifier{r: r, index: index, filter: fr}
+	v := verifier{r: r, index: index}
+	if fo != nil {
+		v.filter = fo.fr
+	}
 	for i := range index {
 		if err := v.block(i); err != nil {
 			return err
