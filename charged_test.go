@@ -175,3 +175,43 @@ func TestChargedConcurrentCompactions(t *testing.T) {
 	require.Greater(t, m.IndexFilter.IndexMisses, int64(0))
 	require.Greater(t, reads.Load(), int64(1000))
 }
+
+// TestChargedPinOff: PinOff leaves every table's blocks in the cache,
+// unpinned; an out-of-range PinMode is refused; charging off keeps the
+// blocks resident and the cache free of them.
+func TestChargedPinOff(t *testing.T) {
+	o := chargedOptions(256 << 10)
+	o.PinL0FilterAndIndexBlocks = PinOff
+	db, err := Open("db", o)
+	require.NoError(t, err)
+	loadCharged(t, db, 5000)
+	require.NoError(t, db.Flush())
+	for i := 0; i < 5000; i += 3 {
+		_, err := db.Get(chargedKey(i))
+		require.NoError(t, err)
+	}
+	x := db.Metrics().IndexFilter
+	require.Greater(t, db.Metrics().Levels[0].NumFiles+db.Metrics().Levels[6].NumFiles, int64(0))
+	require.Zero(t, x.PinnedIndexBytes+x.PinnedFilterBytes, "PinOff pinned")
+	require.Greater(t, x.CachedFilterBytes, int64(0))
+	require.Greater(t, x.FilterHits, int64(0))
+	require.NoError(t, db.Close())
+
+	bad := chargedOptions(256 << 10)
+	bad.PinL0FilterAndIndexBlocks = PinOff + 1
+	_, err = Open("db", bad)
+	require.ErrorIs(t, err, ErrInvalidOptions)
+
+	plain := chargedOptions(256 << 10)
+	plain.CacheIndexAndFilterBlocks = false
+	db, err = Open("db", plain)
+	require.NoError(t, err)
+	defer db.Close()
+	loadCharged(t, db, 5000)
+	require.NoError(t, db.Flush())
+	_, err = db.Get(chargedKey(3))
+	require.NoError(t, err)
+	x = db.Metrics().IndexFilter
+	require.Greater(t, x.ResidentFilterBytes, int64(0))
+	require.Zero(t, x.CachedFilterBytes+x.CachedIndexBytes+x.PinnedFilterBytes+x.FilterHits+x.FilterMisses)
+}
