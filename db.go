@@ -84,6 +84,8 @@ type DB struct {
 	cfs *cfRegistry
 
 	tables *tableCache
+	// pinning: Options.PinL0FilterAndIndexBlocks is in effect.
+	pinning bool
 
 	metrics dbMetrics
 
@@ -225,6 +227,7 @@ func (db *DB) open() error {
 		return err
 	}
 	db.tables = newTableCache(db)
+	db.pinning = db.opts.pins()
 	db.cfs = newCFRegistry(db)
 	if err := db.cfs.load(); err != nil {
 		return err

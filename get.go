@@ -162,11 +162,12 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	}
 	rc := db.metrics.readStripe()
 	rc.gets.Add(1)
+	pinBelow := db.pinBelow(lv)
 	for _, f := range lv[0] {
 		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
 			continue
 		}
-		if err := db.getFromTable(rc, f, 0, key, seq, st); err != nil || st.done {
+		if err := db.getFromTable(rc, f, 0, pinBelow, key, seq, st); err != nil || st.done {
 			return err
 		}
 	}
@@ -176,16 +177,31 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
 			continue
 		}
-		if err := db.getFromTable(rc, files[i], level, key, seq, st); err != nil || st.done {
+		if err := db.getFromTable(rc, files[i], level, pinBelow, key, seq, st); err != nil || st.done {
 			return err
 		}
 	}
 	return nil
 }
 
+// pinBelow returns the level above which tables' index and filter blocks
+// are pinned (Options.PinL0FilterAndIndexBlocks): the deepest non-empty
+// level, at least 1 (L0 is always pinned); 0 when nothing is pinned.
+func (db *DB) pinBelow(lv *manifest.Levels) int {
+	if !db.pinning {
+		return 0
+	}
+	bottom := manifest.NumLevels - 1
+	for bottom > 1 && lv.NumFiles(bottom) == 0 {
+		bottom--
+	}
+	return bottom
+}
+
 // getFromTable probes the filter of one table of level and, if it may hold
-// key, its data blocks.
-func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level int, key []byte, seq uint64, st *getState) error {
+// key, its data blocks. A table of a level below pinBelow gets its index
+// and filter pinned first.
+func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pinBelow int, key []byte, seq uint64, st *getState) error {
 	e, err := db.tables.get(f)
 	if err != nil {
 		return err
@@ -193,19 +209,28 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level int
 	defer db.tables.release(e)
 	r := e.r
 	rc.tablesProbed.Add(1)
+	if level < pinBelow && !r.PinTried() {
+		if err := r.Pin(); err != nil {
+			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+		}
+	}
 	hasFilter := r.FilterState() == sstable.FilterLoaded
 	lm := &rc.level[level]
+	var rstats sstable.ReadStats
+	defer rc.addReadStats(&rstats)
 	if hasFilter {
 		lm.checks.Add(1)
-		if !r.MayContainHash(key, st.hash) {
+		may, err := r.ProbeFilter(key, st.hash, &rstats)
+		if err != nil {
+			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+		}
+		if !may {
 			lm.negatives.Add(1)
 			return nil
 		}
 	}
 	st.seen = false
-	var rstats sstable.ReadStats
 	err = r.Get(key, seq, &rstats, st.visit)
-	rc.addReadStats(&rstats)
 	if err != nil {
 		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}

@@ -35,7 +35,9 @@ package sieve
 //
 // Leaves, which take no other lock while held and so are not ranked: the
 // commit queue's mutex (commitPipeline.mu), manifest.VersionSet.mu (the
-// current version pointer), the block cache shards, a memtable's insert
+// current version pointer), the block cache shards (Cache.Reserve's
+// mutex takes each shard's in turn; a Reader's pinMu is held around it),
+// a memtable's insert
 // mutex, the metrics' histogram mutex, and the in-memory file system's
 // locks.
 //

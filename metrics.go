@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sievedb/sieve/compaction"
+	"github.com/sievedb/sieve/internal/cache"
 	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/sstable"
 )
@@ -39,6 +40,7 @@ type readCounters struct {
 	gets, tablesProbed                                         atomic.Int64
 	level                                                      [manifest.NumLevels]levelFilterCounters
 	blocksRead, blockCacheHits, blockFileReads, blockBytesRead atomic.Int64
+	indexHits, indexMisses, filterHits, filterMisses, failOpen atomic.Int64
 	_                                                          [64]byte // keeps stripes off each other's cache lines
 }
 
@@ -81,13 +83,58 @@ func (c *levelFilterCounters) load() FilterMetrics {
 }
 
 func (r *readCounters) addReadStats(s *sstable.ReadStats) {
-	if s.BlocksRead == 0 {
-		return
+	if s.BlocksRead != 0 {
+		r.blocksRead.Add(s.BlocksRead)
+		r.blockCacheHits.Add(s.CacheHits)
+		r.blockFileReads.Add(s.FileReads)
+		r.blockBytesRead.Add(s.BytesRead)
 	}
-	r.blocksRead.Add(s.BlocksRead)
-	r.blockCacheHits.Add(s.CacheHits)
-	r.blockFileReads.Add(s.FileReads)
-	r.blockBytesRead.Add(s.BytesRead)
+	if s.IndexHits|s.IndexMisses|s.FilterHits|s.FilterMisses|s.FilterFailOpen != 0 {
+		addNonZero(&r.indexHits, s.IndexHits)
+		addNonZero(&r.indexMisses, s.IndexMisses)
+		addNonZero(&r.filterHits, s.FilterHits)
+		addNonZero(&r.filterMisses, s.FilterMisses)
+		addNonZero(&r.failOpen, s.FilterFailOpen)
+	}
+}
+
+func addNonZero(c *atomic.Int64, n int64) {
+	if n != 0 {
+		c.Add(n)
+	}
+}
+
+// indexFilterTotals sums the stripes' charged index and filter counters.
+func (m *dbMetrics) indexFilterTotals(out *IndexFilterMetrics) {
+	for i := range m.reads {
+		r := &m.reads[i]
+		out.IndexHits += r.indexHits.Load()
+		out.IndexMisses += r.indexMisses.Load()
+		out.FilterHits += r.filterHits.Load()
+		out.FilterMisses += r.filterMisses.Load()
+		out.FilterFailOpen += r.failOpen.Load()
+	}
+}
+
+// IndexFilterMetrics describe the tables' index and filter blocks in
+// memory (see Options.CacheIndexAndFilterBlocks).
+type IndexFilterMetrics struct {
+	// ResidentIndexBytes and ResidentFilterBytes are held by open tables
+	// outside the block cache's budget (charging off; the same figures as
+	// Metrics.IndexResidentBytes and Filter.ResidentBytes).
+	ResidentIndexBytes, ResidentFilterBytes int64
+	// PinnedIndexBytes and PinnedFilterBytes are pinned by upper-level
+	// tables, reserved in the block cache's budget.
+	PinnedIndexBytes, PinnedFilterBytes int64
+	// CachedIndexBytes and CachedFilterBytes are in the block cache
+	// (charged, unpinned), decoded index entries included.
+	CachedIndexBytes, CachedFilterBytes int64
+	// IndexHits, IndexMisses, FilterHits and FilterMisses count point
+	// lookups that found a charged, unpinned table's index or filter
+	// block in the block cache or read it from the file; FilterFailOpen
+	// the probes that read the data because the filter block could not be
+	// read or decoded.
+	IndexHits, IndexMisses, FilterHits, FilterMisses, FilterFailOpen int64
 }
 
 // LevelMetrics describes one level of the LSM.
@@ -151,7 +198,13 @@ type Metrics struct {
 	// BlockCache is the shared data-block cache.
 	BlockCache struct {
 		Hits, Misses, Size, Count, Capacity int64
+		// Reserved is the part of Capacity taken by pinned index and
+		// filter blocks; Size+Reserved stays within Capacity.
+		Reserved int64
 	}
+	// IndexFilter is the memory and cache traffic of index and filter
+	// blocks.
+	IndexFilter IndexFilterMetrics
 	// PointLookups counts Get calls and the work they did in tables.
 	PointLookups struct {
 		// Gets is the number of Get calls that reached the tables.
@@ -228,7 +281,11 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	if c := db.tables.cache; c != nil {
 		out.BlockCache.Hits, out.BlockCache.Misses = c.Hits(), c.Misses()
 		out.BlockCache.Size, out.BlockCache.Count, out.BlockCache.Capacity = c.Size(), c.Count(), c.Capacity()
+		out.BlockCache.Reserved = c.Reserved()
+		out.IndexFilter.CachedIndexBytes = c.KindSize(cache.KindIndex)
+		out.IndexFilter.CachedFilterBytes = c.KindSize(cache.KindFilter)
 	}
+	m.indexFilterTotals(&out.IndexFilter)
 	out.PointLookups.Gets, out.PointLookups.TablesProbed = gets, probed
 	out.PointLookups.DataBlocksRead, out.PointLookups.BlockCacheHits = blocks.BlocksRead, blocks.CacheHits
 	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
@@ -275,8 +332,11 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 			}
 		}
 	}
-	idx, flt := db.tables.residentBytes()
-	out.IndexResidentBytes, out.Filter.ResidentBytes = idx, flt
+	tm := db.tables.memory()
+	out.IndexResidentBytes, out.Filter.ResidentBytes = tm.residentIndex, tm.residentFilter
+	f := &out.IndexFilter
+	f.ResidentIndexBytes, f.ResidentFilterBytes = tm.residentIndex, tm.residentFilter
+	f.PinnedIndexBytes, f.PinnedFilterBytes = tm.pinnedIndex, tm.pinnedFilter
 	return out
 }
 
@@ -347,6 +407,11 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&sb, "block cache: %s of %s, %d blocks, %d hits, %d misses (%.1f%% hit rate); index resident %s\n",
 		humanBytes(c.Size), humanBytes(c.Capacity), c.Count, c.Hits, c.Misses, hitRate, humanBytes(m.IndexResidentBytes))
+	x := m.IndexFilter
+	fmt.Fprintf(&sb, "index/filter: resident %s/%s, pinned %s/%s (cache reserved %s), cached %s/%s; index %d hits %d misses, filter %d hits %d misses, %d fail-open\n",
+		humanBytes(x.ResidentIndexBytes), humanBytes(x.ResidentFilterBytes), humanBytes(x.PinnedIndexBytes), humanBytes(x.PinnedFilterBytes),
+		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
+		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	return sb.String()
 }

@@ -62,6 +62,28 @@ type Options struct {
 	// BlockCacheSize is the capacity of the block cache in bytes. Default
 	// 8 MiB; a negative value disables the cache.
 	BlockCacheSize int64
+	// CacheIndexAndFilterBlocks (RocksDB's name) keeps no table's index
+	// and filter blocks resident: they are loaded through the block cache
+	// and charged to BlockCacheSize (with their decoded index entries), at
+	// a high priority: they live in the cache's meta pool, which may take
+	// the whole budget and for which data blocks are evicted; only another
+	// index or filter block (or a pin) evicts one. A lookup holds a reference on them while it uses them; one
+	// that finds them evicted reads them again (a filter block that cannot
+	// be read or decoded then lets the lookup read the data: fail open,
+	// counted in Metrics.IndexFilter.FilterFailOpen). Default false: every
+	// open table keeps both resident outside the cache (the README gives
+	// the bytes per key). Ignored when the cache is disabled.
+	CacheIndexAndFilterBlocks bool
+	// PinL0FilterAndIndexBlocks, with CacheIndexAndFilterBlocks, pins the
+	// index and filter blocks of the tables of L0 and of every level above
+	// the bottom (the deepest non-empty level) once a point lookup probes
+	// them: held outside the cache until the table is closed, their bytes
+	// reserved in BlockCacheSize (the capacity left for data blocks
+	// shrinks by them). At most half the cache is pinned; a table beyond
+	// that stays charged to the cache. A table keeps its pin if a move
+	// takes it to the bottom. PinDefault (the zero value) pins; PinOff
+	// does not.
+	PinL0FilterAndIndexBlocks PinMode
 	// MaxOpenFiles bounds the table cache (open table readers). Default 1000.
 	MaxOpenFiles int
 	// Compression of SSTable blocks; default Snappy.
@@ -148,6 +170,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
 		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},
 		{"Compression", c.Compression > SnappyCompression, c.Compression},
+		{"PinL0FilterAndIndexBlocks", c.PinL0FilterAndIndexBlocks > PinOff, c.PinL0FilterAndIndexBlocks},
 		{"FilterAllocation", c.FilterAllocation > MonkeyFilters, c.FilterAllocation},
 		{"LevelFilterPolicies", len(c.LevelFilterPolicies) > manifest.NumLevels, len(c.LevelFilterPolicies)},
 		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger},
@@ -201,6 +224,25 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &c, nil
+}
+
+// PinMode is Options.PinL0FilterAndIndexBlocks: a tri-state, because pinning
+// is on by default when charging and a Go zero value cannot say "true".
+type PinMode uint8
+
+const (
+	// PinDefault pins (when CacheIndexAndFilterBlocks is on).
+	PinDefault PinMode = iota
+	// PinOn pins.
+	PinOn
+	// PinOff charges every table's index and filter to the cache unpinned.
+	PinOff
+)
+
+// pins reports whether upper-level tables' index and filter blocks are
+// pinned.
+func (o *Options) pins() bool {
+	return o.CacheIndexAndFilterBlocks && o.BlockCacheSize > 0 && o.PinL0FilterAndIndexBlocks != PinOff
 }
 
 // WriteOptions control one write.

@@ -179,6 +179,8 @@ func metaOptionSets() []metaOptionSet {
 		{name: "Monkey over Bloom 10", opts: small(Options{FilterAllocation: MonkeyFilters})},
 		{name: "no compression", opts: small(Options{Compression: NoCompression})},
 		{name: "no block cache, 16 open files", opts: small(Options{BlockCacheSize: -1, MaxOpenFiles: 16})},
+		{name: "index and filter charged to a 64 KiB cache, L0 pinned, 16 open files", opts: small(Options{CacheIndexAndFilterBlocks: true,
+			BlockCacheSize: 64 << 10, MaxOpenFiles: 16})},
 		{name: "merges collapsed after 2", opts: small(Options{MaxSuccessiveMerges: 2})},
 		{name: "merges never collapsed, 2 compactions at once", opts: small(Options{MaxSuccessiveMerges: -1, MaxConcurrentCompactions: 2})},
 		{name: "column family", opts: small(Options{}), cf: &ColumnFamilyOptions{}},

@@ -147,6 +147,7 @@ func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) 
 	}
 	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{
 		FileNum: meta.FileNum, Cache: c.cache, Policies: c.db.cfs.policies(),
+		CacheIndexAndFilter: c.db.opts.CacheIndexAndFilterBlocks,
 	})
 	if err != nil {
 		f.Close()
@@ -248,18 +249,24 @@ func (c *tableCache) filterStats(files []*manifest.FileMetadata) (bytes, keys in
 			continue
 		}
 		if e.r != nil && e.r.FilterState() == sstable.FilterLoaded {
-			_, fb := e.r.ResidentSize()
-			bytes += int64(fb)
+			bytes += int64(e.r.FilterSize())
 			keys += int64(e.r.Properties().FilterKeys)
 		}
 	}
 	return bytes, keys
 }
 
-// residentBytes sums the index and filter blocks held by open tables.
-func (c *tableCache) residentBytes() (index, filter int64) {
+// tableMemory is the index and filter memory of open tables: resident
+// (outside the block cache's budget) and pinned (reserved in it).
+type tableMemory struct {
+	residentIndex, residentFilter, pinnedIndex, pinnedFilter int64
+}
+
+// memory sums the index and filter blocks held by open tables.
+func (c *tableCache) memory() tableMemory {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var m tableMemory
 	for _, e := range c.entries {
 		select {
 		case <-e.ready:
@@ -268,9 +275,12 @@ func (c *tableCache) residentBytes() (index, filter int64) {
 		}
 		if e.r != nil {
 			i, f := e.r.ResidentSize()
-			index += int64(i)
-			filter += int64(f)
+			m.residentIndex += int64(i)
+			m.residentFilter += int64(f)
+			pi, pf := e.r.PinnedSize()
+			m.pinnedIndex += pi
+			m.pinnedFilter += pf
 		}
 	}
-	return index, filter
+	return m
 }

@@ -28,10 +28,17 @@ func (r *Reader) Describe(w io.Writer, o DescribeOptions) error {
 		o.MaxValueLen = 16
 	}
 	d := describer{r: r, w: w, o: o}
+	index, iv, err := r.acquireIndex(nil)
+	if err != nil {
+		return err
+	}
+	if iv != nil {
+		defer iv.Release()
+	}
 	fmt.Fprintf(w, "table %06d: %d bytes, format %s, %d entries, %d data blocks\n",
-		r.opts.FileNum, r.size, r.footer.format, r.props.NumEntries, len(r.index))
-	for i := range r.index {
-		if err := d.block(fmt.Sprintf("data #%d", i), r.index[i].h, true, d.value); err != nil {
+		r.opts.FileNum, r.size, r.footer.format, r.props.NumEntries, len(index))
+	for i := range index {
+		if err := d.block(fmt.Sprintf("data #%d", i), index[i].h, true, d.value); err != nil {
 			return err
 		}
 	}

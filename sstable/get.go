@@ -15,16 +15,20 @@ type ReadStats struct {
 	CacheHits  int64 // of which found in the block cache
 	FileReads  int64 // of which read from the file
 	BytesRead  int64 // bytes read from the file, trailers included
+	// Charged index and filter blocks (ReaderOptions.CacheIndexAndFilter)
+	// found in the cache or not; FilterFailOpen counts probes that read
+	// the data because the filter block could not be loaded or decoded.
+	IndexHits, IndexMisses, FilterHits, FilterMisses, FilterFailOpen int64
 }
 
-// searchIndex returns the first data block whose separator is >=
-// (ukey, trailer), or len(r.index): the only block that can hold the first
+// searchIndex returns the first data block of index whose separator is >=
+// (ukey, trailer), or len(index): the only block that can hold the first
 // entry >= that key (FORMAT.md, item 5).
-func (r *Reader) searchIndex(ukey []byte, trailer uint64) int {
-	lo, hi := 0, len(r.index)
+func searchIndex(index []indexEntry, ukey []byte, trailer uint64) int {
+	lo, hi := 0, len(index)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		e := &r.index[m]
+		e := &index[m]
 		c := bytes.Compare(e.sepUser, ukey)
 		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
 			lo = m + 1
@@ -39,8 +43,8 @@ func (r *Reader) searchIndex(ukey []byte, trailer uint64) int {
 // from the file, verified and added to the cache. The block lives in the
 // returned Value, whose reference the caller must Release when it no longer
 // uses the block (or any key or value in it).
-func (r *Reader) dataBlock(i int, stats *ReadStats) (block, *cache.Value, error) {
-	h := r.index[i].h
+func (r *Reader) dataBlock(index []indexEntry, i int, stats *ReadStats) (block, *cache.Value, error) {
+	h := index[i].h
 	if v, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
 		if stats != nil {
 			stats.BlocksRead++
@@ -62,7 +66,7 @@ func (r *Reader) dataBlock(i int, stats *ReadStats) (block, *cache.Value, error)
 		v.Release()
 		return block{}, nil, blockCtx(r.opts.FileNum, "data", h.offset).corrupt(err)
 	}
-	if err := r.checkBlockRange(i, blk); err != nil {
+	if err := r.checkBlockRange(index, i, blk); err != nil {
 		v.Release()
 		return block{}, nil, err
 	}
@@ -79,23 +83,23 @@ func (r *Reader) dataBlock(i int, stats *ReadStats) (block, *cache.Value, error)
 // earlier block) or above this block's separator (a later one), so the
 // first key alone tells a misplaced block: no need to decode the last.
 // Paid once per block read from the file (the cache keeps checked blocks).
-func (r *Reader) checkBlockRange(i int, blk block) error {
+func (r *Reader) checkBlockRange(index []indexEntry, i int, blk block) error {
 	it, _ := r.getPool.Get().(*blockIter)
 	if it == nil {
 		it = new(blockIter)
 	}
 	defer r.putGetIter(it)
-	ctx := r.dataCtx(i)
+	ctx := r.dataCtx(index, i)
 	it.init(blk, true, ctx)
 	if !it.first() {
 		return it.err
 	}
-	if e := &r.index[i]; compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
+	if e := &index[i]; compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
 		return ctx.corruptf("first key %s is above the block's separator %s (misplaced block?)",
 			it.ikey(), base.InternalKey{UserKey: e.sepUser, Trailer: e.sepTrailer})
 	}
 	if i > 0 {
-		if p := &r.index[i-1]; compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
+		if p := &index[i-1]; compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
 			return ctx.corruptf("first key %s is not above the previous separator %s (misplaced block?)",
 				it.ikey(), base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
 		}
@@ -110,18 +114,28 @@ func trustedBlock(data []byte) block {
 	return block{data: data, restartsOff: len(data) - 4 - 4*n, numRestarts: n}
 }
 
-func (r *Reader) dataCtx(i int) errCtx { return blockCtx(r.opts.FileNum, "data", r.index[i].h.offset) }
+func (r *Reader) dataCtx(index []indexEntry, i int) errCtx {
+	return blockCtx(r.opts.FileNum, "data", index[i].h.offset)
+}
 
 // Get visits the entries whose user key is ukey and whose sequence number is
 // at most seq, newest first, until fn returns false. The key and value
 // passed to fn are valid only during the call. Get does not probe the filter
 // (the caller does, to count the probe). It adds the data blocks it touches
 // to stats when stats is non-nil. On a block-cache hit it does not allocate.
+// A charged index is referenced for the call.
 func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.InternalKey, v []byte) bool) error {
+	index, iv, err := r.acquireIndex(stats)
+	if err != nil {
+		return err
+	}
+	if iv != nil {
+		defer iv.Release()
+	}
 	seq = min(seq, base.SeqNumMax)
 	trailer := seq<<8 | 0xff // sorts before every version with seqnum <= seq
-	i := r.searchIndex(ukey, trailer)
-	if i == len(r.index) {
+	i := searchIndex(index, ukey, trailer)
+	if i == len(index) {
 		return nil
 	}
 	it, _ := r.getPool.Get().(*blockIter)
@@ -129,8 +143,8 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 		it = new(blockIter)
 	}
 	defer r.putGetIter(it)
-	for ; i < len(r.index); i++ {
-		more, err := r.getInBlock(it, i, ukey, trailer, stats, fn)
+	for ; i < len(index); i++ {
+		more, err := r.getInBlock(it, index, i, ukey, trailer, stats, fn)
 		if !more || err != nil {
 			return err
 		}
@@ -140,14 +154,14 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 
 // getInBlock is Get's visit of data block i. more reports whether the key's
 // entries may continue in the next block.
-func (r *Reader) getInBlock(it *blockIter, i int, ukey []byte, trailer uint64, stats *ReadStats,
+func (r *Reader) getInBlock(it *blockIter, index []indexEntry, i int, ukey []byte, trailer uint64, stats *ReadStats,
 	fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
-	blk, v, err := r.dataBlock(i, stats)
+	blk, v, err := r.dataBlock(index, i, stats)
 	if err != nil {
 		return false, err
 	}
 	defer v.Release()
-	it.init(blk, true, r.dataCtx(i))
+	it.init(blk, true, r.dataCtx(index, i))
 	for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
 		k := it.ikey()
 		if !bytes.Equal(k.UserKey, ukey) {
@@ -162,7 +176,7 @@ func (r *Reader) getInBlock(it *blockIter, i int, ukey []byte, trailer uint64, s
 	}
 	// The block ran out while still at or before ukey; the next block can
 	// hold more of ukey only if this separator's user key is ukey.
-	return bytes.Equal(r.index[i].sepUser, ukey), nil
+	return bytes.Equal(index[i].sepUser, ukey), nil
 }
 
 // putGetIter returns a Get iterator to the pool without the block it points

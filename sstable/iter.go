@@ -14,6 +14,8 @@ import (
 // are on user keys: lower inclusive, upper exclusive.
 type tableIter struct {
 	r            *Reader
+	index        []indexEntry
+	indexVal     *cache.Value // the charged index's reference, released at Close
 	lower, upper []byte
 	idx          int // current data block; -1 before the first, len(index) past the last
 	data         blockIter
@@ -43,6 +45,7 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	data := t.data
 	data.reset()
 	*t = tableIter{r: r, lower: lower, upper: upper, idx: -1, data: data}
+	t.index, t.indexVal, t.err = r.acquireIndex(nil)
 	return t
 }
 
@@ -50,7 +53,7 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 // and restart-cache buffers: a point seek opens one per table it visits.
 var tableIterPool sync.Pool
 
-func (t *tableIter) n() int { return len(t.r.index) }
+func (t *tableIter) n() int { return len(t.index) }
 
 // load positions the block iterator on data block i (before its first
 // entry). Seeking again within the loaded block reuses it.
@@ -58,14 +61,14 @@ func (t *tableIter) load(i int) bool {
 	t.idx = i
 	if t.val == nil || t.valIdx != i {
 		t.release()
-		blk, v, err := t.r.dataBlock(i, nil)
+		blk, v, err := t.r.dataBlock(t.index, i, nil)
 		if err != nil {
 			t.err = err
 			return false
 		}
 		t.val, t.blk, t.valIdx = v, blk, i
 	}
-	t.data.init(t.blk, true, t.r.dataCtx(i))
+	t.data.init(t.blk, true, t.r.dataCtx(t.index, i))
 	return true
 }
 
@@ -89,7 +92,7 @@ func (t *tableIter) forward(ok bool) bool {
 		}
 		// Blocks after idx hold keys > separator[idx]; none is below upper
 		// if the separator's user key is not.
-		if t.idx+1 >= t.n() || (t.upper != nil && t.idx >= 0 && bytes.Compare(t.r.index[t.idx].sepUser, t.upper) >= 0) {
+		if t.idx+1 >= t.n() || (t.upper != nil && t.idx >= 0 && bytes.Compare(t.index[t.idx].sepUser, t.upper) >= 0) {
 			return t.exhaustForward()
 		}
 		if !t.load(t.idx + 1) {
@@ -111,7 +114,7 @@ func (t *tableIter) backward(ok bool) bool {
 			return false
 		}
 		// Block idx-1 holds keys <= separator[idx-1].
-		if t.idx <= 0 || (t.lower != nil && bytes.Compare(t.r.index[t.idx-1].sepUser, t.lower) < 0) {
+		if t.idx <= 0 || (t.lower != nil && bytes.Compare(t.index[t.idx-1].sepUser, t.lower) < 0) {
 			return t.exhaustBackward()
 		}
 		if !t.load(t.idx - 1) {
@@ -164,7 +167,7 @@ func (t *tableIter) SeekGE(ukey []byte) bool {
 	if t.lower != nil && bytes.Compare(ukey, t.lower) < 0 {
 		ukey = t.lower
 	}
-	i := t.r.searchIndex(ukey, seekTrailer)
+	i := searchIndex(t.index, ukey, seekTrailer)
 	if i == t.n() {
 		return t.exhaustForward()
 	}
@@ -181,7 +184,7 @@ func (t *tableIter) SeekLT(ukey []byte) bool {
 	if t.upper != nil && bytes.Compare(ukey, t.upper) > 0 {
 		ukey = t.upper
 	}
-	i := t.r.searchIndex(ukey, seekTrailer)
+	i := searchIndex(t.index, ukey, seekTrailer)
 	if i == t.n() {
 		if i == 0 {
 			return t.exhaustBackward()
@@ -238,6 +241,9 @@ func (t *tableIter) Close() error {
 	}
 	err := t.err
 	t.release()
+	if t.indexVal != nil {
+		t.indexVal.Release()
+	}
 	t.data.reset()
 	*t = tableIter{data: t.data, err: errIterClosed}
 	tableIterPool.Put(t)

@@ -12,14 +12,20 @@ type BlockLocation struct {
 }
 
 // Layout lists the table's blocks in file order, footer last. Tests use it
-// to damage each kind of block.
+// to damage each kind of block. (A charged index that can no longer be
+// read leaves the data blocks out.)
 func (r *Reader) Layout() []BlockLocation {
 	var out []BlockLocation
 	add := func(kind string, h blockHandle) {
 		out = append(out, BlockLocation{Kind: kind, Offset: h.offset, Length: h.length + blockTrailerLen})
 	}
-	for i := range r.index {
-		add("data", r.index[i].h)
+	if index, iv, err := r.acquireIndex(nil); err == nil {
+		for i := range index {
+			add("data", index[i].h)
+		}
+		if iv != nil {
+			iv.Release()
+		}
 	}
 	for name, h := range r.metaHandles {
 		switch name {

@@ -29,6 +29,13 @@ type ReaderOptions struct {
 	FileNum uint64
 	// Cache holds data blocks; nil reads every data block from the file.
 	Cache *cache.Cache
+	// CacheIndexAndFilter keeps the index and filter blocks in Cache
+	// (high priority, charged with their decoded forms) instead of
+	// resident in the Reader: a lookup takes a reference on them for its
+	// duration, and one that finds them evicted reads them again. Pin
+	// holds them outside the cache, charged to its reservations. Ignored
+	// when Cache is nil.
+	CacheIndexAndFilter bool
 	// Policies decode the filter block of a table whose recorded policy
 	// name matches one of theirs; other filter blocks are decoded by their
 	// type byte (filter.OpenBlock).
@@ -72,13 +79,31 @@ type Reader struct {
 	dataEnd uint64 // data blocks lie in [0, dataEnd)
 
 	metaHandles map[string]blockHandle
-	indexData   []byte
-	index       []indexEntry
+	// indexData and index are the resident index; both nil when charged
+	// (the index is then in the cache or pinned: acquireIndex).
+	indexData []byte
+	index     []indexEntry
 
 	filterState FilterState
-	filterData  []byte
-	filter      filter.Reader
-	filterErr   error
+	filterData  []byte        // resident filter block; nil when charged
+	filter      filter.Reader // resident filter; nil when charged
+	// residentFilter is filter with its HashReader (nil without one).
+	residentFilter *filterObj
+	filterErr      error
+	filterSize     int // length of the filter block
+
+	// charged: the index and filter blocks go through the cache
+	// (ReaderOptions.CacheIndexAndFilter). pinned holds them when Pin has
+	// pinned them; pinTried is set by the first Pin.
+	charged  bool
+	pinned   atomic.Pointer[pinnedBlocks]
+	pinTried atomic.Bool
+	pinMu    sync.Mutex
+	// hotIndex and hotFilter remember the Values last found or cached,
+	// for a hit without the cache's lock (cache.Value.TryAcquireCached);
+	// the cache clears them when it lets a block go (Value.Remember), so
+	// they do not keep an evicted block alive.
+	hotIndex, hotFilter atomic.Pointer[cache.Value]
 
 	getPool sync.Pool // *blockIter for Get
 	closed  atomic.Bool
@@ -93,10 +118,11 @@ var errReaderClosed = errors.New("sstable: reader closed")
 
 // NewReader opens the table held by f, whose length is size. It reads and
 // checks the footer, metaindex, properties, index and filter blocks; the
-// index and filter stay resident. The Reader owns f from then on and closes
+// index and filter stay resident, or go to the cache when
+// ReaderOptions.CacheIndexAndFilter (charged.go). The Reader owns f from then on and closes
 // it in Close (NewReader closes nothing on error).
 func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
-	r := &Reader{f: f, size: size, opts: o}
+	r := &Reader{f: f, size: size, opts: o, charged: o.CacheIndexAndFilter && o.Cache != nil}
 	r.tryMap()
 	for _, step := range []func() error{r.readFooter, r.readMetaindex, r.readProperties, r.readIndex, r.readFilter} {
 		if err := step(); err != nil {
@@ -310,47 +336,62 @@ func (r *Reader) readIndex() error {
 	if err != nil {
 		return err
 	}
+	entries, err := r.decodeIndex(data, ctx)
+	if err != nil {
+		return err
+	}
+	if r.charged {
+		r.cacheIndex(data, entries).Release()
+		return nil
+	}
+	r.indexData, r.index = data, entries
+	return nil
+}
+
+// decodeIndex decodes and checks the index block data; the entries alias
+// it.
+func (r *Reader) decodeIndex(data []byte, ctx errCtx) ([]indexEntry, error) {
 	blk, err := parseBlock(data)
 	if err != nil {
-		return ctx.corrupt(err)
+		return nil, ctx.corrupt(err)
 	}
 	var it blockIter
 	it.init(blk, true, ctx)
-	r.indexData = data
+	var index []indexEntry
 	var prevEnd uint64
 	for ok := it.first(); ok; ok = it.next() {
 		// With a restart interval of 1 every key is stored whole, so it
 		// can alias the block instead of the iterator's buffer.
 		e, err := blk.decodeEntry(it.off, 0)
 		if err != nil || e.shared != 0 {
-			return ctx.corruptf("index entry at offset %d is not a restart point", it.off)
+			return nil, ctx.corruptf("index entry at offset %d is not a restart point", it.off)
 		}
 		k := it.ikey()
-		n := len(r.index)
+		n := len(index)
 		if n > 0 {
-			p := &r.index[n-1]
+			p := &index[n-1]
 			if compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
-				return ctx.corruptf("separator %s does not follow %s", k, base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
+				return nil, ctx.corruptf("separator %s does not follow %s", k, base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
 			}
 		}
 		bh, ok := decodeHandle(it.val)
 		if !ok {
-			return ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
+			return nil, ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
 		}
 		if end, ok := bh.end(); !ok || end > r.dataEnd || bh.offset < prevEnd {
-			return ctx.corruptf("entry %s: data block %s out of place (previous ends at %d, data ends at %d)", k, bh, prevEnd, r.dataEnd)
+			return nil, ctx.corruptf("entry %s: data block %s out of place (previous ends at %d, data ends at %d)", k, bh, prevEnd, r.dataEnd)
 		}
 		prevEnd, _ = bh.end()
 		ulen := len(e.delta) - base.TrailerLen
-		r.index = append(r.index, indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: bh})
+		index = append(index, indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: bh})
 	}
 	if it.err != nil {
-		return it.err
+		return nil, it.err
 	}
-	if uint64(len(r.index)) != r.props.NumDataBlocks {
-		return ctx.corruptf("%d entries for %d data blocks in the properties", len(r.index), r.props.NumDataBlocks)
+	if uint64(len(index)) != r.props.NumDataBlocks {
+		return nil, ctx.corruptf("%d entries for %d data blocks in the properties", len(index), r.props.NumDataBlocks)
 	}
-	return nil
+	return index, nil
 }
 
 func (r *Reader) readFilter() error {
@@ -362,10 +403,15 @@ func (r *Reader) readFilter() error {
 	if err != nil {
 		return err
 	}
+	r.filterSize = len(data)
 	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
 	switch {
+	case err == nil && fr != nil && r.charged:
+		r.filterState = FilterLoaded
+		r.cacheFilter(data, fr).Release()
 	case err == nil && fr != nil:
 		r.filter, r.filterData, r.filterState = fr, data, FilterLoaded
+		r.residentFilter = newFilterObj(fr)
 	case err == nil || isUnknownFilterType(err):
 		r.filterState, r.filterErr = FilterUnknown, err
 	default:
@@ -385,9 +431,13 @@ func (r *Reader) FilterState() FilterState { return r.filterState }
 func (r *Reader) FilterError() error { return r.filterErr }
 
 // MayContain probes the table's filter for a user key. It answers true when
-// the table has no usable filter. It does not allocate (given a filter
-// Reader that does not).
+// the table has no usable filter (or, charged, when it cannot be read: see
+// ProbeFilter). It does not allocate (given a filter Reader that does not).
 func (r *Reader) MayContain(ukey []byte) bool {
+	if r.charged {
+		ok, _ := r.ProbeFilter(ukey, filter.HashKey(ukey), nil)
+		return ok
+	}
 	if r.filter == nil {
 		return true
 	}
@@ -398,21 +448,27 @@ func (r *Reader) MayContain(ukey []byte) bool {
 // filter.HashKey(ukey) already (a lookup probing several tables hashes its
 // key once); a filter that cannot use the hash is given the key.
 func (r *Reader) MayContainHash(ukey []byte, h uint64) bool {
-	if r.filter == nil {
-		return true
+	if r.charged {
+		ok, _ := r.ProbeFilter(ukey, h, nil)
+		return ok
 	}
-	if hr, ok := r.filter.(filter.HashReader); ok {
-		return hr.MayContainHash(h)
-	}
-	return r.filter.MayContain(ukey)
+	return r.residentFilter.may(ukey, h)
 }
 
+// indexEntrySize is what a decoded index entry costs beside the block:
+// slice header + trailer + handle.
+const indexEntrySize = 48
+
 // ResidentSize returns the bytes the Reader keeps in memory for the index
-// (block contents plus the decoded entries) and the filter.
+// (block contents plus the decoded entries) and the filter outside the
+// block cache's budget: 0 and 0 when charged (see PinnedSize).
 func (r *Reader) ResidentSize() (index, filter int) {
-	const entrySize = 48 // slice header + trailer + handle
-	return len(r.indexData) + entrySize*len(r.index), len(r.filterData)
+	return len(r.indexData) + indexEntrySize*len(r.index), len(r.filterData)
 }
+
+// FilterSize returns the length of the table's filter block (0 without a
+// filter), wherever it is held.
+func (r *Reader) FilterSize() int { return r.filterSize }
 
 // FileNum returns the file number the Reader was opened with.
 func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
@@ -424,6 +480,7 @@ func (r *Reader) Close() error {
 	if r.closed.Swap(true) {
 		return errReaderClosed
 	}
+	r.unpin()
 	err := r.f.Close()
 	if r.unmap != nil {
 		if uerr := r.unmap(); err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 )
 
@@ -26,8 +27,25 @@ func (r *Reader) Verify() error {
 	if r.props.IndexSize != r.footer.index.length {
 		return idxCtx.corruptf("stored size %d, properties say %d", r.footer.index.length, r.props.IndexSize)
 	}
-	v := verifier{r: r}
-	for i := range r.index {
+	index, iv, err := r.acquireIndex(nil)
+	if err != nil {
+		return err
+	}
+	if iv != nil {
+		defer iv.Release()
+	}
+	fo, fv, err := r.acquireFilter(nil)
+	if err != nil {
+		return err
+	}
+	if fv != nil {
+		defer fv.Release()
+	}
+	v := verifier{r: r, index: index}
+	if fo != nil {
+		v.filter = fo.fr
+	}
+	for i := range index {
 		if err := v.block(i); err != nil {
 			return err
 		}
@@ -38,6 +56,8 @@ func (r *Reader) Verify() error {
 // verifier accumulates what Verify recomputes from the data blocks.
 type verifier struct {
 	r       *Reader
+	index   []indexEntry
+	filter  filter.Reader
 	prevKey []byte
 	got     Properties
 	end     uint64 // end of the previous data block
@@ -46,8 +66,8 @@ type verifier struct {
 
 func (v *verifier) block(i int) error {
 	r := v.r
-	e := &r.index[i]
-	ctx := r.dataCtx(i)
+	e := &v.index[i]
+	ctx := r.dataCtx(v.index, i)
 	if e.h.offset != v.end {
 		return ctx.corruptf("block starts at %d, previous block ends at %d", e.h.offset, v.end)
 	}
@@ -74,7 +94,7 @@ func (v *verifier) block(i int) error {
 			return ctx.corruptf("key %s at offset %d does not follow %s", k, v.it.off, prev)
 		}
 		if i > 0 && v.it.off == 0 {
-			p := &r.index[i-1]
+			p := &v.index[i-1]
 			if compareKey(v.it.key, p.sepUser, p.sepTrailer) <= 0 {
 				return ctx.corruptf("first key %s is not above the previous separator", k)
 			}
@@ -83,9 +103,9 @@ func (v *verifier) block(i int) error {
 			return ctx.corruptf("key %s is above the block's separator %s", k, base.InternalKey{UserKey: e.sepUser, Trailer: e.sepTrailer})
 		}
 		v.count(k, v.it.val)
-		if r.filter != nil && (v.prevKey == nil || !bytes.Equal(v.prevKey[:len(v.prevKey)-base.TrailerLen], k.UserKey)) {
+		if v.filter != nil && (v.prevKey == nil || !bytes.Equal(v.prevKey[:len(v.prevKey)-base.TrailerLen], k.UserKey)) {
 			v.got.FilterKeys++
-			if !r.filter.MayContain(k.UserKey) {
+			if !v.filter.MayContain(k.UserKey) {
 				return blockCtx(r.opts.FileNum, "filter", r.metaHandles["sieve.filter"].offset).
 					corruptf("filter rules out key %q that the table holds", k.UserKey)
 			}
@@ -101,7 +121,11 @@ func (v *verifier) finish() error {
 	r := v.r
 	ctx := blockCtx(r.opts.FileNum, "properties", r.metaHandles["sieve.properties"].offset)
 	if v.end != r.dataEnd {
-		return r.dataCtx(len(r.index)-1).corruptf("data blocks end at %d, meta blocks start at %d", v.end, r.dataEnd)
+		ctx := blockCtx(r.opts.FileNum, "data", 0)
+		if n := len(v.index); n > 0 {
+			ctx = r.dataCtx(v.index, n-1)
+		}
+		return ctx.corruptf("data blocks end at %d, meta blocks start at %d", v.end, r.dataEnd)
 	}
 	if v.prevKey != nil {
 		v.got.LargestKey, _ = base.DecodeInternalKey(v.prevKey)
@@ -138,7 +162,7 @@ func (v *verifier) finish() error {
 		if err != nil {
 			return err
 		}
-		if r.filter != nil && g.FilterKeys != p.FilterKeys {
+		if v.filter != nil && g.FilterKeys != p.FilterKeys {
 			return ctx.corruptf("filter keys: properties say %d, data has %d distinct user keys", p.FilterKeys, g.FilterKeys)
 		}
 		if uint64(len(data)) != p.FilterSize {

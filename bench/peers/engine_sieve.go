@@ -13,6 +13,10 @@ func init() {
 	register("sieve", 10, true, "sievedb/sieve, filter.Bloom(bits) (blocked)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) }}
 	})
+	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache (L0 and upper levels pinned)", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
+			charged: true}
+	})
 	register("sieve-cuckoo", 11, true, "sievedb/sieve, filter.Cuckoo(12)", func() Engine {
 		return &sieveEngine{policyName: "filter.Cuckoo(12) (-bits ignored)", policy: func(int) filter.Policy { return filter.Cuckoo(12) }}
 	})
@@ -35,6 +39,7 @@ type sieveEngine struct {
 	policyName string
 	policy     func(bits int) filter.Policy
 	alloc      sieve.FilterAllocation
+	charged    bool // Options.CacheIndexAndFilterBlocks
 	cfg        Config
 	db         *sieve.DB
 }
@@ -46,6 +51,8 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 		FilterPolicy:     e.policy(cfg.BitsPerKey),
 		FilterAllocation: e.alloc,
 		Compression:      sieve.SnappyCompression,
+
+		CacheIndexAndFilterBlocks: e.charged,
 	})
 	if err != nil {
 		return err
@@ -97,8 +104,12 @@ func (e *sieveEngine) Describe() string {
 	if strings.Contains(p, "%d") {
 		p = fmt.Sprintf(p, e.cfg.BitsPerKey)
 	}
-	return fmt.Sprintf("%s, snappy, default block size, block cache %s (filters and indexes held outside it), Get = db.Get, Put = db.Put(NoSync)",
-		p, mib(e.cfg.CacheBytes))
+	where := "filters and indexes held outside it"
+	if e.charged {
+		where = "filters and indexes charged to it, L0 and upper levels pinned within it"
+	}
+	return fmt.Sprintf("%s, snappy, default block size, block cache %s (%s), Get = db.Get, Put = db.Put(NoSync)",
+		p, mib(e.cfg.CacheBytes), where)
 }
 
 func (e *sieveEngine) Shape() string {
@@ -109,8 +120,11 @@ func (e *sieveEngine) Shape() string {
 			fmt.Fprintf(&b, "L%d:%d/%s ", i, l.NumFiles, mib(l.Size))
 		}
 	}
-	fmt.Fprintf(&b, "read-amp %d; memtable %s, %d immutable; filter resident %s, index resident %s",
-		m.ReadAmp, mib(m.MemTable.Size), m.MemTable.Immutable, mib(m.Filter.ResidentBytes), mib(m.IndexResidentBytes))
+	x := m.IndexFilter
+	fmt.Fprintf(&b, "read-amp %d; memtable %s, %d immutable; filter resident %s, index resident %s (outside the cache); pinned %s, cached %s (within it); index %d/%d, filter %d/%d cache hits/misses",
+		m.ReadAmp, mib(m.MemTable.Size), m.MemTable.Immutable, mib(m.Filter.ResidentBytes), mib(m.IndexResidentBytes),
+		mib(x.PinnedIndexBytes+x.PinnedFilterBytes), mib(x.CachedIndexBytes+x.CachedFilterBytes),
+		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses)
 	return b.String()
 }
 

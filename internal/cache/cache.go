@@ -13,6 +13,23 @@
 // Callers must not modify the blocks they get from or give to the cache.
 //
 // A nil *Cache is a valid cache that holds nothing and counts nothing.
+//
+// Priorities: blocks are of a Kind. Index and filter blocks (a table's
+// metadata, needed by every lookup in it) are high priority: they live in
+// one meta pool with its own LRU list, which may use the whole unreserved
+// capacity (RocksDB's high-priority pool, with the pool allowed all of
+// it); the data shards' capacities shrink by their share of what the pool
+// holds, so caching an index or filter block evicts data blocks, and an
+// index or filter block is evicted only by another one (or a
+// reservation). Data blocks never push metadata out. The pool is not
+// sharded by key, so a table's large index block is bounded by the cache,
+// not by one shard's part of it.
+//
+// Reservations: Reserve takes bytes out of the capacity for memory held
+// outside the cache but charged to its budget (the pinned index and filter
+// blocks of upper-level tables). Every shard's capacity shrinks by its
+// share of what is reserved, so Size()+Reserved() stays within Capacity();
+// at most half the capacity can be reserved.
 package cache
 
 import (
@@ -31,6 +48,7 @@ type key struct{ file, off uint64 }
 // its shard's LRU list and the list of its file's entries (for EvictFile).
 type entry struct {
 	key          key
+	kind         Kind
 	val          *Value
 	prev, next   *entry // LRU list; shard.lru.next is the most recently used
 	fprev, fnext *entry // per-file list, nil-terminated
@@ -40,7 +58,8 @@ type shard struct {
 	mu       sync.Mutex
 	m        map[key]*entry
 	files    map[uint64]*entry // file number -> head of that file's list
-	lru      entry             // sentinel of the circular LRU list
+	lru      entry             // sentinel of the circular LRU list of data blocks
+	hlru     entry             // sentinel of the LRU list of high-priority blocks
 	size     int64             // sum of len(val), guarded by mu
 	capacity int64
 	hits     atomic.Int64
@@ -57,8 +76,31 @@ type Cache struct {
 	capacity int64
 	size     atomic.Int64
 	count    atomic.Int64
-	shards   [numShards]shard
+	kindSize [numKinds]atomic.Int64
+	// reserved is what Reserve granted; pending what a Reserve in progress
+	// is evicting room for (already taken out of the shards' capacities).
+	reserved, pending atomic.Int64
+	resMu             sync.Mutex // serializes Reserve and setMeta; taken before shard locks
+	shards            [numShards]shard
+	// meta is the pool of index and filter blocks: one LRU list for the
+	// whole cache (so a large block is not bounded by one shard's part),
+	// whose size the data shards' capacities give way to.
+	meta shard
 }
+
+// Kind is what a cached block is; it sets its priority.
+type Kind uint8
+
+const (
+	// KindData blocks are evicted first.
+	KindData Kind = iota
+	// KindIndex and KindFilter blocks are high priority.
+	KindIndex
+	KindFilter
+	numKinds
+)
+
+func (k Kind) high() bool { return k != KindData }
 
 // New returns a cache that holds at most capacity bytes of block contents
 // (the charge of a block is its length). Each of the shards gets an equal
@@ -74,7 +116,15 @@ func New(capacity int64) *Cache {
 		s.m = make(map[key]*entry)
 		s.files = make(map[uint64]*entry)
 		s.lru.next, s.lru.prev = &s.lru, &s.lru
+		s.hlru.next, s.hlru.prev = &s.hlru, &s.hlru
 		s.capacity = capacity / numShards
+	}
+	for _, s := range []*shard{&c.meta} {
+		s.m = make(map[key]*entry)
+		s.files = make(map[uint64]*entry)
+		s.lru.next, s.lru.prev = &s.lru, &s.lru
+		s.hlru.next, s.hlru.prev = &s.hlru, &s.hlru
+		s.capacity = capacity
 	}
 	return c
 }
@@ -89,12 +139,19 @@ func (c *Cache) shard(k key) *shard {
 // Get returns the block cached for (file, off) with a reference for the
 // caller, who must Release it (or keep it for good), and marks it most
 // recently used. It does not allocate.
-func (c *Cache) Get(file, off uint64) (*Value, bool) {
+func (c *Cache) Get(file, off uint64) (*Value, bool) { return c.GetKind(file, off, KindData) }
+
+// GetKind is Get for a block of the given kind (index and filter blocks
+// are kept apart from data blocks).
+func (c *Cache) GetKind(file, off uint64, kind Kind) (*Value, bool) {
 	if c == nil {
 		return nil, false
 	}
 	k := key{file, off}
-	s := c.shard(k)
+	s := &c.meta
+	if !kind.high() {
+		s = c.shard(k)
+	}
 	s.mu.Lock()
 	e := s.m[k]
 	if e == nil {
@@ -111,12 +168,21 @@ func (c *Cache) Get(file, off uint64) (*Value, bool) {
 	return v, true
 }
 
-// Set caches v as the block at (file, off), replacing any block cached
-// there, and evicts least recently used blocks until the shard fits its
-// capacity. The cache takes its own reference to v; the caller keeps its
+// Set caches v as the data block at (file, off): SetKind with KindData.
+func (c *Cache) Set(file, off uint64, v *Value) { c.SetKind(file, off, v, KindData) }
+
+// SetKind caches v as the block at (file, off), of kind kind, replacing any
+// block cached there, and evicts blocks (see the package documentation for
+// the order) to make room. A data block larger than its shard's capacity,
+// or an index or filter block larger than the unreserved capacity, is not
+// cached. The cache takes its own reference to v; the caller keeps its
 // reference and must not modify the block afterwards.
-func (c *Cache) Set(file, off uint64, v *Value) {
-	if c == nil {
+func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
+	if c == nil || kind >= numKinds {
+		return
+	}
+	if kind.high() {
+		c.setMeta(key{file, off}, v, kind)
 		return
 	}
 	k := key{file, off}
@@ -126,31 +192,196 @@ func (c *Cache) Set(file, off uint64, v *Value) {
 	if old := s.m[k]; old != nil {
 		c.remove(s, old)
 	}
-	charge := int64(len(v.buf))
-	if charge > s.capacity {
+	charge := v.Charge()
+	limit := c.limit(s)
+	if charge > limit {
 		return
 	}
+	// Room first, then the block: the shard never holds more than its
+	// limit, not even for a moment (Size+Reserved is sampled lock-free).
+	c.trim(s, limit-charge)
+	c.insert(s, k, v, kind, charge)
+}
+
+// setMeta caches an index or filter block in the meta pool, which may use
+// all of the unreserved capacity: the data shards are trimmed first by
+// their share of it, as for a reservation.
+func (c *Cache) setMeta(k key, v *Value, kind Kind) {
+	c.resMu.Lock()
+	defer c.resMu.Unlock()
+	s := &c.meta
+	s.mu.Lock()
+	if old := s.m[k]; old != nil {
+		c.remove(s, old)
+	}
+	charge := v.Charge()
+	limit := c.capacity - c.reserved.Load() - c.pending.Load()
+	if charge > limit {
+		s.mu.Unlock()
+		return
+	}
+	c.trimMeta(limit - charge)
+	s.mu.Unlock()
+	c.pending.Add(charge)
+	c.trimShards()
+	s.mu.Lock()
+	c.insert(s, k, v, kind, charge)
+	s.mu.Unlock()
+	c.pending.Add(-charge)
+}
+
+// trimMeta evicts from the meta pool until it holds at most limit bytes,
+// least recently used first, except that a block hit without the lock
+// since eviction last passed it (Value.TryAcquireCached) moves to the front
+// instead, once. REQUIRES: c.meta.mu is held.
+func (c *Cache) trimMeta(limit int64) {
+	s := &c.meta
+	for chances := len(s.m); s.size > limit && s.hlru.prev != &s.hlru; {
+		victim := s.hlru.prev
+		if chances > 0 && victim.val.used.Swap(false) {
+			chances--
+			s.unlinkLRU(victim)
+			s.pushFront(victim)
+			continue
+		}
+		c.remove(s, victim)
+	}
+}
+
+// trimShards evicts from every data shard down to its limit.
+func (c *Cache) trimShards() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		c.trim(s, c.limit(s))
+		s.mu.Unlock()
+	}
+}
+
+// insert adds v to s. REQUIRES: s.mu is held, k is not in s.
+func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 	v.acquire()
 	e := s.free
 	if e != nil {
 		s.free, s.nfree = e.next, s.nfree-1
-		*e = entry{key: k, val: v}
+		*e = entry{key: k, kind: kind, val: v}
 	} else {
-		e = &entry{key: k, val: v}
+		e = &entry{key: k, kind: kind, val: v}
 	}
 	s.m[k] = e
 	s.pushFront(e)
-	if head := s.files[file]; head != nil {
+	if head := s.files[k.file]; head != nil {
 		head.fprev = e
 		e.fnext = head
 	}
-	s.files[file] = e
+	s.files[k.file] = e
+	if s == &c.meta {
+		v.cached.Store(true)
+	}
 	s.size += charge
 	c.size.Add(charge)
+	c.kindSize[kind].Add(charge)
 	c.count.Add(1)
-	for s.size > s.capacity {
-		c.remove(s, s.lru.prev)
+}
+
+// limit is data shard s's capacity less its share of the reservations
+// and of the meta pool.
+func (c *Cache) limit(s *shard) int64 {
+	meta := c.kindSize[KindIndex].Load() + c.kindSize[KindFilter].Load()
+	return s.capacity - (c.reserved.Load()+c.pending.Load()+meta)/numShards
+}
+
+// trim evicts from s until it holds at most limit bytes: data blocks
+// first, least recently used first. REQUIRES: s.mu is held.
+func (c *Cache) trim(s *shard, limit int64) {
+	for s.size > limit {
+		victim := s.lru.prev
+		if victim == &s.lru {
+			victim = s.hlru.prev
+		}
+		if victim == &s.hlru {
+			return
+		}
+		c.remove(s, victim)
 	}
+}
+
+// Delete drops the block cached at (file, off), if any.
+func (c *Cache) Delete(file, off uint64) {
+	if c == nil {
+		return
+	}
+	k := key{file, off}
+	for _, s := range []*shard{c.shard(k), &c.meta} {
+		s.mu.Lock()
+		if e := s.m[k]; e != nil {
+			c.remove(s, e)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// Reserve takes n bytes out of the capacity for memory charged to the
+// cache's budget but held elsewhere, evicting blocks to make room. It
+// refuses (false) when the reservations would pass half the capacity.
+// Give the bytes back with Unreserve.
+func (c *Cache) Reserve(n int64) bool {
+	if c == nil || n < 0 {
+		return false
+	}
+	c.resMu.Lock()
+	defer c.resMu.Unlock()
+	if c.reserved.Load()+n > c.capacity/2 {
+		return false
+	}
+	// Room is made before the reservation is published, so that
+	// Size()+Reserved() never passes the capacity meanwhile.
+	c.pending.Add(n)
+	c.trimShards()
+	c.meta.mu.Lock()
+	c.trimMeta(c.capacity - c.reserved.Load() - c.pending.Load())
+	c.meta.mu.Unlock()
+	c.reserved.Add(n)
+	c.pending.Add(-n)
+	return true
+}
+
+// Unreserve gives back n bytes taken by Reserve.
+func (c *Cache) Unreserve(n int64) {
+	if c != nil && n > 0 {
+		c.reserved.Add(-n)
+	}
+}
+
+// Reserved returns the bytes reserved.
+func (c *Cache) Reserved() int64 {
+	if c == nil {
+		return 0
+	}
+	return c.reserved.Load()
+}
+
+// Usage returns Size and Reserved read consistently: never a size from
+// after a reservation was given back with the reservation from before.
+func (c *Cache) Usage() (size, reserved int64) {
+	if c == nil {
+		return 0, 0
+	}
+	for {
+		r := c.reserved.Load()
+		size = c.size.Load()
+		if c.reserved.Load() == r {
+			return size, r
+		}
+	}
+}
+
+// KindSize returns the bytes cached of one kind.
+func (c *Cache) KindSize(k Kind) int64 {
+	if c == nil || k >= numKinds {
+		return 0
+	}
+	return c.kindSize[k].Load()
 }
 
 // EvictFile drops every block of the given file. Call it when the table is
@@ -161,13 +392,17 @@ func (c *Cache) EvictFile(file uint64) {
 		return
 	}
 	for i := range c.shards {
-		s := &c.shards[i]
-		s.mu.Lock()
-		for e := s.files[file]; e != nil; e = s.files[file] {
-			c.remove(s, e)
-		}
-		s.mu.Unlock()
+		c.evictFileFrom(&c.shards[i], file)
 	}
+	c.evictFileFrom(&c.meta, file)
+}
+
+func (c *Cache) evictFileFrom(s *shard, file uint64) {
+	s.mu.Lock()
+	for e := s.files[file]; e != nil; e = s.files[file] {
+		c.remove(s, e)
+	}
+	s.mu.Unlock()
 }
 
 // remove unlinks e from every structure of s. REQUIRES: s.mu is held.
@@ -185,9 +420,11 @@ func (c *Cache) remove(s *shard, e *entry) {
 		e.fnext.fprev = e.fprev
 	}
 	e.fprev, e.fnext = nil, nil
-	charge := int64(len(e.val.buf))
+	charge := e.val.Charge()
 	s.size -= charge
 	c.size.Add(-charge)
+	c.kindSize[e.kind].Add(-charge)
+	e.val.forget()
 	c.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {
@@ -206,11 +443,16 @@ func (s *shard) unlinkLRU(e *entry) {
 	e.prev, e.next = nil, nil
 }
 
+// pushFront makes e the most recently used of its kind's list.
 func (s *shard) pushFront(e *entry) {
-	e.prev = &s.lru
-	e.next = s.lru.next
-	s.lru.next.prev = e
-	s.lru.next = e
+	head := &s.lru
+	if e.kind.high() {
+		head = &s.hlru
+	}
+	e.prev = head
+	e.next = head.next
+	head.next.prev = e
+	head.next = e
 }
 
 // Capacity returns the capacity the cache was created with.
@@ -250,6 +492,7 @@ func (c *Cache) sum(counter func(*shard) *atomic.Int64) int64 {
 		for i := range c.shards {
 			n += counter(&c.shards[i]).Load()
 		}
+		n += counter(&c.meta).Load()
 	}
 	return n
 }

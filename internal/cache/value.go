@@ -24,6 +24,42 @@ type Value struct {
 	buf   []byte
 	refs  atomic.Int32
 	class int8 // size class of a pooled buffer; -1 when not pooled
+	// obj is a decoded form of buf (a table's index entries, a filter
+	// reader) that lives and dies with it; extra is its memory, charged to
+	// the cache on top of len(buf).
+	obj   any
+	extra int64
+	// cached is set while the meta pool holds the Value; used is set by
+	// Touch and cleared when eviction gives it a second chance (CLOCK).
+	cached, used atomic.Bool
+	// home is the slot a holder remembers the Value in (Remember); the
+	// cache clears it when it lets the Value go, so that the slot does not
+	// keep an evicted block alive.
+	home atomic.Pointer[atomic.Pointer[Value]]
+}
+
+// Remember stores v, an index or filter Value from WrapObject, in slot for
+// later TryAcquireCached calls. Once the cache lets v go it sets slot back
+// to nil (if slot still holds v): a remembered block is never kept alive by
+// the slot, so evicted metadata costs no memory.
+func (v *Value) Remember(slot *atomic.Pointer[Value]) {
+	if slot.Load() == v {
+		return
+	}
+	slot.Store(v)
+	v.home.Store(slot)
+	// Either the cache's forget sees home, or this sees the cleared flag.
+	if !v.cached.Load() {
+		slot.CompareAndSwap(v, nil)
+	}
+}
+
+// forget marks v no longer cached and clears the slot remembering it.
+func (v *Value) forget() {
+	v.cached.Store(false)
+	if h := v.home.Load(); h != nil {
+		h.CompareAndSwap(v, nil)
+	}
 }
 
 // Size classes: pooled buffers have capacities of 1 KiB multiples up to
@@ -59,6 +95,45 @@ func Wrap(b []byte) *Value {
 	v.refs.Store(1)
 	return v
 }
+
+// WrapObject is Wrap for a block that comes with a decoded form obj of
+// extra bytes (beyond b) that readers use instead of the bytes: the cache
+// charges len(b)+extra for it. b and obj are never pooled.
+func WrapObject(b []byte, obj any, extra int) *Value {
+	v := Wrap(b)
+	v.obj, v.extra = obj, int64(max(extra, 0))
+	return v
+}
+
+// TryAcquireCached takes a reference on an index or filter Value (one from
+// WrapObject, never pooled) that a holder remembered, if the cache still
+// holds it, and marks it used: a hit without the cache's lock. It is
+// memory-safe however old the pointer: an unpooled Value is never reused.
+func (v *Value) TryAcquireCached() bool {
+	if v.class >= 0 || !v.cached.Load() {
+		return false
+	}
+	for {
+		n := v.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if v.refs.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	if !v.used.Load() {
+		v.used.Store(true)
+	}
+	return true
+}
+
+// Object returns the decoded form given to WrapObject, or nil.
+func (v *Value) Object() any { return v.obj }
+
+// Charge returns what the cache charges for v: its length plus the
+// memory of its decoded form.
+func (v *Value) Charge() int64 { return int64(len(v.buf)) + v.extra }
 
 // Bytes returns the block's memory, valid while the caller holds its
 // reference.
