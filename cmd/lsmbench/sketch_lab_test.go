@@ -17,6 +17,17 @@ func TestSketchLab(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
 	require.Equal(t, "sieve.lsmbench.sketches.v1", rep.Schema)
 
+	checkLabMemory(t, &rep)
+	checkLabBloom(t, &rep)
+	checkLabCuckoo(t, &rep)
+	checkLabHLL(t, &rep)
+	checkLabStore(t, &rep)
+	checkLabCounters(t, &rep)
+	checkLabFiles(t, &rep)
+}
+
+// checkLabMemory: the memory table of the structures.
+func checkLabMemory(t *testing.T, rep *sketchLabReport) {
 	require.Len(t, rep.Memory, 7)
 	for _, r := range rep.Memory {
 		require.Positive(t, r.Bytes, r.Structure)
@@ -25,7 +36,10 @@ func TestSketchLab(t *testing.T) {
 	require.Greater(t, exact.BitsPerID, 8*16.0, "an exact set stores the IDs and more")
 	require.InDelta(t, 9.585, bloom.BitsPerID, 0.01, "classic Bloom at 1%%")
 	require.InDelta(t, 1, bitmap.BitsPerID, 1e-9)
+}
 
+// checkLabBloom: one Bloom filter past its capacity against a scalable one.
+func checkLabBloom(t *testing.T, rep *sketchLabReport) {
 	bs := rep.Bloom
 	require.NotNil(t, bs)
 	last := bs.Rows[len(bs.Rows)-1]
@@ -35,7 +49,10 @@ func TestSketchLab(t *testing.T) {
 	require.Greater(t, last.Layers, int64(1))
 	require.Greater(t, last.ScalableBytes, int64(last.SingleBytes))
 	require.Equal(t, int64(2000), bs.NonScalingFullAt, "a non-scaling value refuses past its capacity")
+}
 
+// checkLabCuckoo: cuckoo fill, delete and growth.
+func checkLabCuckoo(t *testing.T, rep *sketchLabReport) {
 	cl := rep.Cuckoo
 	require.NotNil(t, cl)
 	require.Greater(t, cl.FullAt, int64(1900))
@@ -43,7 +60,10 @@ func TestSketchLab(t *testing.T) {
 	require.Less(t, cl.AfterDeleteLoad, cl.FullLoad)
 	require.Len(t, cl.Scalable, len(scalingFills))
 	require.Greater(t, cl.Scalable[len(cl.Scalable)-1].SubFilters, int64(1), "the cuckoo value grows")
+}
 
+// checkLabHLL: HyperLogLog error and encoding by n.
+func checkLabHLL(t *testing.T, rep *sketchLabReport) {
 	hs := rep.HLL
 	require.NotNil(t, hs)
 	require.InDelta(t, 0.0081, hs.StdErr, 0.0001)
@@ -58,6 +78,10 @@ func TestSketchLab(t *testing.T) {
 	require.Equal(t, "dense", hs.Rows[len(hs.Rows)-1].Encoding)
 	require.Equal(t, 12304, hs.Rows[len(hs.Rows)-1].ValueBytes)
 	require.Zero(t, hs.Rows[0].MaxAbsError, "one element is counted exactly")
+}
+
+// checkLabStore: the sketches stored through the Store.
+func checkLabStore(t *testing.T, rep *sketchLabReport) {
 	st := rep.Store
 	require.NotNil(t, st)
 	require.Equal(t, 2000, st.IDs)
@@ -71,6 +95,10 @@ func TestSketchLab(t *testing.T) {
 	require.Less(t, st.Rows[1].FPR, 2*st.Rate, "Bloom reserved for the IDs at p")
 	require.Less(t, st.Rows[2].FPR, 0.05, "cuckoo: about 2·2/255")
 	require.Positive(t, st.TableBytes)
+}
+
+// checkLabCounters: Count-Min, Top-K and blind-write throughput.
+func checkLabCounters(t *testing.T, rep *sketchLabReport) {
 	cr := rep.Counters
 	require.NotNil(t, cr)
 	require.Len(t, cr.CMS, 3)
@@ -86,6 +114,10 @@ func TestSketchLab(t *testing.T) {
 		require.Positive(t, r.ReplyPerS, r.Command)
 		require.Greater(t, r.BlindRatio, 1.0, "%s: blind writes skip the read", r.Command)
 	}
+}
+
+// checkLabFiles: the files written, SVGs well-formed.
+func checkLabFiles(t *testing.T, rep *sketchLabReport) {
 	require.Len(t, rep.Files, 9)
 	require.Empty(t, rep.Missing)
 

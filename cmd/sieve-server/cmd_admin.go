@@ -238,102 +238,146 @@ func sortedCommands() []string {
 }
 
 func cmdInfo(s *Server, r *reply, args [][]byte) {
-	want := map[string]bool{}
-	for _, a := range args[1:] {
-		want[lower(a)] = true
-	}
-	all := len(want) == 0 || want["all"] || want["everything"] || want["default"]
-	var b strings.Builder
-	section := func(name string, lines ...string) {
-		if !all && !want[name] {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteString("\r\n")
-		}
-		b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
-		for _, l := range lines {
-			b.WriteString(l + "\r\n")
-		}
-	}
+	ib := newInfoBuilder(args[1:])
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	ib.section("server", s.infoServer()...)
+	ib.section("clients", s.infoClients()...)
+	ib.section("memory", infoMemory(&ms)...)
+	ib.section("persistence", s.infoPersistence()...)
+	ib.section("stats", s.infoStats()...)
+	if ib.wants("keyspace") {
+		ib.section("keyspace", s.infoKeyspace()...)
+	}
+	if ib.wants("sieve") {
+		ib.section("sieve", s.infoSieve()...)
+	}
+	r.bulkString(ib.b.String())
+}
+
+// infoBuilder writes the INFO sections asked for.
+type infoBuilder struct {
+	want map[string]bool
+	all  bool
+	b    strings.Builder
+}
+
+func newInfoBuilder(args [][]byte) *infoBuilder {
+	ib := &infoBuilder{want: map[string]bool{}}
+	for _, a := range args {
+		ib.want[lower(a)] = true
+	}
+	ib.all = len(ib.want) == 0 || ib.want["all"] || ib.want["everything"] || ib.want["default"]
+	return ib
+}
+
+// wants reports whether the section name was asked for.
+func (ib *infoBuilder) wants(name string) bool { return ib.all || ib.want[name] }
+
+// section writes "# Name" and the lines, if the section was asked for.
+func (ib *infoBuilder) section(name string, lines ...string) {
+	if !ib.wants(name) {
+		return
+	}
+	if ib.b.Len() > 0 {
+		ib.b.WriteString("\r\n")
+	}
+	ib.b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+	for _, l := range lines {
+		ib.b.WriteString(l + "\r\n")
+	}
+}
+
+func (s *Server) infoServer() []string {
 	up := int64(time.Since(s.started).Seconds())
-	section("server",
-		"redis_version:"+redisVersion,
+	return []string{
+		"redis_version:" + redisVersion,
 		"sieve_server:1",
 		"redis_mode:standalone",
-		"os:"+runtime.GOOS,
+		"os:" + runtime.GOOS,
 		"arch_bits:64",
-		"go_version:"+runtime.Version(),
-		"process_id:"+strconv.Itoa(os.Getpid()),
-		"tcp_port:"+portOf(s.Addr()),
-		"uptime_in_seconds:"+strconv.FormatInt(up, 10),
-		"uptime_in_days:"+strconv.FormatInt(up/86400, 10),
-	)
-	section("clients",
-		"connected_clients:"+strconv.FormatInt(s.clients.Load(), 10),
-		"maxclients:"+strconv.FormatInt(s.maxClient.Load(), 10),
-		"rejected_connections:"+strconv.FormatInt(s.rejected.Load(), 10),
-	)
-	section("memory",
-		"used_memory:"+strconv.FormatUint(ms.HeapAlloc, 10),
-		"used_memory_rss:"+strconv.FormatUint(ms.Sys, 10),
+		"go_version:" + runtime.Version(),
+		"process_id:" + strconv.Itoa(os.Getpid()),
+		"tcp_port:" + portOf(s.Addr()),
+		"uptime_in_seconds:" + strconv.FormatInt(up, 10),
+		"uptime_in_days:" + strconv.FormatInt(up/86400, 10),
+	}
+}
+
+func (s *Server) infoClients() []string {
+	return []string{
+		"connected_clients:" + strconv.FormatInt(s.clients.Load(), 10),
+		"maxclients:" + strconv.FormatInt(s.maxClient.Load(), 10),
+		"rejected_connections:" + strconv.FormatInt(s.rejected.Load(), 10),
+	}
+}
+
+func infoMemory(ms *runtime.MemStats) []string {
+	return []string{
+		"used_memory:" + strconv.FormatUint(ms.HeapAlloc, 10),
+		"used_memory_rss:" + strconv.FormatUint(ms.Sys, 10),
 		"mem_allocator:go",
-	)
+	}
+}
+
+func (s *Server) infoPersistence() []string {
 	syncMode := "off"
 	if s.cfg.Sync {
 		syncMode = "on"
 	}
-	section("persistence",
+	return []string{
 		"loading:0",
 		"rdb_changes_since_last_save:0",
 		"aof_enabled:0",
 		"sieve_durable:1",
-		"sieve_sync:"+syncMode,
-		"sieve_dir:"+s.cfg.Dir,
-	)
-	section("stats",
-		"total_connections_received:"+strconv.FormatInt(s.conns.Load(), 10),
-		"total_commands_processed:"+strconv.FormatInt(s.cmds.Load(), 10),
-		"rejected_connections:"+strconv.FormatInt(s.rejected.Load(), 10),
-		"protocol_errors:"+strconv.FormatInt(s.protoErrs.Load(), 10),
-		"auth_failures:"+strconv.FormatInt(s.authFails.Load(), 10),
-	)
-	if all || want["keyspace"] {
-		n, err := s.dbsize()
-		lines := []string{}
-		if err == nil && n > 0 {
-			lines = append(lines, fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", n))
-		}
-		section("keyspace", lines...)
+		"sieve_sync:" + syncMode,
+		"sieve_dir:" + s.cfg.Dir,
 	}
-	if all || want["sieve"] {
-		m := s.ks.cf.Metrics() // the sketch family: filters, cache, levels
-		d := s.db.Metrics()    // the DB: WAL, memtables, flushes, compactions
-		f := m.Filter
-		lines := []string{
-			fmt.Sprintf("filter_checks:%d", f.Checks),
-			fmt.Sprintf("filter_negatives:%d", f.Negatives),
-			fmt.Sprintf("filter_false_positives:%d", f.FalsePositives),
-			fmt.Sprintf("filter_fpr:%.6f", f.FalsePositiveRate()),
-			fmt.Sprintf("block_cache_hits:%d", m.BlockCache.Hits),
-			fmt.Sprintf("block_cache_misses:%d", m.BlockCache.Misses),
-			fmt.Sprintf("wal_bytes:%d", d.WAL.Bytes),
-			fmt.Sprintf("wal_syncs:%d", d.WAL.Syncs),
-			fmt.Sprintf("memtable_size:%d", d.MemTable.Size),
-			fmt.Sprintf("flushes:%d", d.Flush.Count),
-			fmt.Sprintf("compactions:%d", d.Compaction.Count),
-			fmt.Sprintf("write_stalls:%d", d.Stall.Count),
-			fmt.Sprintf("write_stall_ms:%d", d.Stall.Duration.Milliseconds()),
-			fmt.Sprintf("write_slowdowns:%d", d.Stall.Slowdowns),
-		}
-		for i, l := range m.Levels {
-			lines = append(lines, fmt.Sprintf("level%d:tables=%d,bytes=%d", i, l.NumFiles, l.Size))
-		}
-		section("sieve", lines...)
+}
+
+func (s *Server) infoStats() []string {
+	return []string{
+		"total_connections_received:" + strconv.FormatInt(s.conns.Load(), 10),
+		"total_commands_processed:" + strconv.FormatInt(s.cmds.Load(), 10),
+		"rejected_connections:" + strconv.FormatInt(s.rejected.Load(), 10),
+		"protocol_errors:" + strconv.FormatInt(s.protoErrs.Load(), 10),
+		"auth_failures:" + strconv.FormatInt(s.authFails.Load(), 10),
 	}
-	r.bulkString(b.String())
+}
+
+func (s *Server) infoKeyspace() []string {
+	n, err := s.dbsize()
+	lines := []string{}
+	if err == nil && n > 0 {
+		lines = append(lines, fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", n))
+	}
+	return lines
+}
+
+func (s *Server) infoSieve() []string {
+	m := s.ks.cf.Metrics() // the sketch family: filters, cache, levels
+	d := s.db.Metrics()    // the DB: WAL, memtables, flushes, compactions
+	f := m.Filter
+	lines := []string{
+		fmt.Sprintf("filter_checks:%d", f.Checks),
+		fmt.Sprintf("filter_negatives:%d", f.Negatives),
+		fmt.Sprintf("filter_false_positives:%d", f.FalsePositives),
+		fmt.Sprintf("filter_fpr:%.6f", f.FalsePositiveRate()),
+		fmt.Sprintf("block_cache_hits:%d", m.BlockCache.Hits),
+		fmt.Sprintf("block_cache_misses:%d", m.BlockCache.Misses),
+		fmt.Sprintf("wal_bytes:%d", d.WAL.Bytes),
+		fmt.Sprintf("wal_syncs:%d", d.WAL.Syncs),
+		fmt.Sprintf("memtable_size:%d", d.MemTable.Size),
+		fmt.Sprintf("flushes:%d", d.Flush.Count),
+		fmt.Sprintf("compactions:%d", d.Compaction.Count),
+		fmt.Sprintf("write_stalls:%d", d.Stall.Count),
+		fmt.Sprintf("write_stall_ms:%d", d.Stall.Duration.Milliseconds()),
+		fmt.Sprintf("write_slowdowns:%d", d.Stall.Slowdowns),
+	}
+	for i, l := range m.Levels {
+		lines = append(lines, fmt.Sprintf("level%d:tables=%d,bytes=%d", i, l.NumFiles, l.Size))
+	}
+	return lines
 }
 
 func portOf(addr string) string {

@@ -451,40 +451,22 @@ func cmdGetEx(s *Server, r *reply, args [][]byte) {
 	cmdGet(s, r, args[:2])
 }
 
+// scanOpts are SCAN's MATCH, COUNT and TYPE options.
+type scanOpts struct {
+	pattern []byte
+	count   int64
+	typ     string
+}
+
 func cmdScan(s *Server, r *reply, args [][]byte) {
 	c, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
 		r.err("ERR invalid cursor")
 		return
 	}
-	count := int64(10)
-	var pattern []byte
-	typ := ""
-	for i := 2; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			r.syntax()
-			return
-		}
-		switch {
-		case eq(args[i], "match"):
-			pattern = args[i+1]
-		case eq(args[i], "count"):
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				r.notInt()
-				return
-			}
-			if n < 1 {
-				r.syntax()
-				return
-			}
-			count = n
-		case eq(args[i], "type"):
-			typ = lower(args[i+1])
-		default:
-			r.syntax()
-			return
-		}
+	o, ok := parseScanOpts(r, args[2:])
+	if !ok {
+		return
 	}
 	var from []byte
 	if c != 0 {
@@ -499,30 +481,8 @@ func cmdScan(s *Server, r *reply, args [][]byte) {
 		}
 		from = k
 	}
-	it := s.ks.cf.NewIter(nil)
-	defer it.Close()
-	var keys [][]byte
-	ok := it.First()
-	if from != nil {
-		ok = it.SeekGE(from)
-	}
-	visited := int64(0)
-	for ; ok && visited < count; ok = it.Next() {
-		visited++
-		k := it.Key()
-		if pattern != nil && !globMatch(pattern, k, false) {
-			continue
-		}
-		if typ != "" && typeOf(it.Value()).redisType() != typ && !(typ == "string" && typeOf(it.Value()) == typeHLL) {
-			continue
-		}
-		keys = append(keys, bytes.Clone(k))
-	}
-	next := uint64(0)
-	if ok {
-		next = s.ks.cursor(it.Key())
-	}
-	if err := it.Error(); err != nil {
+	keys, next, err := s.scanKeys(from, o)
+	if err != nil {
 		r.storeErr(err)
 		return
 	}
@@ -532,6 +492,76 @@ func cmdScan(s *Server, r *reply, args [][]byte) {
 	for _, k := range keys {
 		r.bulk(k)
 	}
+}
+
+// parseScanOpts parses SCAN's option pairs; on an error it replies and
+// returns false.
+func parseScanOpts(r *reply, args [][]byte) (scanOpts, bool) {
+	o := scanOpts{count: 10}
+	for i := 0; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			r.syntax()
+			return o, false
+		}
+		switch {
+		case eq(args[i], "match"):
+			o.pattern = args[i+1]
+		case eq(args[i], "count"):
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				r.notInt()
+				return o, false
+			}
+			if n < 1 {
+				r.syntax()
+				return o, false
+			}
+			o.count = n
+		case eq(args[i], "type"):
+			o.typ = lower(args[i+1])
+		default:
+			r.syntax()
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// scanKeys visits up to o.count keys from from (nil: the first key) and
+// returns those that match o, and the cursor of the next key (0 at the
+// end).
+func (s *Server) scanKeys(from []byte, o scanOpts) (keys [][]byte, next uint64, err error) {
+	it := s.ks.cf.NewIter(nil)
+	defer it.Close()
+	ok := it.First()
+	if from != nil {
+		ok = it.SeekGE(from)
+	}
+	visited := int64(0)
+	for ; ok && visited < o.count; ok = it.Next() {
+		visited++
+		k := it.Key()
+		if o.pattern != nil && !globMatch(o.pattern, k, false) {
+			continue
+		}
+		if o.typ != "" && !scanTypeMatch(typeOf(it.Value()), o.typ) {
+			continue
+		}
+		keys = append(keys, bytes.Clone(k))
+	}
+	if ok {
+		next = s.ks.cursor(it.Key())
+	}
+	if err := it.Error(); err != nil {
+		return nil, 0, err
+	}
+	return keys, next, nil
+}
+
+// scanTypeMatch reports whether a value of type t passes SCAN's TYPE typ;
+// an HLL is a string to Redis.
+func scanTypeMatch(t keyType, typ string) bool {
+	return t.redisType() == typ || (typ == "string" && t == typeHLL)
 }
 
 func cmdKeys(s *Server, r *reply, args [][]byte) {
@@ -591,68 +621,6 @@ func cmdFlush(s *Server, r *reply, args [][]byte) {
 // It backtracks only to the last star (the classic wildcard algorithm), so
 // a pattern like "*a*a*a*b" costs O(len(p)·len(s)), not exponential time.
 func globMatch(p, s []byte, nocase bool) bool {
-	fold := func(c byte) byte {
-		if nocase && c >= 'A' && c <= 'Z' {
-			return c + 32
-		}
-		return c
-	}
-	// one matches the pattern element at p[pi] against c and returns the
-	// length of the element, or 0 when it does not match.
-	one := func(pi int, c byte) int {
-		switch p[pi] {
-		case '?':
-			return 1
-		case '[':
-			j := pi + 1
-			not := j < len(p) && p[j] == '^'
-			if not {
-				j++
-			}
-			match := false
-			for j < len(p) && p[j] != ']' {
-				switch {
-				case p[j] == '\\' && j+1 < len(p):
-					j++
-					if fold(p[j]) == fold(c) {
-						match = true
-					}
-				case j+2 < len(p) && p[j+1] == '-' && p[j+2] != ']':
-					lo, hi := fold(p[j]), fold(p[j+2])
-					if lo > hi {
-						lo, hi = hi, lo
-					}
-					if fc := fold(c); fc >= lo && fc <= hi {
-						match = true
-					}
-					j += 2
-				default:
-					if fold(p[j]) == fold(c) {
-						match = true
-					}
-				}
-				j++
-			}
-			if j < len(p) {
-				j++ // the ]
-			}
-			if match != not {
-				return j - pi
-			}
-			return 0
-		case '\\':
-			if pi+1 < len(p) {
-				if fold(p[pi+1]) == fold(c) {
-					return 2
-				}
-				return 0
-			}
-		}
-		if fold(p[pi]) == fold(c) {
-			return 1
-		}
-		return 0
-	}
 	pi, si := 0, 0
 	star, starSi := -1, 0
 	for si < len(s) {
@@ -664,7 +632,7 @@ func globMatch(p, s []byte, nocase bool) bool {
 			continue
 		}
 		if pi < len(p) {
-			if n := one(pi, s[si]); n > 0 {
+			if n := globOne(p, pi, s[si], nocase); n > 0 {
 				pi += n
 				si++
 				continue
@@ -680,4 +648,77 @@ func globMatch(p, s []byte, nocase bool) bool {
 		pi++
 	}
 	return pi == len(p)
+}
+
+// globFold lower-cases an ASCII letter when nocase.
+func globFold(c byte, nocase bool) byte {
+	if nocase && c >= 'A' && c <= 'Z' {
+		return c + 32
+	}
+	return c
+}
+
+// globOne matches the pattern element at p[pi] (not a star) against c and
+// returns the length of the element, or 0 when it does not match.
+func globOne(p []byte, pi int, c byte, nocase bool) int {
+	switch p[pi] {
+	case '?':
+		return 1
+	case '[':
+		return globClass(p, pi, c, nocase)
+	case '\\':
+		if pi+1 < len(p) {
+			if globFold(p[pi+1], nocase) == globFold(c, nocase) {
+				return 2
+			}
+			return 0
+		}
+	}
+	if globFold(p[pi], nocase) == globFold(c, nocase) {
+		return 1
+	}
+	return 0
+}
+
+// globClass matches the [set], [^set] or [a-z] at p[pi] against c and
+// returns its length (an unclosed set runs to the end), or 0 when it does
+// not match.
+func globClass(p []byte, pi int, c byte, nocase bool) int {
+	fc := globFold(c, nocase)
+	j := pi + 1
+	not := j < len(p) && p[j] == '^'
+	if not {
+		j++
+	}
+	match := false
+	for j < len(p) && p[j] != ']' {
+		switch {
+		case p[j] == '\\' && j+1 < len(p):
+			j++
+			if globFold(p[j], nocase) == fc {
+				match = true
+			}
+		case j+2 < len(p) && p[j+1] == '-' && p[j+2] != ']':
+			lo, hi := globFold(p[j], nocase), globFold(p[j+2], nocase)
+			if lo > hi {
+				lo, hi = hi, lo
+			}
+			if fc >= lo && fc <= hi {
+				match = true
+			}
+			j += 2
+		default:
+			if globFold(p[j], nocase) == fc {
+				match = true
+			}
+		}
+		j++
+	}
+	if j < len(p) {
+		j++ // the ]
+	}
+	if match != not {
+		return j - pi
+	}
+	return 0
 }

@@ -43,113 +43,153 @@ func TestDifferentialRedis(t *testing.T) {
 	if v := os.Getenv("SIEVE_DIFF_STEPS"); v != "" {
 		steps, _ = strconv.Atoi(v)
 	}
-	keys := []string{"k0", "k1", "k2", "k3", "k4", "h{t}"}
-	key := func() string { return keys[rng.IntN(len(keys))] }
-	elem := func() string { return "e" + strconv.Itoa(rng.IntN(2000)) }
-	str := func() string {
-		b := make([]byte, rng.IntN(12))
-		for i := range b {
-			const alphabet = "abcXYZ019 \x00\xff-"
-			b[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return string(b)
-	}
-	isHLL := func(k string) bool {
-		v, err := red.Get(ctx, k).Result()
-		return err == nil && isHLLString([]byte(v))
-	}
-	diverged, compared, dense := 0, 0, 0
+	g := &diffGen{rng: rng, red: red, keys: []string{"k0", "k1", "k2", "k3", "k4", "h{t}"}}
+	var st diffStats
 	for step := 0; step < steps; step++ {
-		k := key()
-		var args []any
-		switch op := rng.IntN(100); {
-		case op < 30:
-			args = []any{"pfadd", k}
-			for n := rng.IntN(4); n > 0; n-- {
-				args = append(args, elem())
-			}
-			if rng.IntN(10) == 0 { // bulk add: through the sparse→dense promotion
-				for n := 0; n < 1500; n++ {
-					args = append(args, elem()+strconv.Itoa(step))
-				}
-			}
-		case op < 42:
-			args = []any{"pfcount", k}
-			if rng.IntN(3) == 0 {
-				args = append(args, key())
-			}
-		case op < 48:
-			args = []any{"pfmerge", k, key(), key()}
-		case op < 58:
-			args = []any{"set", k, str()}
-		case op < 62: // SET of HLL bytes taken from Redis
-			if v, err := red.Get(ctx, key()).Result(); err == nil && isHLLString([]byte(v)) {
-				args = []any{"set", k, v}
-			} else {
-				args = []any{"get", k}
-			}
-		case op < 72:
-			args = []any{"get", k}
-		case op < 75:
-			args = []any{"del", k, key()}
-		case op < 78:
-			args = []any{"exists", k, key()}
-		case op < 81:
-			args = []any{"strlen", k}
-		case op < 84:
-			args = []any{"type", k}
-		case op < 88:
-			args = []any{"getrange", k, strconv.Itoa(rng.IntN(30) - 10), strconv.Itoa(rng.IntN(30) - 10)}
-		case op < 92:
-			if isHLL(k) {
-				args = []any{"get", k}
-			} else {
-				args = []any{"append", k, str()}
-			}
-		case op < 95:
-			if isHLL(k) {
-				args = []any{"strlen", k}
-			} else {
-				args = []any{"setrange", k, strconv.Itoa(rng.IntN(20)), str()}
-			}
-		default:
-			args = []any{[]string{"incr", "decr", "incrby"}[rng.IntN(3)], k}
-			if args[0] == "incrby" {
-				args = append(args, strconv.Itoa(rng.IntN(100)-50))
-			}
-		}
+		args := g.command(step)
 		want, got := do(red, args...), do(sie, args...)
 		if want != got {
 			t.Fatalf("step %d %s: redis %q, sieve %q", step, show(args), want, got)
 		}
-		for _, kk := range keys {
-			rv, rerr := red.Get(ctx, kk).Result()
-			sv, serr := sie.Get(ctx, kk).Result()
-			if fmt.Sprint(rerr) != fmt.Sprint(serr) {
-				t.Fatalf("step %d %s: GET %s: redis err %v, sieve err %v", step, show(args), kk, rerr, serr)
-			}
-			if rerr != nil {
-				continue
-			}
-			if isHLLString([]byte(rv)) {
-				compared++
-				if rv[4] == 0 {
-					dense++
-				}
-			}
-			if rv == sv {
-				continue
-			}
-			if !sameRegisters(rv, sv) || rv[8:16] != sv[8:16] && (rv[15]&0x80 != 0) != (sv[15]&0x80 != 0) {
-				t.Fatalf("step %d %s: GET %s differs beyond the documented cases:\nredis %q\nsieve %q", step, show(args), kk, clipS(rv), clipS(sv))
-			}
-			diverged++
-			if err := sie.Set(ctx, kk, rv, 0).Err(); err != nil {
-				t.Fatal(err)
-			}
+		for _, kk := range g.keys {
+			st.compareGet(t, red, sie, step, args, kk)
 		}
 	}
-	t.Logf("%d steps; %d GETs of HLL values compared (%d dense), %d differed in encoding only (same registers; resynchronised)", steps, compared, dense, diverged)
+	t.Logf("%d steps; %d GETs of HLL values compared (%d dense), %d differed in encoding only (same registers; resynchronised)", steps, st.compared, st.dense, st.diverged)
+}
+
+// diffGen draws TestDifferentialRedis's commands from rng.
+type diffGen struct {
+	rng  *rand.Rand
+	red  *redis.Client // Redis, for the HLL values it holds
+	keys []string
+}
+
+func (g *diffGen) key() string  { return g.keys[g.rng.IntN(len(g.keys))] }
+func (g *diffGen) elem() string { return "e" + strconv.Itoa(g.rng.IntN(2000)) }
+
+func (g *diffGen) str() string {
+	b := make([]byte, g.rng.IntN(12))
+	for i := range b {
+		const alphabet = "abcXYZ019 \x00\xff-"
+		b[i] = alphabet[g.rng.IntN(len(alphabet))]
+	}
+	return string(b)
+}
+
+// isHLL reports whether Redis holds an HLL at k.
+func (g *diffGen) isHLL(k string) bool {
+	v, err := g.red.Get(ctx, k).Result()
+	return err == nil && isHLLString([]byte(v))
+}
+
+// command draws the key and the command of step.
+func (g *diffGen) command(step int) []any {
+	k := g.key()
+	op := g.rng.IntN(100)
+	if op < 62 {
+		return g.hllOrSetCommand(op, k, step)
+	}
+	return g.stringCommand(op, k)
+}
+
+// hllOrSetCommand: PFADD, PFCOUNT, PFMERGE, SET (op < 62).
+func (g *diffGen) hllOrSetCommand(op int, k string, step int) []any {
+	switch {
+	case op < 30:
+		args := []any{"pfadd", k}
+		for n := g.rng.IntN(4); n > 0; n-- {
+			args = append(args, g.elem())
+		}
+		if g.rng.IntN(10) == 0 { // bulk add: through the sparse→dense promotion
+			for n := 0; n < 1500; n++ {
+				args = append(args, g.elem()+strconv.Itoa(step))
+			}
+		}
+		return args
+	case op < 42:
+		args := []any{"pfcount", k}
+		if g.rng.IntN(3) == 0 {
+			args = append(args, g.key())
+		}
+		return args
+	case op < 48:
+		return []any{"pfmerge", k, g.key(), g.key()}
+	case op < 58:
+		return []any{"set", k, g.str()}
+	default: // SET of HLL bytes taken from Redis
+		if v, err := g.red.Get(ctx, g.key()).Result(); err == nil && isHLLString([]byte(v)) {
+			return []any{"set", k, v}
+		}
+		return []any{"get", k}
+	}
+}
+
+// stringCommand: the string and key commands (op >= 62).
+func (g *diffGen) stringCommand(op int, k string) []any {
+	switch {
+	case op < 72:
+		return []any{"get", k}
+	case op < 75:
+		return []any{"del", k, g.key()}
+	case op < 78:
+		return []any{"exists", k, g.key()}
+	case op < 81:
+		return []any{"strlen", k}
+	case op < 84:
+		return []any{"type", k}
+	case op < 88:
+		return []any{"getrange", k, strconv.Itoa(g.rng.IntN(30) - 10), strconv.Itoa(g.rng.IntN(30) - 10)}
+	case op < 92:
+		if g.isHLL(k) {
+			return []any{"get", k}
+		}
+		return []any{"append", k, g.str()}
+	case op < 95:
+		if g.isHLL(k) {
+			return []any{"strlen", k}
+		}
+		return []any{"setrange", k, strconv.Itoa(g.rng.IntN(20)), g.str()}
+	default:
+		args := []any{[]string{"incr", "decr", "incrby"}[g.rng.IntN(3)], k}
+		if args[0] == "incrby" {
+			args = append(args, strconv.Itoa(g.rng.IntN(100)-50))
+		}
+		return args
+	}
+}
+
+// diffStats counts TestDifferentialRedis's HLL comparisons.
+type diffStats struct{ diverged, compared, dense int }
+
+// compareGet compares the GET of kk on both servers after step's args and
+// resynchronises sieve's value when it differs in encoding only.
+func (st *diffStats) compareGet(t *testing.T, red, sie *redis.Client, step int, args []any, kk string) {
+	t.Helper()
+	rv, rerr := red.Get(ctx, kk).Result()
+	sv, serr := sie.Get(ctx, kk).Result()
+	if fmt.Sprint(rerr) != fmt.Sprint(serr) {
+		t.Fatalf("step %d %s: GET %s: redis err %v, sieve err %v", step, show(args), kk, rerr, serr)
+	}
+	if rerr != nil {
+		return
+	}
+	if isHLLString([]byte(rv)) {
+		st.compared++
+		if rv[4] == 0 {
+			st.dense++
+		}
+	}
+	if rv == sv {
+		return
+	}
+	if !sameRegisters(rv, sv) || rv[8:16] != sv[8:16] && (rv[15]&0x80 != 0) != (sv[15]&0x80 != 0) {
+		t.Fatalf("step %d %s: GET %s differs beyond the documented cases:\nredis %q\nsieve %q", step, show(args), kk, clipS(rv), clipS(sv))
+	}
+	st.diverged++
+	if err := sie.Set(ctx, kk, rv, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // sameRegisters reports whether two HLL strings hold the same registers.
@@ -197,95 +237,119 @@ func TestDifferentialRedisPipelined(t *testing.T) {
 	if testing.Short() {
 		pipelines = 100
 	}
-	hkeys := []string{"h0", "h1", "h2", "h3"}
-	skeys := []string{"s0", "s1", "s2"}
-	all := append(append([]string{}, hkeys...), skeys...)
-	pick := func(ks []string) string { return ks[rng.IntN(len(ks))] }
-	elem := func() string { return "e" + strconv.Itoa(rng.IntN(3000)) }
-	var lastHLL string
+	g := &pipeGen{rng: rng, hkeys: []string{"h0", "h1", "h2", "h3"}, skeys: []string{"s0", "s1", "s2"}}
+	all := append(append([]string{}, g.hkeys...), g.skeys...)
 	for p := 0; p < pipelines; p++ {
-		n := 1 + rng.IntN(40)
-		var cmds [][]any
-		for i := 0; i < n; i++ {
-			h, sk := pick(hkeys), pick(skeys)
-			var args []any
-			switch op := rng.IntN(100); {
-			case op < 40:
-				args = []any{"pfadd", h}
-				for m := rng.IntN(4); m > 0; m-- {
-					args = append(args, elem())
-				}
-			case op < 48:
-				args = []any{"pfcount", h}
-			case op < 52:
-				args = []any{"pfmerge", h, pick(hkeys)}
-			case op < 58:
-				args = []any{"get", h}
-			case op < 61:
-				args = []any{"set", h, "not an hll"}
-			case op < 64:
-				if lastHLL != "" {
-					args = []any{"set", h, lastHLL}
-				} else {
-					args = []any{"del", h}
-				}
-			case op < 67:
-				args = []any{"del", h}
-			case op < 77:
-				args = []any{"set", sk, strconv.Itoa(rng.IntN(100))}
-			case op < 85:
-				args = []any{"get", sk}
-			case op < 90:
-				args = []any{"incr", sk}
-			case op < 94:
-				args = []any{"append", sk, "x"}
-			case op < 97:
-				args = []any{"pfadd", sk, elem()}
-			default:
-				args = []any{"mget", h, sk}
-			}
-			cmds = append(cmds, args)
-		}
-		run := func(c *redis.Client) []string {
-			pl := c.Pipeline()
-			res := make([]*redis.Cmd, len(cmds))
-			for i, a := range cmds {
-				res[i] = pl.Do(ctx, a...)
-			}
-			_, _ = pl.Exec(ctx)
-			out := make([]string, len(cmds))
-			for i, r := range res {
-				v, err := r.Result()
-				switch {
-				case errors.Is(err, redis.Nil):
-					out[i] = "<nil>"
-				case err != nil:
-					out[i] = "ERR:" + err.Error()
-				default:
-					out[i] = fmt.Sprint(v)
-				}
-			}
-			return out
-		}
-		want, got := run(red), run(sie)
+		cmds := g.pipeline()
+		want, got := runPipeline(red, cmds), runPipeline(sie, cmds)
 		for i := range cmds {
 			if want[i] != got[i] {
 				t.Fatalf("pipeline %d command %d/%d %s: redis %q, sieve %q", p, i, len(cmds), show(cmds[i]), clipS(want[i]), clipS(got[i]))
 			}
 		}
 		for _, k := range all {
-			rv, rerr := red.Get(ctx, k).Result()
-			sv, serr := sie.Get(ctx, k).Result()
-			if fmt.Sprint(rerr) != fmt.Sprint(serr) || (rerr == nil && rv != sv && !sameRegisters(rv, sv)) {
-				t.Fatalf("after pipeline %d: GET %s: redis %q %v, sieve %q %v", p, k, clipS(rv), rerr, clipS(sv), serr)
-			}
-			if rerr == nil && rv != sv { // encoding only: resynchronise
-				_ = sie.Set(ctx, k, rv, 0).Err()
-			}
-			if rerr == nil && isHLLString([]byte(rv)) {
-				lastHLL = rv
-			}
+			g.compareGet(t, red, sie, p, k)
 		}
 	}
 	t.Logf("%d pipelines compared", pipelines)
+}
+
+// pipeGen draws TestDifferentialRedisPipelined's pipelines from rng.
+type pipeGen struct {
+	rng          *rand.Rand
+	hkeys, skeys []string
+	lastHLL      string // the last HLL value read from Redis
+}
+
+func (g *pipeGen) pick(ks []string) string { return ks[g.rng.IntN(len(ks))] }
+func (g *pipeGen) elem() string            { return "e" + strconv.Itoa(g.rng.IntN(3000)) }
+
+// pipeline draws a pipeline of 1..40 commands.
+func (g *pipeGen) pipeline() [][]any {
+	n := 1 + g.rng.IntN(40)
+	var cmds [][]any
+	for i := 0; i < n; i++ {
+		cmds = append(cmds, g.command())
+	}
+	return cmds
+}
+
+func (g *pipeGen) command() []any {
+	h, sk := g.pick(g.hkeys), g.pick(g.skeys)
+	switch op := g.rng.IntN(100); {
+	case op < 40:
+		args := []any{"pfadd", h}
+		for m := g.rng.IntN(4); m > 0; m-- {
+			args = append(args, g.elem())
+		}
+		return args
+	case op < 48:
+		return []any{"pfcount", h}
+	case op < 52:
+		return []any{"pfmerge", h, g.pick(g.hkeys)}
+	case op < 58:
+		return []any{"get", h}
+	case op < 61:
+		return []any{"set", h, "not an hll"}
+	case op < 64:
+		if g.lastHLL != "" {
+			return []any{"set", h, g.lastHLL}
+		}
+		return []any{"del", h}
+	case op < 67:
+		return []any{"del", h}
+	case op < 77:
+		return []any{"set", sk, strconv.Itoa(g.rng.IntN(100))}
+	case op < 85:
+		return []any{"get", sk}
+	case op < 90:
+		return []any{"incr", sk}
+	case op < 94:
+		return []any{"append", sk, "x"}
+	case op < 97:
+		return []any{"pfadd", sk, g.elem()}
+	default:
+		return []any{"mget", h, sk}
+	}
+}
+
+// runPipeline sends cmds to c as one pipeline and returns the replies as
+// do prints them.
+func runPipeline(c *redis.Client, cmds [][]any) []string {
+	pl := c.Pipeline()
+	res := make([]*redis.Cmd, len(cmds))
+	for i, a := range cmds {
+		res[i] = pl.Do(ctx, a...)
+	}
+	_, _ = pl.Exec(ctx)
+	out := make([]string, len(cmds))
+	for i, r := range res {
+		v, err := r.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			out[i] = "<nil>"
+		case err != nil:
+			out[i] = "ERR:" + err.Error()
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return out
+}
+
+// compareGet compares the GET of k on both servers after pipeline p,
+// resynchronises an encoding-only difference and remembers Redis's HLL.
+func (g *pipeGen) compareGet(t *testing.T, red, sie *redis.Client, p int, k string) {
+	t.Helper()
+	rv, rerr := red.Get(ctx, k).Result()
+	sv, serr := sie.Get(ctx, k).Result()
+	if fmt.Sprint(rerr) != fmt.Sprint(serr) || (rerr == nil && rv != sv && !sameRegisters(rv, sv)) {
+		t.Fatalf("after pipeline %d: GET %s: redis %q %v, sieve %q %v", p, k, clipS(rv), rerr, clipS(sv), serr)
+	}
+	if rerr == nil && rv != sv { // encoding only: resynchronise
+		_ = sie.Set(ctx, k, rv, 0).Err()
+	}
+	if rerr == nil && isHLLString([]byte(rv)) {
+		g.lastHLL = rv
+	}
 }

@@ -33,10 +33,31 @@ func do(c *redis.Client, args ...any) string {
 func TestGoRedis(t *testing.T) {
 	s := startServer(t, "", nil)
 	c := newClient(t, s.Addr())
-	steps := []struct {
-		args []any
-		want string
-	}{
+	steps := append(append(goRedisStringSteps(), goRedisSketchSteps()...), goRedisAdminSteps()...)
+	for i, st := range steps {
+		if got := do(c, st.args...); got != st.want {
+			t.Fatalf("step %d %v: got %q, want %q", i, st.args, got, st.want)
+		}
+	}
+	checkScanMatch(t, c)
+	info := do(c, "info", "sieve")
+	if !strings.Contains(info, "filter_checks:") || !strings.Contains(info, "level0:tables=") {
+		t.Fatalf("INFO sieve: %q", info)
+	}
+	if do(c, "flushall") != "OK" || do(c, "dbsize") != "0" {
+		t.Fatal("FLUSHALL left keys")
+	}
+}
+
+// goRedisStep is a command of TestGoRedis and its reply as do prints it.
+type goRedisStep struct {
+	args []any
+	want string
+}
+
+// goRedisStringSteps: strings, counters and key commands.
+func goRedisStringSteps() []goRedisStep {
+	return []goRedisStep{
 		{[]any{"ping"}, "PONG"},
 		{[]any{"echo", "hi"}, "hi"},
 		{[]any{"set", "k", "v"}, "OK"},
@@ -69,6 +90,13 @@ func TestGoRedis(t *testing.T) {
 		{[]any{"type", "nope"}, "none"},
 		{[]any{"del", "k", "k", "nope"}, "1"},
 		{[]any{"unlink", "b"}, "1"},
+	}
+}
+
+// goRedisSketchSteps: HyperLogLogs, Bloom and cuckoo filters, on top of
+// goRedisStringSteps' keys.
+func goRedisSketchSteps() []goRedisStep {
+	return []goRedisStep{
 		{[]any{"pfadd", "h", "a", "b", "c"}, "1"},
 		{[]any{"pfadd", "h", "a"}, "0"},
 		{[]any{"pfcount", "h"}, "3"},
@@ -107,6 +135,12 @@ func TestGoRedis(t *testing.T) {
 		{[]any{"cf.mexists", "cf", "x", "nope"}, "[1 0]"},
 		{[]any{"cf.del", "nocf", "x"}, "ERR:ERR Not found"},
 		{[]any{"type", "cf"}, "MBbloomCF"},
+	}
+}
+
+// goRedisAdminSteps: connection and server commands, and the keys left.
+func goRedisAdminSteps() []goRedisStep {
+	return []goRedisStep{
 		{[]any{"select", "0"}, "OK"},
 		{[]any{"select", "1"}, "ERR:ERR DB index is out of range (sieve-server has one database, 0)"},
 		{[]any{"client", "setname", "me"}, "OK"},
@@ -119,12 +153,11 @@ func TestGoRedis(t *testing.T) {
 		{[]any{"hello", "3"}, "ERR:NOPROTO sieve-server speaks RESP2 only"},
 		{[]any{"dbsize"}, "8"},
 	}
-	for i, st := range steps {
-		if got := do(c, st.args...); got != st.want {
-			t.Fatalf("step %d %v: got %q, want %q", i, st.args, got, st.want)
-		}
-	}
-	// SCAN with MATCH and COUNT visits every key once.
+}
+
+// checkScanMatch: SCAN with MATCH and COUNT visits every key once.
+func checkScanMatch(t *testing.T, c *redis.Client) {
+	t.Helper()
 	seen := map[string]int{}
 	var cursor uint64
 	for {
@@ -141,13 +174,6 @@ func TestGoRedis(t *testing.T) {
 	}
 	if fmt.Sprint(seen) != "map[h:1 h2:1 hm:1]" {
 		t.Fatalf("SCAN MATCH h*: %v", seen)
-	}
-	info := do(c, "info", "sieve")
-	if !strings.Contains(info, "filter_checks:") || !strings.Contains(info, "level0:tables=") {
-		t.Fatalf("INFO sieve: %q", info)
-	}
-	if do(c, "flushall") != "OK" || do(c, "dbsize") != "0" {
-		t.Fatal("FLUSHALL left keys")
 	}
 }
 

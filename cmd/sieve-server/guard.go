@@ -115,98 +115,153 @@ func (g *guardConn) fail() error {
 }
 
 // scan advances the state over b and returns how many bytes are fine
-// before a violation, and the violation.
+// before a violation, and the violation. Each state's step is a method
+// that returns a nil error on the happy path, so the loop stays
+// allocation-free; the digits of a length stay in the loop, and bulk
+// payloads are skipped in one step.
 func (g *guardConn) scan(b []byte) (int, error) {
 	maxArgs, maxBulk := g.limits()
 	maxInline := g.lim.maxInline.Load()
 	for i := 0; i < len(b); i++ {
-		c := b[i]
+		var err error
 		switch g.st {
 		case gStart:
-			switch c {
-			case '*':
-				g.st, g.num, g.digits, g.neg = gCount, 0, 0, false
-			case '\n':
-			default:
-				g.st, g.inline = gInline, 1
-			}
+			g.startByte(b[i])
 		case gInline:
-			if c == '\n' {
-				g.st = gStart
-				continue
-			}
-			g.inline++
-			if g.inline > maxInline {
-				return i, &protoError{"too big inline request"}
-			}
+			err = g.inlineByte(b[i], maxInline)
 		case gCount, gBulkLen:
-			switch {
-			case c == '-' && g.digits == 0 && !g.neg:
-				g.neg = true
-			case c >= '0' && c <= '9':
+			if c := b[i]; c >= '0' && c <= '9' && g.digits < 18 {
 				g.digits++
 				g.num = g.num*10 + int64(c-'0')
-				if g.digits > 18 {
-					return i, g.lenError()
-				}
-			case c == '\r':
-				if g.digits == 0 {
-					return i, g.lenError()
-				}
-				if g.st == gCount {
-					g.st = gCountLF
-				} else {
-					g.st = gBulkLenLF
-				}
-			default:
-				return i, g.lenError()
+				continue
 			}
+			err = g.lenOther(b[i])
 		case gCountLF:
-			if c != '\n' {
-				return i, &protoError{"invalid multibulk length"}
-			}
-			switch {
-			case g.neg || g.num == 0:
-				g.st = gStart // redcon refuses these itself
-			case g.num > maxArgs:
-				if g.authed != nil && !g.authed() {
-					return i, &protoError{"unauthenticated multibulk length"}
-				}
-				return i, &protoError{"invalid multibulk length"}
-			default:
-				g.args, g.st = g.num, gBulkHdr
-			}
+			err = g.countEnd(b[i], maxArgs)
 		case gBulkHdr:
-			if c != '$' {
-				return i, &protoError{"expected '$', got '" + printable(c) + "'"}
-			}
-			g.st, g.num, g.digits, g.neg = gBulkLen, 0, 0, false
+			err = g.bulkHdr(b[i])
 		case gBulkLenLF:
-			if c != '\n' {
-				return i, &protoError{"invalid bulk length"}
-			}
-			if g.neg || g.num > maxBulk {
-				if g.authed != nil && !g.authed() {
-					return i, &protoError{"unauthenticated bulk length"}
-				}
-				return i, &protoError{"invalid bulk length"}
-			}
-			g.left, g.st = g.num+2, gBulkData
+			err = g.bulkLenEnd(b[i], maxBulk)
 		case gBulkData:
-			skip := min(g.left, int64(len(b)-i))
-			g.left -= skip
-			i += int(skip) - 1
-			if g.left == 0 {
-				g.args--
-				if g.args == 0 {
-					g.st = gStart
-				} else {
-					g.st = gBulkHdr
-				}
-			}
+			i += g.skipBulk(len(b)-i) - 1
+		}
+		if err != nil {
+			return i, err
 		}
 	}
 	return len(b), nil
+}
+
+// startByte begins a request: '*' a multibulk count, anything but a bare
+// '\n' an inline request.
+func (g *guardConn) startByte(c byte) {
+	switch c {
+	case '*':
+		g.st, g.num, g.digits, g.neg = gCount, 0, 0, false
+	case '\n':
+	default:
+		g.st, g.inline = gInline, 1
+	}
+}
+
+// inlineByte counts an inline request's bytes up to its '\n'.
+func (g *guardConn) inlineByte(c byte, maxInline int64) error {
+	if c == '\n' {
+		g.st = gStart
+		return nil
+	}
+	g.inline++
+	if g.inline > maxInline {
+		return &protoError{"too big inline request"}
+	}
+	return nil
+}
+
+// lenOther takes a byte of a multibulk count or a bulk length other than
+// its first eighteen digits (scan does those): the sign, a nineteenth
+// digit, the '\r' that ends it, or a bad byte.
+func (g *guardConn) lenOther(c byte) error {
+	switch {
+	case c == '-' && g.digits == 0 && !g.neg:
+		g.neg = true
+	case c >= '0' && c <= '9':
+		g.digits++
+		g.num = g.num*10 + int64(c-'0')
+		if g.digits > 18 {
+			return g.lenError()
+		}
+	case c == '\r':
+		if g.digits == 0 {
+			return g.lenError()
+		}
+		if g.st == gCount {
+			g.st = gCountLF
+		} else {
+			g.st = gBulkLenLF
+		}
+	default:
+		return g.lenError()
+	}
+	return nil
+}
+
+// countEnd ends a multibulk count at its '\n' and checks it.
+func (g *guardConn) countEnd(c byte, maxArgs int64) error {
+	if c != '\n' {
+		return &protoError{"invalid multibulk length"}
+	}
+	switch {
+	case g.neg || g.num == 0:
+		g.st = gStart // redcon refuses these itself
+	case g.num > maxArgs:
+		if g.authed != nil && !g.authed() {
+			return &protoError{"unauthenticated multibulk length"}
+		}
+		return &protoError{"invalid multibulk length"}
+	default:
+		g.args, g.st = g.num, gBulkHdr
+	}
+	return nil
+}
+
+// bulkHdr expects the '$' that starts a bulk length.
+func (g *guardConn) bulkHdr(c byte) error {
+	if c != '$' {
+		return &protoError{"expected '$', got '" + printable(c) + "'"}
+	}
+	g.st, g.num, g.digits, g.neg = gBulkLen, 0, 0, false
+	return nil
+}
+
+// bulkLenEnd ends a bulk length at its '\n' and checks it.
+func (g *guardConn) bulkLenEnd(c byte, maxBulk int64) error {
+	if c != '\n' {
+		return &protoError{"invalid bulk length"}
+	}
+	if g.neg || g.num > maxBulk {
+		if g.authed != nil && !g.authed() {
+			return &protoError{"unauthenticated bulk length"}
+		}
+		return &protoError{"invalid bulk length"}
+	}
+	g.left, g.st = g.num+2, gBulkData
+	return nil
+}
+
+// skipBulk consumes up to avail bytes of a bulk payload and its CRLF and
+// returns how many it took (at least one).
+func (g *guardConn) skipBulk(avail int) int {
+	skip := min(g.left, int64(avail))
+	g.left -= skip
+	if g.left == 0 {
+		g.args--
+		if g.args == 0 {
+			g.st = gStart
+		} else {
+			g.st = gBulkHdr
+		}
+	}
+	return int(skip)
 }
 
 func (g *guardConn) lenError() error {

@@ -91,63 +91,15 @@ func TestKillAcknowledgedWritesSurvive(t *testing.T) {
 	}
 	seed := testutil.Seed(t)
 	dir := t.TempDir()
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-dir", dir, "-sync")
-		cmd.Env = append(os.Environ(), "SIEVE_SERVER_CHILD=1")
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		line, err := bufio.NewReader(out).ReadString('\n')
-		if err != nil {
-			t.Fatalf("server did not start: %v", err)
-		}
-		// "sieve-server listening on ADDR (...)"
-		f := strings.Fields(line)
-		return cmd, f[3]
-	}
-	cmd, addr := start()
-	var mu sync.Mutex
-	acked := map[string]string{} // key → value acknowledged last
-	pfAcked := map[string][]string{}
+	cmd, addr := startSyncChild(t, dir)
+	log := &ackLog{acked: map[string]string{}, pfAcked: map[string][]string{}}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
-			c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
-			defer c.Close()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				k := fmt.Sprintf("g%d:k%d", g, rng.IntN(50))
-				if i%2 == 0 {
-					v := fmt.Sprintf("v%d", i)
-					if c.Set(ctx, k, v, 0).Err() != nil {
-						return
-					}
-					mu.Lock()
-					acked[k] = v
-					mu.Unlock()
-				} else {
-					e := fmt.Sprintf("e%d", i)
-					if c.PFAdd(ctx, "h"+k, e).Err() != nil {
-						return
-					}
-					mu.Lock()
-					pfAcked["h"+k] = append(pfAcked["h"+k], e)
-					mu.Unlock()
-				}
-			}
+			log.write(rand.New(rand.NewPCG(uint64(seed), uint64(g))), addr, g, stop)
 		}()
 	}
 	time.Sleep(1500 * time.Millisecond)
@@ -156,12 +108,82 @@ func TestKillAcknowledgedWritesSurvive(t *testing.T) {
 	wg.Wait()
 	_ = cmd.Wait()
 
-	cmd, addr = start()
+	cmd, addr = startSyncChild(t, dir)
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
 	c := newClient(t, addr)
-	mu.Lock()
-	defer mu.Unlock()
-	for k, v := range acked {
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	log.check(t, c)
+	t.Logf("%d SETs and %d PFADD keys acknowledged before SIGKILL; all present after restart", len(log.acked), len(log.pfAcked))
+}
+
+// startSyncChild starts this test binary as a server with -sync on dir and
+// returns it and its address.
+func startSyncChild(t *testing.T, dir string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-addr", "127.0.0.1:0", "-dir", dir, "-sync")
+	cmd.Env = append(os.Environ(), "SIEVE_SERVER_CHILD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("server did not start: %v", err)
+	}
+	// "sieve-server listening on ADDR (...)"
+	f := strings.Fields(line)
+	return cmd, f[3]
+}
+
+// ackLog holds the writes the server acknowledged.
+type ackLog struct {
+	mu      sync.Mutex
+	acked   map[string]string   // key → value acknowledged last
+	pfAcked map[string][]string // HLL key → elements acknowledged
+}
+
+// write is writer g: it alternates SETs and PFADDs of its keys on addr,
+// logging each acknowledged one, until stop or the first error.
+func (l *ackLog) write(rng *rand.Rand, addr string, g int, stop chan struct{}) {
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+	defer c.Close()
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		k := fmt.Sprintf("g%d:k%d", g, rng.IntN(50))
+		if i%2 == 0 {
+			v := fmt.Sprintf("v%d", i)
+			if c.Set(ctx, k, v, 0).Err() != nil {
+				return
+			}
+			l.mu.Lock()
+			l.acked[k] = v
+			l.mu.Unlock()
+		} else {
+			e := fmt.Sprintf("e%d", i)
+			if c.PFAdd(ctx, "h"+k, e).Err() != nil {
+				return
+			}
+			l.mu.Lock()
+			l.pfAcked["h"+k] = append(l.pfAcked["h"+k], e)
+			l.mu.Unlock()
+		}
+	}
+}
+
+// check checks every acknowledged write is on the server c talks to; the
+// caller holds l.mu.
+func (l *ackLog) check(t *testing.T, c *redis.Client) {
+	t.Helper()
+	for k, v := range l.acked {
 		// A later write may have been applied without its ack reaching
 		// the client; each goroutine writes a key in increasing order, so
 		// the value read is the acknowledged one or a later one.
@@ -170,12 +192,11 @@ func TestKillAcknowledgedWritesSurvive(t *testing.T) {
 			t.Fatalf("%s: acknowledged %q, after the kill %q", k, v, got)
 		}
 	}
-	for k, es := range pfAcked {
+	for k, es := range l.pfAcked {
 		if got := do(c, append([]any{"pfadd", k}, anys(es)...)...); got != "0" {
 			t.Fatalf("%s: acknowledged elements missing after the kill (PFADD of them again = %s)", k, got)
 		}
 	}
-	t.Logf("%d SETs and %d PFADD keys acknowledged before SIGKILL; all present after restart", len(acked), len(pfAcked))
 }
 
 func vnum(s string) int {
