@@ -14,8 +14,8 @@ import (
 )
 
 // TestKeyFilterRate: no added key is ever ruled out, and the rate at which
-// absent keys pass is near a blocked Bloom filter's at 10 bits a key
-// (≈1%; a classic one has 0.82%).
+// absent keys pass is what a filter blocked to 64-bit words gives at 10
+// bits a key (≈1.8%; a cache-line-blocked one ≈0.9%, a classic one 0.82%).
 func TestKeyFilterRate(t *testing.T) {
 	const n = 100000
 	f := newKeyFilter(10 * n)
@@ -31,7 +31,7 @@ func TestKeyFilterRate(t *testing.T) {
 	}
 	rate := float64(fp) / n
 	t.Logf("FPR %.3f%% at 10 bits/key, %d probes", 100*rate, filterProbes)
-	require.Less(t, rate, 0.015)
+	require.Less(t, rate, 0.025)
 	require.Greater(t, rate, 0.002, "a filter this size cannot do better: is it consulted?")
 	require.Nil(t, newKeyFilter(0))
 	require.False(t, math.IsNaN(rate))
