@@ -91,16 +91,18 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	// The table is installed and the memtable retired in one step: no
 	// read state may hold both (their merge operands would count twice)
 	// or neither.
+	// The metrics count the flush in the same step, before Flush's waiters
+	// wake: a Flush that returned shows in Metrics.
 	err := db.logAndApply(edit, func() {
+		db.metrics.flushes.Add(1)
+		db.metrics.flushBytes.Add(bytes)
+		db.metrics.levelBytesIn[0].Add(bytes)
 		db.mu.imm = db.mu.imm[1:]
 		db.mu.cond.Broadcast()
 	})
 	if err != nil {
 		return err
 	}
-	db.metrics.flushes.Add(1)
-	db.metrics.flushBytes.Add(bytes)
-	db.metrics.levelBytesIn[0].Add(bytes)
 	db.mu.Lock()
 	db.deleteObsoleteWALsLocked()
 	db.maybeScheduleCompactionLocked()
