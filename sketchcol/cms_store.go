@@ -25,6 +25,13 @@ func (s *Store) CMSInitByProb(key []byte, errorRate, probability float64) error 
 
 func (s *Store) cmsInit(key []byte, spec CMSSpec) error {
 	op, err := CMSInitOp(spec)
+	return s.create(key, op, err, ErrCMSKeyExists)
+}
+
+// create writes op, the operand creating a value (or the error building
+// it), on key unless the key holds any value, which returns exists
+// (RedisBloom's CMS.INITBY* and TOPK.RESERVE refuse any existing key).
+func (s *Store) create(key, op []byte, err, exists error) error {
 	if err != nil {
 		return err
 	}
@@ -35,7 +42,7 @@ func (s *Store) cmsInit(key []byte, spec CMSSpec) error {
 	}
 	if cur != nil {
 		k, _ := KindOf(cur)
-		return fmt.Errorf("%w (key %q holds a %s)", ErrCMSKeyExists, clip(key), k)
+		return fmt.Errorf("%w (key %q holds a %s)", exists, clip(key), k)
 	}
 	return s.merge(key, op)
 }

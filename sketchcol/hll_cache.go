@@ -200,6 +200,18 @@ func (s *Store) cachedHLL(stripe int, key []byte) *hllCacheEntry {
 // putHLL caches regs for key with the tag taken before they were read.
 // REQUIRES: the stripe's lock.
 func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
+	s.putEntry(stripe, key, &hllCacheEntry{regs: regs, stripe: st, global: gl})
+}
+
+// putBloom caches a Bloom filter for key, like putHLL.
+// REQUIRES: the stripe's lock.
+func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64) {
+	s.putEntry(stripe, key, &hllCacheEntry{bloom: b, stripe: st, global: gl})
+}
+
+// putEntry replaces key's entry in its stripe by e and evicts past the
+// stripe's budget. REQUIRES: the stripe's lock.
+func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 	if s.epochs.off.Load() {
 		return
 	}
@@ -210,7 +222,6 @@ func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
 	if old := c.m[string(key)]; old != nil {
 		c.drop(key, old)
 	}
-	e := &hllCacheEntry{regs: regs, stripe: st, global: gl}
 	e.bytes = len(key) + e.size() + hllCacheEntryBytes
 	c.m[string(key)] = e
 	c.bytes += e.bytes
@@ -222,26 +233,6 @@ func (e *hllCacheEntry) size() int {
 		return int(e.bloom.Info().Size)
 	}
 	return e.regs.size()
-}
-
-// putBloom caches a Bloom filter for key, like putHLL.
-// REQUIRES: the stripe's lock.
-func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64) {
-	if s.epochs.off.Load() {
-		return
-	}
-	c := &s.hllCache[stripe]
-	if c.m == nil {
-		c.m = make(map[string]*hllCacheEntry)
-	}
-	if old := c.m[string(key)]; old != nil {
-		c.drop(key, old)
-	}
-	e := &hllCacheEntry{bloom: b, stripe: st, global: gl}
-	e.bytes = len(key) + e.size() + hllCacheEntryBytes
-	c.m[string(key)] = e
-	c.bytes += e.bytes
-	c.evict(e)
 }
 
 // resize accounts for an entry whose registers grew.

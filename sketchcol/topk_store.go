@@ -1,7 +1,5 @@
 package sketchcol
 
-import "fmt"
-
 // Top-K commands of the Store (RedisBloom's TOPK.*).
 
 // TopKReserve creates an empty Top-K sketch at key keeping the k heaviest
@@ -17,19 +15,7 @@ func (s *Store) TopKReserve(key []byte, k, width, depth int, decay float64) erro
 		spec.Width, spec.Depth, spec.Decay = def.Width, def.Depth, def.Decay
 	}
 	op, err := TopKReserveOp(spec)
-	if err != nil {
-		return err
-	}
-	defer s.lock(key)()
-	cur, err := s.get(key)
-	if err != nil {
-		return err
-	}
-	if cur != nil {
-		kind, _ := KindOf(cur)
-		return fmt.Errorf("%w (key %q holds a %s)", ErrTopKKeyExists, clip(key), kind)
-	}
-	return s.merge(key, op)
+	return s.create(key, op, err, ErrTopKKeyExists)
 }
 
 // TopKAdd adds each item once, in order (TOPK.ADD), and returns the item
