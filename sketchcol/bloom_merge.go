@@ -31,11 +31,7 @@ func appendBloomOp(dst []byte, o *bloomOp) []byte {
 	le := binary.LittleEndian
 	spec := o.spec.normalized()
 	custom := spec != DefaultBloomSpec()
-	var flags byte
-	if custom {
-		flags |= opFlagSpec
-	}
-	dst = append(dst, kindBloomOp, version1, flags)
+	dst = appendOpHeader(dst, kindBloomOp, custom)
 	if custom {
 		dst = le.AppendUint64(dst, math.Float64bits(spec.ErrorRate))
 		dst = le.AppendUint64(dst, uint64(spec.Capacity))

@@ -35,11 +35,7 @@ const cmsOpSpecLen = 8
 func appendCMSOp(dst []byte, o *cmsOp) []byte {
 	le := binary.LittleEndian
 	custom := o.spec != DefaultCMSSpec()
-	var flags byte
-	if custom {
-		flags |= opFlagSpec
-	}
-	dst = append(dst, kindCMSOp, version1, flags)
+	dst = appendOpHeader(dst, kindCMSOp, custom)
 	if custom {
 		dst = le.AppendUint32(dst, uint32(o.spec.Width))
 		dst = le.AppendUint32(dst, uint32(o.spec.Depth))

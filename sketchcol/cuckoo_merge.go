@@ -61,11 +61,7 @@ func appendCuckooOp(dst []byte, o *cuckooOp) []byte {
 	le := binary.LittleEndian
 	spec := o.spec.normalized()
 	custom := spec != DefaultCuckooSpec()
-	var flags byte
-	if custom {
-		flags |= opFlagSpec
-	}
-	dst = append(dst, kindCuckooOp, version1, flags)
+	dst = appendOpHeader(dst, kindCuckooOp, custom)
 	if custom {
 		dst = le.AppendUint64(dst, uint64(spec.Capacity))
 		dst = append(dst, byte(spec.BucketSize))

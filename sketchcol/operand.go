@@ -237,3 +237,13 @@ func opHeader(b []byte, kind byte, specLen int, what string) (spec, rest []byte,
 	}
 	return rest[:specLen], rest[specLen:], nil
 }
+
+// appendOpHeader appends opHeader's head: kind, version and the flags byte,
+// which says whether a geometry (custom) follows.
+func appendOpHeader(dst []byte, kind byte, custom bool) []byte {
+	var flags byte
+	if custom {
+		flags = opFlagSpec
+	}
+	return append(dst, kind, version1, flags)
+}

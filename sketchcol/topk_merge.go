@@ -35,11 +35,7 @@ const topKOpSpecLen = 4 + 4 + 4 + 8
 func appendTopKOp(dst []byte, o *topKOp) []byte {
 	le := binary.LittleEndian
 	custom := o.spec != DefaultTopKSpec()
-	var flags byte
-	if custom {
-		flags |= opFlagSpec
-	}
-	dst = append(dst, kindTopKOp, version1, flags)
+	dst = appendOpHeader(dst, kindTopKOp, custom)
 	if custom {
 		dst = le.AppendUint32(dst, uint32(o.spec.K))
 		dst = le.AppendUint32(dst, uint32(o.spec.Width))
