@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type options struct {
 	compact  bool
 	threads  int
 	keys     string
+	cpuprof  string
 }
 
 // subcommands are the modes other than the default benchmark.
@@ -53,6 +55,7 @@ func main() {
 	flag.BoolVar(&o.compact, "compact", true, "flush and compact before the reads (false: reads see the LSM as the load left it)")
 	flag.StringVar(&o.keys, "keys", "seq", "key scheme: seq (absent keys adjacent to present ones) or scattered")
 	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
+	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n       peers filter [-n N] [-bits B] [-keys seq|scattered|both]   filter micro-benchmark\n       peers ycsb [-n N] [-ops N] [-threads T] [-workloads A,B,...]   YCSB A-F\n       peers syncwrite [-threads 1,4,16] [-ops N]   synchronous writers (group commit)\n")
 		flag.PrintDefaults()
@@ -84,7 +87,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(o, os.Args[1:]); err != nil {
+	if err := profiled(o.cpuprof, func() error { return run(o, os.Args[1:]) }); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(1)
 	}
@@ -472,4 +475,25 @@ func cpuModel() string {
 		}
 	}
 	return runtime.GOARCH
+}
+
+// profiled runs f, under a CPU profile written to file when file is set.
+func profiled(file string, f func() error) error {
+	if file == "" {
+		return f()
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return err
+	}
+	err = f()
+	pprof.StopCPUProfile()
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
