@@ -19,8 +19,13 @@ const (
 	// (32 bits kept), per-block snappy, whole-table filter, properties.
 	TableFormatV1 TableFormat = 1
 
-	// TableFormatLatest is what writers produce unless told otherwise.
-	TableFormatLatest = TableFormatV1
+	// TableFormatV2 adds partitioned index and filter blocks
+	// (WriterOptions.PartitionSize): a table of this format may have a
+	// top-level index and a top-level filter index. Otherwise as V1.
+	TableFormatV2 TableFormat = 2
+
+	// TableFormatLatest is the newest format this build reads and writes.
+	TableFormatLatest = TableFormatV2
 )
 
 func (f TableFormat) String() string { return fmt.Sprintf("v%d", uint32(f)) }

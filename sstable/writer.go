@@ -31,8 +31,19 @@ type WriterOptions struct {
 	// FilterPolicy builds the table's filter over its user keys; nil
 	// writes no filter block.
 	FilterPolicy filter.Policy
-	// TableFormat to write; zero means TableFormatLatest.
+	// TableFormat to write; zero means the oldest format that holds what
+	// the other options ask for: TableFormatV1, or TableFormatV2 with
+	// PartitionSize.
 	TableFormat TableFormat
+	// PartitionSize, when positive, partitions the index and the filter
+	// of a table whose index or filter outgrows it: each is cut, at data
+	// block boundaries, into partitions of about PartitionSize bytes
+	// under a small top-level index, so that a reader going through the
+	// block cache loads one partition per lookup instead of the whole
+	// block (RocksDB's partitioned index and filters; its
+	// metadata_block_size is 4096). Requires TableFormatV2. Zero writes
+	// them whole.
+	PartitionSize int
 }
 
 func (o WriterOptions) withDefaults() (WriterOptions, error) {
@@ -46,7 +57,13 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 		o.Compression = SnappyCompression
 	}
 	if o.TableFormat == 0 {
-		o.TableFormat = TableFormatLatest
+		o.TableFormat = TableFormatV1
+		if o.PartitionSize > 0 {
+			o.TableFormat = TableFormatV2
+		}
+	}
+	if o.PartitionSize < 0 || (o.PartitionSize > 0 && o.TableFormat < TableFormatV2) {
+		return o, fmt.Errorf("sstable: partition size %d needs table format v2 or later (have %s)", o.PartitionSize, o.TableFormat)
 	}
 	if o.Compression > SnappyCompression {
 		return o, fmt.Errorf("sstable: unknown compression %d", uint8(o.Compression))
@@ -82,6 +99,7 @@ type Writer struct {
 	index  blockWriter
 	filter filter.Builder
 	props  Properties
+	parts  partitioner
 
 	lastKey      []byte // encoded last key added
 	pendingIndex bool   // a data block was flushed; its index entry waits for the next key
@@ -103,6 +121,7 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 		data:   blockWriter{restartInterval: opts.BlockRestartInterval},
 		index:  blockWriter{restartInterval: 1},
 		digest: xxhash.New(),
+		parts:  partitioner{size: opts.PartitionSize},
 	}
 	if opts.FilterPolicy != nil {
 		wr.filter = opts.FilterPolicy.NewBuilder()
@@ -140,6 +159,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.filter != nil && (w.props.NumEntries == 0 || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
 		w.filter.Add(key.UserKey)
 		w.props.FilterKeys++
+		w.parts.filterKeys++
 	}
 	w.data.add(w.keyBuf, value)
 	w.lastKey, w.keyBuf = w.keyBuf, w.lastKey
@@ -156,6 +176,7 @@ func (w *Writer) addIndexEntry(sep []byte) {
 	w.sepBuf = sep
 	w.index.add(sep, appendHandle(nil, w.pendingH))
 	w.pendingIndex = false
+	w.cutPartitions(sep)
 }
 
 func (w *Writer) flushDataBlock() {
@@ -236,21 +257,23 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	if w.filter != nil {
 		// A policy that builds nothing (filter.None) gets no filter block,
 		// and the table records no policy.
-		if fb := w.filter.Finish(); len(fb) > 0 {
-			h := w.writeBlock(fb)
-			w.props.FilterSize = uint64(len(fb))
+		if h, top, ok := w.finishFilter(); ok {
 			if w.props.FilterKeys > 0 {
-				w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(w.props.FilterKeys)
+				w.props.FilterBitsPerKey = float64(8*w.props.FilterSize) / float64(w.props.FilterKeys)
 			}
-			meta.add([]byte("sieve.filter"), appendHandle(nil, h))
+			name := "sieve.filter"
+			if top {
+				name = "sieve.filter.top"
+			}
+			meta.add([]byte(name), appendHandle(nil, h))
 		} else {
 			w.props.FilterPolicy, w.props.FilterKeys = "", 0
 		}
 	}
 
-	// The properties record the index size, so compress the index first.
-	indexStored, indexType := compressBlock(w.opts.Compression, w.index.finish(), nil)
-	w.props.IndexSize = uint64(len(indexStored))
+	// The properties record the index size, so write the index
+	// partitions and compress the index (or top-level index) first.
+	indexStored, indexType := w.finishIndex()
 
 	ph := w.writeBlock(encodeProperties(&w.props))
 	meta.add([]byte("sieve.properties"), appendHandle(nil, ph))

@@ -1,0 +1,467 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
+)
+
+// This file is the reader's side of partitioned index and filter blocks
+// (FORMAT.md "Partitioned index and filter"). The top-level blocks are
+// resident in the Reader. Without CacheIndexAndFilter the partitions are
+// read at open and held resident too (the index flattened into one entry
+// slice, so the read paths are those of a whole index); charged, each
+// lookup loads the one partition it needs through the block cache.
+
+// topEntry is one entry of a top-level index or top-level filter index:
+// the separator of a partition's last data block, the partition's handle
+// and, for index partitions, the number of its first entry in the table.
+type topEntry struct {
+	indexEntry
+	first int
+}
+
+// searchTop returns the first partition whose separator is >= (ukey,
+// trailer), or len(top).
+func searchTop(top []topEntry, ukey []byte, trailer uint64) int {
+	lo, hi := 0, len(top)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		e := &top[m]
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// decodeTop decodes a top-level block (index when counted, else filter):
+// separators strictly increasing, handles in order inside [lo, hi), and
+// for an index the entry counts summing to want.
+func decodeTop(data []byte, ctx errCtx, lo, hi uint64, counted bool, want uint64) ([]topEntry, error) {
+	blk, err := parseBlock(data)
+	if err != nil {
+		return nil, ctx.corrupt(err)
+	}
+	var it blockIter
+	it.init(blk, true, ctx)
+	var top []topEntry
+	prevEnd, total := lo, uint64(0)
+	for ok := it.first(); ok; ok = it.next() {
+		e, err := blk.decodeEntry(it.off, 0)
+		if err != nil || e.shared != 0 {
+			return nil, ctx.corruptf("top-level entry at offset %d is not a restart point", it.off)
+		}
+		k := it.ikey()
+		if n := len(top); n > 0 && compareKey(it.key, top[n-1].sepUser, top[n-1].sepTrailer) <= 0 {
+			return nil, ctx.corruptf("separator %s does not follow the previous one", k)
+		}
+		val, count := it.val, uint64(0)
+		if counted {
+			var m int
+			if count, m = lastUvarint(val); m <= 0 || count == 0 {
+				return nil, ctx.corruptf("entry %s: malformed partition entry count", k)
+			}
+			val = val[:len(val)-m]
+		}
+		h, ok := decodeHandle(val)
+		if !ok {
+			return nil, ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
+		}
+		if end, ok := h.end(); !ok || end > hi || h.offset < prevEnd {
+			return nil, ctx.corruptf("entry %s: partition %s out of place (previous ends at %d, region [%d, %d))", k, h, prevEnd, lo, hi)
+		}
+		prevEnd, _ = h.end()
+		ulen := len(e.delta) - base.TrailerLen
+		top = append(top, topEntry{indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: h}, int(total)})
+		total += count
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	if len(top) == 0 {
+		return nil, ctx.corruptf("empty top-level block")
+	}
+	if counted && total != want {
+		return nil, ctx.corruptf("partitions hold %d entries for %d data blocks in the properties", total, want)
+	}
+	return top, nil
+}
+
+// lastUvarint decodes the uvarint that ends v: a handle's two uvarints are
+// followed by the count, so the count is what remains after decoding the
+// handle from the front. It returns the count and its length.
+func lastUvarint(v []byte) (uint64, int) {
+	off, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, -1
+	}
+	_ = off
+	l, m := binary.Uvarint(v[n:])
+	if m <= 0 {
+		return 0, -1
+	}
+	c, k := binary.Uvarint(v[n+m:])
+	if k <= 0 || n+m+k != len(v) {
+		return 0, -1
+	}
+	_ = l
+	return c, k
+}
+
+// readTopIndex reads a partitioned table's top-level index and, unless
+// charged, every partition, flattened into r.index.
+func (r *Reader) readTopIndex(data []byte, ctx errCtx) error {
+	top, err := decodeTop(data, ctx, r.dataEnd, r.metaHandles["sieve.properties"].offset, true, r.props.NumDataBlocks)
+	if err != nil {
+		return err
+	}
+	if uint64(len(top)) != r.props.IndexPartitions {
+		return ctx.corruptf("%d index partitions, properties say %d", len(top), r.props.IndexPartitions)
+	}
+	r.indexParts, r.indexTop, r.indexTopData = top, top, data
+	if r.charged {
+		return nil
+	}
+	index := make([]indexEntry, 0, r.props.NumDataBlocks)
+	for p := range top {
+		entries, data, err := r.readIndexPartition(p)
+		if err != nil {
+			return err
+		}
+		index = append(index, entries...)
+		r.indexBytes += len(data)
+	}
+	r.index, r.indexTop = index, nil
+	return nil
+}
+
+// readIndexPartition reads and checks index partition p from the file.
+func (r *Reader) readIndexPartition(p int) ([]indexEntry, []byte, error) {
+	t := &r.indexTop[p]
+	data, ctx, err := r.readBlockCtx(t.h, "index partition")
+	if err != nil {
+		return nil, nil, err
+	}
+	n := r.partitionLen(p)
+	entries, err := r.decodeIndexEntries(data, ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if last := &entries[n-1]; !bytes.Equal(last.sepUser, t.sepUser) || last.sepTrailer != t.sepTrailer {
+		return nil, nil, ctx.corruptf("partition ends at separator %s, the top-level index says %s",
+			base.InternalKey{UserKey: last.sepUser, Trailer: last.sepTrailer}, base.InternalKey{UserKey: t.sepUser, Trailer: t.sepTrailer})
+	}
+	return entries, data, nil
+}
+
+// flatIndex returns every index entry of the table, reading a charged
+// partitioned index's partitions from the file (Verify, Layout); release
+// the Value when non-nil.
+func (r *Reader) flatIndex() ([]indexEntry, *cache.Value, error) {
+	if r.indexTop == nil {
+		return r.acquireIndex(nil)
+	}
+	var index []indexEntry
+	for p := range r.indexTop {
+		entries, _, err := r.readIndexPartition(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		index = append(index, entries...)
+	}
+	return index, nil, nil
+}
+
+// partitionLen is the number of entries of index partition p.
+func (r *Reader) partitionLen(p int) int {
+	if p+1 < len(r.indexTop) {
+		return r.indexTop[p+1].first - r.indexTop[p].first
+	}
+	return int(r.props.NumDataBlocks) - r.indexTop[p].first
+}
+
+// indexPart is a run of a table's index entries: the whole index (num
+// -1), or partition num, whose first entry is entry first of the table;
+// val is the reference to release (nil: resident or pinned).
+type indexPart struct {
+	entries []indexEntry
+	first   int
+	num     int
+	val     *cache.Value
+}
+
+// acquireIndexPartition returns partition p of a charged partitioned
+// index, from the cache or read and cached.
+func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, error) {
+	t := &r.indexTop[p]
+	if stats != nil {
+		stats.IndexPartitions++
+	}
+	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, t.h.offset, cache.KindIndex); ok {
+		if ti, ok := v.Object().(*tableIndex); ok {
+			stats.addIndex(true)
+			return indexPart{entries: ti.entries, first: t.first, num: p, val: v}, nil
+		}
+		v.Release()
+	}
+	stats.addIndex(false)
+	entries, data, err := r.readIndexPartition(p)
+	if err != nil {
+		return indexPart{}, err
+	}
+	v := cache.WrapObject(data, &tableIndex{entries}, indexEntrySize*len(entries))
+	r.opts.Cache.SetKind(r.opts.FileNum, t.h.offset, v, cache.KindIndex)
+	return indexPart{entries: entries, first: t.first, num: p, val: v}, nil
+}
+
+// indexCursor is a position in a table's index, whole or partitioned,
+// holding a reference on the partition (or charged index) it is in.
+type indexCursor struct {
+	r    *Reader
+	part indexPart
+	i    int // position in part.entries
+}
+
+// init prepares the cursor; a whole index is acquired now.
+func (c *indexCursor) init(r *Reader, stats *ReadStats) error {
+	*c = indexCursor{r: r, part: indexPart{num: -1}}
+	if r.indexTop != nil {
+		return nil
+	}
+	entries, v, err := r.acquireIndex(stats)
+	c.part = indexPart{entries: entries, num: -1, val: v}
+	return err
+}
+
+func (c *indexCursor) release() {
+	if c.part.val != nil {
+		c.part.val.Release()
+		c.part.val = nil
+	}
+}
+
+func (c *indexCursor) entry() *indexEntry { return &c.part.entries[c.i] }
+
+// pos is the table-wide number of the current entry (its data block).
+func (c *indexCursor) pos() int { return c.part.first + c.i }
+
+// prevEntry is the entry before the current one (nil at the first): in
+// the same partition, or the previous partition's top-level entry, whose
+// separator is that of its last entry.
+func (c *indexCursor) prevEntry() *indexEntry {
+	switch {
+	case c.i > 0:
+		return &c.part.entries[c.i-1]
+	case c.part.num > 0:
+		return &c.r.indexTop[c.part.num-1].indexEntry
+	}
+	return nil
+}
+
+// toPartition moves to partition p (a partitioned index), at entry i
+// (-1: its last).
+func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
+	if c.part.num != p || c.part.entries == nil {
+		part, err := c.r.acquireIndexPartition(p, stats)
+		if err != nil {
+			return err
+		}
+		c.release()
+		c.part = part
+	}
+	if i < 0 {
+		i = len(c.part.entries) - 1
+	}
+	c.i = i
+	return nil
+}
+
+// seek positions the cursor at the first entry whose separator is >=
+// (ukey, trailer); false when there is none.
+func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool, error) {
+	if c.r.indexTop == nil {
+		c.i = searchIndex(c.part.entries, ukey, trailer)
+		return c.i < len(c.part.entries), nil
+	}
+	p := searchTop(c.r.indexTop, ukey, trailer)
+	if p == len(c.r.indexTop) {
+		return false, nil
+	}
+	if err := c.toPartition(p, 0, stats); err != nil {
+		return false, err
+	}
+	// The partition's last separator is its top-level one, >= the key.
+	c.i = min(searchIndex(c.part.entries, ukey, trailer), len(c.part.entries)-1)
+	return true, nil
+}
+
+// first and last position the cursor at the table's first or last entry;
+// false for a table without data blocks.
+func (c *indexCursor) first(stats *ReadStats) (bool, error) {
+	if c.r.indexTop == nil {
+		c.i = 0
+		return len(c.part.entries) > 0, nil
+	}
+	return true, c.toPartition(0, 0, stats)
+}
+
+func (c *indexCursor) last(stats *ReadStats) (bool, error) {
+	if c.r.indexTop == nil {
+		c.i = len(c.part.entries) - 1
+		return c.i >= 0, nil
+	}
+	return true, c.toPartition(len(c.r.indexTop)-1, -1, stats)
+}
+
+// next and prev step to the following or preceding entry; false at the
+// end.
+func (c *indexCursor) next(stats *ReadStats) (bool, error) {
+	if c.i+1 < len(c.part.entries) {
+		c.i++
+		return true, nil
+	}
+	if c.part.num < 0 || c.part.num+1 >= len(c.r.indexTop) {
+		return false, nil
+	}
+	return true, c.toPartition(c.part.num+1, 0, stats)
+}
+
+func (c *indexCursor) prev(stats *ReadStats) (bool, error) {
+	if c.i > 0 {
+		c.i--
+		return true, nil
+	}
+	if c.part.num <= 0 {
+		return false, nil
+	}
+	return true, c.toPartition(c.part.num-1, -1, stats)
+}
+
+// readTopFilter reads a partitioned filter's top-level block and, unless
+// charged, every partition (resident); charged, the first partition is
+// decoded (and cached) to learn whether this build can use the filter.
+func (r *Reader) readTopFilter(h blockHandle) error {
+	data, ctx, err := r.readBlockCtx(h, "filter top-level")
+	if err != nil {
+		return err
+	}
+	top, err := decodeTop(data, ctx, r.dataEnd, h.offset, false, 0)
+	if err != nil {
+		return err
+	}
+	if uint64(len(top)) != r.props.FilterPartitions {
+		return ctx.corruptf("%d filter partitions, properties say %d", len(top), r.props.FilterPartitions)
+	}
+	r.filterTop, r.filterTopData = top, data
+	n := len(top)
+	if r.charged {
+		n = 1
+	}
+	parts := make([]*filterObj, 0, n)
+	for p := 0; p < n; p++ {
+		fo, data, err := r.readFilterPartition(p)
+		if err != nil {
+			if isUnknownFilterType(err) {
+				r.filterState, r.filterErr, r.filterTop = FilterUnknown, err, nil
+				return nil
+			}
+			return err
+		}
+		if r.charged {
+			r.cacheFilterPartition(p, data, fo).Release()
+		} else {
+			r.filterBytes += len(data)
+		}
+		parts = append(parts, fo)
+	}
+	r.filterSize = int(r.props.FilterSize)
+	r.filterState = FilterLoaded
+	if !r.charged {
+		r.filterParts = parts
+	}
+	return nil
+}
+
+// readFilterPartition reads and decodes filter partition p. A partition
+// this build cannot decode is filter.ErrUnknownType (unwrapped), a
+// malformed one ErrCorruption.
+func (r *Reader) readFilterPartition(p int) (*filterObj, []byte, error) {
+	h := r.filterTop[p].h
+	data, err := r.readBlock(h, "filter partition")
+	if err != nil {
+		return nil, nil, err
+	}
+	fo, err := r.decodeFilterPartition(data, h)
+	return fo, data, err
+}
+
+func (r *Reader) decodeFilterPartition(data []byte, h blockHandle) (*filterObj, error) {
+	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
+	if err == nil && fr == nil {
+		err = errors.New("empty filter partition")
+	}
+	switch {
+	case err == nil:
+		return newFilterObj(fr), nil
+	case isUnknownFilterType(err):
+		return nil, err
+	}
+	return nil, blockCtx(r.opts.FileNum, "filter partition", h.offset).corruptf("policy %q: %w", r.props.FilterPolicy, err)
+}
+
+func (r *Reader) cacheFilterPartition(p int, data []byte, fo *filterObj) *cache.Value {
+	v := cache.WrapObject(data, fo, 0)
+	r.opts.Cache.SetKind(r.opts.FileNum, r.filterTop[p].h.offset, v, cache.KindFilter)
+	return v
+}
+
+// probePartitioned probes a partitioned filter: the one partition whose
+// key range can hold ukey (none past the last separator: the key is
+// above every key of the table). A charged partition that cannot be read
+// or decoded fails open (counted); a corrupt one is ErrCorruption.
+func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool, error) {
+	p := searchTop(r.filterTop, ukey, seekTrailer)
+	if p == len(r.filterTop) {
+		return false, nil
+	}
+	if !r.charged {
+		return r.filterParts[p].may(ukey, h), nil
+	}
+	if stats != nil {
+		stats.FilterPartitions++
+	}
+	off := r.filterTop[p].h.offset
+	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, off, cache.KindFilter); ok {
+		if fo, ok := v.Object().(*filterObj); ok {
+			stats.addFilter(true)
+			may := fo.may(ukey, h)
+			v.Release()
+			return may, nil
+		}
+		v.Release()
+	}
+	stats.addFilter(false)
+	ph := r.filterTop[p].h
+	data, err := r.readBlock(ph, "filter partition")
+	if err != nil {
+		if errors.Is(err, base.ErrCorruption) {
+			return true, err
+		}
+		stats.addFailOpen()
+		return true, nil
+	}
+	fo, err := r.decodeFilterPartition(data, ph)
+	if err != nil {
+		stats.addFailOpen()
+		return true, nil
+	}
+	r.cacheFilterPartition(p, data, fo).Release()
+	return fo.may(ukey, h), nil
+}
