@@ -103,14 +103,20 @@ type engineRun struct {
 	Fill    cost   `json:"fill"`
 	Compact cost   `json:"flush_compact"`
 	// WriteAmp is the engine's own figure, if it has one.
-	WriteAmp    *float64               `json:"engine_write_amp,omitempty"`
-	UserBytes   int64                  `json:"user_bytes"`
-	DiskCompact int64                  `json:"disk_after_compact_bytes"`
-	TablesComp  int64                  `json:"tables_after_compact_bytes"`
-	DiskRest    int64                  `json:"disk_at_rest_bytes"`
-	TablesRest  int64                  `json:"tables_at_rest_bytes"`
-	ShapeReads  string                 `json:"shape_after_reads"`
-	Reads       map[string]*readResult `json:"reads"`
+	WriteAmp    *float64 `json:"engine_write_amp,omitempty"`
+	UserBytes   int64    `json:"user_bytes"`
+	DiskCompact int64    `json:"disk_after_compact_bytes"`
+	TablesComp  int64    `json:"tables_after_compact_bytes"`
+	DiskRest    int64    `json:"disk_at_rest_bytes"`
+	TablesRest  int64    `json:"tables_at_rest_bytes"`
+	ShapeReads  string   `json:"shape_after_reads"`
+	// OpenSeconds is the wall time of the reopen before the reads;
+	// RSSAfterReads the process's resident set after this engine's reads
+	// (process-wide: earlier engines' memory may not have been returned;
+	// run one engine per process for its own figure).
+	OpenSeconds   float64                `json:"open_seconds"`
+	RSSAfterReads int64                  `json:"rss_after_reads_bytes"`
+	Reads         map[string]*readResult `json:"reads"`
 
 	info    engineInfo
 	eng     Engine
@@ -266,9 +272,11 @@ func benchDir(o options, infos []engineInfo) (string, func(), error) {
 // iterator per thread.
 func (r *engineRun) reopen(cfg Config, threads int) error {
 	r.eng = r.info.ctor()
+	start := time.Now()
 	if err := r.eng.Open(r.dir, cfg); err != nil {
 		return fmt.Errorf("%s: reopen: %w", r.Name, err)
 	}
+	r.OpenSeconds = time.Since(start).Seconds()
 	for th := 0; th < threads; th++ {
 		rd, err := r.eng.NewReader()
 		if err != nil {
@@ -317,6 +325,7 @@ func runWorkload(runs []*engineRun, w workload, o options) error {
 // engine, and measures the disk at rest.
 func (r *engineRun) close() error {
 	r.ShapeReads = r.eng.Shape()
+	r.RSSAfterReads = processRSS()
 	for th := range r.iters {
 		if err := r.iters[th].Close(); err != nil {
 			return fmt.Errorf("%s: iterator close: %w", r.Name, err)
@@ -496,4 +505,20 @@ func profiled(file string, f func() error) error {
 		err = cerr
 	}
 	return err
+}
+
+// processRSS is the process's resident set size (VmRSS), 0 if unknown.
+func processRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
 }
