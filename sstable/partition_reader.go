@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
@@ -127,6 +128,7 @@ func (r *Reader) readTopIndex(data []byte, ctx errCtx) error {
 	}
 	r.indexParts, r.indexTop, r.indexTopData = top, top, data
 	if r.charged {
+		r.indexHot = make([]atomic.Pointer[cache.Value], len(top))
 		return nil
 	}
 	index := make([]indexEntry, 0, r.props.NumDataBlocks)
@@ -204,9 +206,14 @@ func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, erro
 	if stats != nil {
 		stats.IndexPartitions++
 	}
+	if v := r.indexHot[p].Load(); v != nil && v.TryAcquireCached() {
+		stats.addIndex(true)
+		return indexPart{entries: v.Object().(*tableIndex).entries, first: t.first, num: p, val: v}, nil
+	}
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, t.h.offset, cache.KindIndex); ok {
 		if ti, ok := v.Object().(*tableIndex); ok {
 			stats.addIndex(true)
+			v.Remember(&r.indexHot[p])
 			return indexPart{entries: ti.entries, first: t.first, num: p, val: v}, nil
 		}
 		v.Release()
@@ -218,6 +225,7 @@ func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, erro
 	}
 	v := cache.WrapObject(data, &tableIndex{entries}, indexEntrySize*len(entries))
 	r.opts.Cache.SetKind(r.opts.FileNum, t.h.offset, v, cache.KindIndex)
+	v.Remember(&r.indexHot[p])
 	return indexPart{entries: entries, first: t.first, num: p, val: v}, nil
 }
 
@@ -363,6 +371,7 @@ func (r *Reader) readTopFilter(h blockHandle) error {
 	n := len(top)
 	if r.charged {
 		n = 1
+		r.filterHot = make([]atomic.Pointer[cache.Value], len(top))
 	}
 	parts := make([]*filterObj, 0, n)
 	for p := 0; p < n; p++ {
@@ -419,6 +428,7 @@ func (r *Reader) decodeFilterPartition(data []byte, h blockHandle) (*filterObj, 
 func (r *Reader) cacheFilterPartition(p int, data []byte, fo *filterObj) *cache.Value {
 	v := cache.WrapObject(data, fo, 0)
 	r.opts.Cache.SetKind(r.opts.FileNum, r.filterTop[p].h.offset, v, cache.KindFilter)
+	v.Remember(&r.filterHot[p])
 	return v
 }
 
@@ -437,10 +447,17 @@ func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool
 	if stats != nil {
 		stats.FilterPartitions++
 	}
+	if v := r.filterHot[p].Load(); v != nil && v.TryAcquireCached() {
+		stats.addFilter(true)
+		may := v.Object().(*filterObj).may(ukey, h)
+		v.Release()
+		return may, nil
+	}
 	off := r.filterTop[p].h.offset
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, off, cache.KindFilter); ok {
 		if fo, ok := v.Object().(*filterObj); ok {
 			stats.addFilter(true)
+			v.Remember(&r.filterHot[p])
 			may := fo.may(ukey, h)
 			v.Release()
 			return may, nil

@@ -103,6 +103,10 @@ type Reader struct {
 	indexTopData, filterTopData []byte
 	filterParts                 []*filterObj
 	indexBytes, filterBytes     int
+	// indexHot and filterHot remember each charged partition's Value
+	// (as hotIndex and hotFilter do for whole blocks): a hit without the
+	// cache's lock.
+	indexHot, filterHot []atomic.Pointer[cache.Value]
 
 	// charged: the index and filter blocks go through the cache
 	// (ReaderOptions.CacheIndexAndFilter). pinned holds them when Pin has
