@@ -49,6 +49,11 @@ func TestPartitionedRoundTrip(t *testing.T) {
 					}
 					require.Equal(t, p.IndexPartitions > 0, p.NumDataBlocks > 1 && p.IndexPartitions != 0)
 					checkTable(t, rng, r, meta, kvs, pc.policy, sh.scale)
+					var out strings.Builder
+					require.NoError(t, r.Describe(&out, DescribeOptions{Entries: !sh.scale}))
+					if p.IndexPartitions > 0 {
+						require.Contains(t, out.String(), "index partition #0")
+					}
 				})
 			}
 		}
