@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -191,16 +192,107 @@ func (r *Reader) partitionLen(p int) int {
 
 // indexPart is a run of a table's index entries: the whole index (num
 // -1), or partition num, whose first entry is entry first of the table;
-// val is the reference to release (nil: resident or pinned).
+// val is the reference to release (nil: resident or pinned). A whole
+// index is a slice of decoded entries; a charged partition is searched in
+// place (lazy).
 type indexPart struct {
 	entries []indexEntry
+	lazy    *lazyIndex
 	first   int
 	num     int
 	val     *cache.Value
 }
 
+func (p *indexPart) len() int {
+	if p.lazy != nil {
+		return p.lazy.blk.numRestarts
+	}
+	return len(p.entries)
+}
+
+// lazyIndex is a charged index partition searched in place: its entries
+// are decoded when a cursor lands on them instead of into a slice when it
+// is loaded (a partition read for one lookup would otherwise cost more to
+// decode than to search). checkIndexPartition vouched for every entry when
+// it was read from the file.
+type lazyIndex struct{ blk block }
+
+// at decodes entry i into e; e's separator aliases the partition.
+func (l *lazyIndex) at(i int, e *indexEntry) {
+	d, _ := l.blk.decodeEntry(l.blk.restart(i), 0)
+	n := len(d.delta) - base.TrailerLen
+	h, _ := decodeHandle(d.value)
+	*e = indexEntry{sepUser: d.delta[:n:n], sepTrailer: binary.LittleEndian.Uint64(d.delta[n:]), h: h}
+}
+
+// search is searchIndex over the partition's entries.
+func (l *lazyIndex) search(ukey []byte, trailer uint64) int {
+	lo, hi := 0, l.blk.numRestarts
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		d, _ := l.blk.decodeEntry(l.blk.restart(m), 0)
+		if compareKey(d.delta, ukey, trailer) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// checkIndexPartition checks index partition p's contents as
+// decodeIndexEntries does, without decoding them into a slice: want
+// entries, each a restart point with a well-formed internal key and a
+// handle of a data block in order, keys strictly increasing, the last
+// one the top-level entry's.
+func (r *Reader) checkIndexPartition(p int, data []byte, ctx errCtx) (*lazyIndex, error) {
+	blk, err := parseBlock(data)
+	if err != nil {
+		return nil, ctx.corrupt(err)
+	}
+	if want := r.partitionLen(p); blk.numRestarts != want {
+		return nil, ctx.corruptf("%d entries for %d data blocks", blk.numRestarts, want)
+	}
+	var prev []byte
+	var prevEnd uint64
+	for i := 0; i < blk.numRestarts; i++ {
+		off := blk.restart(i)
+		d, err := blk.decodeEntry(off, 0)
+		if err == nil && d.shared != 0 {
+			err = fmt.Errorf("entry at offset %d is not a restart point", off)
+		}
+		next := blk.restartsOff
+		if i+1 < blk.numRestarts {
+			next = blk.restart(i + 1)
+		}
+		if err == nil && d.next != next {
+			err = fmt.Errorf("entry at offset %d does not end at the next restart point", off)
+		}
+		if err == nil {
+			err = checkInternalKey(d.delta)
+		}
+		if err == nil && prev != nil && base.CompareEncoded(prev, d.delta) >= 0 {
+			err = fmt.Errorf("separator at offset %d does not follow the previous one", off)
+		}
+		if err != nil {
+			return nil, ctx.corrupt(err)
+		}
+		h, ok := decodeHandle(d.value)
+		if end, okEnd := h.end(); !ok || !okEnd || end > r.dataEnd || h.offset < prevEnd {
+			return nil, ctx.corruptf("entry at offset %d: data block %x out of place (previous ends at %d, data ends at %d)", off, d.value, prevEnd, r.dataEnd)
+		}
+		prevEnd, _ = h.end()
+		prev = d.delta
+	}
+	t := &r.indexTop[p]
+	if compareKey(prev, t.sepUser, t.sepTrailer) != 0 {
+		return nil, ctx.corruptf("partition ends at separator %x, the top-level index says %s", prev, base.InternalKey{UserKey: t.sepUser, Trailer: t.sepTrailer})
+	}
+	return &lazyIndex{blk: blk}, nil
+}
+
 // acquireIndexPartition returns partition p of a charged partitioned
-// index, from the cache or read and cached.
+// index, from the cache or read, checked and cached.
 func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, error) {
 	t := &r.indexTop[p]
 	if stats != nil {
@@ -208,25 +300,29 @@ func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, erro
 	}
 	if v := r.indexHot[p].Load(); v != nil && v.TryAcquireCached() {
 		stats.addIndex(true)
-		return indexPart{entries: v.Object().(*tableIndex).entries, first: t.first, num: p, val: v}, nil
+		return indexPart{lazy: v.Object().(*lazyIndex), first: t.first, num: p, val: v}, nil
 	}
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, t.h.offset, cache.KindIndex); ok {
-		if ti, ok := v.Object().(*tableIndex); ok {
+		if li, ok := v.Object().(*lazyIndex); ok {
 			stats.addIndex(true)
 			v.Remember(&r.indexHot[p])
-			return indexPart{entries: ti.entries, first: t.first, num: p, val: v}, nil
+			return indexPart{lazy: li, first: t.first, num: p, val: v}, nil
 		}
 		v.Release()
 	}
 	stats.addIndex(false)
-	entries, data, err := r.readIndexPartition(p)
+	data, ctx, err := r.readBlockCtx(t.h, "index partition")
 	if err != nil {
 		return indexPart{}, err
 	}
-	v := cache.WrapObject(data, &tableIndex{entries}, indexEntrySize*len(entries))
+	li, err := r.checkIndexPartition(p, data, ctx)
+	if err != nil {
+		return indexPart{}, err
+	}
+	v := cache.WrapObject(data, li, 0)
 	r.opts.Cache.SetKind(r.opts.FileNum, t.h.offset, v, cache.KindIndex)
 	v.Remember(&r.indexHot[p])
-	return indexPart{entries: entries, first: t.first, num: p, val: v}, nil
+	return indexPart{lazy: li, first: t.first, num: p, val: v}, nil
 }
 
 // indexCursor is a position in a table's index, whole or partitioned,
@@ -234,7 +330,10 @@ func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, erro
 type indexCursor struct {
 	r    *Reader
 	part indexPart
-	i    int // position in part.entries
+	i    int // position in part
+	// cur and prev hold the decoded current and previous entries of a
+	// lazy partition (valid until the cursor moves).
+	curE, prevE indexEntry
 }
 
 // init prepares the cursor; a whole index is acquired now.
@@ -255,7 +354,20 @@ func (c *indexCursor) release() {
 	}
 }
 
-func (c *indexCursor) entry() *indexEntry { return &c.part.entries[c.i] }
+// set moves to entry i of the current part.
+func (c *indexCursor) set(i int) {
+	c.i = i
+	if c.part.lazy != nil && i >= 0 && i < c.part.len() {
+		c.part.lazy.at(i, &c.curE)
+	}
+}
+
+func (c *indexCursor) entry() *indexEntry {
+	if c.part.lazy != nil {
+		return &c.curE
+	}
+	return &c.part.entries[c.i]
+}
 
 // pos is the table-wide number of the current entry (its data block).
 func (c *indexCursor) pos() int { return c.part.first + c.i }
@@ -265,6 +377,9 @@ func (c *indexCursor) pos() int { return c.part.first + c.i }
 // separator is that of its last entry.
 func (c *indexCursor) prevEntry() *indexEntry {
 	switch {
+	case c.i > 0 && c.part.lazy != nil:
+		c.part.lazy.at(c.i-1, &c.prevE)
+		return &c.prevE
 	case c.i > 0:
 		return &c.part.entries[c.i-1]
 	case c.part.num > 0:
@@ -276,7 +391,7 @@ func (c *indexCursor) prevEntry() *indexEntry {
 // toPartition moves to partition p (a partitioned index), at entry i
 // (-1: its last).
 func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
-	if c.part.num != p || c.part.entries == nil {
+	if c.part.num != p || c.part.len() == 0 {
 		part, err := c.r.acquireIndexPartition(p, stats)
 		if err != nil {
 			return err
@@ -285,9 +400,9 @@ func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
 		c.part = part
 	}
 	if i < 0 {
-		i = len(c.part.entries) - 1
+		i = c.part.len() - 1
 	}
-	c.i = i
+	c.set(i)
 	return nil
 }
 
@@ -306,7 +421,7 @@ func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool,
 		return false, err
 	}
 	// The partition's last separator is its top-level one, >= the key.
-	c.i = min(searchIndex(c.part.entries, ukey, trailer), len(c.part.entries)-1)
+	c.set(min(c.part.lazy.search(ukey, trailer), c.part.len()-1))
 	return true, nil
 }
 
@@ -331,8 +446,8 @@ func (c *indexCursor) last(stats *ReadStats) (bool, error) {
 // next and prev step to the following or preceding entry; false at the
 // end.
 func (c *indexCursor) next(stats *ReadStats) (bool, error) {
-	if c.i+1 < len(c.part.entries) {
-		c.i++
+	if c.i+1 < c.part.len() {
+		c.set(c.i + 1)
 		return true, nil
 	}
 	if c.part.num < 0 || c.part.num+1 >= len(c.r.indexTop) {
@@ -343,7 +458,7 @@ func (c *indexCursor) next(stats *ReadStats) (bool, error) {
 
 func (c *indexCursor) prev(stats *ReadStats) (bool, error) {
 	if c.i > 0 {
-		c.i--
+		c.set(c.i - 1)
 		return true, nil
 	}
 	if c.part.num <= 0 {
