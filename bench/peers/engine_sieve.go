@@ -13,13 +13,13 @@ func init() {
 	register("sieve", 10, true, "sievedb/sieve, filter.Bloom(bits) (blocked)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) }}
 	})
-	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache (L0 and upper levels pinned)", func() Engine {
-		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
-			charged: true}
-	})
-	register("sieve-partitioned", 17, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache and partitioned (4 KiB partitions)", func() Engine {
+	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache in 4 KiB partitions (CacheIndexAndFilterBlocks + PartitionIndexAndFilters)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			charged: true, partitioned: true}
+	})
+	register("sieve-charged-whole", 17, false, "sievedb/sieve, filter.Bloom(bits) (blocked), whole index and filter blocks charged to the block cache (L0 and upper levels pinned)", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
+			charged: true}
 	})
 	register("sieve-cuckoo", 11, true, "sievedb/sieve, filter.Cuckoo(12)", func() Engine {
 		return &sieveEngine{policyName: "filter.Cuckoo(12) (-bits ignored)", policy: func(int) filter.Policy { return filter.Cuckoo(12) }}
