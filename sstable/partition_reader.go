@@ -43,6 +43,72 @@ func searchTop(top []topEntry, ukey []byte, trailer uint64) int {
 	return lo
 }
 
+// topSearch speeds up searchTop over one top-level block: the
+// separators' user keys share lcp, and keys[i] is the 8 bytes of
+// separator i that follow it (big-endian, zero-padded), so most steps of
+// the binary search compare two integers.
+type topSearch struct {
+	lcp  []byte
+	keys []uint64
+}
+
+func newTopSearch(top []topEntry) topSearch {
+	if len(top) == 0 {
+		return topSearch{}
+	}
+	lcp := top[0].sepUser
+	for i := 1; i < len(top); i++ {
+		lcp = lcp[:base.SharedPrefixLen(lcp, top[i].sepUser)]
+	}
+	keys := make([]uint64, len(top))
+	for i := range top {
+		keys[i] = word(top[i].sepUser[len(lcp):])
+	}
+	return topSearch{lcp: lcp, keys: keys}
+}
+
+// word is the first 8 bytes of b as a big-endian integer, zero-padded.
+func word(b []byte) uint64 {
+	if len(b) >= 8 {
+		return binary.BigEndian.Uint64(b)
+	}
+	var w [8]byte
+	copy(w[:], b)
+	return binary.BigEndian.Uint64(w[:])
+}
+
+// search is searchTop(top, ukey, trailer) for the top the search was
+// built from.
+func (s *topSearch) search(top []topEntry, ukey []byte, trailer uint64) int {
+	n := len(s.lcp)
+	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {
+		// Every separator starts with lcp and ukey does not.
+		if bytes.Compare(ukey, s.lcp) < 0 {
+			return 0
+		}
+		return len(top)
+	}
+	w := word(ukey[n:])
+	lo, hi := 0, len(top)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		below := s.keys[m] < w
+		if s.keys[m] == w {
+			e := &top[m]
+			c := bytes.Compare(e.sepUser, ukey)
+			below = c < 0 || (c == 0 && e.sepTrailer > trailer)
+		} else if s.keys[m] > w {
+			below = false
+		}
+		if below {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // decodeTop decodes a top-level block (index when counted, else filter):
 // separators strictly increasing, handles in order inside [lo, hi), and
 // for an index the entry counts summing to want.
@@ -129,6 +195,7 @@ func (r *Reader) readTopIndex(data []byte, ctx errCtx) error {
 	}
 	r.indexParts, r.indexTop, r.indexTopData = top, top, data
 	if r.charged {
+		r.indexSearch = newTopSearch(top)
 		r.indexHot = make([]atomic.Pointer[cache.Value], len(top))
 		return nil
 	}
@@ -413,7 +480,7 @@ func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool,
 		c.i = searchIndex(c.part.entries, ukey, trailer)
 		return c.i < len(c.part.entries), nil
 	}
-	p := searchTop(c.r.indexTop, ukey, trailer)
+	p := c.r.indexSearch.search(c.r.indexTop, ukey, trailer)
 	if p == len(c.r.indexTop) {
 		return false, nil
 	}
@@ -483,6 +550,7 @@ func (r *Reader) readTopFilter(h blockHandle) error {
 		return ctx.corruptf("%d filter partitions, properties say %d", len(top), r.props.FilterPartitions)
 	}
 	r.filterTop, r.filterTopData = top, data
+	r.filterSearch = newTopSearch(top)
 	n := len(top)
 	if r.charged {
 		n = 1
@@ -552,7 +620,7 @@ func (r *Reader) cacheFilterPartition(p int, data []byte, fo *filterObj) *cache.
 // above every key of the table). A charged partition that cannot be read
 // or decoded fails open (counted); a corrupt one is ErrCorruption.
 func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool, error) {
-	p := searchTop(r.filterTop, ukey, seekTrailer)
+	p := r.filterSearch.search(r.filterTop, ukey, seekTrailer)
 	if p == len(r.filterTop) {
 		return false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/sievedb/sieve/internal/base"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 
@@ -173,4 +174,86 @@ func readEverythingWith(data []byte, kvs []kv, charged bool) error {
 		o.Cache, o.CacheIndexAndFilter = cache.New(4<<10), true
 	}
 	return readEverythingOpts(data, kvs, o)
+}
+
+// BenchmarkProbeFilterRandom probes a 70,000-key table's Bloom(10) filter
+// for random absent keys: resident, charged whole, charged partitioned.
+func BenchmarkProbeFilterRandom(b *testing.B) {
+	var kvs []kv
+	for i := 0; i < 70000; i++ {
+		kvs = append(kvs, kv{ikey(fmt.Sprintf("key%08d", 2*i), uint64(i+1), base.KindSet), []byte("v")})
+	}
+	whole, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: filter.Bloom(10)})
+	part, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: filter.Bloom(10), PartitionSize: 4096})
+	keys := make([][]byte, 4096)
+	hashes := make([]uint64, len(keys))
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("key%08d", 2*rand.IntN(70000)+1))
+		hashes[i] = filter.HashKey(keys[i])
+	}
+	for _, c := range []struct {
+		name    string
+		data    []byte
+		charged bool
+	}{{"resident", whole, false}, {"charged", whole, true}, {"partitioned", part, true}} {
+		b.Run(c.name, func(b *testing.B) {
+			r := openTable(b, c.data, ReaderOptions{FileNum: 1, Cache: cache.New(8 << 20), CacheIndexAndFilter: c.charged})
+			defer r.Close()
+			var st ReadStats
+			i := 0
+			for b.Loop() {
+				r.ProbeFilter(keys[i&4095], hashes[i&4095], &st)
+				i++
+			}
+		})
+	}
+}
+
+// TestTopSearchMatchesBinarySearch: the integer-keyed search of a
+// top-level block answers as the plain binary search, for separators
+// sharing long prefixes, short and empty ones, and probes inside and
+// outside the shared prefix.
+func TestTopSearchMatchesBinarySearch(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 9))
+	alpha := []byte{0, 1, 'a', 'b', 0xff}
+	randKey := func(prefix string) []byte {
+		k := []byte(prefix)
+		for n := rng.IntN(12); n > 0; n-- {
+			k = append(k, alpha[rng.IntN(len(alpha))])
+		}
+		return k
+	}
+	for round := 0; round < 300; round++ {
+		prefix := []string{"", "a", "common-prefix-", "\xff\xff"}[rng.IntN(4)]
+		var ks []string
+		seen := map[string]bool{}
+		for n := 1 + rng.IntN(40); len(ks) < n; {
+			k := string(randKey(prefix))
+			if !seen[k] {
+				seen[k] = true
+				ks = append(ks, k)
+			}
+		}
+		sort.Strings(ks)
+		top := make([]topEntry, len(ks))
+		for i, k := range ks {
+			top[i].sepUser, top[i].sepTrailer = []byte(k), uint64(rng.IntN(3))
+		}
+		s := newTopSearch(top)
+		for probe := 0; probe < 50; probe++ {
+			var k []byte
+			switch rng.IntN(3) {
+			case 0:
+				k = []byte(ks[rng.IntN(len(ks))])
+			case 1:
+				k = randKey(prefix)
+			default:
+				k = randKey("")
+			}
+			tr := uint64(rng.IntN(4))
+			require.Equal(t, searchTop(top, k, tr), s.search(top, k, tr), "probe %q trailer %d in %q", k, tr, ks)
+		}
+	}
 }

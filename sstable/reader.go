@@ -107,6 +107,9 @@ type Reader struct {
 	// (as hotIndex and hotFilter do for whole blocks): a hit without the
 	// cache's lock.
 	indexHot, filterHot []atomic.Pointer[cache.Value]
+	// indexSearch and filterSearch speed up the searches of indexTop and
+	// filterTop.
+	indexSearch, filterSearch topSearch
 
 	// charged: the index and filter blocks go through the cache
 	// (ReaderOptions.CacheIndexAndFilter). pinned holds them when Pin has
