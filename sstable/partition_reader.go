@@ -280,38 +280,60 @@ func (p *indexPart) len() int {
 // lazyIndex is a charged index partition searched in place: its entries
 // are decoded when a cursor lands on them instead of into a slice when it
 // is loaded (a partition read for one lookup would otherwise cost more to
-// decode than to search). checkIndexPartition vouched for every entry when
-// it was read from the file.
-type lazyIndex struct{ blk block }
+// decode than to search). Like a data block's, its entries are checked as
+// they are decoded (restart points, internal keys, handles inside the data
+// region); their order is checked by Verify.
+type lazyIndex struct {
+	blk     block
+	dataEnd uint64
+	ctx     errCtx
+}
 
 // at decodes entry i into e; e's separator aliases the partition.
-func (l *lazyIndex) at(i int, e *indexEntry) {
-	d, _ := l.blk.decodeEntry(l.blk.restart(i), 0)
+func (l *lazyIndex) at(i int, e *indexEntry) error {
+	off := l.blk.restart(i)
+	d, err := l.blk.decodeEntry(off, 0)
+	if err == nil && d.shared != 0 {
+		err = fmt.Errorf("entry at offset %d is not a restart point", off)
+	}
+	if err == nil {
+		err = checkInternalKey(d.delta)
+	}
+	if err != nil {
+		return l.ctx.corrupt(err)
+	}
+	h, ok := decodeHandle(d.value)
+	if end, okEnd := h.end(); !ok || !okEnd || end > l.dataEnd {
+		return l.ctx.corruptf("entry at offset %d: data block %x outside the data region [0, %d)", off, d.value, l.dataEnd)
+	}
 	n := len(d.delta) - base.TrailerLen
-	h, _ := decodeHandle(d.value)
 	*e = indexEntry{sepUser: d.delta[:n:n], sepTrailer: binary.LittleEndian.Uint64(d.delta[n:]), h: h}
+	return nil
 }
 
 // search is searchIndex over the partition's entries.
-func (l *lazyIndex) search(ukey []byte, trailer uint64) int {
+func (l *lazyIndex) search(ukey []byte, trailer uint64) (int, error) {
 	lo, hi := 0, l.blk.numRestarts
+	var e indexEntry
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		d, _ := l.blk.decodeEntry(l.blk.restart(m), 0)
-		if compareKey(d.delta, ukey, trailer) < 0 {
+		if err := l.at(m, &e); err != nil {
+			return 0, err
+		}
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo
+	return lo, nil
 }
 
-// checkIndexPartition checks index partition p's contents as
-// decodeIndexEntries does, without decoding them into a slice: want
-// entries, each a restart point with a well-formed internal key and a
-// handle of a data block in order, keys strictly increasing, the last
-// one the top-level entry's.
+// checkIndexPartition checks what a lookup in index partition p relies on
+// beyond what each decoded entry is checked for: the restart array, the
+// entry count the top-level index gives, and that its last separator is
+// the top-level entry's.
 func (r *Reader) checkIndexPartition(p int, data []byte, ctx errCtx) (*lazyIndex, error) {
 	blk, err := parseBlock(data)
 	if err != nil {
@@ -320,42 +342,16 @@ func (r *Reader) checkIndexPartition(p int, data []byte, ctx errCtx) (*lazyIndex
 	if want := r.partitionLen(p); blk.numRestarts != want {
 		return nil, ctx.corruptf("%d entries for %d data blocks", blk.numRestarts, want)
 	}
-	var prev []byte
-	var prevEnd uint64
-	for i := 0; i < blk.numRestarts; i++ {
-		off := blk.restart(i)
-		d, err := blk.decodeEntry(off, 0)
-		if err == nil && d.shared != 0 {
-			err = fmt.Errorf("entry at offset %d is not a restart point", off)
-		}
-		next := blk.restartsOff
-		if i+1 < blk.numRestarts {
-			next = blk.restart(i + 1)
-		}
-		if err == nil && d.next != next {
-			err = fmt.Errorf("entry at offset %d does not end at the next restart point", off)
-		}
-		if err == nil {
-			err = checkInternalKey(d.delta)
-		}
-		if err == nil && prev != nil && base.CompareEncoded(prev, d.delta) >= 0 {
-			err = fmt.Errorf("separator at offset %d does not follow the previous one", off)
-		}
-		if err != nil {
-			return nil, ctx.corrupt(err)
-		}
-		h, ok := decodeHandle(d.value)
-		if end, okEnd := h.end(); !ok || !okEnd || end > r.dataEnd || h.offset < prevEnd {
-			return nil, ctx.corruptf("entry at offset %d: data block %x out of place (previous ends at %d, data ends at %d)", off, d.value, prevEnd, r.dataEnd)
-		}
-		prevEnd, _ = h.end()
-		prev = d.delta
+	li := &lazyIndex{blk: blk, dataEnd: r.dataEnd, ctx: ctx}
+	var last indexEntry
+	if err := li.at(blk.numRestarts-1, &last); err != nil {
+		return nil, err
 	}
-	t := &r.indexTop[p]
-	if compareKey(prev, t.sepUser, t.sepTrailer) != 0 {
-		return nil, ctx.corruptf("partition ends at separator %x, the top-level index says %s", prev, base.InternalKey{UserKey: t.sepUser, Trailer: t.sepTrailer})
+	if t := &r.indexTop[p]; !bytes.Equal(last.sepUser, t.sepUser) || last.sepTrailer != t.sepTrailer {
+		return nil, ctx.corruptf("partition ends at separator %s, the top-level index says %s",
+			base.InternalKey{UserKey: last.sepUser, Trailer: last.sepTrailer}, base.InternalKey{UserKey: t.sepUser, Trailer: t.sepTrailer})
 	}
-	return &lazyIndex{blk: blk}, nil
+	return li, nil
 }
 
 // acquireIndexPartition returns partition p of a charged partitioned
@@ -421,12 +417,20 @@ func (c *indexCursor) release() {
 	}
 }
 
-// set moves to entry i of the current part.
-func (c *indexCursor) set(i int) {
+// set moves to entry i of the current part; in a lazy partition it
+// decodes the entry and the one before it.
+func (c *indexCursor) set(i int) error {
 	c.i = i
-	if c.part.lazy != nil && i >= 0 && i < c.part.len() {
-		c.part.lazy.at(i, &c.curE)
+	if c.part.lazy == nil || i < 0 || i >= c.part.len() {
+		return nil
 	}
+	if err := c.part.lazy.at(i, &c.curE); err != nil {
+		return err
+	}
+	if i > 0 {
+		return c.part.lazy.at(i-1, &c.prevE)
+	}
+	return nil
 }
 
 func (c *indexCursor) entry() *indexEntry {
@@ -445,7 +449,6 @@ func (c *indexCursor) pos() int { return c.part.first + c.i }
 func (c *indexCursor) prevEntry() *indexEntry {
 	switch {
 	case c.i > 0 && c.part.lazy != nil:
-		c.part.lazy.at(c.i-1, &c.prevE)
 		return &c.prevE
 	case c.i > 0:
 		return &c.part.entries[c.i-1]
@@ -469,8 +472,7 @@ func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
 	if i < 0 {
 		i = c.part.len() - 1
 	}
-	c.set(i)
-	return nil
+	return c.set(i)
 }
 
 // seek positions the cursor at the first entry whose separator is >=
@@ -488,8 +490,11 @@ func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool,
 		return false, err
 	}
 	// The partition's last separator is its top-level one, >= the key.
-	c.set(min(c.part.lazy.search(ukey, trailer), c.part.len()-1))
-	return true, nil
+	i, err := c.part.lazy.search(ukey, trailer)
+	if err != nil {
+		return false, err
+	}
+	return true, c.set(min(i, c.part.len()-1))
 }
 
 // first and last position the cursor at the table's first or last entry;
@@ -514,8 +519,7 @@ func (c *indexCursor) last(stats *ReadStats) (bool, error) {
 // end.
 func (c *indexCursor) next(stats *ReadStats) (bool, error) {
 	if c.i+1 < c.part.len() {
-		c.set(c.i + 1)
-		return true, nil
+		return true, c.set(c.i + 1)
 	}
 	if c.part.num < 0 || c.part.num+1 >= len(c.r.indexTop) {
 		return false, nil
@@ -525,8 +529,7 @@ func (c *indexCursor) next(stats *ReadStats) (bool, error) {
 
 func (c *indexCursor) prev(stats *ReadStats) (bool, error) {
 	if c.i > 0 {
-		c.set(c.i - 1)
-		return true, nil
+		return true, c.set(c.i - 1)
 	}
 	if c.part.num <= 0 {
 		return false, nil
