@@ -19,6 +19,7 @@ type dbMetrics struct {
 
 	// reads are the point-lookup counters, in stripes: see readStripe.
 	reads                                    [readStripes]readCounters
+	prefix                                   [readStripes]prefixCounters
 	filterUnknown                            atomic.Int64
 	filterBuildRetries, filterBuildFallbacks atomic.Int64
 
@@ -255,6 +256,9 @@ type Metrics struct {
 		Slowdowns int64
 	}
 	IndexResidentBytes int64
+	// PrefixSeeks counts Iterator.SeekPrefixGE calls and their prefix
+	// filter probes (not in Filter, which counts point lookups').
+	PrefixSeeks PrefixMetrics
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -301,6 +305,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
 	out.Stall.Slowdowns = m.slowdowns.Load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
+	out.PrefixSeeks = m.prefixTotals()
 	if db.closed.Load() {
 		return out
 	}
@@ -413,5 +418,6 @@ func (m *Metrics) String() string {
 		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
+	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
 	return sb.String()
 }

@@ -275,6 +275,7 @@ type stressRun struct {
 	failed atomic.Bool
 
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
+	prefixReads                                    atomic.Int64 // stress_prefix_test.go
 	flushes, compactions, reopens                  int64
 }
 
@@ -554,6 +555,9 @@ func (r *stressRun) reader(id int, rng *rand.Rand) {
 				return
 			}
 		case p < 15: // iterator, either direction, random bounds
+			if r.prefixRead(cf, rng) {
+				break
+			}
 			lo := r.oracle.windows(cf, false)
 			it := r.newIter(cf, r.randomBounds(rng), nil)
 			hi := r.oracle.windows(cf, true)
@@ -849,7 +853,7 @@ func TestStress(t *testing.T) {
 	r := &stressRun{t: t, cfg: cfg, seed: seed, fs: fs,
 		opts: &Options{FS: fs, Merger: counterMerger{}, MemTableSize: 64 << 10, TargetFileSize: 16 << 10,
 			BlockSize: 1 << 10, L0CompactionTrigger: 2, LBaseMaxBytes: 128 << 10, MaxSuccessiveMerges: 3,
-			BlockCacheSize: 256 << 10},
+			BlockCacheSize: 256 << 10, Prefix: stressPrefixLen, PrefixName: "stress6"},
 		cfNames: []string{"default", "append", "lww"},
 		oracle:  newStressOracle(stressFixedCFs, cfg.keys),
 	}
@@ -917,4 +921,6 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
 	require.Positive(t, r.reopens)
+	t.Logf("stress: %d SeekPrefixGE reads checked", r.prefixReads.Load())
+	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 }
