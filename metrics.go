@@ -20,6 +20,7 @@ type dbMetrics struct {
 	// reads are the point-lookup counters, in stripes: see readStripe.
 	reads                                    [readStripes]readCounters
 	prefix                                   [readStripes]prefixCounters
+	ingest                                   ingestCounters
 	filterUnknown                            atomic.Int64
 	filterBuildRetries, filterBuildFallbacks atomic.Int64
 
@@ -259,6 +260,8 @@ type Metrics struct {
 	// PrefixSeeks counts Iterator.SeekPrefixGE calls and their prefix
 	// filter probes (not in Filter, which counts point lookups').
 	PrefixSeeks PrefixMetrics
+	// Ingest counts DB.Ingest calls and the tables they added.
+	Ingest IngestMetrics
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -306,6 +309,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Stall.Slowdowns = m.slowdowns.Load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
 	out.PrefixSeeks = m.prefixTotals()
+	out.Ingest = m.ingest.load()
 	if db.closed.Load() {
 		return out
 	}
@@ -419,5 +423,6 @@ func (m *Metrics) String() string {
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
+	fmt.Fprintf(&sb, "%s\n", m.Ingest)
 	return sb.String()
 }

@@ -43,6 +43,9 @@ type Properties struct {
 	// the filter holds no prefixes and never rules a prefix out).
 	FilterPrefixes  uint64
 	PrefixExtractor string
+	// ExternalID is the unique ID of an external table (written for
+	// ingestion); "" for a database's own tables.
+	ExternalID string
 
 	// Writer options the table was built with.
 	BlockSize            uint64
@@ -85,6 +88,7 @@ var propFields = func() []propField {
 		u("sieve.data.blocks", func(p *Properties) *uint64 { return &p.NumDataBlocks }),
 		u("sieve.data.size", func(p *Properties) *uint64 { return &p.DataSize }),
 		u("sieve.data.size.raw", func(p *Properties) *uint64 { return &p.RawDataSize }),
+		{name: "sieve.external.id", kind: propString, str: func(p *Properties) *string { return &p.ExternalID }, omitZero: true},
 		{name: "sieve.filter.bits.per.key", kind: propF64, f64: func(p *Properties) *float64 { return &p.FilterBitsPerKey }},
 		u("sieve.filter.keys", func(p *Properties) *uint64 { return &p.FilterKeys }),
 		{name: "sieve.filter.prefixes", kind: propUvarint, u64: func(p *Properties) *uint64 { return &p.FilterPrefixes }, omitZero: true},

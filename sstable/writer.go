@@ -42,6 +42,10 @@ type WriterOptions struct {
 	// PrefixName names Prefix; a table is ruled out for a prefix only by
 	// a reader using the same name.
 	PrefixName string
+	// ExternalID, when set, marks the table as an external table (made
+	// outside a database, for ingestion) with this unique ID, recorded as
+	// sieve.external.id.
+	ExternalID []byte
 }
 
 func (o WriterOptions) withDefaults() (WriterOptions, error) {
@@ -120,6 +124,7 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 		wr.prefix.init(wr.filter, opts)
 	}
 	wr.props.FormatVersion = opts.TableFormat
+	wr.props.ExternalID = string(opts.ExternalID)
 	wr.props.BlockSize = uint64(opts.BlockSize)
 	wr.props.BlockRestartInterval = uint64(opts.BlockRestartInterval)
 	wr.props.Compression = opts.Compression.String()
