@@ -64,6 +64,8 @@ type modelRun struct {
 	seeks seekStats
 	// prefix counts the SeekPrefixGE checks (model_prefix_test.go).
 	prefix prefixModelStats
+	// ingestStats counts the Ingests (model_ingest_test.go).
+	ingestStats ingestModelStats
 	// splits counts the manual compactions run as subcompactions, over
 	// all reopens.
 	splits int64
@@ -106,6 +108,8 @@ func (r *modelRun) step(i int) {
 		r.reopen()
 	case x < 978:
 		r.prefixSeek(i)
+	case x < 981:
+		r.ingest(i)
 	default:
 		// Let background work run.
 	}
@@ -242,6 +246,7 @@ func (r *modelRun) finish() {
 	require.NoError(t, it.Close())
 	r.seeks.requireInside(t)
 	r.prefix.requireReached(t)
+	r.ingestStats.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

@@ -276,6 +276,7 @@ type stressRun struct {
 
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
 	prefixReads                                    atomic.Int64 // stress_prefix_test.go
+	ingests                                        atomic.Int64 // stress_ingest_test.go
 	flushes, compactions, reopens                  int64
 }
 
@@ -377,6 +378,9 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 	pad := strings.Repeat("x", 200)
 	for !r.stop.Load() {
 		n++
+		if r.maybeIngest(id, n, rng) {
+			continue
+		}
 		ncf := r.ncf()
 		entries := 1
 		if rng.IntN(4) == 0 {
@@ -921,6 +925,7 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
 	require.Positive(t, r.reopens)
-	t.Logf("stress: %d SeekPrefixGE reads checked", r.prefixReads.Load())
+	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests", r.prefixReads.Load(), r.ingests.Load())
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
+	require.Positive(t, r.ingests.Load(), "no Ingest")
 }
