@@ -51,23 +51,24 @@ type ingestInput struct {
 
 // ingestCounters are Metrics.Ingest's counters.
 type ingestCounters struct {
-	count, tables, keys, bytes atomic.Int64
+	count, copied, tables, keys, bytes atomic.Int64
 }
 
 // IngestMetrics count Ingest calls and what they added.
 type IngestMetrics struct {
-	// Count is the number of successful Ingest calls; Tables the tables
-	// they added (an input larger than TargetFileSize is split), Keys and
-	// Bytes their keys and table bytes.
-	Count, Tables, Keys, Bytes int64
+	// Count is the number of successful Ingest calls, Copied those that
+	// took the copy path (keys at sequence number 0: ingest_copy.go);
+	// Tables the tables they added (a rewritten input larger than
+	// TargetFileSize is split), Keys and Bytes their keys and table bytes.
+	Count, Copied, Tables, Keys, Bytes int64
 }
 
 func (m IngestMetrics) String() string {
-	return fmt.Sprintf("ingest: %d calls, %d tables, %d keys, %s", m.Count, m.Tables, m.Keys, humanBytes(m.Bytes))
+	return fmt.Sprintf("ingest: %d calls (%d copied), %d tables, %d keys, %s", m.Count, m.Copied, m.Tables, m.Keys, humanBytes(m.Bytes))
 }
 
 func (c *ingestCounters) load() IngestMetrics {
-	return IngestMetrics{Count: c.count.Load(), Tables: c.tables.Load(), Keys: c.keys.Load(), Bytes: c.bytes.Load()}
+	return IngestMetrics{Count: c.count.Load(), Copied: c.copied.Load(), Tables: c.tables.Load(), Keys: c.keys.Load(), Bytes: c.bytes.Load()}
 }
 
 func (db *DB) ingest(cf uint32, paths []string) error {
@@ -91,6 +92,9 @@ func (db *DB) ingest(cf uint32, paths []string) error {
 		return err
 	}
 	if err := db.checkNotIngested(ins); err != nil {
+		return err
+	}
+	if done, err := db.ingestByCopy(cf, ins); done {
 		return err
 	}
 	if err := db.flushForIngest(); err != nil {
@@ -330,11 +334,12 @@ func (db *DB) compactionWritesLocked(cf uint32, level int, lo, hi []byte) bool {
 	return false
 }
 
-// installIngest places the rewritten tables and records them, the
-// inputs' IDs and seq in one manifest edit, publishing seq in the same
-// step. New compactions are held back from choosing the version until the
-// edit is in (one picked meanwhile could write into a level the tables
-// take).
+// installIngest places the rewritten (or, seq 0, copied) tables and
+// records them, the inputs' IDs and seq in one manifest edit, publishing
+// seq in the same step. New compactions are held back from choosing the
+// version until the edit is in (one picked meanwhile could write into a
+// level the tables take), and so are new snapshots (the copy path's
+// tables must not appear under one).
 func (db *DB) installIngest(cf uint32, ins []*ingestInput, seq uint64) error {
 	db.mu.Lock()
 	db.compact.ingesting = true
@@ -356,7 +361,11 @@ func (db *DB) installIngest(cf uint32, ins []*ingestInput, seq uint64) error {
 	// On an error the DB is read-only and the tables are left for the
 	// next Open to delete if the edit did not make it.
 	return db.logAndApplyLocked(edit, func() {
-		db.visibleSeq.Store(seq)
+		if seq > 0 {
+			db.visibleSeq.Store(seq)
+		} else {
+			db.metrics.ingest.copied.Add(1)
+		}
 		m := &db.metrics
 		m.ingest.count.Add(1)
 		m.ingest.tables.Add(int64(len(edit.NewFiles)))
@@ -380,9 +389,12 @@ func (db *DB) ingestEdit(cf uint32, ins []*ingestInput, seq uint64) (*manifest.V
 	if lv == nil {
 		return nil, st, fmt.Errorf("sieve: ingest: column family %d does not exist", cf)
 	}
-	edit := &manifest.VersionEdit{HasLastSeq: true, LastSeq: seq}
+	edit := &manifest.VersionEdit{HasLastSeq: seq > 0, LastSeq: seq}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	if seq == 0 && !db.copyAllowedLocked(cf, lv, ins) {
+		return nil, st, errIngestOverlap
+	}
 	for _, in := range ins {
 		level := db.ingestLevelLocked(cf, lv, in.smallest, in.largest)
 		for _, m := range in.outs.metas {

@@ -13,9 +13,10 @@ import (
 // ingestCrashSetup opens a database on fs with acknowledged, durable
 // writes in tables and in the memtable (so Ingest has a flush to do), and
 // writes two external tables: one overlapping the written keys, one not.
-// It returns the database, the inputs and the states before and after
-// their Ingest.
-func ingestCrashSetup(t *testing.T, fs *vfs.MemFS) (*DB, []string, map[string]string, map[string]string) {
+// It returns the database, the inputs (both with withOverlap, which takes
+// the rewrite path; else the one that overlaps nothing, which takes the
+// copy path) and the states before and after their Ingest.
+func ingestCrashSetup(t *testing.T, fs *vfs.MemFS, withOverlap bool) (*DB, []string, map[string]string, map[string]string) {
 	require.NoError(t, fs.MkdirAll("/ext", 0o755))
 	db, err := Open("/db", &Options{FS: fs, MemTableSize: 64 << 10, TargetFileSize: 8 << 10})
 	require.NoError(t, err)
@@ -31,11 +32,14 @@ func ingestCrashSetup(t *testing.T, fs *vfs.MemFS) (*DB, []string, map[string]st
 	writeExternal(t, fs, "/ext/overlap", "k", 100, 700, "a") // overlaps k00000..k00897
 	writeExternal(t, fs, "/ext/apart", "z", 0, 500, "b")
 	after := maps(before)
-	for i := 100; i < 700; i++ {
-		after[fmt.Sprintf("k%05d", i)] = fmt.Sprintf("v%d.a", i)
-	}
 	for i := 0; i < 500; i++ {
 		after[fmt.Sprintf("z%05d", i)] = fmt.Sprintf("v%d.b", i)
+	}
+	if !withOverlap {
+		return db, []string{"/ext/apart"}, before, after
+	}
+	for i := 100; i < 700; i++ {
+		after[fmt.Sprintf("k%05d", i)] = fmt.Sprintf("v%d.a", i)
 	}
 	return db, []string{"/ext/overlap", "/ext/apart"}, before, after
 }
@@ -46,10 +50,19 @@ func ingestCrashSetup(t *testing.T, fs *vfs.MemFS) (*DB, []string, map[string]st
 // damage mode for unsynced data that cycles through all five, and checks
 // that each clone opens to exactly the state before the Ingest or after
 // it, passes CheckInvariants(true), and then either refuses the inputs
-// as already ingested (after) or ingests them (before).
+// as already ingested (after) or ingests them (before). It runs for the
+// rewrite path (an input overlaps the data, which is partly in the
+// memtable, so the Ingest flushes) and the copy path.
 func TestIngestCrash(t *testing.T) {
+	for _, path := range []string{"rewrite", "copy"} {
+		t.Run(path, func(t *testing.T) { testIngestCrash(t, path == "rewrite") })
+	}
+}
+
+func testIngestCrash(t *testing.T, withOverlap bool) {
 	fs := vfs.NewMem()
-	db, paths, before, after := ingestCrashSetup(t, fs)
+	db, paths, before, after := ingestCrashSetup(t, fs, withOverlap)
+	seqBefore := db.visibleSeq.Load()
 	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
 	var (
 		mu     sync.Mutex
@@ -66,6 +79,7 @@ func TestIngestCrash(t *testing.T) {
 	})
 	require.NoError(t, db.Ingest(paths))
 	fs.SetDurabilityHook(nil)
+	require.Equal(t, withOverlap, db.visibleSeq.Load() > seqBefore, "the copy path takes no sequence number, the rewrite path one")
 	require.NoError(t, db.Close())
 	var nBefore, nAfter int
 	for i, c := range clones {
@@ -96,11 +110,18 @@ func TestIngestCrash(t *testing.T) {
 // makes (reads, writes, syncs, creates, renames), once: Ingest must
 // return the error or succeed, the database stays consistent (read-only
 // after a failed manifest write), and after a reopen it holds the state
-// before the Ingest or after it — after whenever Ingest returned nil.
+// before the Ingest or after it — after whenever Ingest returned nil. It
+// runs for both paths, as TestIngestCrash.
 func TestIngestFaults(t *testing.T) {
+	for _, path := range []string{"rewrite", "copy"} {
+		t.Run(path, func(t *testing.T) { testIngestFaults(t, path == "rewrite") })
+	}
+}
+
+func testIngestFaults(t *testing.T, withOverlap bool) {
 	// Count the operations of one Ingest.
 	base := vfs.NewMem()
-	db, paths, before, after := ingestCrashSetup(t, base)
+	db, paths, before, after := ingestCrashSetup(t, base, withOverlap)
 	require.NoError(t, db.Close())
 	counter := vfs.NewErrorFS(base.CrashClone(vfs.CrashOptions{}), vfs.ErrorOptions{})
 	db, err := Open("/db", &Options{FS: counter, MemTableSize: 64 << 10, TargetFileSize: 8 << 10})

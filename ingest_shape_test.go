@@ -23,7 +23,8 @@ import (
 //	external name         input lines "k v": write external table /ext/<name>
 //	file name             write the input lines as the file /ext/<name>
 //	ingest name...        DB.Ingest of those tables (an error is printed)
-//	snapshot              take the snapshot later gets read through
+//	snapshot [close]      take the snapshot later gets read through (or
+//	                      close it)
 //	get [snap] k ...      Get each key (through the snapshot with snap)
 //
 // Regenerate with go test -run TestIngestShape -rewrite and review the
@@ -89,8 +90,11 @@ func TestIngestShape(t *testing.T) {
 		case "snapshot":
 			if snap != nil {
 				snap.Close()
+				snap = nil
 			}
-			snap = db.NewSnapshot()
+			if len(d.Args) == 0 || d.Args[0].Key != "close" {
+				snap = db.NewSnapshot()
+			}
 			return "ok\n"
 		case "get":
 			return shapeGets(db, snap, d)

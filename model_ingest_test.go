@@ -12,10 +12,12 @@ import (
 type ingestModelStats struct {
 	ingests, inputs, keys, refused int
 	intoL0, deeper                 int // tables the Ingests placed in L0 and below
+	copied                         int // Ingests by the copy path
 }
 
 func (s *ingestModelStats) requireReached(t *testing.T) {
-	t.Logf("ingests: %d (%d inputs, %d keys; %d tables into L0, %d deeper), %d refused", s.ingests, s.inputs, s.keys, s.intoL0, s.deeper, s.refused)
+	t.Logf("ingests: %d (%d inputs, %d keys; %d tables into L0, %d deeper; %d by copy), %d refused", s.ingests, s.inputs, s.keys, s.intoL0, s.deeper, s.copied, s.refused)
+	require.Positive(t, s.copied, "no Ingest took the copy path")
 	require.Positive(t, s.intoL0, "no ingested table went to L0")
 	require.Positive(t, s.deeper, "no ingested table went below L0")
 	require.Positive(t, s.ingests, "no Ingest ran")
@@ -30,9 +32,19 @@ func (r *modelRun) ingest(i int) {
 	t, rng := r.t, r.rng
 	n := 1 + rng.Intn(3)
 	bad := n > 1 && rng.Intn(5) == 0
+	fresh := !bad && rng.Intn(3) == 0
 	keys := map[string]bool{}
 	for len(keys) < n*(1+rng.Intn(20)) {
-		keys[r.key()] = true
+		if fresh {
+			// Keys nothing else has, with no snapshot open: the copy
+			// path (sequence number 0).
+			keys[fmt.Sprintf("x%06d-%02d", i, rng.Intn(100))] = true
+		} else {
+			keys[r.key()] = true
+		}
+	}
+	if fresh {
+		r.closeSnaps()
 	}
 	sorted := make([]string, 0, len(keys))
 	for k := range keys {
@@ -62,7 +74,7 @@ func (r *modelRun) ingest(i int) {
 		require.NoError(t, w.Close())
 		paths = append(paths, path)
 	}
-	before := tableLevels(r.db)
+	before, seqBefore := tableLevels(r.db), r.db.visibleSeq.Load()
 	err := r.db.Ingest(paths)
 	if bad {
 		require.ErrorIs(t, err, ErrBadExternalTable, "op %d overlapping inputs (seed %d)", i, r.seed)
@@ -74,6 +86,11 @@ func (r *modelRun) ingest(i int) {
 		r.m.cur[k] = v
 	}
 	seq := r.db.visibleSeq.Load() // the Ingest's: the model writes nothing else meanwhile
+	if fresh {
+		require.Equal(t, seqBefore, seq, "op %d: the copy path took a sequence number (seed %d)", i, r.seed)
+		seq = 0
+		r.ingestStats.copied++
+	}
 	for num, f := range tableLevels(r.db) {
 		if _, ok := before[num]; ok || f.seqs != [2]uint64{seq, seq} {
 			continue // not one of the Ingest's tables (the flush before it made some)
