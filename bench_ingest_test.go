@@ -15,10 +15,12 @@ const benchIngestN = 1000000
 //
 //   - Puts: NoSync Puts, then Flush (the keys durable in L0 tables; the
 //     compactions they trigger are not waited for);
+//
 //   - ExternalWrite: NewExternalTableWriter, Set each key, Close;
+//
 //   - Ingest: DB.Ingest of that table (written before the timer starts).
 //
-//	go test -run '^$' -bench 'Ingest$' -benchtime 1x -count 1 .
+//     go test -run '^$' -bench 'Ingest$' -benchtime 1x -count 1 .
 func BenchmarkIngest(b *testing.B) {
 	vals := benchValues()
 	key := make([]byte, 16)
