@@ -18,7 +18,12 @@ const benchIngestN = 1000000
 //
 //   - ExternalWrite: NewExternalTableWriter, Set each key, Close;
 //
-//   - Ingest: DB.Ingest of that table (written before the timer starts).
+//   - Ingest: DB.Ingest of that table (written before the timer starts)
+//     into the empty database: the copy path;
+//
+//   - IngestRewrite: the same with one key of the table's range in the
+//     memtable: the rewrite path (flush, every key rewritten with the
+//     Ingest's sequence number into TargetFileSize tables).
 //
 //     go test -run '^$' -bench 'Ingest$' -benchtime 1x -count 1 .
 func BenchmarkIngest(b *testing.B) {
@@ -68,12 +73,18 @@ func BenchmarkIngest(b *testing.B) {
 			writeExt(b, filepath.Join(b.TempDir(), "ext.sst"))
 		}
 	})
-	b.Run("Ingest", func(b *testing.B) {
+	ingest := func(b *testing.B, overlap bool) {
 		for n := 0; n < b.N; n++ {
 			b.StopTimer()
 			db, dir := open(b)
 			path := filepath.Join(dir, "ext.sst")
 			writeExt(b, path)
+			if overlap {
+				// One write inside the table's range: the rewrite path.
+				if err := db.Put(putBenchKey(key, benchIngestN/2), []byte("x"), NoSync); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.StartTimer()
 			if err := db.Ingest([]string{path}); err != nil {
 				b.Fatal(err)
@@ -81,8 +92,11 @@ func BenchmarkIngest(b *testing.B) {
 			b.StopTimer()
 			m := db.Metrics()
 			b.ReportMetric(float64(m.Ingest.Tables), "tables")
+			b.ReportMetric(float64(m.Ingest.Copied), "copied")
 			db.Close()
 			os.Remove(path)
 		}
-	})
+	}
+	b.Run("Ingest", func(b *testing.B) { ingest(b, false) })
+	b.Run("IngestRewrite", func(b *testing.B) { ingest(b, true) })
 }

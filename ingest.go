@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync/atomic"
 
@@ -90,6 +91,12 @@ func (db *DB) ingest(cf uint32, paths []string) error {
 	defer db.commit.release()
 	if err := db.checkOpen(); err != nil {
 		return err
+	}
+	db.mu.Lock()
+	bgErr := db.mu.bgErr
+	db.mu.Unlock()
+	if bgErr != nil {
+		return bgErr
 	}
 	if err := db.checkNotIngested(ins); err != nil {
 		return err
@@ -215,17 +222,7 @@ func (db *DB) flushForIngest() error {
 			return err
 		}
 	}
-	for len(db.mu.imm) > 0 {
-		if db.mu.bgErr != nil {
-			return db.mu.bgErr
-		}
-		if db.closed.Load() {
-			return ErrClosed
-		}
-		db.maybeScheduleFlushLocked()
-		db.mu.cond.Wait()
-	}
-	return db.mu.bgErr
+	return db.waitFlushedLocked(math.MaxUint64)
 }
 
 // rewriteInputs copies each input into tables of the database directory

@@ -117,7 +117,7 @@ func (db *DB) copyInput(in *ingestInput) error {
 		return err
 	}
 	out.files = append(out.files, num)
-	_, err = io.Copy(dst, io.NewSectionReader(src, 0, size))
+	_, err = io.CopyBuffer(dst, io.NewSectionReader(src, 0, size), make([]byte, 1<<20))
 	if err == nil {
 		err = dst.Sync()
 	}

@@ -109,8 +109,11 @@ const prefixTag = 0x7072656669782121 // "prefix!!"
 // probability 2^-64): a prefix can never answer for a whole key or the
 // reverse. Add the result with HashBuilder.AddHash and probe it with
 // HashReader.MayContainHash.
-func HashPrefix(p []byte) uint64 {
-	h := hashKey(p) ^ prefixTag
+func HashPrefix(p []byte) uint64 { return mix64(hashKey(p) ^ prefixTag) }
+
+// mix64 is MurmurHash3's 64-bit finalizer (fmix64), a bijection that
+// spreads every input bit over the output.
+func mix64(h uint64) uint64 {
 	h ^= h >> 33
 	h *= 0xff51afd7ed558ccd
 	h ^= h >> 33
