@@ -30,15 +30,24 @@ func (db *DB) Ingest(paths []string) error { return db.ingest(manifest.DefaultCF
 // Every input is checked before anything changes (format, checksums of
 // every block, key order, only Sets, inputs not overlapping each other,
 // not ingested before: the manifest remembers every external table's
-// ID). Then, holding the commit pipeline (writes wait until Ingest
-// returns), the memtables are flushed, and each input is rewritten into
-// the database directory with the Ingest's sequence number in every key
-// (through the table writer, so the copy gets its level's filter policy
-// and the family's prefixes) and fsynced, with the directory, before the
-// edit names it. Each lands in the lowest level where no table (and no
-// running compaction's output) overlaps its key range. A crash recovers
-// to before the Ingest or after it. The input files are left as they
-// are.
+// ID); a refusal wraps ErrBadExternalTable. Then, holding the commit
+// pipeline (writes wait until Ingest returns):
+//
+//   - if no snapshot is open and nothing in the family overlaps any
+//     input, the inputs are copied into the database directory as they
+//     are, their keys at sequence number 0 (no reader can tell them from
+//     newer ones; the tables keep the filter and prefixes they were
+//     written with);
+//   - otherwise the memtables are flushed and each input is rewritten into
+//     the directory with the Ingest's one sequence number in every key,
+//     through the table writer (its level's filter policy, the family's
+//     prefixes), so it is newer than every write before and invisible to
+//     older snapshots.
+//
+// Tables are fsynced, then the directory, before the edit names them.
+// Each lands in the lowest level where no table (and no running
+// compaction's output) overlaps its key range. A crash recovers to before
+// the Ingest or after it. The input files are left as they are.
 func (cf *ColumnFamily) Ingest(paths []string) error { return cf.db.ingest(cf.id, paths) }
 
 // ingestInput is one validated external table.
