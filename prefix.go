@@ -253,10 +253,10 @@ type prefixState struct {
 }
 
 // SeekPrefixGE moves to the first key >= key that has key's prefix
-// (Options.Prefix). It reads only the memtables and the tables whose
-// filters may hold the prefix: a table whose filter rules the prefix out
-// is not opened for reading (Metrics.PrefixSeeks counts the probes and
-// the tables skipped). Until the next First, Last, SeekGE or SeekLT the
+// (Options.Prefix). It reads only the memtables and tables whose filters
+// may hold the prefix (memtables' key filters hold prefixes too): one
+// whose filter rules the prefix out is not read (Metrics.PrefixSeeks
+// counts the probes and what they skipped). Until the next First, Last, SeekGE or SeekLT the
 // iterator is confined to the prefix (and its bounds): Next becomes
 // invalid after the prefix's last key, and Prev walks back within the
 // prefix, becoming invalid before its first key (not only before key).
