@@ -67,7 +67,10 @@ func (db *DB) copyAllowed(cf uint32, ins []*ingestInput) bool {
 }
 
 // copyAllowedLocked: no snapshot is open, and no memtable of cf and no
-// table of lv overlaps an input. REQUIRES: db.mu held.
+// table of lv overlaps an input. Anything else that could hide the
+// copied keys from below (a range tombstone in a memtable: its sequence
+// number would be above the copy's 0) must count as overlapping here.
+// REQUIRES: db.mu held.
 func (db *DB) copyAllowedLocked(cf uint32, lv *manifest.Levels, ins []*ingestInput) bool {
 	if len(db.mu.snapshots.seqs) > 0 {
 		return false
