@@ -20,6 +20,9 @@ type cfState struct {
 	// levelPolicies[l], if non-nil, replaces filterPolicy for tables
 	// written into level l.
 	levelPolicies []filter.Policy
+	// prefix cuts the keys' prefixes for the filters and SeekPrefixGE
+	// (Options.Prefix; zero: none).
+	prefix prefixFunc
 }
 
 // policyFor returns the filter policy of the family's tables written into
@@ -73,7 +76,10 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 		cf.Merger = co.Merger.Name()
 	}
 	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy,
-		levelPolicies: r.db.opts.LevelFilterPolicies}
+		levelPolicies: r.db.opts.LevelFilterPolicies, prefix: r.db.prefix()}
+	if p := prefixOf(co); p.fn != nil {
+		st.prefix = p
+	}
 	if co.FilterPolicy != nil {
 		st.filterPolicy, st.levelPolicies = co.FilterPolicy, nil
 	}
@@ -96,26 +102,29 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 func (r *cfRegistry) load() error {
 	for id, cf := range r.db.versions.ColumnFamilies() {
 		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy,
-			levelPolicies: r.db.opts.LevelFilterPolicies}
+			levelPolicies: r.db.opts.LevelFilterPolicies, prefix: r.db.prefix()}
 		r.byID[id] = st
 		r.byName[cf.Name] = st
 	}
 	def := r.byID[manifest.DefaultCFID]
-	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy, r.db.opts.LevelFilterPolicies)
+	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy, r.db.opts.LevelFilterPolicies, r.db.prefix())
 }
 
 // bind supplies a merger and filter policy to a column family, recording
 // the merger's name in the manifest the first time one is supplied.
-func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
+func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy, levels []filter.Policy, pf prefixFunc) error {
 	r.createMu.Lock()
 	defer r.createMu.Unlock()
-	return r.bindLocked(st, m, p, levels)
+	return r.bindLocked(st, m, p, levels, pf)
 }
 
 // bindLocked is bind. States are copied on write: readers hold a *cfState
 // without locks. REQUIRES: createMu held.
-func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
+func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy, levels []filter.Policy, pf prefixFunc) error {
 	st := *old
+	if pf.fn != nil {
+		st.prefix = pf
+	}
 	if p != nil {
 		st.filterPolicy, st.levelPolicies = p, nil // a family's own policy: not the DB's per level
 	}

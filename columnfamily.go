@@ -23,6 +23,10 @@ type ColumnFamilyOptions struct {
 	// a family with its own FilterPolicy does not inherit the DB's
 	// per-level policies.
 	LevelFilterPolicies []filter.Policy
+	// Prefix and PrefixName are Options.Prefix and PrefixName for this
+	// family; when Prefix is nil the family uses the DB's.
+	Prefix     func(key []byte) int
+	PrefixName string
 }
 
 // ColumnFamily is a handle on a column family: a keyspace with its own
@@ -52,6 +56,9 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 	if o != nil {
 		co = *o
 	}
+	if err := checkPrefixOptions(co.Prefix, co.PrefixName); err != nil {
+		return nil, err
+	}
 	r := db.cfs
 	// Serialize creations and bindings with each other (rank CFCreate,
 	// outside the manifest writer).
@@ -66,7 +73,7 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 		if st, err = r.create(name, co); err != nil {
 			return nil, err
 		}
-	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies); err != nil {
+	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies, prefixOf(co)); err != nil {
 		return nil, err
 	}
 	return &ColumnFamily{db: db, id: st.id, name: name}, nil

@@ -21,6 +21,10 @@ type compactState struct {
 	// lastErr is the error of the last failed background compaction; the
 	// next Compact call returns it.
 	lastErr error
+	// active are the running compactions, by column family; ingesting
+	// holds new ones back while an Ingest places its tables (ingest.go).
+	active    map[*compaction.Compaction]uint32
+	ingesting bool
 }
 
 // pickerLocked returns column family cf's picker, creating it.
@@ -54,7 +58,7 @@ func (db *DB) compactable(cf uint32) bool {
 // level needs one and a slot is free. REQUIRES: db.mu held.
 func (db *DB) maybeScheduleCompactionLocked() {
 	for db.compact.running < db.opts.MaxConcurrentCompactions {
-		if db.mu.bgErr != nil || db.closed.Load() || db.opts.ReadOnly {
+		if db.mu.bgErr != nil || db.closed.Load() || db.opts.ReadOnly || db.compact.ingesting {
 			return
 		}
 		v := db.versions.Current()
@@ -73,6 +77,7 @@ func (db *DB) maybeScheduleCompactionLocked() {
 			return
 		}
 		setCompacting(picked, true)
+		db.compact.track(cf, picked)
 		db.compact.running++
 		db.bg.Add(1)
 		go func() {
@@ -87,6 +92,15 @@ func (db *DB) maybeScheduleCompactionLocked() {
 	}
 }
 
+// track records c, of column family cf, as running until
+// finishCompactionLocked. REQUIRES: db.mu held.
+func (s *compactState) track(cf uint32, c *compaction.Compaction) {
+	if s.active == nil {
+		s.active = map[*compaction.Compaction]uint32{}
+	}
+	s.active[c] = cf
+}
+
 func setCompacting(c *compaction.Compaction, on bool) {
 	for _, f := range c.InputFiles() {
 		f.Compacting = on
@@ -97,6 +111,7 @@ func setCompacting(c *compaction.Compaction, on bool) {
 // error. REQUIRES: db.mu held.
 func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 	setCompacting(c, false)
+	delete(db.compact.active, c)
 	db.compact.running--
 	if err != nil && !errors.Is(err, ErrClosed) {
 		if !c.Manual {
@@ -399,6 +414,9 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			return nil, nil, nil
 		}
 		c, err := db.pickerLocked(cf).PickManual(lv, level, start, end)
+		if err == nil && db.compact.ingesting {
+			err = compaction.ErrInputsCompacting // wait for the Ingest to place its tables
+		}
 		switch {
 		case errors.Is(err, compaction.ErrInputsCompacting):
 			v.Unref()
@@ -409,6 +427,7 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			return nil, nil, err
 		}
 		setCompacting(c, true)
+		db.compact.track(cf, c)
 		db.compact.running++
 		return c, v, nil
 	}

@@ -177,6 +177,12 @@ func (db *DB) Flush() error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.waitFlushedLocked(target)
+}
+
+// waitFlushedLocked waits until every immutable group older than WAL
+// target is flushed, and returns the background error. REQUIRES: db.mu.
+func (db *DB) waitFlushedLocked(target uint64) error {
 	for len(db.mu.imm) > 0 && db.mu.imm[0].logNum < target {
 		if db.mu.bgErr != nil {
 			return db.mu.bgErr

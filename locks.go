@@ -41,6 +41,13 @@ package sieve
 // mutex, the metrics' histogram mutex, and the in-memory file system's
 // locks.
 //
+// Ingest (ingest.go) holds Commit throughout, takes versionMu and then
+// db.mu as logAndApply does, and may wait on db.mu's cond for its flush
+// while holding Commit (the flush goroutine takes neither Commit nor
+// anything Ingest holds at that moment). While it installs its tables,
+// NewSnapshot and manual compactions wait on the same cond and no
+// background compaction starts.
+//
 // Blocking that is not a lock: Close waits for background goroutines
 // (db.bg) while holding Commit, so no background job may take Commit
 // (flushes and compactions do not write). A version's last Unref deletes

@@ -19,6 +19,8 @@ type dbMetrics struct {
 
 	// reads are the point-lookup counters, in stripes: see readStripe.
 	reads                                    [readStripes]readCounters
+	prefix                                   [readStripes]prefixCounters
+	ingest                                   ingestCounters
 	filterUnknown                            atomic.Int64
 	filterBuildRetries, filterBuildFallbacks atomic.Int64
 
@@ -255,6 +257,11 @@ type Metrics struct {
 		Slowdowns int64
 	}
 	IndexResidentBytes int64
+	// PrefixSeeks counts Iterator.SeekPrefixGE calls and their prefix
+	// filter probes (not in Filter, which counts point lookups').
+	PrefixSeeks PrefixMetrics
+	// Ingest counts DB.Ingest calls and the tables they added.
+	Ingest IngestMetrics
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -301,6 +308,8 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
 	out.Stall.Slowdowns = m.slowdowns.Load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
+	out.PrefixSeeks = m.prefixTotals()
+	out.Ingest = m.ingest.load()
 	if db.closed.Load() {
 		return out
 	}
@@ -413,5 +422,7 @@ func (m *Metrics) String() string {
 		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
+	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
+	fmt.Fprintf(&sb, "%s\n", m.Ingest)
 	return sb.String()
 }

@@ -42,7 +42,7 @@ func TestRandomizedModel(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, Merger: appendMerger{}, MemTableSize: 64 << 10, L0CompactionTrigger: 2,
 		L0StopWritesTrigger: 8, LBaseMaxBytes: 256 << 10, TargetFileSize: 4 << 10, BlockSize: 512, MaxSuccessiveMerges: 16,
-		MaxSubcompactions: 3}
+		MaxSubcompactions: 3, Prefix: modelPrefixLen, PrefixName: "model6"}
 	db, err := Open("/db", opts)
 	require.NoError(t, err)
 	r := &modelRun{t: t, rng: rng, seed: seed, opts: opts, db: db,
@@ -62,6 +62,10 @@ type modelRun struct {
 	db    *DB
 	m     *modelDB
 	seeks seekStats
+	// prefix counts the SeekPrefixGE checks (model_prefix_test.go).
+	prefix prefixModelStats
+	// ingestStats counts the Ingests (model_ingest_test.go).
+	ingestStats ingestModelStats
 	// splits counts the manual compactions run as subcompactions, over
 	// all reopens.
 	splits int64
@@ -102,6 +106,10 @@ func (r *modelRun) step(i int) {
 		require.NoError(t, r.db.Compact([]byte(lo), []byte(hi)))
 	case x < 968:
 		r.reopen()
+	case x < 978:
+		r.prefixSeek(i)
+	case x < 981:
+		r.ingest(i)
 	default:
 		// Let background work run.
 	}
@@ -237,6 +245,8 @@ func (r *modelRun) finish() {
 	r.seeks.add(checkIterator(t, r.rng, it, r.m.cur, "", ""))
 	require.NoError(t, it.Close())
 	r.seeks.requireInside(t)
+	r.prefix.requireReached(t)
+	r.ingestStats.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

@@ -42,7 +42,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		}
 	}
 	copts := compaction.IterOptions{LowerBound: lower, UpperBound: upper}
-	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper}
+	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper, rs: rs}
 	if lv := rs.version.Levels(cf); lv != nil {
 		children = compaction.LevelIters(children, lv, db.tableOpener(lower, upper), copts)
 	}

@@ -275,6 +275,8 @@ type stressRun struct {
 	failed atomic.Bool
 
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
+	prefixReads                                    atomic.Int64 // stress_prefix_test.go
+	ingests                                        atomic.Int64 // stress_ingest_test.go
 	flushes, compactions, reopens                  int64
 }
 
@@ -376,6 +378,9 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 	pad := strings.Repeat("x", 200)
 	for !r.stop.Load() {
 		n++
+		if r.maybeIngest(id, n, rng) {
+			continue
+		}
 		ncf := r.ncf()
 		entries := 1
 		if rng.IntN(4) == 0 {
@@ -554,6 +559,9 @@ func (r *stressRun) reader(id int, rng *rand.Rand) {
 				return
 			}
 		case p < 15: // iterator, either direction, random bounds
+			if r.prefixRead(cf, rng) {
+				break
+			}
 			lo := r.oracle.windows(cf, false)
 			it := r.newIter(cf, r.randomBounds(rng), nil)
 			hi := r.oracle.windows(cf, true)
@@ -849,7 +857,7 @@ func TestStress(t *testing.T) {
 	r := &stressRun{t: t, cfg: cfg, seed: seed, fs: fs,
 		opts: &Options{FS: fs, Merger: counterMerger{}, MemTableSize: 64 << 10, TargetFileSize: 16 << 10,
 			BlockSize: 1 << 10, L0CompactionTrigger: 2, LBaseMaxBytes: 128 << 10, MaxSuccessiveMerges: 3,
-			BlockCacheSize: 256 << 10},
+			BlockCacheSize: 256 << 10, Prefix: stressPrefixLen, PrefixName: "stress6"},
 		cfNames: []string{"default", "append", "lww"},
 		oracle:  newStressOracle(stressFixedCFs, cfg.keys),
 	}
@@ -917,4 +925,7 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
 	require.Positive(t, r.reopens)
+	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests", r.prefixReads.Load(), r.ingests.Load())
+	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
+	require.Positive(t, r.ingests.Load(), "no Ingest")
 }

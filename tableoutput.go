@@ -80,6 +80,7 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 	if p := db.filterPolicyFor(cf, level, c); p != nil {
 		o.FilterPolicy = p
 	}
+	db.setPrefixOptions(cf, &o)
 	return o
 }
 

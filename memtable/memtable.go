@@ -118,6 +118,8 @@ type MemTable struct {
 	mu     sync.RWMutex
 	tree   btree
 	filter *keyFilter // nil: none
+	// prefix puts the keys' prefixes in filter too (prefix.go).
+	prefix prefixFilter
 	// mergeCount[h%len] counts (saturating) the merge operands added for
 	// the keys of hash h: at least the successive merges of any of those
 	// keys, so HasSuccessiveMerges answers from it, without a descent,
@@ -194,6 +196,7 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	}
 	if m.filter != nil {
 		m.filter.add(h)
+		m.addPrefix(ukey)
 	}
 	m.mu.Lock()
 	m.tree.insert(e)

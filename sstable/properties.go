@@ -37,7 +37,15 @@ type Properties struct {
 
 	FilterPolicy     string  // Policy.Name(); "" without a filter
 	FilterKeys       uint64  // distinct user keys added to the filter
-	FilterBitsPerKey float64 // 8*FilterSize/FilterKeys
+	FilterBitsPerKey float64 // 8*FilterSize/(FilterKeys+FilterPrefixes)
+	// FilterPrefixes counts the key prefixes added to the filter beside
+	// the keys; PrefixExtractor names the function that cut them ("":
+	// the filter holds no prefixes and never rules a prefix out).
+	FilterPrefixes  uint64
+	PrefixExtractor string
+	// ExternalID is the unique ID of an external table (written for
+	// ingestion); "" for a database's own tables.
+	ExternalID string
 
 	// Writer options the table was built with.
 	BlockSize            uint64
@@ -63,6 +71,10 @@ type propField struct {
 	f64  func(*Properties) *float64
 	str  func(*Properties) *string
 	ikey func(*Properties) *base.InternalKey
+	// omitZero leaves the property out of the block (and of String)
+	// when it is zero or empty: properties added later, so that a table
+	// without them is byte-for-byte what earlier builds wrote.
+	omitZero bool
 }
 
 var propFields = func() []propField {
@@ -76,8 +88,10 @@ var propFields = func() []propField {
 		u("sieve.data.blocks", func(p *Properties) *uint64 { return &p.NumDataBlocks }),
 		u("sieve.data.size", func(p *Properties) *uint64 { return &p.DataSize }),
 		u("sieve.data.size.raw", func(p *Properties) *uint64 { return &p.RawDataSize }),
+		{name: "sieve.external.id", kind: propString, str: func(p *Properties) *string { return &p.ExternalID }, omitZero: true},
 		{name: "sieve.filter.bits.per.key", kind: propF64, f64: func(p *Properties) *float64 { return &p.FilterBitsPerKey }},
 		u("sieve.filter.keys", func(p *Properties) *uint64 { return &p.FilterKeys }),
+		{name: "sieve.filter.prefixes", kind: propUvarint, u64: func(p *Properties) *uint64 { return &p.FilterPrefixes }, omitZero: true},
 		{name: "sieve.filter.policy", kind: propString, str: func(p *Properties) *string { return &p.FilterPolicy }},
 		u("sieve.filter.size", func(p *Properties) *uint64 { return &p.FilterSize }),
 		{name: "sieve.format.version", kind: propUvarint},
@@ -88,6 +102,7 @@ var propFields = func() []propField {
 		u("sieve.num.entries", func(p *Properties) *uint64 { return &p.NumEntries }),
 		u("sieve.num.merges", func(p *Properties) *uint64 { return &p.NumMerges }),
 		u("sieve.num.sets", func(p *Properties) *uint64 { return &p.NumSets }),
+		{name: "sieve.prefix.extractor", kind: propString, str: func(p *Properties) *string { return &p.PrefixExtractor }, omitZero: true},
 		u("sieve.raw.key.size", func(p *Properties) *uint64 { return &p.RawKeySize }),
 		u("sieve.raw.value.size", func(p *Properties) *uint64 { return &p.RawValueSize }),
 		u("sieve.seqnum.largest", func(p *Properties) *uint64 { return &p.LargestSeq }),
@@ -108,6 +123,9 @@ func findPropField(name []byte) *propField {
 // encodeValue appends the stored value of f for p; ok is false when the
 // property is omitted (the key range of an empty table).
 func (f *propField) encodeValue(dst []byte, p *Properties) ([]byte, bool) {
+	if f.omitZero && f.isZero(p) {
+		return dst, false
+	}
 	switch {
 	case f.name == "sieve.format.version":
 		return binary.AppendUvarint(dst, uint64(p.FormatVersion)), true
@@ -124,6 +142,18 @@ func (f *propField) encodeValue(dst []byte, p *Properties) ([]byte, bool) {
 		}
 		return k.AppendEncoded(dst), true
 	}
+}
+
+// isZero reports whether f's value in p is zero or empty (only uvarint
+// and string properties are ever omitZero).
+func (f *propField) isZero(p *Properties) bool {
+	switch f.kind {
+	case propUvarint:
+		return f.u64 != nil && *f.u64(p) == 0
+	case propString:
+		return *f.str(p) == ""
+	}
+	return false
 }
 
 func (f *propField) decodeValue(v []byte, p *Properties) error {
@@ -228,6 +258,9 @@ func (p *Properties) String() string {
 func (p *Properties) describe(w io.Writer, indent string) {
 	for i := range propFields {
 		f := &propFields[i]
+		if f.omitZero && f.isZero(p) {
+			continue
+		}
 		fmt.Fprintf(w, "%s%s: ", indent, f.name)
 		switch {
 		case f.name == "sieve.format.version":

@@ -91,6 +91,9 @@ type Reader struct {
 	residentFilter *filterObj
 	filterErr      error
 	filterSize     int // length of the filter block
+	// prefixHashes: the filter's reader takes hashes, so prefix entries
+	// can be probed (ProbePrefix).
+	prefixHashes bool
 
 	// charged: the index and filter blocks go through the cache
 	// (ReaderOptions.CacheIndexAndFilter). pinned holds them when Pin has
@@ -405,6 +408,9 @@ func (r *Reader) readFilter() error {
 	}
 	r.filterSize = len(data)
 	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
+	if err == nil && fr != nil {
+		_, r.prefixHashes = fr.(filter.HashReader)
+	}
 	switch {
 	case err == nil && fr != nil && r.charged:
 		r.filterState = FilterLoaded

@@ -33,6 +33,19 @@ type WriterOptions struct {
 	FilterPolicy filter.Policy
 	// TableFormat to write; zero means TableFormatLatest.
 	TableFormat TableFormat
+	// Prefix, when set with PrefixName and a FilterPolicy whose builder
+	// takes hashes (filter.HashBuilder), adds each key's prefix
+	// ukey[:Prefix(ukey)] (clamped to the key) to the filter beside the
+	// whole key, as filter.HashPrefix, and records PrefixName in the
+	// properties (FORMAT.md, item 2).
+	Prefix func(ukey []byte) int
+	// PrefixName names Prefix; a table is ruled out for a prefix only by
+	// a reader using the same name.
+	PrefixName string
+	// ExternalID, when set, marks the table as an external table (made
+	// outside a database, for ingestion) with this unique ID, recorded as
+	// sieve.external.id.
+	ExternalID []byte
 }
 
 func (o WriterOptions) withDefaults() (WriterOptions, error) {
@@ -82,6 +95,7 @@ type Writer struct {
 	index  blockWriter
 	filter filter.Builder
 	props  Properties
+	prefix prefixAdder
 
 	lastKey      []byte // encoded last key added
 	pendingIndex bool   // a data block was flushed; its index entry waits for the next key
@@ -107,8 +121,10 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 	if opts.FilterPolicy != nil {
 		wr.filter = opts.FilterPolicy.NewBuilder()
 		wr.props.FilterPolicy = opts.FilterPolicy.Name()
+		wr.prefix.init(wr.filter, opts)
 	}
 	wr.props.FormatVersion = opts.TableFormat
+	wr.props.ExternalID = string(opts.ExternalID)
 	wr.props.BlockSize = uint64(opts.BlockSize)
 	wr.props.BlockRestartInterval = uint64(opts.BlockRestartInterval)
 	wr.props.Compression = opts.Compression.String()
@@ -140,6 +156,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.filter != nil && (w.props.NumEntries == 0 || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
 		w.filter.Add(key.UserKey)
 		w.props.FilterKeys++
+		w.prefix.add(key.UserKey, &w.props)
 	}
 	w.data.add(w.keyBuf, value)
 	w.lastKey, w.keyBuf = w.keyBuf, w.lastKey
@@ -239,12 +256,13 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		if fb := w.filter.Finish(); len(fb) > 0 {
 			h := w.writeBlock(fb)
 			w.props.FilterSize = uint64(len(fb))
-			if w.props.FilterKeys > 0 {
-				w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(w.props.FilterKeys)
+			if n := w.props.FilterKeys + w.props.FilterPrefixes; n > 0 {
+				w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(n)
 			}
+			w.props.PrefixExtractor = w.prefix.name()
 			meta.add([]byte("sieve.filter"), appendHandle(nil, h))
 		} else {
-			w.props.FilterPolicy, w.props.FilterKeys = "", 0
+			w.props.FilterPolicy, w.props.FilterKeys, w.props.FilterPrefixes = "", 0, 0
 		}
 	}
 

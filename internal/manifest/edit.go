@@ -26,7 +26,11 @@ const (
 	tagSetCFMerger  = 8
 	tagMinUnflushed = 9 // reserved, never written
 	tagSealedLog    = 10
+	tagIngested     = 11
 )
+
+// maxIngestedID bounds the length of an ingested table's ID.
+const maxIngestedID = 64
 
 // NumLevels is the number of LSM levels: L0 (overlapping tables, newest
 // first) and L1..L6 (each sorted and non-overlapping).
@@ -75,6 +79,10 @@ type VersionEdit struct {
 	AddedCFs     []ColumnFamily
 	DroppedCFs   []uint32
 	SetMergers   []ColumnFamily // ID and Merger used
+	// Ingested are the IDs of the external tables an Ingest added (their
+	// sieve.external.id property): the manifest remembers every one, so
+	// that the same table is not ingested twice.
+	Ingested [][]byte
 }
 
 // ApplyColumnFamilies applies e's column-family changes to cfs (keyed by
@@ -128,6 +136,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
 		p = appendBytes(p, []byte(cf.Merger))
 		field(tagSetCFMerger, p)
+	}
+	for _, id := range e.Ingested {
+		field(tagIngested, appendBytes(p[:0], id))
 	}
 	for _, d := range e.DeletedFiles {
 		p = binary.AppendUvarint(p[:0], uint64(d.CF))
@@ -231,6 +242,12 @@ func (e *VersionEdit) Decode(b []byte) error {
 			cf := ColumnFamily{ID: f.cf()}
 			cf.Merger = string(f.bytes())
 			e.SetMergers = append(e.SetMergers, cf)
+		case tagIngested:
+			id := append([]byte{}, f.bytes()...)
+			if f.Err == nil && (len(id) == 0 || len(id) > maxIngestedID) {
+				f.Failf("ingested table id of %d bytes", len(id))
+			}
+			e.Ingested = append(e.Ingested, id)
 		case tagDeletedFile:
 			df := DeletedFile{CF: f.cf(), Level: f.level()}
 			df.FileNum = f.uvarint()
@@ -287,6 +304,9 @@ func (e *VersionEdit) String() string {
 	}
 	for _, cf := range e.SetMergers {
 		s += fmt.Sprintf("set-merger %d %q\n", cf.ID, cf.Merger)
+	}
+	for _, id := range e.Ingested {
+		s += fmt.Sprintf("ingested %x\n", id)
 	}
 	del := append([]DeletedFile(nil), e.DeletedFiles...)
 	sort.Slice(del, func(i, j int) bool { return del[i].FileNum < del[j].FileNum })

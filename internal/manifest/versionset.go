@@ -47,6 +47,8 @@ type VersionSet struct {
 	lastSeq   uint64
 	sealedLog uint64
 	cfs       map[uint32]ColumnFamily
+	// ingested holds the IDs of every external table ingested (tag 11).
+	ingested map[string]bool
 
 	manifestNum  uint64
 	manifestFile vfs.File
@@ -222,6 +224,12 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 	if e.HasSealedLog {
 		vs.sealedLog = e.SealedLog
 	}
+	for _, id := range e.Ingested {
+		if vs.ingested == nil {
+			vs.ingested = map[string]bool{}
+		}
+		vs.ingested[string(id)] = true
+	}
 	e.ApplyColumnFamilies(vs.cfs)
 }
 
@@ -231,6 +239,9 @@ func (vs *VersionSet) snapshotEdit() *VersionEdit {
 		HasLastSeq: true, LastSeq: vs.lastSeq, HasSealedLog: vs.sealedLog != 0, SealedLog: vs.sealedLog}
 	for _, cf := range vs.cfs {
 		e.AddedCFs = append(e.AddedCFs, cf)
+	}
+	for id := range vs.ingested {
+		e.Ingested = append(e.Ingested, []byte(id))
 	}
 	for id, lv := range vs.current.CFs {
 		for level, files := range lv {
@@ -404,6 +415,10 @@ func (vs *VersionSet) SealedLog() uint64 { return vs.sealedLog }
 
 // LastSeq returns the last sequence number recorded in the manifest.
 func (vs *VersionSet) LastSeq() uint64 { return vs.lastSeq }
+
+// Ingested reports whether an external table with this ID was ingested.
+// REQUIRES: serialized with LogAndApply, as the other accessors.
+func (vs *VersionSet) Ingested(id []byte) bool { return vs.ingested[string(id)] }
 
 // ManifestNum returns the number of the live manifest.
 func (vs *VersionSet) ManifestNum() uint64 { return vs.manifestNum }
