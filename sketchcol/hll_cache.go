@@ -146,6 +146,9 @@ type hllCacheEntry struct {
 	stripe uint64         // the stripe's epoch the entry is current for
 	global uint64         // the Store's global epoch likewise
 	bytes  int
+	// cached reports that the entry is its stripe's map's (so a holder
+	// of the entry needs no second lookup to know). Guarded like the map.
+	cached bool
 }
 
 // hllCacheStripe is one stripe's share of the cache, guarded by the
@@ -224,6 +227,7 @@ func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 	}
 	e.bytes = len(key) + e.size() + hllCacheEntryBytes
 	c.m[string(key)] = e
+	e.cached = true
 	c.bytes += e.bytes
 	c.evict(e)
 }
@@ -238,6 +242,9 @@ func (e *hllCacheEntry) size() int {
 // resize accounts for an entry whose registers grew.
 func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
 	n := len(key) + e.size() + hllCacheEntryBytes
+	if n == e.bytes {
+		return
+	}
 	c.bytes += n - e.bytes
 	e.bytes = n
 	c.evict(e)
@@ -245,23 +252,29 @@ func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
 
 func (c *hllCacheStripe) drop(key []byte, e *hllCacheEntry) {
 	delete(c.m, string(key))
+	e.cached = false
 	c.bytes -= e.bytes
 }
 
 // evict drops entries other than keep until the stripe fits its budget.
 func (c *hllCacheStripe) evict(keep *hllCacheEntry) {
+	if c.bytes <= hllCacheStripeBytes {
+		return // without starting a map iteration (not free)
+	}
 	for k, e := range c.m {
 		if c.bytes <= hllCacheStripeBytes {
 			return
 		}
 		if e != keep {
 			delete(c.m, k)
+			e.cached = false
 			c.bytes -= e.bytes
 		}
 	}
 	if c.bytes > hllCacheStripeBytes { // keep alone is over budget
 		for k, e := range c.m {
 			delete(c.m, k)
+			e.cached = false
 			c.bytes -= e.bytes
 		}
 	}

@@ -124,6 +124,12 @@ func (s *Store) ColumnFamily() *sieve.ColumnFamily { return s.cf }
 // stripe returns key's stripe of the lock array (and of the cache).
 func (s *Store) stripe(key []byte) int { return int(maphash.Bytes(s.seed, key) % lockStripes) }
 
+// hashKey returns key's stripe and a 32-bit tag of its hash.
+func (s *Store) hashKey(key []byte) (int, uint32) {
+	h := maphash.Bytes(s.seed, key)
+	return int(h % lockStripes), uint32(h >> 32)
+}
+
 // lock locks key's stripe and returns its unlock.
 func (s *Store) lock(key []byte) func() {
 	m := &s.locks[s.stripe(key)]

@@ -22,16 +22,64 @@ import (
 type Deferred struct {
 	s     *Store
 	b     *sieve.Batch
-	pend  map[string]*hllCacheEntry
+	pend  []pendHLL      // the keys added to, in order
+	index map[string]int // pend's index by key, once pend is long
+	keys  []byte         // the bytes of pend's keys
 	wrote [][]byte
 	op    hllOp  // scratch: the operand being built
 	buf   []byte // scratch: its encoding (MergeCF copies it)
 }
 
+// pendHLL is a key of a Deferred and the registers its replies come from
+// (held here until Commit, whatever the cache evicts).
+type pendHLL struct {
+	key    []byte // in Deferred.keys
+	tag    uint32
+	stripe int
+	e      *hllCacheEntry
+}
+
+// pendScan is how many keys a Deferred searches one by one (a pipeline's
+// worth, typically) before it indexes them in a map.
+const pendScan = 32
+
 // NewDeferred returns a Deferred adding its operands to b, a batch of the
 // Store's DB (it may hold writes of the caller to other families).
 func (s *Store) NewDeferred(b *sieve.Batch) *Deferred {
-	return &Deferred{s: s, b: b, pend: map[string]*hllCacheEntry{}}
+	return &Deferred{s: s, b: b}
+}
+
+// pending returns key's entry in d.pend, or nil.
+func (d *Deferred) pending(key []byte, tag uint32) *pendHLL {
+	if d.index != nil {
+		if i, ok := d.index[string(key)]; ok {
+			return &d.pend[i]
+		}
+		return nil
+	}
+	for i := range d.pend {
+		if p := &d.pend[i]; p.tag == tag && string(p.key) == string(key) {
+			return p
+		}
+	}
+	return nil
+}
+
+// addPending records key's entry (key not yet in d.pend).
+func (d *Deferred) addPending(key []byte, tag uint32, stripe int, e *hllCacheEntry) {
+	n := len(d.keys)
+	d.keys = append(d.keys, key...)
+	k := d.keys[n:len(d.keys):len(d.keys)]
+	d.pend = append(d.pend, pendHLL{key: k, tag: tag, stripe: stripe, e: e})
+	switch {
+	case d.index != nil:
+		d.index[string(k)] = len(d.pend) - 1
+	case len(d.pend) > pendScan:
+		d.index = make(map[string]int, 2*len(d.pend))
+		for i, p := range d.pend {
+			d.index[string(p.key)] = i
+		}
+	}
 }
 
 // Batch returns the batch the Deferred adds to.
@@ -48,12 +96,15 @@ func (d *Deferred) Pending() bool { return d.b.Len() > 0 }
 // true).
 func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, err error) {
 	s := d.s
-	stripe := s.stripe(key)
+	stripe, tag := s.hashKey(key)
 	m := &s.locks[stripe]
 	m.Lock()
 	defer m.Unlock()
-	e := d.pend[string(key)]
-	if e == nil {
+	var e *hllCacheEntry
+	p := d.pending(key, tag)
+	if p != nil {
+		e = p.e
+	} else {
 		e = s.cachedHLL(stripe, key)
 	}
 	if e != nil && e.regs == nil {
@@ -91,7 +142,9 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 			break
 		}
 	}
-	d.pend[string(key)] = e // held here until Commit, whatever the cache evicts
+	if p == nil {
+		d.addPending(key, tag, stripe, e)
+	}
 	if !changed {
 		return false, false, nil
 	}
@@ -119,27 +172,29 @@ func (d *Deferred) Commit() error {
 	for _, k := range d.wrote {
 		s.invalidate(k)
 	}
-	for k, e := range d.pend {
-		key := []byte(k)
-		stripe := s.stripe(key)
-		m := &s.locks[stripe]
+	for i := range d.pend {
+		p := &d.pend[i]
+		m := &s.locks[p.stripe]
 		m.Lock()
-		if err != nil {
-			if c := &s.hllCache[stripe]; c.m[k] != nil {
-				c.drop(key, c.m[k])
+		c := &s.hllCache[p.stripe]
+		switch {
+		case err != nil:
+			if cur := c.m[string(p.key)]; cur != nil {
+				c.drop(p.key, cur)
 			}
-		} else if c := &s.hllCache[stripe]; c.m[k] != e {
-			s.putHLL(stripe, key, e.regs, e.stripe, e.global)
-		} else {
-			c.resize(e, key)
+		case !p.e.cached:
+			s.putEntry(p.stripe, p.key, p.e)
+		default:
+			c.resize(p.e, p.key)
 		}
 		m.Unlock()
 		if err != nil {
-			s.invalidate(key)
+			s.invalidate(p.key)
 		}
 	}
 	d.b.Reset() // Apply copied what it needed (WAL buffer, memtable arena)
 	clear(d.pend)
+	d.pend, d.keys, d.index = d.pend[:0], d.keys[:0], nil
 	d.wrote = d.wrote[:0]
 	return err
 }
