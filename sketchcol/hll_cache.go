@@ -31,7 +31,7 @@ import "sync/atomic"
 const (
 	hllCacheStripeBytes = 128 << 10
 	hllCacheMaxPairs    = 512 // above this many non-zero registers an entry goes dense
-	hllCacheEntryBytes  = 96  // per-entry overhead counted besides the key and registers
+	hllCacheEntryBytes  = 160 // per-entry overhead counted besides the key and registers (the entry, its map slot, its regs)
 )
 
 // hllRegs are the registers of one HLL: sorted (index<<8 | rank) pairs of
@@ -141,6 +141,10 @@ func hllRegsOf(v []byte) (*hllRegs, error) {
 }
 
 type hllCacheEntry struct {
+	h      uint64 // Store.keyHash of the key: the stripe's map key
+	klen   int    // the key: its length and its bytes, inline
+	kinl   [hllCacheInlineKey]byte
+	kstr   string         // when longer than that
 	regs   *hllRegs       // an HLL's registers, or
 	bloom  *ScalableBloom // a Bloom filter (BFAdd's entries)
 	stripe uint64         // the stripe's epoch the entry is current for
@@ -151,11 +155,48 @@ type hllCacheEntry struct {
 	cached bool
 }
 
+// hllCacheInlineKey is the longest key an entry holds inline: a lookup
+// compares it without reading memory of its own.
+const hllCacheInlineKey = 32
+
+// setKey records key in e.
+func (e *hllCacheEntry) setKey(h uint64, key []byte) {
+	e.h, e.klen = h, len(key)
+	if len(key) <= hllCacheInlineKey {
+		copy(e.kinl[:], key)
+	} else {
+		e.kstr = string(key)
+	}
+}
+
+// isKey reports whether e is key's.
+func (e *hllCacheEntry) isKey(key []byte) bool {
+	if len(key) != e.klen {
+		return false
+	}
+	if len(key) <= hllCacheInlineKey {
+		return string(e.kinl[:len(key)]) == string(key)
+	}
+	return e.kstr == string(key)
+}
+
 // hllCacheStripe is one stripe's share of the cache, guarded by the
-// stripe's lock (only reply-bearing commands holding it touch it).
+// stripe's lock (only reply-bearing commands holding it touch it). Its
+// map is keyed by the keys' 64-bit hashes, the entries hold the keys: two
+// keys of one hash share a slot (the later put drops the other's entry),
+// and a lookup checks the key.
 type hllCacheStripe struct {
-	m     map[string]*hllCacheEntry
+	m     map[uint64]*hllCacheEntry
 	bytes int
+}
+
+// get returns key's entry (current or not), nil if none. h is
+// Store.keyHash(key).
+func (c *hllCacheStripe) get(h uint64, key []byte) *hllCacheEntry {
+	if e := c.m[h]; e != nil && e.isKey(key) {
+		return e
+	}
+	return nil
 }
 
 // cacheEpochs are the counters that invalidate entries.
@@ -187,14 +228,19 @@ func (s *Store) cacheTag(stripe int) (uint64, uint64) {
 
 // cachedHLL returns key's current entry. REQUIRES: the stripe's lock.
 func (s *Store) cachedHLL(stripe int, key []byte) *hllCacheEntry {
+	return s.cachedEntry(stripe, s.keyHash(key), key)
+}
+
+// cachedEntry is cachedHLL with key's hash. REQUIRES: the stripe's lock.
+func (s *Store) cachedEntry(stripe int, h uint64, key []byte) *hllCacheEntry {
 	c := &s.hllCache[stripe]
-	e := c.m[string(key)]
+	e := c.get(h, key)
 	if e == nil {
 		return nil
 	}
 	st, gl := s.cacheTag(stripe)
 	if e.stripe != st || e.global != gl || s.epochs.off.Load() {
-		c.drop(key, e)
+		c.drop(e)
 		return nil
 	}
 	return e
@@ -220,13 +266,16 @@ func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 	}
 	c := &s.hllCache[stripe]
 	if c.m == nil {
-		c.m = make(map[string]*hllCacheEntry)
+		c.m = make(map[uint64]*hllCacheEntry)
 	}
-	if old := c.m[string(key)]; old != nil {
-		c.drop(key, old)
+	if e.klen == 0 || !e.isKey(key) {
+		e.setKey(s.keyHash(key), key)
+	}
+	if old := c.m[e.h]; old != nil {
+		c.drop(old) // key's entry, or another key's of the same hash
 	}
 	e.bytes = len(key) + e.size() + hllCacheEntryBytes
-	c.m[string(key)] = e
+	c.m[e.h] = e
 	e.cached = true
 	c.bytes += e.bytes
 	c.evict(e)
@@ -250,8 +299,8 @@ func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
 	c.evict(e)
 }
 
-func (c *hllCacheStripe) drop(key []byte, e *hllCacheEntry) {
-	delete(c.m, string(key))
+func (c *hllCacheStripe) drop(e *hllCacheEntry) {
+	delete(c.m, e.h)
 	e.cached = false
 	c.bytes -= e.bytes
 }

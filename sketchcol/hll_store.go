@@ -64,7 +64,8 @@ func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 	for _, p := range op.pairs {
 		e.regs.raise(int(p.index), p.rank)
 	}
-	if c := &s.hllCache[stripe]; c.m[string(key)] == e {
+	if e.cached {
+		c := &s.hllCache[stripe]
 		c.resize(e, key)
 	}
 	return true, nil

@@ -34,7 +34,7 @@ type Deferred struct {
 // (held here until Commit, whatever the cache evicts).
 type pendHLL struct {
 	key    []byte // in Deferred.keys
-	tag    uint32
+	h      uint64 // Store.keyHash(key)
 	stripe int
 	e      *hllCacheEntry
 }
@@ -50,7 +50,7 @@ func (s *Store) NewDeferred(b *sieve.Batch) *Deferred {
 }
 
 // pending returns key's entry in d.pend, or nil.
-func (d *Deferred) pending(key []byte, tag uint32) *pendHLL {
+func (d *Deferred) pending(key []byte, h uint64) *pendHLL {
 	if d.index != nil {
 		if i, ok := d.index[string(key)]; ok {
 			return &d.pend[i]
@@ -58,7 +58,7 @@ func (d *Deferred) pending(key []byte, tag uint32) *pendHLL {
 		return nil
 	}
 	for i := range d.pend {
-		if p := &d.pend[i]; p.tag == tag && string(p.key) == string(key) {
+		if p := &d.pend[i]; p.h == h && string(p.key) == string(key) {
 			return p
 		}
 	}
@@ -66,11 +66,11 @@ func (d *Deferred) pending(key []byte, tag uint32) *pendHLL {
 }
 
 // addPending records key's entry (key not yet in d.pend).
-func (d *Deferred) addPending(key []byte, tag uint32, stripe int, e *hllCacheEntry) {
+func (d *Deferred) addPending(key []byte, h uint64, stripe int, e *hllCacheEntry) {
 	n := len(d.keys)
 	d.keys = append(d.keys, key...)
 	k := d.keys[n:len(d.keys):len(d.keys)]
-	d.pend = append(d.pend, pendHLL{key: k, tag: tag, stripe: stripe, e: e})
+	d.pend = append(d.pend, pendHLL{key: k, h: h, stripe: stripe, e: e})
 	switch {
 	case d.index != nil:
 		d.index[string(k)] = len(d.pend) - 1
@@ -96,16 +96,16 @@ func (d *Deferred) Pending() bool { return d.b.Len() > 0 }
 // true).
 func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, err error) {
 	s := d.s
-	stripe, tag := s.hashKey(key)
+	stripe, h := s.hashKey(key)
 	m := &s.locks[stripe]
 	m.Lock()
 	defer m.Unlock()
 	var e *hllCacheEntry
-	p := d.pending(key, tag)
+	p := d.pending(key, h)
 	if p != nil {
 		e = p.e
 	} else {
-		e = s.cachedHLL(stripe, key)
+		e = s.cachedEntry(stripe, h, key)
 	}
 	if e != nil && e.regs == nil {
 		e = nil // a Bloom filter's entry: read, to answer ErrWrongType
@@ -128,6 +128,7 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 			}
 		}
 		e = &hllCacheEntry{regs: regs, stripe: st, global: gl}
+		e.setKey(h, key)
 	}
 	op := &d.op
 	op.pairs = op.pairs[:0]
@@ -143,7 +144,7 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 		}
 	}
 	if p == nil {
-		d.addPending(key, tag, stripe, e)
+		d.addPending(key, h, stripe, e)
 	}
 	if !changed {
 		return false, false, nil
@@ -179,8 +180,8 @@ func (d *Deferred) Commit() error {
 		c := &s.hllCache[p.stripe]
 		switch {
 		case err != nil:
-			if cur := c.m[string(p.key)]; cur != nil {
-				c.drop(p.key, cur)
+			if cur := c.get(p.h, p.key); cur != nil {
+				c.drop(cur)
 			}
 		case !p.e.cached:
 			s.putEntry(p.stripe, p.key, p.e)

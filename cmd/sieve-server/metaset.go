@@ -10,17 +10,51 @@ type metaSet struct {
 	big   map[string][8]byte
 }
 
+// metaEnt is one key's cache bytes; a key of up to metaInlineKey bytes is
+// held inline, so that finding it reads no memory but the slice's.
 type metaEnt struct {
-	tag uint32
-	c   [8]byte
-	key string
+	tag  uint32
+	klen uint32
+	c    [8]byte
+	kinl [metaInlineKey]byte
+	kstr string // a longer key
 }
 
-const metaSetSmall = 16
+const (
+	metaSetSmall  = 16
+	metaInlineKey = 24
+)
+
+func newMetaEnt(key []byte, tag uint32, c [8]byte) metaEnt {
+	e := metaEnt{tag: tag, klen: uint32(len(key)), c: c}
+	if len(key) <= metaInlineKey {
+		copy(e.kinl[:], key)
+	} else {
+		e.kstr = string(key)
+	}
+	return e
+}
+
+func (e *metaEnt) key() string {
+	if e.klen <= metaInlineKey {
+		return string(e.kinl[:e.klen])
+	}
+	return e.kstr
+}
+
+func (e *metaEnt) is(key []byte) bool {
+	if int(e.klen) != len(key) {
+		return false
+	}
+	if len(key) <= metaInlineKey {
+		return string(e.kinl[:len(key)]) == string(key)
+	}
+	return e.kstr == string(key)
+}
 
 func (m *metaSet) find(key []byte, tag uint32) int {
 	for i := range m.small {
-		if e := &m.small[i]; e.tag == tag && e.key == string(key) {
+		if e := &m.small[i]; e.tag == tag && e.is(key) {
 			return i
 		}
 	}
@@ -48,12 +82,12 @@ func (m *metaSet) put(key []byte, tag uint32, c [8]byte) {
 		return
 	}
 	if len(m.small) < metaSetSmall {
-		m.small = append(m.small, metaEnt{tag: tag, c: c, key: string(key)})
+		m.small = append(m.small, newMetaEnt(key, tag, c))
 		return
 	}
 	m.big = make(map[string][8]byte, 2*metaSetSmall)
-	for _, e := range m.small {
-		m.big[e.key] = e.c
+	for i := range m.small {
+		m.big[m.small[i].key()] = m.small[i].c
 	}
 	m.small = nil
 	m.big[string(key)] = c
