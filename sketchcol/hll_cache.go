@@ -141,18 +141,38 @@ func hllRegsOf(v []byte) (*hllRegs, error) {
 }
 
 type hllCacheEntry struct {
-	h      uint64 // Store.keyHash of the key: the stripe's map key
-	klen   int    // the key: its length and its bytes, inline
+	// The fields a lookup reads first, together.
+	regs   *hllRegs // an HLL's registers (often own), or
+	stripe uint64   // the stripe's epoch the entry is current for
+	global uint64   // the Store's global epoch likewise
+	klen   int      // the key: its length and its bytes, inline
 	kinl   [hllCacheInlineKey]byte
-	kstr   string         // when longer than that
-	regs   *hllRegs       // an HLL's registers, or
-	bloom  *ScalableBloom // a Bloom filter (BFAdd's entries)
-	stripe uint64         // the stripe's epoch the entry is current for
-	global uint64         // the Store's global epoch likewise
-	bytes  int
+	own    hllRegs                     // regs, when newHLLEntry made them
+	inl    [hllCacheInlinePairs]uint32 // own's first pairs
+
+	h     uint64         // Store.keyHash of the key: the stripe's map key
+	kstr  string         // a key longer than kinl
+	bloom *ScalableBloom // a Bloom filter (BFAdd's entries)
+	bytes int
 	// cached reports that the entry is its stripe's map's (so a holder
 	// of the entry needs no second lookup to know). Guarded like the map.
 	cached bool
+}
+
+// hllCacheInlinePairs is how many register pairs an entry holds in
+// itself: a lookup of a small HLL then reads the entry only.
+const hllCacheInlinePairs = 16
+
+// newHLLEntry returns an entry of regs (copied into the entry) tagged
+// with st and gl.
+func newHLLEntry(regs *hllRegs, st, gl uint64) *hllCacheEntry {
+	e := &hllCacheEntry{stripe: st, global: gl}
+	e.own = *regs
+	if regs.dense == nil && len(regs.pairs) <= len(e.inl) {
+		e.own.pairs = append(e.inl[:0:len(e.inl)], regs.pairs...)
+	}
+	e.regs = &e.own
+	return e
 }
 
 // hllCacheInlineKey is the longest key an entry holds inline: a lookup
@@ -249,7 +269,7 @@ func (s *Store) cachedEntry(stripe int, h uint64, key []byte) *hllCacheEntry {
 // putHLL caches regs for key with the tag taken before they were read.
 // REQUIRES: the stripe's lock.
 func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
-	s.putEntry(stripe, key, &hllCacheEntry{regs: regs, stripe: st, global: gl})
+	s.putEntry(stripe, key, newHLLEntry(regs, st, gl))
 }
 
 // putBloom caches a Bloom filter for key, like putHLL.

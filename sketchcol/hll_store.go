@@ -44,7 +44,7 @@ func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 		s.putHLL(stripe, key, regs, st, gl)
 		e = s.cachedHLL(stripe, key)
 		if e == nil { // not cacheable (too large for a stripe, or cache off)
-			e = &hllCacheEntry{regs: regs}
+			e = newHLLEntry(regs, 0, 0)
 		}
 	}
 	op := hllOpOf(elems)

@@ -127,7 +127,7 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 				return false, false, err
 			}
 		}
-		e = &hllCacheEntry{regs: regs, stripe: st, global: gl}
+		e = newHLLEntry(regs, st, gl)
 		e.setKey(h, key)
 	}
 	op := &d.op
