@@ -162,11 +162,8 @@ func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 
 func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 	key := args[1]
-	ds := &r.cl.ds
 	d := s.deferred(r)
 	s.deferKey(r, key, 'p')
-	c, hasMeta := s.ks.metaOf(key)
-	stale := hasMeta && c[7]&0x80 != 0
 	changed, created, err := d.PFAdd(key, args[2:]...)
 	if err != nil {
 		s.commitDeferred(r) // the error reply is not a pending one
@@ -175,7 +172,19 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 		}
 		return
 	}
-	if changed && !stale {
+	if changed {
+		s.markStale(r, key, created)
+	}
+	s.beginReply(r)
+	r.boolInt(changed)
+}
+
+// markStale makes the Redis cache bytes of key, an HLL the pending batch
+// changes, stale (top bit set) if they are not already: the batch writes
+// them, GET shows them. REQUIRES: key's stripe held for the batch.
+func (s *Server) markStale(r *reply, key []byte, created bool) {
+	c, hasMeta := s.ks.metaOf(key)
+	if !hasMeta || c[7]&0x80 == 0 {
 		if !hasMeta && !created {
 			// The cache bytes Redis would show before this PFADD: those of
 			// the stored value (the batch is not applied yet).
@@ -184,10 +193,9 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 			}
 		}
 		c[7] |= 0x80
-		_ = d.Batch().PutCF(s.ks.meta, key, c[:])
+		ds := &r.cl.ds
+		_ = ds.d.Batch().PutCF(s.ks.meta, key, c[:])
 		s.ks.noteMeta(key, c)
 		ds.meta = append(ds.meta, key)
 	}
-	s.beginReply(r)
-	r.boolInt(changed)
 }

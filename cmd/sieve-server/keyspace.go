@@ -47,15 +47,18 @@ import (
 // takes metaMu. metaMu is a leaf: held for one access, never while
 // taking another lock.
 type keyspace struct {
+	// First, so that the stripes are aligned to cache lines (a keyspace is
+	// large enough to be allocated page-aligned).
+	stripes [1 << 16]ksStripe // many: a pipelining client holds its keys' stripes until its batch commits
+
 	db   *sieve.DB
 	st   *sketchcol.Store
 	cf   *sieve.ColumnFamily
 	meta *sieve.ColumnFamily
 	wo   *sieve.WriteOptions
 
-	all     sync.RWMutex
-	seed    maphash.Seed
-	stripes [1 << 16]ksStripe // many: a pipelining client holds its keys' stripes until its batch commits
+	all  sync.RWMutex
+	seed maphash.Seed
 
 	cursorMu   sync.Mutex
 	cursors    map[uint64][]byte
@@ -68,7 +71,7 @@ type ksStripe struct {
 	sync.Mutex
 	metaMu sync.Mutex
 	meta   metaSet
-	_      [16]byte // one stripe per cache line
+	_      [16]byte // two cache lines a stripe
 }
 
 const (

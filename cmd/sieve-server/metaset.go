@@ -1,13 +1,16 @@
 package main
 
 // metaSet holds the Redis cache bytes of the keys of one keyspace stripe
-// (keyspace.go): a short slice searched by a 32-bit tag of the key's hash
-// (a stripe holds a handful of keys: 65,536 stripes), a map once it grows
-// past metaSetSmall. Not safe for concurrent use (the stripe's locks
-// guard it).
+// (keyspace.go): one entry in the set itself (so in the stripe's cache
+// lines), the next in a short slice, both found by a 32-bit tag of the
+// key's hash (a stripe holds a handful of keys: 65,536 stripes), and a
+// map once there are more than metaSetSmall. Not safe for concurrent use
+// (the stripe's locks guard it).
 type metaSet struct {
-	small []metaEnt
-	big   map[string][8]byte
+	hasFirst bool
+	first    metaEnt
+	small    []metaEnt
+	big      map[string][8]byte
 }
 
 // metaEnt is one key's cache bytes; a key of up to metaInlineKey bytes is
@@ -52,13 +55,20 @@ func (e *metaEnt) is(key []byte) bool {
 	return e.kstr == string(key)
 }
 
-func (m *metaSet) find(key []byte, tag uint32) int {
+// find returns key's entry, nil if none. REQUIRES: m.big == nil.
+func (m *metaSet) find(key []byte, tag uint32) *metaEnt {
+	if !m.hasFirst {
+		return nil // small is empty too
+	}
+	if m.first.tag == tag && m.first.is(key) {
+		return &m.first
+	}
 	for i := range m.small {
 		if e := &m.small[i]; e.tag == tag && e.is(key) {
-			return i
+			return e
 		}
 	}
-	return -1
+	return nil
 }
 
 func (m *metaSet) get(key []byte, tag uint32) ([8]byte, bool) {
@@ -66,8 +76,8 @@ func (m *metaSet) get(key []byte, tag uint32) ([8]byte, bool) {
 		c, ok := m.big[string(key)]
 		return c, ok
 	}
-	if i := m.find(key, tag); i >= 0 {
-		return m.small[i].c, true
+	if e := m.find(key, tag); e != nil {
+		return e.c, true
 	}
 	return [8]byte{}, false
 }
@@ -77,19 +87,24 @@ func (m *metaSet) put(key []byte, tag uint32, c [8]byte) {
 		m.big[string(key)] = c
 		return
 	}
-	if i := m.find(key, tag); i >= 0 {
-		m.small[i].c = c
+	if e := m.find(key, tag); e != nil {
+		e.c = c
 		return
 	}
-	if len(m.small) < metaSetSmall {
+	switch {
+	case !m.hasFirst:
+		m.first, m.hasFirst = newMetaEnt(key, tag, c), true
+		return
+	case len(m.small) < metaSetSmall-1:
 		m.small = append(m.small, newMetaEnt(key, tag, c))
 		return
 	}
 	m.big = make(map[string][8]byte, 2*metaSetSmall)
+	m.big[m.first.key()] = m.first.c
 	for i := range m.small {
 		m.big[m.small[i].key()] = m.small[i].c
 	}
-	m.small = nil
+	m.first, m.hasFirst, m.small = metaEnt{}, false, nil
 	m.big[string(key)] = c
 }
 
@@ -98,10 +113,17 @@ func (m *metaSet) del(key []byte, tag uint32) {
 		delete(m.big, string(key))
 		return
 	}
-	if i := m.find(key, tag); i >= 0 {
-		last := len(m.small) - 1
-		m.small[i] = m.small[last]
+	e := m.find(key, tag)
+	if e == nil {
+		return
+	}
+	last := len(m.small) - 1
+	switch {
+	case last >= 0:
+		*e = m.small[last] // the first or one of small
 		m.small[last] = metaEnt{}
 		m.small = m.small[:last]
+	default: // e is the first, alone
+		m.first, m.hasFirst = metaEnt{}, false
 	}
 }
