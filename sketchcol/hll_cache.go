@@ -157,6 +157,9 @@ type hllCacheEntry struct {
 	// cached reports that the entry is its stripe's map's (so a holder
 	// of the entry needs no second lookup to know). Guarded like the map.
 	cached bool
+	// mark is the caller's bit of Deferred.PFAddMarked: set by a PFAdd
+	// that changed registers, lost with the entry.
+	mark bool
 }
 
 // hllCacheInlinePairs is how many register pairs an entry holds in
@@ -231,6 +234,12 @@ type cacheEpochs struct {
 func (s *Store) invalidate(key []byte) {
 	s.epochs.stripe[s.stripe(key)].Add(1)
 }
+
+// ForgetCached drops what the Store caches for key (its decoded value,
+// and the mark of Deferred.PFAddMarked), for a caller that changed state
+// of its own that a mark stands for without writing key. REQUIRES: no
+// Deferred has key pending (the caller's lock on key).
+func (s *Store) ForgetCached(key []byte) { s.invalidate(key) }
 
 // invalidateAll makes every entry stale.
 func (s *Store) invalidateAll() { s.epochs.global.Add(1) }

@@ -95,6 +95,21 @@ func (d *Deferred) Pending() bool { return d.b.Len() > 0 }
 // reports that the key was missing (PFADD creates it; changed is then
 // true).
 func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, err error) {
+	changed, created, _, err = d.PFAddMarked(key, elems...)
+	return changed, created, err
+}
+
+// PFAddMarked is PFAdd for a caller that keeps state of its own beside an
+// HLL it changes (a server's Redis cache bytes): marked reports the key's
+// mark as it was, and a PFAdd that changes registers sets it. A mark
+// lives with the registers the Store caches for the key, so it is lost
+// (reported false) whenever they are dropped: on every write to the key
+// but a Deferred's PFAdd (and on writes to other keys of its stripe, on
+// eviction, on a failed Commit) and on ForgetCached. A caller that brings
+// its state up to date on every change not marked, and calls ForgetCached
+// when it changes that state without a write of the Store, may skip the
+// work when marked.
+func (d *Deferred) PFAddMarked(key []byte, elems ...[]byte) (changed, created, marked bool, err error) {
 	s := d.s
 	stripe, h := s.hashKey(key)
 	m := &s.locks[stripe]
@@ -114,17 +129,17 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 		st, gl := s.cacheTag(stripe)
 		cur, err := s.get(key)
 		if err != nil {
-			return false, false, err
+			return false, false, false, err
 		}
 		var regs *hllRegs
 		if cur == nil {
 			regs, changed, created = &hllRegs{}, true, true
 		} else {
 			if err := expectKind(cur, KindHLL); err != nil {
-				return false, false, err
+				return false, false, false, err
 			}
 			if regs, err = hllRegsOf(cur); err != nil {
-				return false, false, err
+				return false, false, false, err
 			}
 		}
 		e = newHLLEntry(regs, st, gl)
@@ -146,17 +161,19 @@ func (d *Deferred) PFAdd(key []byte, elems ...[]byte) (changed, created bool, er
 	if p == nil {
 		d.addPending(key, h, stripe, e)
 	}
+	marked = e.mark
 	if !changed {
-		return false, false, nil
+		return false, false, marked, nil
 	}
 	d.buf = appendHLLOp(d.buf[:0], op)
 	if err := d.b.MergeCF(s.cf, key, d.buf); err != nil {
-		return false, false, err
+		return false, false, false, err
 	}
 	for _, p := range op.pairs {
 		e.regs.raise(int(p.index), p.rank)
 	}
-	return true, created, nil
+	e.mark = true
+	return true, created, marked, nil
 }
 
 // Commit applies the batch with the Store's write options. On success the

@@ -164,7 +164,7 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 	key := args[1]
 	d := s.deferred(r)
 	s.deferKey(r, key, 'p')
-	changed, created, err := d.PFAdd(key, args[2:]...)
+	changed, created, marked, err := d.PFAddMarked(key, args[2:]...)
 	if err != nil {
 		s.commitDeferred(r) // the error reply is not a pending one
 		if !s.hllTypeErr(r, key) {
@@ -172,7 +172,7 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 		}
 		return
 	}
-	if changed {
+	if changed && !marked { // marked: an earlier PFADD made them stale
 		s.markStale(r, key, created)
 	}
 	s.beginReply(r)
