@@ -31,6 +31,7 @@ type deferState struct {
 	stripes []int
 	all     bool
 	keys    []pendKey // the keys written in the batch
+	scratch []byte    // a SET's stored value, being encoded
 	meta    [][]byte  // keys whose cache bytes changed in the batch
 	replies int
 	mark    int // the reply buffer's length before the first pending reply
@@ -150,7 +151,8 @@ func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 	d := s.deferred(r)
 	s.deferKey(r, key, 's')
 	b := d.Batch()
-	_ = b.PutCF(s.ks.cf, key, encodeString(args[2]))
+	ds.scratch = appendString(ds.scratch[:0], args[2]) // PutCF copies it
+	_ = b.PutCF(s.ks.cf, key, ds.scratch)
 	if s.ks.dropMeta(b, key) {
 		s.ks.forgetMeta(key)
 		ds.meta = append(ds.meta, key)

@@ -203,14 +203,16 @@ func isHLLString(v []byte) bool {
 }
 
 // encodeString returns how a string value is stored.
-func encodeString(v []byte) []byte {
+func encodeString(v []byte) []byte { return appendString(nil, v) }
+
+// appendString appends how a string value is stored to dst, unless it is
+// stored as it is (then it returns v).
+func appendString(dst, v []byte) []byte {
 	if isHLLString(v) {
 		return v
 	}
-	out := make([]byte, len(v)+1)
-	out[0] = tagString
-	copy(out[1:], v)
-	return out
+	dst = append(dst, tagString)
+	return append(dst, v...)
 }
 
 // raw reads key's stored value (nil when missing).
