@@ -16,9 +16,10 @@ set -e
 ROUNDS=${1:-3}
 RP=${REDIS_PORT:-6398}
 SP=${SIEVE_PORT:-6397}
-BIN=/tmp/sieve-server-bench
 DATA=/tmp/sieve-server-bench-data
-go build -o $BIN ./cmd/sieve-server
+# SIEVE_BIN: a sieve-server binary to measure (default: build this tree's).
+BIN=${SIEVE_BIN:-/tmp/sieve-server-bench}
+[ -n "$SIEVE_BIN" ] || go build -o $BIN ./cmd/sieve-server
 
 # cpu prints the CPU seconds (user+system) process $1 has used.
 cpu() { awk '{printf "%.2f", ($14+$15)/100}' /proc/$1/stat; }
