@@ -27,6 +27,7 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
+	multiGets, multiGetKeys                                                     atomic.Int64
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -215,6 +216,9 @@ type Metrics struct {
 		// DataBlocksRead counts data blocks accessed, split into
 		// BlockCacheHits and FileReads.
 		DataBlocksRead, BlockCacheHits, FileReads, BytesRead int64
+		// MultiGets counts MultiGet calls and MultiGetKeys the keys they
+		// asked for (their table work is in the counters above).
+		MultiGets, MultiGetKeys int64
 	}
 	WAL struct {
 		Bytes, Records, Syncs int64
@@ -289,6 +293,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.PointLookups.Gets, out.PointLookups.TablesProbed = gets, probed
 	out.PointLookups.DataBlocksRead, out.PointLookups.BlockCacheHits = blocks.BlocksRead, blocks.CacheHits
 	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
+	out.PointLookups.MultiGets, out.PointLookups.MultiGetKeys = m.multiGets.Load(), m.multiGetKeys.Load()
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
@@ -398,8 +403,8 @@ func (m *Metrics) String() string {
 		f.Checks, f.Negatives, f.FalsePositives, 100*f.FalsePositiveRate(), f.TruePositives, f.UnknownType, humanBytes(f.ResidentBytes),
 		f.BuildRetries, f.BuildFallbacks)
 	p := m.PointLookups
-	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s)\n",
-		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead))
+	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s); multiget %d calls, %d keys\n",
+		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead), p.MultiGets, p.MultiGetKeys)
 	c := m.BlockCache
 	hitRate := 0.0
 	if c.Hits+c.Misses > 0 {

@@ -65,6 +65,7 @@ type modelRun struct {
 	// splits counts the manual compactions run as subcompactions, over
 	// all reopens.
 	splits int64
+	mg     multiGetStats
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -84,8 +85,10 @@ func (r *modelRun) step(i int) {
 	switch x := r.rng.Intn(1000); {
 	case x < 700:
 		r.write(i, x)
-	case x < 900:
+	case x < 880:
 		r.get(i)
+	case x < 900:
+		r.multiGet(i)
 	case x < 915:
 		lo, hi := r.keyRange()
 		it := r.db.NewIter(&IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)})
@@ -237,6 +240,7 @@ func (r *modelRun) finish() {
 	r.seeks.add(checkIterator(t, r.rng, it, r.m.cur, "", ""))
 	require.NoError(t, it.Close())
 	r.seeks.requireInside(t)
+	r.mg.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

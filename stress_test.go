@@ -275,6 +275,7 @@ type stressRun struct {
 	failed atomic.Bool
 
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
+	multiGets                                      atomic.Int64
 	flushes, compactions, reopens                  int64
 }
 
@@ -549,8 +550,12 @@ func (r *stressRun) reader(id int, rng *rand.Rand) {
 		ncf := r.ncf()
 		cf := rng.IntN(ncf)
 		switch p := rng.IntN(20); {
-		case p < 11:
+		case p < 10:
 			if !r.readGet(cf, rng) {
+				return
+			}
+		case p < 11:
+			if !r.readMultiGet(cf, rng) {
 				return
 			}
 		case p < 15: // iterator, either direction, random bounds
@@ -902,9 +907,9 @@ func TestStress(t *testing.T) {
 		r.verifyExact(fmt.Sprintf("round %d reopen", round))
 		r.oracle.trim()
 	}
-	t.Logf("stress: %d writers + %d readers + 1 maintainer, %d rounds: %d writes, %d reads checked (%d iterators, %d snapshots, %d values scribbled on), "+
+	t.Logf("stress: %d writers + %d readers + 1 maintainer, %d rounds: %d writes, %d reads checked (%d iterators, %d snapshots, %d values scribbled on, %d multigets), "+
 		"%d flushes, %d compactions, %d families created, %d reopens, %d violations",
-		cfg.writers, cfg.readers, cfg.rounds, r.ops.Load(), r.reads.Load(), r.iters.Load(), r.snaps.Load(), r.scribbles.Load(),
+		cfg.writers, cfg.readers, cfg.rounds, r.ops.Load(), r.reads.Load(), r.iters.Load(), r.snaps.Load(), r.scribbles.Load(), r.multiGets.Load(),
 		r.flushes, r.compactions, r.cfCreated.Load(), r.reopens, len(r.errs))
 	for _, e := range r.errs {
 		t.Error(e)
@@ -916,5 +921,6 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.flushes, "no flush ran")
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
+	require.Positive(t, r.multiGets.Load(), "no MultiGet ran")
 	require.Positive(t, r.reopens)
 }
