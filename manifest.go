@@ -25,6 +25,7 @@ import (
 func (db *DB) logAndApply(edit *manifest.VersionEdit, retire func()) error {
 	db.versionMu.Lock()
 	defer db.versionMu.Unlock()
+	orphans := db.pruneDropped(edit)
 	err := db.versions.LogAndApply(edit, func(install func()) {
 		db.mu.Lock()
 		defer db.mu.Unlock()
@@ -36,6 +37,8 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, retire func()) error {
 	})
 	if err != nil {
 		db.setBackgroundError(fmt.Errorf("manifest write: %w", err))
+		return err
 	}
-	return err
+	db.removeOrphans(orphans)
+	return nil
 }

@@ -27,7 +27,7 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
-	multiGets, multiGetKeys                                                     atomic.Int64
+	multiGets, multiGetKeys, cfDrops                                            atomic.Int64
 }
 
 // readStripes is how many copies of the point-lookup counters there are.

@@ -66,6 +66,7 @@ type modelRun struct {
 	// all reopens.
 	splits int64
 	mg     multiGetStats
+	cf     modelCF
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -105,6 +106,8 @@ func (r *modelRun) step(i int) {
 		require.NoError(t, r.db.Compact([]byte(lo), []byte(hi)))
 	case x < 968:
 		r.reopen()
+	case x < 978:
+		r.cfOp(i)
 	default:
 		// Let background work run.
 	}
@@ -241,6 +244,7 @@ func (r *modelRun) finish() {
 	require.NoError(t, it.Close())
 	r.seeks.requireInside(t)
 	r.mg.requireReached(t)
+	r.cf.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

@@ -10,6 +10,10 @@ import (
 // also what Get through that snapshot returns (one consistent view). It
 // returns false after a violation that ends the reader.
 func (r *stressRun) readMultiGet(cf int, rng *rand.Rand) bool {
+	defer r.drops.leave(cf)
+	if !r.drops.enter(cf) {
+		return true
+	}
 	ks := make([]int, 1+rng.IntN(16))
 	keys := make([][]byte, len(ks))
 	for i := range ks {

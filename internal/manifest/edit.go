@@ -26,6 +26,7 @@ const (
 	tagSetCFMerger  = 8
 	tagMinUnflushed = 9 // reserved, never written
 	tagSealedLog    = 10
+	tagNextCFID     = 11
 )
 
 // NumLevels is the number of LSM levels: L0 (overlapping tables, newest
@@ -69,6 +70,12 @@ type VersionEdit struct {
 	// end-of-log trailer: from then on that WAL must read as sealed.
 	HasSealedLog bool
 	SealedLog    uint64
+	// HasNextCFID records NextCFID, the lowest column family ID never
+	// used: IDs of dropped families are not handed out again (their
+	// records may still be in a WAL). Written only when it is above
+	// every live family's ID + 1, that is after a drop.
+	HasNextCFID bool
+	NextCFID    uint32
 
 	DeletedFiles []DeletedFile
 	NewFiles     []NewFile
@@ -94,6 +101,18 @@ func (e *VersionEdit) ApplyColumnFamilies(cfs map[uint32]ColumnFamily) {
 	}
 }
 
+// RaiseNextCFID returns nextID raised past every column family ID e adds
+// and to e's NextCFID.
+func (e *VersionEdit) RaiseNextCFID(nextID uint32) uint32 {
+	if e.HasNextCFID {
+		nextID = max(nextID, e.NextCFID)
+	}
+	for _, cf := range e.AddedCFs {
+		nextID = max(nextID, cf.ID+1)
+	}
+	return nextID
+}
+
 // Encode appends the edit's encoding to dst. See FORMAT.md.
 func (e *VersionEdit) Encode(dst []byte) []byte {
 	dst = append(dst, EditFormatVersion)
@@ -114,6 +133,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	}
 	if e.HasSealedLog {
 		field(tagSealedLog, binary.AppendUvarint(p[:0], e.SealedLog))
+	}
+	if e.HasNextCFID {
+		field(tagNextCFID, binary.AppendUvarint(p[:0], uint64(e.NextCFID)))
 	}
 	for _, cf := range e.AddedCFs {
 		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
@@ -220,6 +242,8 @@ func (e *VersionEdit) Decode(b []byte) error {
 			}
 		case tagSealedLog:
 			e.HasSealedLog, e.SealedLog = true, f.uvarint()
+		case tagNextCFID:
+			e.HasNextCFID, e.NextCFID = true, f.cf()
 		case tagAddCF:
 			cf := ColumnFamily{ID: f.cf()}
 			cf.Name = string(f.bytes())
@@ -278,6 +302,9 @@ func (e *VersionEdit) String() string {
 	}
 	if e.HasSealedLog {
 		s += fmt.Sprintf("sealed-log %d\n", e.SealedLog)
+	}
+	if e.HasNextCFID {
+		s += fmt.Sprintf("next-cf-id %d\n", e.NextCFID)
 	}
 	for _, cf := range e.AddedCFs {
 		s += fmt.Sprintf("add-cf %d %q merger=%q\n", cf.ID, cf.Name, cf.Merger)

@@ -27,6 +27,7 @@ func sampleEdits() []*VersionEdit {
 		{DroppedCFs: []uint32{3}, SetMergers: []ColumnFamily{{ID: 1, Merger: "m"}}},
 		{DeletedFiles: []DeletedFile{{CF: 0, Level: 1, FileNum: 5}, {CF: 2, Level: 6, FileNum: 9}},
 			NewFiles: []NewFile{{CF: 0, Level: 2, Meta: meta(10, "a", "m", 3, 9)}, {CF: 1, Level: 0, Meta: meta(11, "", "\xff\x00", 0, 0)}}},
+		{HasNextCFID: true, NextCFID: 7, DroppedCFs: []uint32{5, 6}},
 	}
 }
 
@@ -48,6 +49,7 @@ func TestEditDecodeRejects(t *testing.T) {
 		"unknown tag":        {EditFormatVersion, 100, 0},
 		"reserved tag 9":     {EditFormatVersion, 9, 1, 1},
 		"truncated":          good[:len(good)-3],
+		"cf id too large":    {EditFormatVersion, 11, 5, 0x80, 0x80, 0x80, 0x80, 0x09},
 		"level too large":    (&VersionEdit{DeletedFiles: []DeletedFile{{Level: 9}}}).Encode(nil),
 		"smallest > largest": (&VersionEdit{NewFiles: []NewFile{{Meta: meta(1, "z", "a", 1, 2)}}}).Encode(nil),
 	}

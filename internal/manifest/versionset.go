@@ -47,6 +47,9 @@ type VersionSet struct {
 	lastSeq   uint64
 	sealedLog uint64
 	cfs       map[uint32]ColumnFamily
+	// nextCFID is the lowest column family ID never used (see
+	// VersionEdit.NextCFID).
+	nextCFID uint32
 
 	manifestNum  uint64
 	manifestFile vfs.File
@@ -89,6 +92,7 @@ func Create(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
 	vs.logNum = FirstLogNum
 	vs.nextFileNum.Store(FirstLogNum + 1)
 	vs.cfs[DefaultCFID] = ColumnFamily{ID: DefaultCFID, Name: DefaultCFName}
+	vs.nextCFID = DefaultCFID + 1
 	vs.current = &Version{CFs: map[uint32]*Levels{DefaultCFID: {}}, onZero: vs.onObsolete}
 	vs.current.Ref()
 	if err := vs.rotate(); err != nil {
@@ -223,14 +227,22 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 		vs.sealedLog = e.SealedLog
 	}
 	e.ApplyColumnFamilies(vs.cfs)
+	if n := e.RaiseNextCFID(vs.nextCFID); n != vs.nextCFID {
+		vs.nextCFID = n // written only by the edits that add families
+	}
 }
 
 // snapshotEdit describes the whole current state as one edit.
 func (vs *VersionSet) snapshotEdit() *VersionEdit {
 	e := &VersionEdit{HasLogNum: true, LogNum: vs.logNum, HasNextFileNum: true, NextFileNum: vs.nextFileNum.Load(),
 		HasLastSeq: true, LastSeq: vs.lastSeq, HasSealedLog: vs.sealedLog != 0, SealedLog: vs.sealedLog}
+	var implied uint32
 	for _, cf := range vs.cfs {
 		e.AddedCFs = append(e.AddedCFs, cf)
+		implied = max(implied, cf.ID+1)
+	}
+	if vs.nextCFID > implied {
+		e.HasNextCFID, e.NextCFID = true, vs.nextCFID
 	}
 	for id, lv := range vs.current.CFs {
 		for level, files := range lv {
@@ -411,6 +423,10 @@ func (vs *VersionSet) ManifestNum() uint64 { return vs.manifestNum }
 // Writable reports whether LogAndApply may be called: the set was created,
 // or loaded and rotated.
 func (vs *VersionSet) Writable() bool { return vs.manifest != nil }
+
+// NextCFID returns the lowest column family ID never used: a new family
+// takes it, so that a dropped family's ID is never reused.
+func (vs *VersionSet) NextCFID() uint32 { return vs.nextCFID }
 
 // ColumnFamilies returns the recorded column families.
 func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
