@@ -28,6 +28,7 @@ type dbMetrics struct {
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
 	multiGets, multiGetKeys, cfDrops                                            atomic.Int64
+	checkpoints, checkpointLinks, checkpointCopies                              atomic.Int64
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -259,6 +260,13 @@ type Metrics struct {
 		Slowdowns int64
 	}
 	IndexResidentBytes int64
+	// Checkpoints counts the checkpoints written and the tables they
+	// hard-linked or (where the file system cannot link) copied;
+	// ColumnFamilyDrops the column families dropped.
+	Checkpoints struct {
+		Count, TablesLinked, TablesCopied int64
+	}
+	ColumnFamilyDrops int64
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -306,6 +314,8 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
 	out.Stall.Slowdowns = m.slowdowns.Load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
+	out.Checkpoints.Count, out.Checkpoints.TablesLinked = m.checkpoints.Load(), m.checkpointLinks.Load()
+	out.Checkpoints.TablesCopied, out.ColumnFamilyDrops = m.checkpointCopies.Load(), m.cfDrops.Load()
 	if db.closed.Load() {
 		return out
 	}
@@ -418,5 +428,7 @@ func (m *Metrics) String() string {
 		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
+	fmt.Fprintf(&sb, "checkpoints: %d (%d tables linked, %d copied); column families dropped: %d\n",
+		m.Checkpoints.Count, m.Checkpoints.TablesLinked, m.Checkpoints.TablesCopied, m.ColumnFamilyDrops)
 	return sb.String()
 }

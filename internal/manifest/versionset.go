@@ -259,13 +259,8 @@ func (vs *VersionSet) snapshotEdit() *VersionEdit {
 func (vs *VersionSet) rotate() error {
 	num := vs.NextFileNum()
 	name := base.MakeFilename(vs.dirname, base.FileTypeManifest, num)
-	f, err := vs.fs.Create(name)
+	w, f, err := createManifest(vs.fs, name, num, vs.snapshotEdit())
 	if err != nil {
-		return err
-	}
-	w, err := wal.NewWriter(f, num)
-	if err != nil {
-		f.Close()
 		return err
 	}
 	fail := func(err error) error {
@@ -273,13 +268,6 @@ func (vs *VersionSet) rotate() error {
 		f.Close()
 		vs.fs.Remove(name)
 		return err
-	}
-	snap := vs.snapshotEdit()
-	if _, err := w.WriteRecord(snap.Encode(nil)); err != nil {
-		return fail(err)
-	}
-	if err := w.Sync(); err != nil {
-		return fail(err)
 	}
 	if err := vs.fs.SyncDir(vs.dirname); err != nil {
 		return fail(err)
@@ -308,6 +296,60 @@ func (vs *VersionSet) rotate() error {
 		}
 	}
 	return nil
+}
+
+// createManifest creates manifest num at name holding the snapshot edit
+// snap, synced (not its directory), and returns it open for appending.
+// On error it removes what it created.
+func createManifest(fs vfs.FS, name string, num uint64, snap *VersionEdit) (*wal.Writer, vfs.File, error) {
+	f, err := fs.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := wal.NewWriter(f, num)
+	if err != nil {
+		f.Close()
+		fs.Remove(name)
+		return nil, nil, err
+	}
+	if _, err = w.WriteRecord(snap.Encode(nil)); err == nil {
+		err = w.Sync()
+	}
+	if err != nil {
+		w.Close()
+		f.Close()
+		fs.Remove(name)
+		return nil, nil, err
+	}
+	return w, f, nil
+}
+
+// SnapshotForCheckpoint returns the current version, with a reference the
+// caller drops with Unref, and one edit describing the whole state (as the
+// first record of a new manifest). REQUIRES: serialized with LogAndApply.
+func (vs *VersionSet) SnapshotForCheckpoint() (*Version, *VersionEdit) {
+	return vs.Current(), vs.snapshotEdit()
+}
+
+// WriteCheckpointManifest writes, in another directory dirname, manifest
+// num holding only the snapshot edit snap, syncs it and its directory, and
+// points dirname's CURRENT at it (synced too). snap's next file number is
+// raised past num.
+func WriteCheckpointManifest(fs vfs.FS, dirname string, num uint64, snap *VersionEdit) error {
+	snap.HasNextFileNum, snap.NextFileNum = true, max(snap.NextFileNum, num+2)
+	w, f, err := createManifest(fs, base.MakeFilename(dirname, base.FileTypeManifest, num), num, snap)
+	if err != nil {
+		return err
+	}
+	err = errors.Join(w.Close(), f.Close())
+	if err == nil {
+		err = fs.SyncDir(dirname)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = setCurrent(fs, dirname, num, num+1)
+	return err
 }
 
 // currentVersion is the format version of the CURRENT file; see FORMAT.md.
