@@ -67,6 +67,7 @@ type modelRun struct {
 	splits int64
 	mg     multiGetStats
 	cf     modelCF
+	ckpt   modelCheckpoints
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -108,6 +109,8 @@ func (r *modelRun) step(i int) {
 		r.reopen()
 	case x < 978:
 		r.cfOp(i)
+	case x < 981:
+		r.checkpoint(i)
 	default:
 		// Let background work run.
 	}
@@ -245,6 +248,8 @@ func (r *modelRun) finish() {
 	r.seeks.requireInside(t)
 	r.mg.requireReached(t)
 	r.cf.requireReached(t)
+	r.verifyCheckpoints()
+	r.ckpt.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

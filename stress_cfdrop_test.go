@@ -88,16 +88,18 @@ func (r *stressRun) maybeDropCF(rng *rand.Rand) {
 	}
 }
 
-// maintainerPick is the maintainer's n-th choice (0-9, see maintainer):
-// random, except that early in every round it creates a family (9) and
-// then drops one (8), so that each round runs both however slow the
-// machine is.
+// maintainerPick is the maintainer's n-th choice (0-10, see maintainer):
+// random, except that early in every round it creates a family (9), then
+// drops one (8), then checkpoints (10), so that each round runs all three
+// however slow the machine is.
 func maintainerPick(n int, rng *rand.Rand) int {
 	switch n {
 	case 1:
 		return 9
 	case 3:
 		return 8
+	case 5:
+		return 10
 	}
-	return rng.IntN(10)
+	return rng.IntN(11)
 }

@@ -277,6 +277,9 @@ type stressRun struct {
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
 	multiGets, cfDropped                           atomic.Int64
 	drops                                          stressDrops
+	checkpoints, ckptsVerified                     atomic.Int64
+	ckMu                                           sync.Mutex
+	pendingCkpts                                   []stressCheckpoint
 	flushes, compactions, reopens                  int64
 }
 
@@ -815,6 +818,8 @@ func (r *stressRun) maintainer(rng *rand.Rand) {
 			}
 		case p < 9:
 			r.maybeDropCF(rng)
+		case p == 10:
+			r.takeCheckpoint()
 		default:
 			r.cfsMu.RLock()
 			n := len(r.cfNames)
@@ -925,6 +930,7 @@ func TestStress(t *testing.T) {
 		if r.failed.Load() {
 			break
 		}
+		r.verifyCheckpoints()
 		r.verifyExact(fmt.Sprintf("round %d end", round))
 		m := r.db.Metrics()
 		r.flushes += m.Flush.Count
@@ -940,9 +946,9 @@ func TestStress(t *testing.T) {
 		r.oracle.trim()
 	}
 	t.Logf("stress: %d writers + %d readers + 1 maintainer, %d rounds: %d writes, %d reads checked (%d iterators, %d snapshots, %d values scribbled on, %d multigets), "+
-		"%d flushes, %d compactions, %d families created, %d dropped, %d reopens, %d violations",
+		"%d flushes, %d compactions, %d families created, %d dropped, %d checkpoints verified, %d reopens, %d violations",
 		cfg.writers, cfg.readers, cfg.rounds, r.ops.Load(), r.reads.Load(), r.iters.Load(), r.snaps.Load(), r.scribbles.Load(), r.multiGets.Load(),
-		r.flushes, r.compactions, r.cfCreated.Load(), r.cfDropped.Load(), r.reopens, len(r.errs))
+		r.flushes, r.compactions, r.cfCreated.Load(), r.cfDropped.Load(), r.ckptsVerified.Load(), r.reopens, len(r.errs))
 	for _, e := range r.errs {
 		t.Error(e)
 	}
@@ -955,5 +961,6 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
 	require.Positive(t, r.multiGets.Load(), "no MultiGet ran")
 	require.Positive(t, r.cfDropped.Load(), "no column family dropped")
+	require.Positive(t, r.ckptsVerified.Load(), "no checkpoint verified")
 	require.Positive(t, r.reopens)
 }
