@@ -82,7 +82,7 @@ func newMultiGet(keys [][]byte) *multiGet {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(keys[a], keys[b]) })
-	mg := &multiGet{slot: make([]int, len(keys))}
+	mg := &multiGet{slot: make([]int, len(keys)), states: make([]getState, 0, len(keys))}
 	for n, i := range order {
 		if n == 0 || !bytes.Equal(keys[i], keys[order[n-1]]) {
 			mg.states = append(mg.states, getState{key: keys[i], hash: memtable.KeyHash(keys[i])})
@@ -141,20 +141,21 @@ func (db *DB) multiGetCF(cf uint32, keys [][]byte, snapSeq *uint64) (vals [][]by
 // multiResolve turns what the lookups found into the answers, in the
 // caller's order. A repeated key gets its own copy of the value.
 func (db *DB) multiResolve(cf uint32, mg *multiGet) ([][]byte, []error) {
-	vals, errs := make([][]byte, len(mg.slot)), make([]error, len(mg.slot))
-	uv, ue := make([][]byte, len(mg.states)), make([]error, len(mg.states))
-	given := make([]bool, len(mg.states))
 	for u := range mg.states {
-		if ue[u] = mg.errs[u]; ue[u] == nil {
-			uv[u], ue[u] = db.resolve(cf, &mg.states[u])
+		st := &mg.states[u]
+		if mg.errs[u] == nil {
+			st.value, mg.errs[u] = db.resolve(cf, st)
 		}
+		st.seen = false // from here on: the value was handed out
 	}
+	vals, errs := make([][]byte, len(mg.slot)), make([]error, len(mg.slot))
 	for i, u := range mg.slot {
-		vals[i], errs[i] = uv[u], ue[u]
-		if given[u] && vals[i] != nil {
+		st := &mg.states[u]
+		vals[i], errs[i] = st.value, mg.errs[u]
+		if st.seen && vals[i] != nil {
 			vals[i] = slices.Clone(vals[i])
 		}
-		given[u] = true
+		st.seen = true
 	}
 	return vals, errs
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sievedb/sieve/sstable"
 	"github.com/stretchr/testify/require"
 )
 
@@ -94,4 +95,52 @@ func TestMultiGetBatchesBlocks(t *testing.T) {
 	require.Equal(t, int64(64), gets)
 	require.LessOrEqual(t, multi, int64(4), "neighbouring keys should share blocks")
 	require.Less(t, after.TablesProbed-mid.TablesProbed, mid.TablesProbed-before.TablesProbed)
+}
+
+// TestMultiGetCorruptBlock flips a bit in one data block of a table: the
+// keys of that block fail with ErrCorruption in MultiGet exactly as they
+// do in Get, and every other key still reads its value.
+func TestMultiGetCorruptBlock(t *testing.T) {
+	const n = 3000
+	fs, table := flushedDB(t, n)
+	data, err := fs.ReadFile(table)
+	require.NoError(t, err)
+	f, err := fs.Open(table)
+	require.NoError(t, err)
+	r, err := sstable.NewReader(f, int64(len(data)), sstable.ReaderOptions{})
+	require.NoError(t, err)
+	var dataBlocks []sstable.BlockLocation
+	for _, b := range r.Layout() {
+		if b.Kind == "data" {
+			dataBlocks = append(dataBlocks, b)
+		}
+	}
+	require.NoError(t, r.Close())
+	require.Greater(t, len(dataBlocks), 2)
+	b := dataBlocks[len(dataBlocks)/2]
+	require.NoError(t, fs.FlipBit(table, int64(b.Offset+b.Length/2), 3))
+	db, err := Open("/db", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	var keys [][]byte
+	for i := 0; i < n; i += 7 {
+		keys = append(keys, []byte(fmt.Sprintf("k%05d", i)))
+	}
+	vals, errs := db.MultiGet(keys)
+	var bad, good int
+	for i, k := range keys {
+		v, err := db.Get(k)
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorruption)
+			require.ErrorIs(t, errs[i], ErrCorruption, "key %s", k)
+			bad++
+			continue
+		}
+		require.NoError(t, errs[i], "key %s", k)
+		require.Equal(t, string(v), string(vals[i]))
+		good++
+	}
+	t.Logf("%d keys failed with the block, %d read", bad, good)
+	require.Positive(t, bad)
+	require.Positive(t, good)
 }

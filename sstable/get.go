@@ -165,7 +165,7 @@ func (r *Reader) getInBlock(it *blockIter, index []indexEntry, i int, ukey []byt
 	// When the block runs out while still at or before ukey, the next
 	// block can hold more of ukey only if this separator's user key is
 	// ukey.
-	more, err = visitInBlock(it, ukey, trailer, fn)
+	more, err = visitInBlock(it, ukey, trailer, false, fn)
 	return more && bytes.Equal(index[i].sepUser, ukey), err
 }
 

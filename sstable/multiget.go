@@ -78,12 +78,17 @@ func (r *Reader) GetBatch(keys [][]byte, seq uint64, stats *ReadStats, errs []er
 func (r *Reader) getBatchKey(it *blockIter, bc *batchBlock, ukey []byte, trailer uint64, visit func(k base.InternalKey, v []byte) bool) error {
 	index := bc.index
 	for i := searchIndex(index, ukey, trailer); i < len(index); i++ {
+		// The block the previous key ended in: it is where it stopped,
+		// at or before ukey's entries (the keys are sorted).
+		forward := bc.cur == i
 		blk, err := bc.load(i)
 		if err != nil {
 			return err
 		}
-		it.init(blk, true, r.dataCtx(index, i))
-		more, err := visitInBlock(it, ukey, trailer, visit)
+		if !forward {
+			it.init(blk, true, r.dataCtx(index, i))
+		}
+		more, err := visitInBlock(it, ukey, trailer, forward, visit)
 		if err != nil || !more || !bytes.Equal(index[i].sepUser, ukey) {
 			return err
 		}
@@ -98,10 +103,15 @@ type batchVisitor struct {
 
 func (b *batchVisitor) visit(k base.InternalKey, v []byte) bool { return b.fn(b.i, k, v) }
 
-// visitInBlock visits ukey's entries in the block it is positioned on.
-// more reports whether they may continue past the block's end.
-func visitInBlock(it *blockIter, ukey []byte, trailer uint64, fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
-	for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
+// visitInBlock visits ukey's entries in the block it is on. forward says
+// that it may seek from its current position (seekGEForward). more reports
+// whether ukey's entries may continue past the block's end.
+func visitInBlock(it *blockIter, ukey []byte, trailer uint64, forward bool, fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
+	seek := it.seekGE
+	if forward {
+		seek = it.seekGEForward
+	}
+	for ok := seek(ukey, trailer); ok; ok = it.next() {
 		k := it.ikey()
 		if !bytes.Equal(k.UserKey, ukey) || !fn(k, it.val) {
 			return false, nil
@@ -140,4 +150,27 @@ func (b *batchBlock) release() {
 		b.v = nil
 	}
 	b.cur, b.blk = -1, block{}
+}
+
+// maxForwardSteps is how many entries seekGEForward steps over before it
+// falls back to a binary search of the restarts.
+const maxForwardSteps = 8
+
+// seekGEForward is seekGE for a target that may lie just after the
+// iterator's position, as the next of a batch of sorted keys often does:
+// it steps forward a few entries from there before searching the
+// restarts.
+func (i *blockIter) seekGEForward(ukey []byte, trailer uint64) bool {
+	if i.err != nil || i.rcIdx >= 0 || !i.valid() || compareKey(i.key, ukey, trailer) >= 0 {
+		return i.seekGE(ukey, trailer)
+	}
+	for range maxForwardSteps {
+		if !i.next() {
+			return false // the block ends before the target (or failed)
+		}
+		if compareKey(i.key, ukey, trailer) >= 0 {
+			return true
+		}
+	}
+	return i.seekGE(ukey, trailer)
 }
