@@ -25,6 +25,7 @@ import (
 // Everything is built in dir+".checkpoint-tmp" (removed first if a crash
 // left it), synced, then renamed to dir and the parent directory synced:
 // after a crash dir is either absent or complete. The source is only read.
+// A read-only DB, or one made read-only by an error, returns an error.
 func (db *DB) Checkpoint(dir string) error {
 	if err := db.checkOpen(); err != nil {
 		return err
@@ -97,6 +98,9 @@ func (cp *checkpointState) release() {
 func (db *DB) pinCheckpoint() (*checkpointState, error) {
 	db.commit.acquire()
 	defer db.commit.release()
+	if db.closed.Load() {
+		return nil, ErrClosed // Close took the pipeline first: the WAL is closed
+	}
 	db.versionMu.Lock()
 	defer db.versionMu.Unlock()
 	if err := db.checkWritable(); err != nil {
