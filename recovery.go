@@ -277,12 +277,12 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 		count := uint64(0)
 		for e, ok := br.next(); ok; e, ok = br.next() {
 			switch {
+			case db.cfs.known(e.cf):
+				g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
 			case db.cfs.wasDropped(e.cf):
 				// Written before (or racing) the family's drop: gone with it.
-			case !db.cfs.known(e.cf):
-				return base.CorruptionErrorf("batch names unknown column family %d", e.cf)
 			default:
-				g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
+				return base.CorruptionErrorf("batch names unknown column family %d", e.cf)
 			}
 			count++
 		}
