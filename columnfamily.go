@@ -29,7 +29,8 @@ type ColumnFamilyOptions struct {
 // ColumnFamily is a handle on a column family: a keyspace with its own
 // memtables, levels, merger and filter policy, sharing the database's WAL
 // and manifest. Handles are safe for concurrent use and stay valid until
-// the DB is closed.
+// the DB is closed or the family dropped (DB.DropColumnFamily; then they
+// fail with ErrColumnFamilyDropped).
 type ColumnFamily struct {
 	db   *DB
 	id   uint32
