@@ -72,8 +72,8 @@ type VersionEdit struct {
 	SealedLog    uint64
 	// HasNextCFID records NextCFID, the lowest column family ID never
 	// used: IDs of dropped families are not handed out again (their
-	// records may still be in a WAL). Written only when it is above
-	// every live family's ID + 1, that is after a drop.
+	// records may still be in a WAL). Written by a drop's edit and by
+	// snapshot edits where it is above every live family's ID + 1.
 	HasNextCFID bool
 	NextCFID    uint32
 
