@@ -2,7 +2,9 @@ package sieve
 
 import (
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -200,4 +202,47 @@ func TestDropColumnFamilyCrash(t *testing.T) {
 	t.Logf("%d clones: %d before the drop, %d after", len(clones), present, gone)
 	require.Positive(t, present)
 	require.Positive(t, gone)
+}
+
+// TestDropColumnFamilyDuringCompaction drops a family while a compaction
+// of it is writing its output: the compaction's edit is pruned (no table
+// added to a family that is gone), its output table is removed, and the
+// DB stays writable with consistent levels.
+func TestDropColumnFamilyDuringCompaction(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("/db", &Options{FS: fs, L0CompactionTrigger: 20, L0StopWritesTrigger: 40})
+	require.NoError(t, err)
+	defer db.Close()
+	cf, err := db.OpenColumnFamily("a", nil)
+	require.NoError(t, err)
+	for round := 0; round < 3; round++ {
+		for i := 0; i < 100; i++ {
+			require.NoError(t, cf.Put(fmt.Appendf(nil, "k%03d", i), fmt.Appendf(nil, "v%d", round), nil))
+		}
+		require.NoError(t, db.Flush())
+	}
+	require.NoError(t, db.Put([]byte("d"), []byte("1"), nil))
+	require.NoError(t, db.Flush())
+	blocked, release := make(chan string), make(chan struct{})
+	var once sync.Once
+	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		if op == vfs.OpCreate && strings.HasSuffix(name, ".sst") {
+			once.Do(func() {
+				blocked <- name
+				<-release
+			})
+		}
+	})
+	done := make(chan error)
+	go func() { done <- cf.Compact(nil, nil) }()
+	output := <-blocked
+	require.NoError(t, db.DropColumnFamily(cf))
+	close(release)
+	require.NoError(t, <-done)
+	fs.SetDurabilityHook(nil)
+	_, err = fs.Stat(output)
+	require.ErrorIs(t, err, os.ErrNotExist, "the compaction's output for the dropped family was left behind")
+	require.Len(t, tableFiles(t, fs), 1, "only the default family's table remains")
+	require.NoError(t, db.Put([]byte("e"), []byte("2"), Sync))
+	require.NoError(t, db.CheckInvariants(true))
 }
