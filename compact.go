@@ -329,6 +329,9 @@ func (db *DB) Compact(start, end []byte) error {
 // Compact compacts the range [start, end] of the column family down to the
 // bottom level (see DB.Compact).
 func (cf *ColumnFamily) Compact(start, end []byte) error {
+	if err := cf.checkLive(); err != nil {
+		return err
+	}
 	return cf.db.compactCF(cf.id, start, end)
 }
 

@@ -69,6 +69,9 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	var created []uint64
 	var bytes int64
 	for cf, t := range g.all() {
+		if db.cfs.wasDropped(cf) {
+			continue // a dropped family's writes go with it
+		}
 		meta, err := db.writeTable(cf, db.flushIter(cf, t))
 		if err != nil {
 			db.removeFiles(created)

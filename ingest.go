@@ -48,7 +48,14 @@ func (db *DB) Ingest(paths []string) error { return db.ingest(manifest.DefaultCF
 // Each lands in the lowest level where no table (and no running
 // compaction's output) overlaps its key range. A crash recovers to before
 // the Ingest or after it. The input files are left as they are.
-func (cf *ColumnFamily) Ingest(paths []string) error { return cf.db.ingest(cf.id, paths) }
+// An Ingest into a dropped family fails with ErrColumnFamilyDropped (one
+// that races the drop is dropped with the family, like a write).
+func (cf *ColumnFamily) Ingest(paths []string) error {
+	if err := cf.check(); err != nil {
+		return err
+	}
+	return cf.db.ingest(cf.id, paths)
+}
 
 // ingestInput is one validated external table.
 type ingestInput struct {
@@ -109,6 +116,9 @@ func (db *DB) ingest(cf uint32, paths []string) error {
 	}
 	if err := db.checkNotIngested(ins); err != nil {
 		return err
+	}
+	if db.cfs.get(cf) == nil {
+		return fmt.Errorf("%w: id %d", ErrColumnFamilyDropped, cf)
 	}
 	if done, err := db.ingestByCopy(cf, ins); done {
 		return err

@@ -22,8 +22,9 @@ package sieve
 //     Close and the WAL-buffer timer take it with acquire. The leader
 //     takes db.mu (makeRoomForWrite in stall.go, rotateMemLocked) and reads
 //     (collapseMerge).
-//  4. DB.versionMu (Version): the manifest writer, held only inside
-//     logAndApply (manifest.go), the one path that writes the manifest.
+//  4. DB.versionMu (Version): the manifest writer, held inside
+//     logAndApply (manifest.go), the one path that writes the manifest,
+//     and by Checkpoint (under Commit) while it pins what it copies.
 //  5. DB.mu (DB): memtables (mem, imm), WAL list, flush and compaction
 //     state, snapshots, the sticky background error; its cond wakes
 //     stalled writers and Flush/Compact waiters. Versions are installed

@@ -32,6 +32,7 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, retire func()) error {
 // (Ingest, which chooses its tables' levels from the version the edit
 // applies to). REQUIRES: versionMu held, db.mu not.
 func (db *DB) logAndApplyLocked(edit *manifest.VersionEdit, retire func()) error {
+	orphans := db.pruneDropped(edit)
 	err := db.versions.LogAndApply(edit, func(install func()) {
 		db.mu.Lock()
 		defer db.mu.Unlock()
@@ -43,6 +44,8 @@ func (db *DB) logAndApplyLocked(edit *manifest.VersionEdit, retire func()) error
 	})
 	if err != nil {
 		db.setBackgroundError(fmt.Errorf("manifest write: %w", err))
+		return err
 	}
-	return err
+	db.removeOrphans(orphans)
+	return nil
 }

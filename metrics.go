@@ -29,6 +29,8 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
+	multiGets, multiGetKeys, cfDrops                                            atomic.Int64
+	checkpoints, checkpointLinks, checkpointCopies                              atomic.Int64
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -217,6 +219,9 @@ type Metrics struct {
 		// DataBlocksRead counts data blocks accessed, split into
 		// BlockCacheHits and FileReads.
 		DataBlocksRead, BlockCacheHits, FileReads, BytesRead int64
+		// MultiGets counts MultiGet calls and MultiGetKeys the keys they
+		// asked for (their table work is in the counters above).
+		MultiGets, MultiGetKeys int64
 	}
 	WAL struct {
 		Bytes, Records, Syncs int64
@@ -262,6 +267,13 @@ type Metrics struct {
 	PrefixSeeks PrefixMetrics
 	// Ingest counts DB.Ingest calls and the tables they added.
 	Ingest IngestMetrics
+	// Checkpoints counts the checkpoints written and the tables they
+	// hard-linked or (where the file system cannot link) copied;
+	// ColumnFamilyDrops the column families dropped.
+	Checkpoints struct {
+		Count, TablesLinked, TablesCopied int64
+	}
+	ColumnFamilyDrops int64
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -296,6 +308,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.PointLookups.Gets, out.PointLookups.TablesProbed = gets, probed
 	out.PointLookups.DataBlocksRead, out.PointLookups.BlockCacheHits = blocks.BlocksRead, blocks.CacheHits
 	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
+	out.PointLookups.MultiGets, out.PointLookups.MultiGetKeys = m.multiGets.Load(), m.multiGetKeys.Load()
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
@@ -310,6 +323,8 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
 	out.PrefixSeeks = m.prefixTotals()
 	out.Ingest = m.ingest.load()
+	out.Checkpoints.Count, out.Checkpoints.TablesLinked = m.checkpoints.Load(), m.checkpointLinks.Load()
+	out.Checkpoints.TablesCopied, out.ColumnFamilyDrops = m.checkpointCopies.Load(), m.cfDrops.Load()
 	if db.closed.Load() {
 		return out
 	}
@@ -407,8 +422,8 @@ func (m *Metrics) String() string {
 		f.Checks, f.Negatives, f.FalsePositives, 100*f.FalsePositiveRate(), f.TruePositives, f.UnknownType, humanBytes(f.ResidentBytes),
 		f.BuildRetries, f.BuildFallbacks)
 	p := m.PointLookups
-	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s)\n",
-		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead))
+	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s); multiget %d calls, %d keys\n",
+		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead), p.MultiGets, p.MultiGetKeys)
 	c := m.BlockCache
 	hitRate := 0.0
 	if c.Hits+c.Misses > 0 {
@@ -424,5 +439,7 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
 	fmt.Fprintf(&sb, "%s\n", m.Ingest)
+	fmt.Fprintf(&sb, "checkpoints: %d (%d tables linked, %d copied); column families dropped: %d\n",
+		m.Checkpoints.Count, m.Checkpoints.TablesLinked, m.Checkpoints.TablesCopied, m.ColumnFamilyDrops)
 	return sb.String()
 }

@@ -69,6 +69,9 @@ type modelRun struct {
 	// splits counts the manual compactions run as subcompactions, over
 	// all reopens.
 	splits int64
+	mg     multiGetStats
+	cf     modelCF
+	ckpt   modelCheckpoints
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -88,8 +91,10 @@ func (r *modelRun) step(i int) {
 	switch x := r.rng.Intn(1000); {
 	case x < 700:
 		r.write(i, x)
-	case x < 900:
+	case x < 880:
 		r.get(i)
+	case x < 900:
+		r.multiGet(i)
 	case x < 915:
 		lo, hi := r.keyRange()
 		it := r.db.NewIter(&IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)})
@@ -106,10 +111,14 @@ func (r *modelRun) step(i int) {
 		require.NoError(t, r.db.Compact([]byte(lo), []byte(hi)))
 	case x < 968:
 		r.reopen()
-	case x < 978:
+	case x < 973:
 		r.prefixSeek(i)
-	case x < 981:
+	case x < 978:
+		r.cfOp(i)
+	case x < 980:
 		r.ingest(i)
+	case x < 982:
+		r.checkpoint(i)
 	default:
 		// Let background work run.
 	}
@@ -247,6 +256,10 @@ func (r *modelRun) finish() {
 	r.seeks.requireInside(t)
 	r.prefix.requireReached(t)
 	r.ingestStats.requireReached(t)
+	r.mg.requireReached(t)
+	r.cf.requireReached(t)
+	r.verifyCheckpoints()
+	r.ckpt.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))

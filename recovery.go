@@ -276,10 +276,14 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 		contiguous = true
 		count := uint64(0)
 		for e, ok := br.next(); ok; e, ok = br.next() {
-			if !db.cfs.known(e.cf) {
+			switch {
+			case db.cfs.known(e.cf):
+				g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
+			case db.cfs.wasDropped(e.cf):
+				// Written before (or racing) the family's drop: gone with it.
+			default:
 				return base.CorruptionErrorf("batch names unknown column family %d", e.cf)
 			}
-			g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
 			count++
 		}
 		if br.Err != nil {

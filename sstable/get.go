@@ -162,21 +162,11 @@ func (r *Reader) getInBlock(it *blockIter, index []indexEntry, i int, ukey []byt
 	}
 	defer v.Release()
 	it.init(blk, true, r.dataCtx(index, i))
-	for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
-		k := it.ikey()
-		if !bytes.Equal(k.UserKey, ukey) {
-			return false, nil
-		}
-		if !fn(k, it.val) {
-			return false, nil
-		}
-	}
-	if it.err != nil {
-		return false, it.err
-	}
-	// The block ran out while still at or before ukey; the next block can
-	// hold more of ukey only if this separator's user key is ukey.
-	return bytes.Equal(index[i].sepUser, ukey), nil
+	// When the block runs out while still at or before ukey, the next
+	// block can hold more of ukey only if this separator's user key is
+	// ukey.
+	more, err = visitInBlock(it, ukey, trailer, false, fn)
+	return more && bytes.Equal(index[i].sepUser, ukey), err
 }
 
 // putGetIter returns a Get iterator to the pool without the block it points

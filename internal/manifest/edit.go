@@ -27,6 +27,7 @@ const (
 	tagMinUnflushed = 9 // reserved, never written
 	tagSealedLog    = 10
 	tagIngested     = 11
+	tagNextCFID     = 12
 )
 
 // maxIngestedID bounds the length of an ingested table's ID.
@@ -73,6 +74,12 @@ type VersionEdit struct {
 	// end-of-log trailer: from then on that WAL must read as sealed.
 	HasSealedLog bool
 	SealedLog    uint64
+	// HasNextCFID records NextCFID, the lowest column family ID never
+	// used: IDs of dropped families are not handed out again (their
+	// records may still be in a WAL). Written by a drop's edit and by
+	// snapshot edits where it is above every live family's ID + 1.
+	HasNextCFID bool
+	NextCFID    uint32
 
 	DeletedFiles []DeletedFile
 	NewFiles     []NewFile
@@ -102,6 +109,18 @@ func (e *VersionEdit) ApplyColumnFamilies(cfs map[uint32]ColumnFamily) {
 	}
 }
 
+// RaiseNextCFID returns nextID raised past every column family ID e adds
+// and to e's NextCFID.
+func (e *VersionEdit) RaiseNextCFID(nextID uint32) uint32 {
+	if e.HasNextCFID {
+		nextID = max(nextID, e.NextCFID)
+	}
+	for _, cf := range e.AddedCFs {
+		nextID = max(nextID, cf.ID+1)
+	}
+	return nextID
+}
+
 // Encode appends the edit's encoding to dst. See FORMAT.md.
 func (e *VersionEdit) Encode(dst []byte) []byte {
 	dst = append(dst, EditFormatVersion)
@@ -122,6 +141,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	}
 	if e.HasSealedLog {
 		field(tagSealedLog, binary.AppendUvarint(p[:0], e.SealedLog))
+	}
+	if e.HasNextCFID {
+		field(tagNextCFID, binary.AppendUvarint(p[:0], uint64(e.NextCFID)))
 	}
 	for _, cf := range e.AddedCFs {
 		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
@@ -231,6 +253,8 @@ func (e *VersionEdit) Decode(b []byte) error {
 			}
 		case tagSealedLog:
 			e.HasSealedLog, e.SealedLog = true, f.uvarint()
+		case tagNextCFID:
+			e.HasNextCFID, e.NextCFID = true, f.cf()
 		case tagAddCF:
 			cf := ColumnFamily{ID: f.cf()}
 			cf.Name = string(f.bytes())
@@ -295,6 +319,9 @@ func (e *VersionEdit) String() string {
 	}
 	if e.HasSealedLog {
 		s += fmt.Sprintf("sealed-log %d\n", e.SealedLog)
+	}
+	if e.HasNextCFID {
+		s += fmt.Sprintf("next-cf-id %d\n", e.NextCFID)
 	}
 	for _, cf := range e.AddedCFs {
 		s += fmt.Sprintf("add-cf %d %q merger=%q\n", cf.ID, cf.Name, cf.Merger)

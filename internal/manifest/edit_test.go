@@ -29,6 +29,7 @@ func sampleEdits() []*VersionEdit {
 			NewFiles: []NewFile{{CF: 0, Level: 2, Meta: meta(10, "a", "m", 3, 9)}, {CF: 1, Level: 0, Meta: meta(11, "", "\xff\x00", 0, 0)}}},
 		{HasLastSeq: true, LastSeq: 77, Ingested: [][]byte{[]byte("0123456789abcdef")},
 			NewFiles: []NewFile{{CF: 0, Level: 6, Meta: meta(12, "a", "b", 77, 77)}}},
+		{HasNextCFID: true, NextCFID: 7, DroppedCFs: []uint32{5, 6}},
 	}
 }
 
@@ -51,6 +52,7 @@ func TestEditDecodeRejects(t *testing.T) {
 		"reserved tag 9":     {EditFormatVersion, 9, 1, 1},
 		"empty ingested id":  {EditFormatVersion, 11, 1, 0},
 		"truncated":          good[:len(good)-3],
+		"cf id too large":    {EditFormatVersion, 11, 5, 0x80, 0x80, 0x80, 0x80, 0x09},
 		"level too large":    (&VersionEdit{DeletedFiles: []DeletedFile{{Level: 9}}}).Encode(nil),
 		"smallest > largest": (&VersionEdit{NewFiles: []NewFile{{Meta: meta(1, "z", "a", 1, 2)}}}).Encode(nil),
 	}
