@@ -28,6 +28,10 @@ func (r *stressRun) maybeIngest(id, n int, rng *rand.Rand) bool {
 		}
 		ws = append(ws, stressWrite{cf: cf, k: k, kind: 'p', arg: arg})
 	}
+	defer r.drops.leave(cf)
+	if !r.drops.enter(cf) {
+		return true // the family was dropped
+	}
 	order, unlock := r.lockKeys(ws)
 	defer unlock()
 	args := map[int]string{}
