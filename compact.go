@@ -179,8 +179,16 @@ func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest.Version) ([]*tableOutput, compaction.GCStats, error) {
 	lv := v.Levels(cf)
 	opts := db.gcOptions(cf)
+	rd, err := db.inputRangeDels(c)
+	if err != nil {
+		return nil, compaction.GCStats{}, err
+	}
+	opts.RangeDels = rd
 	var bounds [][]byte
-	if c.Manual && db.opts.MaxSubcompactions > 1 {
+	// Range tombstones keep a compaction in one range: a tombstone cut at
+	// a subcompaction boundary would give two neighbouring tables a
+	// shared user key (see sstable.TableBounds).
+	if c.Manual && db.opts.MaxSubcompactions > 1 && rd == nil {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
 	}
 	outs := make([]*tableOutput, len(bounds)+1)
@@ -191,6 +199,11 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 	for r := range outs {
 		lower, upper := compaction.SubcompactionRange(bounds, r)
 		outs[r] = &tableOutput{db: db, cf: cf, level: c.OutputLevel, c: c}
+		if rd != nil {
+			outs[r].rd = db.outputRangeDels(opts, func(start, end []byte) bool {
+				return nothingBelow(lv, c.OutputLevel, start, end)
+			})
+		}
 		wg.Go(func() {
 			defer func() {
 				// A panic (in a user's Merger, say) fails this range
@@ -233,6 +246,7 @@ func (db *DB) recordCompaction(c *compaction.Compaction, metas []*manifest.FileM
 	m.levelBytesRead[c.OutputLevel].Add(int64(read))
 	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
 	m.mergeErrors.Add(gc.MergeErrors)
+	m.rangeDel.keysDropped.Add(gc.DroppedByRangeDel)
 	if ranges > 1 {
 		m.splitCompactions.Add(1)
 	}
@@ -276,7 +290,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 			k.Trailer = base.MakeTrailer(0, base.KindSet)
 		}
 		if out.w != nil && splitter.ShouldSplitBefore(k, out.w.EstimatedSize()) {
-			err = out.finish()
+			err = out.finish(false)
 		} else if out.w == nil {
 			splitter.ShouldSplitBefore(k, 0)
 		}
@@ -284,14 +298,17 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 			err = out.start()
 		}
 		if err == nil {
-			err = out.w.Add(k, it.Value())
+			err = out.add(k, it.Value())
 		}
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && out.w == nil && out.rd != nil {
+		err = out.start() // a table of range tombstones only
+	}
 	if err == nil && out.w != nil {
-		err = out.finish()
+		err = out.finish(true)
 	}
 	return it.Stats(), err
 }

@@ -27,6 +27,7 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
+	rangeDel                                                                    rangeDelCounters
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -254,6 +255,9 @@ type Metrics struct {
 		Duration  time.Duration
 		Slowdowns int64
 	}
+	// RangeDel counts range deletions: written by DeleteRange (and batch
+	// DeleteRange entries), and what compactions dropped because of them.
+	RangeDel           RangeDelMetrics
 	IndexResidentBytes int64
 }
 
@@ -300,6 +304,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	}
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
 	out.Stall.Slowdowns = m.slowdowns.Load()
+	out.RangeDel = m.rangeDel.load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
 	if db.closed.Load() {
 		return out
@@ -413,5 +418,8 @@ func (m *Metrics) String() string {
 		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
+	r := m.RangeDel
+	fmt.Fprintf(&sb, "range deletes: %d written; compaction dropped %d covered entries, %d tombstones, %d whole tables\n",
+		r.Written, r.KeysDropped, r.TombstonesDropped, r.TablesDropped)
 	return sb.String()
 }
