@@ -185,11 +185,17 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 	}
 	opts.RangeDels = rd
 	var bounds [][]byte
-	// Range tombstones keep a compaction in one range: a tombstone cut at
-	// a subcompaction boundary would give two neighbouring tables a
-	// shared user key (see sstable.TableBounds).
-	if c.Manual && db.opts.MaxSubcompactions > 1 && rd == nil {
+	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
+		if rd != nil {
+			// A range's tables take the tombstones up to its upper bound,
+			// the last of them with that bound as its largest key: cut at
+			// b+"\x00" so that it covers exactly the keys up to b and the
+			// next range's tables start above b (sstable.TableBounds).
+			for i, b := range bounds {
+				bounds[i] = append(b[:len(b):len(b)], 0)
+			}
+		}
 	}
 	outs := make([]*tableOutput, len(bounds)+1)
 	stats := make([]compaction.GCStats, len(outs))
@@ -202,7 +208,8 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 		if rd != nil {
 			outs[r].rd = db.outputRangeDels(opts, func(start, end []byte) bool {
 				return nothingBelow(lv, c.OutputLevel, start, end)
-			})
+			}, r == 0)
+			outs[r].rdLower, outs[r].rdUpper = lower, upper
 		}
 		wg.Go(func() {
 			defer func() {
@@ -304,7 +311,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && out.w == nil && out.rd != nil {
+	if err == nil && out.w == nil && len(out.rd.Clip(out.rdLower, out.rdUpper)) > 0 {
 		err = out.start() // a table of range tombstones only
 	}
 	if err == nil && out.w != nil {

@@ -131,7 +131,7 @@ type forwardIter interface {
 func (db *DB) flushTable(cf uint32, t *memtable.MemTable) (*manifest.FileMetadata, error) {
 	opts := db.gcOptions(cf)
 	opts.RangeDels = t.RangeDels()
-	rd := db.outputRangeDels(opts, nil)
+	rd := db.outputRangeDels(opts, nil, true)
 	return db.writeTable(cf, compaction.NewIter(t.NewIter(nil, nil), opts), rd)
 }
 

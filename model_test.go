@@ -65,6 +65,7 @@ type modelRun struct {
 	// splits counts the manual compactions run as subcompactions, over
 	// all reopens.
 	splits int64
+	rd     modelRangeDels
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -102,6 +103,8 @@ func (r *modelRun) step(i int) {
 		require.NoError(t, r.db.Compact([]byte(lo), []byte(hi)))
 	case x < 968:
 		r.reopen()
+	case x < 978:
+		r.deleteRange(i)
 	default:
 		// Let background work run.
 	}
@@ -218,6 +221,7 @@ func (r *modelRun) reopen() {
 	r.closeSnaps()
 	require.NoError(t, r.db.CheckInvariants(false))
 	r.splits += r.db.Metrics().Compaction.Split
+	r.rd.add(r.db.Metrics())
 	require.NoError(t, r.db.Close())
 	db, err := Open("/db", r.opts)
 	require.NoError(t, err)
@@ -243,6 +247,8 @@ func (r *modelRun) finish() {
 	r.splits += mt.Compaction.Split
 	t.Logf("compactions run as subcompactions: %d", r.splits)
 	require.Positive(t, r.splits, "no manual compaction was split: the subcompaction path went untested")
+	r.rd.add(mt)
+	r.rd.require(t)
 	require.NoError(t, db.Close())
 }
 

@@ -188,8 +188,9 @@ func (db *DB) inputRangeDels(c *compaction.Compaction) (*rangedel.List, error) {
 // outputRangeDels returns the range tombstones a flush or compaction with
 // options opts writes (nil: none): rangedel.Compact of opts.RangeDels,
 // dropping the oldest stripe's where canDrop (nil: never) says nothing
-// below holds the range. It counts the tombstones dropped.
-func (db *DB) outputRangeDels(opts compaction.GCOptions, canDrop func(start, end []byte) bool) *rangedel.List {
+// below holds the range. It counts the tombstones dropped when count is
+// set (subcompactions compute it once each and count it once).
+func (db *DB) outputRangeDels(opts compaction.GCOptions, canDrop func(start, end []byte) bool, count bool) *rangedel.List {
 	if opts.RangeDels == nil {
 		return nil
 	}
@@ -200,7 +201,9 @@ func (db *DB) outputRangeDels(opts compaction.GCOptions, canDrop func(start, end
 		return i
 	}
 	frags, dropped := rangedel.Compact(opts.RangeDels, stripe, canDrop)
-	db.metrics.rangeDel.tombstonesDropped.Add(int64(dropped))
+	if count {
+		db.metrics.rangeDel.tombstonesDropped.Add(int64(dropped))
+	}
 	if len(frags) == 0 {
 		return nil
 	}

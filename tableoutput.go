@@ -26,12 +26,15 @@ type tableOutput struct {
 	metas []*manifest.FileMetadata
 	files []uint64 // every table created, for cleanup
 
-	// rd are the range tombstones the tables hold (nil: none): each table
-	// takes the part of them in [rdLower, the successor of its last user
-	// key), the last table the rest, so that the tables' key ranges (which
-	// cover their tombstones, sstable.TableBounds) never share a user key.
+	// rd are the range tombstones the tables hold (nil: none) within
+	// [rdLower, rdUpper) (nil = open; a subcompaction's range): each table
+	// takes the part of them from rdLower to the successor of its last
+	// user key, where the next one's part begins, and the last table the
+	// rest, so that the tables' key ranges (which cover their tombstones,
+	// sstable.TableBounds) never share a user key.
 	rd       *rangedel.List
 	rdLower  []byte
+	rdUpper  []byte
 	lastUkey []byte
 	curRD    bool // the current table has range tombstones
 }
@@ -48,7 +51,7 @@ func (o *tableOutput) setRangeDels(last bool) error {
 	if o.rd == nil {
 		return nil
 	}
-	var upper []byte
+	upper := o.rdUpper
 	if !last {
 		upper = append(o.lastUkey[:len(o.lastUkey):len(o.lastUkey)], 0)
 	}
