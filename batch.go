@@ -221,6 +221,9 @@ func (r *batchReader) next() (e batchEntry, ok bool) {
 	if e.kind != base.KindDelete {
 		e.value = r.Bytes()
 	}
+	if e.kind == base.KindRangeDelete && r.Err == nil && bytes.Compare(e.key, e.value) >= 0 {
+		r.Failf("range deletion [%q, %q) is empty or reversed", e.key, e.value)
+	}
 	if r.Err != nil {
 		return batchEntry{}, false
 	}

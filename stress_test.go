@@ -275,6 +275,7 @@ type stressRun struct {
 	failed atomic.Bool
 
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
+	rangeDels                                      atomic.Int64
 	flushes, compactions, reopens                  int64
 }
 
@@ -376,6 +377,9 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 	pad := strings.Repeat("x", 200)
 	for !r.stop.Load() {
 		n++
+		if r.maybeWriteRange(rng) {
+			continue
+		}
 		ncf := r.ncf()
 		entries := 1
 		if rng.IntN(4) == 0 {
@@ -917,4 +921,5 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
 	require.Positive(t, r.reopens)
+	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
 }
