@@ -29,59 +29,69 @@ import (
 //
 // Regenerate with go test -run TestRangeDelLSM -rewrite and review.
 func TestRangeDelLSM(t *testing.T) {
-	fs := vfs.NewMem()
-	opts := func() *Options {
-		return &Options{FS: fs, Merger: appendMerger{}, MemTableSize: 4 << 20, TargetFileSize: 4 << 10,
-			L0CompactionTrigger: 1000, L0StopWritesTrigger: 2000, Compression: NoCompression}
-	}
-	db := openDB(t, opts())
-	snaps := map[string]*Snapshot{}
-	testutil.RunDataDriven(t, "testdata/rangedel", func(t *testing.T, d *testutil.Case) string {
-		switch d.Cmd {
-		case "batch":
-			b := db.NewBatch()
-			for _, line := range d.Input {
-				require.NoError(t, rangeDelBatchLine(b, strings.Fields(line)), "%s: %q", d.Pos, line)
-			}
-			require.NoError(t, db.Apply(b, nil))
-		case "delrange":
-			require.NoError(t, db.DeleteRange([]byte(d.Args[0].Key), []byte(d.Args[1].Key), nil))
-		case "fill":
-			pad := strings.Repeat(".", int(d.Int(t, "size", 0)))
-			for i := d.Int(t, "from", 0); i < d.Int(t, "to", 0); i++ {
-				require.NoError(t, db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%d%s", i, pad)), nil))
-			}
-		case "flush":
-			require.NoError(t, db.Flush())
-		case "compact":
-			var start, end []byte
-			if d.Has("start") {
-				start = []byte(d.Str("start", ""))
-			}
-			if d.Has("end") {
-				end = []byte(d.Str("end", ""))
-			}
-			require.NoError(t, db.Compact(start, end))
-		case "snapshot":
-			snaps[d.Args[0].Key] = db.NewSnapshot()
-		case "release":
-			require.NoError(t, snaps[d.Args[0].Key].Close())
-			delete(snaps, d.Args[0].Key)
-		case "reopen":
-			for name, s := range snaps {
-				require.NoError(t, s.Close())
-				delete(snaps, name)
-			}
-			require.NoError(t, db.Close())
-			db = openDB(t, opts())
-		case "get", "scan":
-			return rangeDelRead(t, db, snaps[d.Str("snap", "")], d)
-		case "lsm":
-		default:
-			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	l := &rangeDelLSM{fs: vfs.NewMem(), snaps: map[string]*Snapshot{}}
+	l.db = openDB(t, l.options())
+	testutil.RunDataDriven(t, "testdata/rangedel", l.run)
+}
+
+// rangeDelLSM is TestRangeDelLSM's database and named snapshots.
+type rangeDelLSM struct {
+	fs    *vfs.MemFS
+	db    *DB
+	snaps map[string]*Snapshot
+}
+
+func (l *rangeDelLSM) options() *Options {
+	return &Options{FS: l.fs, Merger: appendMerger{}, MemTableSize: 4 << 20, TargetFileSize: 4 << 10,
+		L0CompactionTrigger: 1000, L0StopWritesTrigger: 2000, Compression: NoCompression}
+}
+
+// run runs one case.
+func (l *rangeDelLSM) run(t *testing.T, d *testutil.Case) string {
+	db := l.db
+	switch d.Cmd {
+	case "batch":
+		b := db.NewBatch()
+		for _, line := range d.Input {
+			require.NoError(t, rangeDelBatchLine(b, strings.Fields(line)), "%s: %q", d.Pos, line)
 		}
-		return rangeDelShape(t, db)
-	})
+		require.NoError(t, db.Apply(b, nil))
+	case "delrange":
+		require.NoError(t, db.DeleteRange([]byte(d.Args[0].Key), []byte(d.Args[1].Key), nil))
+	case "fill":
+		pad := strings.Repeat(".", int(d.Int(t, "size", 0)))
+		for i := d.Int(t, "from", 0); i < d.Int(t, "to", 0); i++ {
+			require.NoError(t, db.Put([]byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprintf("v%d%s", i, pad)), nil))
+		}
+	case "flush":
+		require.NoError(t, db.Flush())
+	case "compact":
+		bound := func(name string) []byte {
+			if v := d.Str(name, ""); v != "" {
+				return []byte(v)
+			}
+			return nil
+		}
+		require.NoError(t, db.Compact(bound("start"), bound("end")))
+	case "snapshot":
+		l.snaps[d.Args[0].Key] = db.NewSnapshot()
+	case "release":
+		require.NoError(t, l.snaps[d.Args[0].Key].Close())
+		delete(l.snaps, d.Args[0].Key)
+	case "reopen":
+		for name, s := range l.snaps {
+			require.NoError(t, s.Close())
+			delete(l.snaps, name)
+		}
+		require.NoError(t, db.Close())
+		l.db = openDB(t, l.options())
+	case "get", "scan":
+		return rangeDelRead(t, db, l.snaps[d.Str("snap", "")], d)
+	case "lsm":
+	default:
+		t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+	}
+	return rangeDelShape(t, l.db)
 }
 
 func rangeDelBatchLine(b *Batch, f []string) error {

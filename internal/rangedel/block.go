@@ -3,6 +3,7 @@ package rangedel
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -109,23 +110,11 @@ func Compact(l *List, stripe func(seq uint64) int, canDrop func(start, end []byt
 		if len(keep) == 0 {
 			continue
 		}
-		if n := len(out); n > 0 && bytes.Equal(out[n-1].End, f.Start) && equalSeqs(out[n-1].Seqs, keep) {
+		if n := len(out); n > 0 && bytes.Equal(out[n-1].End, f.Start) && slices.Equal(out[n-1].Seqs, keep) {
 			out[n-1].End = f.End
 			continue
 		}
 		out = append(out, Fragment{Start: f.Start, End: f.End, Seqs: keep})
 	}
 	return out, dropped
-}
-
-func equalSeqs(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
