@@ -184,6 +184,7 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 		return nil, compaction.GCStats{}, err
 	}
 	opts.RangeDels = rd
+	skip := db.coveredInputs(c, rd, opts.Snapshots)
 	var bounds [][]byte
 	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
@@ -210,6 +211,7 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 				return nothingBelow(lv, c.OutputLevel, start, end)
 			}, r == 0)
 			outs[r].rdLower, outs[r].rdUpper = lower, upper
+			outs[r].skip = skip
 		}
 		wg.Go(func() {
 			defer func() {
@@ -276,7 +278,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 	if len(opts.Snapshots) > 0 {
 		earliestSnap = opts.Snapshots[0]
 	}
-	it := compaction.NewIter(c.NewInputIterRange(db.tableOpener(nil, nil), lower, upper), opts)
+	it := compaction.NewIter(c.NewInputIterRange(out.opener(db.tableOpener(nil, nil)), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {

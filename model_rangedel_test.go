@@ -12,17 +12,19 @@ import (
 type modelRangeDels struct {
 	calls, batched, keysRemoved             int64
 	written, keysDropped, tombstonesDropped int64
+	tablesDropped                           int64
 }
 
 func (c *modelRangeDels) add(m *Metrics) {
 	c.written += m.RangeDel.Written
 	c.keysDropped += m.RangeDel.KeysDropped
 	c.tombstonesDropped += m.RangeDel.TombstonesDropped
+	c.tablesDropped += m.RangeDel.TablesDropped
 }
 
 func (c *modelRangeDels) require(t *testing.T) {
-	t.Logf("range deletions: %d calls (%d in batches), %d model keys removed; %d written, compaction dropped %d entries and %d tombstones",
-		c.calls, c.batched, c.keysRemoved, c.written, c.keysDropped, c.tombstonesDropped)
+	t.Logf("range deletions: %d calls (%d in batches), %d model keys removed; %d written, compaction dropped %d entries, %d tombstones and %d whole tables",
+		c.calls, c.batched, c.keysRemoved, c.written, c.keysDropped, c.tombstonesDropped, c.tablesDropped)
 	require.Positive(t, c.calls)
 	require.Positive(t, c.batched)
 	require.Positive(t, c.keysRemoved)

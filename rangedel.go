@@ -220,3 +220,42 @@ func nothingBelow(lv *manifest.Levels, level int, start, end []byte) bool {
 	}
 	return true
 }
+
+// coveredInputs returns the input tables of c that a range tombstone of
+// rd (c's inputs' tombstones) deletes whole, so that the compaction need
+// not read them: tables without tombstones of their own whose user-key
+// range lies in one fragment that holds a tombstone newer than all their
+// entries and in the same snapshot stripe as the oldest of them (so no
+// snapshot sees any of them). The GC iterator would drop every entry of
+// such a table. It counts them in the metrics.
+func (db *DB) coveredInputs(c *compaction.Compaction, rd *rangedel.List, snapshots []uint64) map[uint64]bool {
+	if rd == nil {
+		return nil
+	}
+	snaps := slices.Clone(snapshots)
+	slices.Sort(snaps)
+	stripe := func(seq uint64) int { i, _ := slices.BinarySearch(snaps, seq); return i }
+	var skip map[uint64]bool
+	for _, files := range c.Inputs {
+		for _, f := range files {
+			if f.RangeDels.Load() != manifest.RangeDelsNone {
+				continue
+			}
+			i := rd.Find(f.Smallest.UserKey)
+			if i < 0 || bytes.Compare(f.Largest.UserKey, rd.Frags[i].End) >= 0 {
+				continue
+			}
+			for _, t := range rd.Frags[i].Seqs {
+				if t > f.LargestSeq && stripe(t) == stripe(f.SmallestSeq) {
+					if skip == nil {
+						skip = map[uint64]bool{}
+					}
+					skip[f.FileNum] = true
+					break
+				}
+			}
+		}
+	}
+	db.metrics.rangeDel.tablesDropped.Add(int64(len(skip)))
+	return skip
+}

@@ -37,6 +37,23 @@ type tableOutput struct {
 	rdUpper  []byte
 	lastUkey []byte
 	curRD    bool // the current table has range tombstones
+	// skip are the input tables a range tombstone of the compaction
+	// covers whole (coveredInputs): they are not read.
+	skip map[uint64]bool
+}
+
+// opener wraps a compaction's table opener so that the tables in skip
+// read as empty without being opened.
+func (o *tableOutput) opener(open compaction.TableOpener) compaction.TableOpener {
+	if len(o.skip) == 0 {
+		return open
+	}
+	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+		if o.skip[f.FileNum] {
+			return emptyIter{}, nil
+		}
+		return open(f)
+	}
 }
 
 // add adds an entry to the current table.
