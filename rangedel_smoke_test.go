@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,4 +60,59 @@ func TestDeleteRangeSmoke(t *testing.T) {
 	require.NoError(t, db.Compact(nil, nil))
 	check("compacted without snapshot")
 	t.Log(db.Metrics().String())
+}
+
+// TestDeleteRangeTableDrops: compaction drops unread only the tables a
+// tombstone covers whole with every entry older and no snapshot between;
+// a table of newer writes inside the range, and tables a snapshot still
+// sees, are read and kept as needed.
+func TestDeleteRangeTableDrops(t *testing.T) {
+	k := func(i int) []byte { return []byte(fmt.Sprintf("k%04d", i)) }
+	val := make([]byte, 200)
+	fill := func(db *DB) {
+		for i := 100; i < 400; i++ {
+			require.NoError(t, db.Put(k(i), val, nil))
+		}
+		require.NoError(t, db.Compact(nil, nil))
+	}
+	opts := func() *Options { return &Options{TargetFileSize: 4 << 10, MaxSubcompactions: 1} }
+
+	db, _ := openMem(t, opts())
+	fill(db)
+	require.NoError(t, db.DeleteRange(k(100), k(400), nil))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Put(k(250), []byte("new"), nil)) // newer than the tombstone, inside it
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Compact(nil, nil))
+	m := db.Metrics()
+	require.Positive(t, m.RangeDel.TablesDropped, "no covered table was dropped")
+	for i := 100; i < 400; i++ {
+		v, err := db.Get(k(i))
+		if i == 250 {
+			require.NoError(t, err)
+			require.Equal(t, "new", string(v))
+		} else {
+			require.ErrorIs(t, err, ErrNotFound, "key %d", i)
+		}
+	}
+
+	db2, _ := openMem(t, opts())
+	fill(db2)
+	snap := db2.NewSnapshot()
+	require.NoError(t, db2.DeleteRange(k(100), k(400), nil))
+	require.NoError(t, db2.Compact(nil, nil))
+	require.Zero(t, db2.Metrics().RangeDel.TablesDropped, "a table a snapshot sees was dropped")
+	for i := 100; i < 400; i++ {
+		_, err := snap.Get(k(i))
+		require.NoError(t, err, "snapshot lost key %d", i)
+		_, err = db2.Get(k(i))
+		require.ErrorIs(t, err, ErrNotFound)
+	}
+	require.NoError(t, snap.Close())
+	// The tables kept for the snapshot hold the tombstone (as their
+	// newest entry): they are read, and their entries dropped.
+	dropped := db2.Metrics().RangeDel.KeysDropped
+	require.NoError(t, db2.Compact(nil, nil))
+	require.Greater(t, db2.Metrics().RangeDel.KeysDropped, dropped)
+	require.Zero(t, db2.Metrics().Levels[manifest.NumLevels-1].NumFiles, "released: the covered entries go")
 }
