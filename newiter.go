@@ -32,7 +32,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		return &Iterator{err: ErrClosed, iter: emptyIter{}}
 	}
 	seq := db.readSeq(snapSeq)
-	rd, err := db.iterRangeDels(rs, cf, seq)
+	rd, err := db.iterRangeDels(rs, cf)
 	if err != nil {
 		rs.unref()
 		return &Iterator{err: err, iter: emptyIter{}}
@@ -53,7 +53,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 	}
 	it.iter = compaction.NewMergingIter(copts, children...)
 	if rd != nil {
-		it.iter = newRangeDelIter(it.iter, rd)
+		it.iter = newRangeDelIter(it.iter, rd, seq)
 	}
 	it.release = rs.unref
 	return it

@@ -117,10 +117,11 @@ func (db *DB) versionRangeDels(v *manifest.Version, cf uint32) (*rangedel.List, 
 	return out, nil
 }
 
-// iterRangeDels returns the range tombstones an iterator over column
-// family cf of rs reading at seq sees: those of every memtable and table,
-// each fragment with its newest visible sequence number; nil when none.
-func (db *DB) iterRangeDels(rs *readState, cf uint32, seq uint64) (*rangedel.List, error) {
+// iterRangeDels returns the range tombstones of every memtable and table
+// of column family cf in rs, fragmented together (nil when none): what an
+// iterator over rs must honour. With tombstones in the tables only, it is
+// the version's list, computed once.
+func (db *DB) iterRangeDels(rs *readState, cf uint32) (*rangedel.List, error) {
 	var lists []*rangedel.List
 	if t := rs.mem.table(cf); t != nil {
 		lists = append(lists, t.RangeDels())
@@ -135,7 +136,7 @@ func (db *DB) iterRangeDels(rs *readState, cf uint32, seq uint64) (*rangedel.Lis
 		return nil, err
 	}
 	lists = append(lists, vl)
-	return rangedel.Merge(lists...).Visible(seq), nil
+	return rangedel.Merge(lists...), nil
 }
 
 // rangeDelIter presents the entries a range tombstone deletes (for the
@@ -144,15 +145,16 @@ func (db *DB) iterRangeDels(rs *readState, cf uint32, seq uint64) (*rangedel.Lis
 // end of a merge stack.
 type rangeDelIter struct {
 	base.InternalIterator
-	l *rangedel.List // visible fragments, one sequence number each
+	l   *rangedel.List
+	seq uint64 // the iterator's read sequence number
 	// ukey and tomb cache the coverage of the last user key asked about.
 	ukey  []byte
 	tomb  uint64
 	known bool
 }
 
-func newRangeDelIter(it base.InternalIterator, l *rangedel.List) *rangeDelIter {
-	return &rangeDelIter{InternalIterator: it, l: l}
+func newRangeDelIter(it base.InternalIterator, l *rangedel.List, seq uint64) *rangeDelIter {
+	return &rangeDelIter{InternalIterator: it, l: l, seq: seq}
 }
 
 // Key implements base.InternalIterator.
@@ -160,7 +162,7 @@ func (r *rangeDelIter) Key() base.InternalKey {
 	k := r.InternalIterator.Key()
 	if !r.known || !bytes.Equal(k.UserKey, r.ukey) {
 		r.ukey = append(r.ukey[:0], k.UserKey...)
-		r.tomb = r.l.MaxCovering(k.UserKey, base.SeqNumMax)
+		r.tomb = r.l.MaxCovering(k.UserKey, r.seq)
 		r.known = true
 	}
 	if k.SeqNum() < r.tomb {
