@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -107,4 +108,16 @@ func FuzzRangeDelTable(f *testing.F) {
 		fuzzTableOnce(data)
 		fuzzTableOnce(fixChecksums(data))
 	})
+}
+
+// TestRangeDelDescribe: Describe shows the range-deletion block.
+func TestRangeDelDescribe(t *testing.T) {
+	data, _, err := buildRangeDelTable(t, nil, rdFrags(), WriterOptions{})
+	require.NoError(t, err)
+	r := openTable(t, data, ReaderOptions{FileNum: 1})
+	defer r.Close()
+	var sb strings.Builder
+	require.NoError(t, r.Describe(&sb, DescribeOptions{Entries: true}))
+	require.Contains(t, sb.String(), "range deletions")
+	require.Contains(t, sb.String(), `["b", "d") seqs [9 4]`)
 }
