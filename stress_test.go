@@ -921,5 +921,6 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
 	require.Positive(t, r.reopens)
+	t.Logf("stress: %d DeleteRanges", r.rangeDels.Load())
 	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
 }
