@@ -52,7 +52,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		children = compaction.LevelIters(children, lv, db.tableOpener(lower, upper), copts)
 	}
 	it.iter = compaction.NewMergingIter(copts, children...)
-	if rd != nil {
+	if len(rd) > 0 {
 		it.iter = newRangeDelIter(it.iter, rd, seq)
 	}
 	it.release = rs.unref

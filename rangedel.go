@@ -117,26 +117,30 @@ func (db *DB) versionRangeDels(v *manifest.Version, cf uint32) (*rangedel.List, 
 	return out, nil
 }
 
-// iterRangeDels returns the range tombstones of every memtable and table
-// of column family cf in rs, fragmented together (nil when none): what an
-// iterator over rs must honour. With tombstones in the tables only, it is
-// the version's list, computed once.
-func (db *DB) iterRangeDels(rs *readState, cf uint32) (*rangedel.List, error) {
+// iterRangeDels returns the range tombstone lists an iterator over column
+// family cf of rs must honour: each memtable's that has any, and the
+// version's tables' (collected once per version). None when empty.
+func (db *DB) iterRangeDels(rs *readState, cf uint32) ([]*rangedel.List, error) {
 	var lists []*rangedel.List
+	add := func(l *rangedel.List) {
+		if !l.Empty() {
+			lists = append(lists, l)
+		}
+	}
 	if t := rs.mem.table(cf); t != nil {
-		lists = append(lists, t.RangeDels())
+		add(t.RangeDels())
 	}
 	for _, g := range rs.imm {
 		if t := g.table(cf); t != nil {
-			lists = append(lists, t.RangeDels())
+			add(t.RangeDels())
 		}
 	}
 	vl, err := db.versionRangeDels(rs.version, cf)
 	if err != nil {
 		return nil, err
 	}
-	lists = append(lists, vl)
-	return rangedel.Merge(lists...), nil
+	add(vl)
+	return lists, nil
 }
 
 // rangeDelIter presents the entries a range tombstone deletes (for the
@@ -145,16 +149,16 @@ func (db *DB) iterRangeDels(rs *readState, cf uint32) (*rangedel.List, error) {
 // end of a merge stack.
 type rangeDelIter struct {
 	base.InternalIterator
-	l   *rangedel.List
-	seq uint64 // the iterator's read sequence number
+	lists []*rangedel.List
+	seq   uint64 // the iterator's read sequence number
 	// ukey and tomb cache the coverage of the last user key asked about.
 	ukey  []byte
 	tomb  uint64
 	known bool
 }
 
-func newRangeDelIter(it base.InternalIterator, l *rangedel.List, seq uint64) *rangeDelIter {
-	return &rangeDelIter{InternalIterator: it, l: l, seq: seq}
+func newRangeDelIter(it base.InternalIterator, lists []*rangedel.List, seq uint64) *rangeDelIter {
+	return &rangeDelIter{InternalIterator: it, lists: lists, seq: seq}
 }
 
 // Key implements base.InternalIterator.
@@ -162,7 +166,10 @@ func (r *rangeDelIter) Key() base.InternalKey {
 	k := r.InternalIterator.Key()
 	if !r.known || !bytes.Equal(k.UserKey, r.ukey) {
 		r.ukey = append(r.ukey[:0], k.UserKey...)
-		r.tomb = r.l.MaxCovering(k.UserKey, r.seq)
+		r.tomb = 0
+		for _, l := range r.lists {
+			r.tomb = max(r.tomb, l.MaxCovering(k.UserKey, r.seq))
+		}
 		r.known = true
 	}
 	if k.SeqNum() < r.tomb {

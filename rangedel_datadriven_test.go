@@ -43,7 +43,7 @@ type rangeDelLSM struct {
 
 func (l *rangeDelLSM) options() *Options {
 	return &Options{FS: l.fs, Merger: appendMerger{}, MemTableSize: 4 << 20, TargetFileSize: 4 << 10,
-		L0CompactionTrigger: 1000, L0StopWritesTrigger: 2000, Compression: NoCompression}
+		L0CompactionTrigger: 1000, L0StopWritesTrigger: 2000, Compression: NoCompression, MaxSubcompactions: 1}
 }
 
 // run runs one case.
