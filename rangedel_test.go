@@ -116,3 +116,61 @@ func TestDeleteRangeTableDrops(t *testing.T) {
 	require.Greater(t, db2.Metrics().RangeDel.KeysDropped, dropped)
 	require.Zero(t, db2.Metrics().Levels[manifest.NumLevels-1].NumFiles, "released: the covered entries go")
 }
+
+// TestDeleteRangeSubcompactions: a manual compaction split into
+// subcompactions with range tombstones straddling their boundaries (kept
+// by a snapshot) writes tables that never share a user key, and reads
+// stay right with and without the snapshot.
+func TestDeleteRangeSubcompactions(t *testing.T) {
+	db, _ := openMem(t, &Options{TargetFileSize: 8 << 10, MaxSubcompactions: 4})
+	k := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	val := make([]byte, 200)
+	for i := 0; i < 4000; i++ {
+		require.NoError(t, db.Put(k(i), val, nil))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	for i := 0; i < 4000; i += 700 {
+		require.NoError(t, db.Put(k(i+1), val, nil))
+	}
+	snap := db.NewSnapshot()
+	defer snap.Close()
+	ranges := [][2]int{{100, 1900}, {1500, 2600}, {3000, 3990}}
+	for _, r := range ranges {
+		require.NoError(t, db.DeleteRange(k(r[0]), k(r[1]), nil))
+	}
+	deleted := func(i int) bool {
+		for _, r := range ranges {
+			if i >= r[0] && i < r[1] {
+				return true
+			}
+		}
+		return false
+	}
+	split := db.Metrics().Compaction.Split
+	require.NoError(t, db.Compact(nil, nil))
+	require.Greater(t, db.Metrics().Compaction.Split, split, "the compaction was not split")
+	require.NoError(t, db.CheckInvariants(true))
+	for i := 0; i < 4000; i++ {
+		_, err := db.Get(k(i))
+		if deleted(i) {
+			require.ErrorIs(t, err, ErrNotFound, "key %d", i)
+		} else {
+			require.NoError(t, err, "key %d", i)
+		}
+		_, err = snap.Get(k(i))
+		require.NoError(t, err, "snapshot key %d", i)
+	}
+	n := 0
+	it := db.NewIter(nil)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		n++
+	}
+	require.NoError(t, it.Close())
+	want := 0
+	for i := 0; i < 4000; i++ {
+		if !deleted(i) {
+			want++
+		}
+	}
+	require.Equal(t, want, n)
+}
