@@ -3,6 +3,7 @@ package sieve
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/manifest"
@@ -173,4 +174,18 @@ func TestDeleteRangeSubcompactions(t *testing.T) {
 		}
 	}
 	require.Equal(t, want, n)
+}
+
+// genMetaRangeDel is TestMetamorphic's DeleteRange of up to 30 keys.
+func genMetaRangeDel(rng *rand.Rand) metaOp {
+	n := rng.Intn(600)
+	return metaOp{kind: "deleterange", key: fmt.Sprintf("k%04d", n), hi: fmt.Sprintf("k%04d", n+rng.Intn(30))}
+}
+
+// deleteRange applies a metamorphic DeleteRange (in the family under test).
+func (r *metaRun) deleteRange(op metaOp) error {
+	if r.cf != nil {
+		return r.cf.DeleteRange([]byte(op.key), []byte(op.hi), nil)
+	}
+	return r.db.DeleteRange([]byte(op.key), []byte(op.hi), nil)
 }
