@@ -189,3 +189,64 @@ func (r *metaRun) deleteRange(op metaOp) error {
 	}
 	return r.db.DeleteRange([]byte(op.key), []byte(op.hi), nil)
 }
+
+// TestDeleteRangeBadInput: reversed ranges are ErrInvalidRange, empty ones
+// write nothing; column families delete only their own keys, also from
+// batches, and the WAL replays range deletions.
+func TestDeleteRangeBadInput(t *testing.T) {
+	db, fs := openMem(t, nil)
+	require.ErrorIs(t, db.DeleteRange([]byte("b"), []byte("a"), nil), ErrInvalidRange)
+	require.NoError(t, db.DeleteRange([]byte("a"), []byte("a"), nil))
+	b := db.NewBatch()
+	require.NoError(t, b.DeleteRange([]byte("a"), []byte("a")))
+	require.Zero(t, b.Len(), "an empty range adds no entry")
+	require.ErrorIs(t, b.DeleteRange([]byte("z"), []byte("a")), ErrInvalidRange)
+	require.ErrorIs(t, db.Apply(b, nil), ErrInvalidRange, "the batch keeps its first error")
+	require.Zero(t, db.Metrics().RangeDel.Written)
+
+	cf, err := db.OpenColumnFamily("other", nil)
+	require.NoError(t, err)
+	for _, k := range []string{"a", "b", "c"} {
+		require.NoError(t, db.Put([]byte(k), []byte("d"), nil))
+		require.NoError(t, cf.Put([]byte(k), []byte("o"), nil))
+	}
+	require.ErrorIs(t, cf.DeleteRange([]byte("c"), []byte("a"), nil), ErrInvalidRange)
+	require.NoError(t, cf.DeleteRange([]byte("a"), []byte("b"), nil))
+	b = db.NewBatch()
+	require.NoError(t, b.DeleteRangeCF(cf, []byte("b"), []byte("c")))
+	require.NoError(t, b.DeleteRange([]byte("c"), []byte("d")))
+	require.NoError(t, db.Apply(b, nil))
+	check := func(when string) {
+		for k, want := range map[string]string{"a": "d", "b": "d", "c": ""} {
+			v, err := db.Get([]byte(k))
+			if want == "" {
+				require.ErrorIs(t, err, ErrNotFound, "%s default %s", when, k)
+			} else {
+				require.Equal(t, want, string(v), "%s default %s", when, k)
+			}
+		}
+		for k, want := range map[string]string{"a": "", "b": "", "c": "o"} {
+			v, err := cf.Get([]byte(k))
+			if want == "" {
+				require.ErrorIs(t, err, ErrNotFound, "%s cf %s", when, k)
+			} else {
+				require.Equal(t, want, string(v), "%s cf %s", when, k)
+			}
+		}
+	}
+	check("memtable")
+	require.EqualValues(t, 3, db.Metrics().RangeDel.Written)
+	require.Contains(t, db.Metrics().String(), "range deletes: 3 written")
+	// Reopen without a flush: the WAL replays the range deletions.
+	require.NoError(t, db.Close())
+	db, err = Open("/db", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	cf, err = db.OpenColumnFamily("other", nil)
+	require.NoError(t, err)
+	check("replayed")
+	require.NoError(t, db.Compact(nil, nil))
+	require.NoError(t, cf.Compact(nil, nil))
+	check("compacted")
+	require.NoError(t, db.CheckInvariants(true))
+}
