@@ -131,3 +131,27 @@ func benchGetDeleted(b *testing.B, db *DB) {
 	b.ReportMetric(per(t[0])/per(t[1]), "deleted/absent")
 	b.ReportMetric(0, "ns/op")
 }
+
+// BenchmarkDeleteRangeInterleaved alternates a DeleteRange of 10 keys and
+// a Get (of a key in the last range) on an in-memory database, so that
+// every Get follows a change of the memtable's tombstones: the memtable
+// scans the tombstones added since its fragmented list was built and
+// rebuilds the list only every max(32, n/16) of them.
+//
+//	go test -run '^$' -bench BenchmarkDeleteRangeInterleaved .
+func BenchmarkDeleteRangeInterleaved(b *testing.B) {
+	db, err := Open("/db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	for i := 0; i < b.N; i++ {
+		j := (i * 10) % 10000000
+		if err := db.DeleteRange(rangeDelKey(j), rangeDelKey(j+10), nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.Get(rangeDelKey(j + 5)); err == nil {
+			b.Fatal("deleted key found")
+		}
+	}
+}

@@ -49,6 +49,11 @@ func (st *getState) coverBy(l *rangedel.List, seq uint64) {
 	}
 }
 
+// coverByMem notes the range tombstones of memtable t.
+func (st *getState) coverByMem(t *memtable.MemTable, seq uint64) {
+	st.tomb = max(st.tomb, t.MaxCovering(st.key, seq))
+}
+
 // endSource ends the search after a source that had a range tombstone
 // covering the key: what older sources hold is deleted.
 func (st *getState) endSource() {
@@ -141,13 +146,13 @@ func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
 func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
 	st := getState{key: key, hash: memtable.KeyHash(key)}
 	if t := rs.mem.table(cf); t != nil {
-		st.coverBy(t.RangeDels(), seq)
+		st.coverByMem(t, seq)
 		t.GetHash(key, st.hash, seq, st.visit)
 		st.endSource()
 	}
 	for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
 		if t := rs.imm[i].table(cf); t != nil {
-			st.coverBy(t.RangeDels(), seq)
+			st.coverByMem(t, seq)
 			t.GetHash(key, st.hash, seq, st.visit)
 			st.endSource()
 		}

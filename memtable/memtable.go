@@ -260,6 +260,40 @@ func (m *MemTable) addRangeDel(seq uint64, start, end []byte) {
 	m.noteSeq(seq)
 }
 
+// rangeDelTail is how many tombstones added after the fragmented list was
+// built MaxCovering scans one by one before it rebuilds the list: at
+// least 32, and a sixteenth of the tombstones, so that reads interleaved
+// with DeleteRanges rebuild (O(n log n)) only every n/16 of them and scan
+// at most n/16.
+func rangeDelTail(n int64) int64 { return max(32, n/16) }
+
+// MaxCovering returns the newest sequence number at most seq of a range
+// tombstone of the table covering ukey, or 0 (rangedel.List.MaxCovering
+// over RangeDels). Tombstones added since the fragmented list was last
+// built are scanned one by one, up to rangeDelTail of them.
+func (m *MemTable) MaxCovering(ukey []byte, seq uint64) uint64 {
+	n := m.rangeDelCount.Load()
+	if n == 0 {
+		return 0
+	}
+	f := m.rangeDelList.Load()
+	if f == nil || n-f.n > rangeDelTail(n) {
+		return m.RangeDels().MaxCovering(ukey, seq)
+	}
+	best := f.list.MaxCovering(ukey, seq)
+	if f.n < n {
+		m.mu.RLock()
+		tail := m.rangeDels[f.n:n]
+		m.mu.RUnlock()
+		for _, t := range tail {
+			if t.Seq <= seq && t.Seq > best && bytes.Compare(t.Start, ukey) <= 0 && bytes.Compare(ukey, t.End) < 0 {
+				best = t.Seq
+			}
+		}
+	}
+	return best
+}
+
 // RangeDels returns the table's range tombstones, fragmented (nil when it
 // has none). A tombstone added before the caller loaded the sequence
 // number it reads at is included; the list is immutable.
