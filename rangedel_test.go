@@ -216,23 +216,19 @@ func TestDeleteRangeBadInput(t *testing.T) {
 	require.NoError(t, b.DeleteRangeCF(cf, []byte("b"), []byte("c")))
 	require.NoError(t, b.DeleteRange([]byte("c"), []byte("d")))
 	require.NoError(t, db.Apply(b, nil))
+	expect := func(when string, get func([]byte) ([]byte, error), want map[string]string) {
+		for k, w := range want {
+			v, err := get([]byte(k))
+			if w == "" {
+				require.ErrorIs(t, err, ErrNotFound, "%s %s", when, k)
+			} else {
+				require.Equal(t, w, string(v), "%s %s", when, k)
+			}
+		}
+	}
 	check := func(when string) {
-		for k, want := range map[string]string{"a": "d", "b": "d", "c": ""} {
-			v, err := db.Get([]byte(k))
-			if want == "" {
-				require.ErrorIs(t, err, ErrNotFound, "%s default %s", when, k)
-			} else {
-				require.Equal(t, want, string(v), "%s default %s", when, k)
-			}
-		}
-		for k, want := range map[string]string{"a": "", "b": "", "c": "o"} {
-			v, err := cf.Get([]byte(k))
-			if want == "" {
-				require.ErrorIs(t, err, ErrNotFound, "%s cf %s", when, k)
-			} else {
-				require.Equal(t, want, string(v), "%s cf %s", when, k)
-			}
-		}
+		expect(when+" default", db.Get, map[string]string{"a": "d", "b": "d", "c": ""})
+		expect(when+" cf", cf.Get, map[string]string{"a": "", "b": "", "c": "o"})
 	}
 	check("memtable")
 	require.EqualValues(t, 3, db.Metrics().RangeDel.Written)
