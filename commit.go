@@ -241,6 +241,9 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 				continue
 			}
 		}
+		if e.kind == base.KindRangeDelete {
+			db.metrics.rangeDel.written.Add(1)
+		}
 		t.Add(seq, e.kind, e.key, e.value)
 		seq++
 	}

@@ -194,9 +194,24 @@ func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest.Version) ([]*tableOutput, compaction.GCStats, error) {
 	lv := v.Levels(cf)
 	opts := db.gcOptions(cf)
+	rd, err := db.inputRangeDels(c)
+	if err != nil {
+		return nil, compaction.GCStats{}, err
+	}
+	opts.RangeDels = rd
+	skip := db.coveredInputs(c, rd, opts.Snapshots)
 	var bounds [][]byte
 	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
+		if rd != nil {
+			// A range's tables take the tombstones up to its upper bound,
+			// the last of them with that bound as its largest key: cut at
+			// b+"\x00" so that it covers exactly the keys up to b and the
+			// next range's tables start above b (sstable.TableBounds).
+			for i, b := range bounds {
+				bounds[i] = append(b[:len(b):len(b)], 0)
+			}
+		}
 	}
 	outs := make([]*tableOutput, len(bounds)+1)
 	stats := make([]compaction.GCStats, len(outs))
@@ -206,6 +221,13 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 	for r := range outs {
 		lower, upper := compaction.SubcompactionRange(bounds, r)
 		outs[r] = &tableOutput{db: db, cf: cf, level: c.OutputLevel, c: c}
+		if rd != nil {
+			outs[r].rd = db.outputRangeDels(opts, func(start, end []byte) bool {
+				return nothingBelow(lv, c.OutputLevel, start, end)
+			}, r == 0)
+			outs[r].rdLower, outs[r].rdUpper = lower, upper
+			outs[r].skip = skip
+		}
 		wg.Go(func() {
 			defer func() {
 				// A panic (in a user's Merger, say) fails this range
@@ -248,6 +270,7 @@ func (db *DB) recordCompaction(c *compaction.Compaction, metas []*manifest.FileM
 	m.levelBytesRead[c.OutputLevel].Add(int64(read))
 	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
 	m.mergeErrors.Add(gc.MergeErrors)
+	m.rangeDel.keysDropped.Add(gc.DroppedByRangeDel)
 	if ranges > 1 {
 		m.splitCompactions.Add(1)
 	}
@@ -270,7 +293,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 	if len(opts.Snapshots) > 0 {
 		earliestSnap = opts.Snapshots[0]
 	}
-	it := compaction.NewIter(c.NewInputIterRange(db.tableOpener(nil, nil), lower, upper), opts)
+	it := compaction.NewIter(c.NewInputIterRange(out.opener(db.tableOpener(nil, nil)), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
@@ -291,7 +314,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 			k.Trailer = base.MakeTrailer(0, base.KindSet)
 		}
 		if out.w != nil && splitter.ShouldSplitBefore(k, out.w.EstimatedSize()) {
-			err = out.finish()
+			err = out.finish(false)
 		} else if out.w == nil {
 			splitter.ShouldSplitBefore(k, 0)
 		}
@@ -299,14 +322,17 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 			err = out.start()
 		}
 		if err == nil {
-			err = out.w.Add(k, it.Value())
+			err = out.add(k, it.Value())
 		}
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && out.w == nil && len(out.rd.Clip(out.rdLower, out.rdUpper)) > 0 {
+		err = out.start() // a table of range tombstones only
+	}
 	if err == nil && out.w != nil {
-		err = out.finish()
+		err = out.finish(true)
 	}
 	return it.Stats(), err
 }

@@ -194,6 +194,8 @@ func (db *DB) openIngestInput(path string) (*ingestInput, error) {
 		err = errors.New("holds no keys")
 	case p.NumSets != p.NumEntries || p.LargestSeq != 0:
 		err = fmt.Errorf("holds entries other than Sets at sequence number 0 (%d sets of %d, largest seq %d)", p.NumSets, p.NumEntries, p.LargestSeq)
+	case !r.RangeDels().Empty():
+		err = errors.New("holds range tombstones")
 	default:
 		err = r.Verify()
 	}
@@ -291,7 +293,7 @@ func (db *DB) rewriteInput(in *ingestInput, seq uint64) error {
 		}
 		n++
 		if int64(out.w.EstimatedSize()) >= db.opts.TargetFileSize {
-			err = out.finish()
+			err = out.finish(false)
 		}
 	}
 	if err == nil {
@@ -301,7 +303,7 @@ func (db *DB) rewriteInput(in *ingestInput, seq uint64) error {
 		err = cerr
 	}
 	if err == nil && out.w != nil {
-		err = out.finish()
+		err = out.finish(true)
 	}
 	if err == nil && n != in.r.Properties().NumEntries {
 		err = base.CorruptionErrorf("read %d entries, the properties say %d", n, in.r.Properties().NumEntries)

@@ -66,10 +66,10 @@ func (db *DB) copyAllowed(cf uint32, ins []*ingestInput) bool {
 	return db.copyAllowedLocked(cf, lv, ins)
 }
 
-// copyAllowedLocked: no snapshot is open, and no memtable of cf and no
-// table of lv overlaps an input. Anything else that could hide the
-// copied keys from below (a range tombstone in a memtable: its sequence
-// number would be above the copy's 0) must count as overlapping here.
+// copyAllowedLocked: no snapshot is open, and no memtable of cf (its
+// entries or its range tombstones, whose sequence numbers are above the
+// copy's 0) and no table of lv (whose bounds cover its tombstones)
+// overlaps an input.
 // REQUIRES: db.mu held.
 func (db *DB) copyAllowedLocked(cf uint32, lv *manifest.Levels, ins []*ingestInput) bool {
 	if len(db.mu.snapshots.seqs) > 0 {
@@ -91,9 +91,16 @@ func (db *DB) copyAllowedLocked(cf uint32, lv *manifest.Levels, ins []*ingestInp
 	return true
 }
 
-// memOverlaps reports whether t (nil: none) holds an entry in [lo, hi].
+// memOverlaps reports whether t (nil: none) holds an entry or a range
+// tombstone in [lo, hi].
 func memOverlaps(t *memtable.MemTable, lo, hi []byte) bool {
-	if t == nil || t.Empty() {
+	if t == nil {
+		return false
+	}
+	if len(t.RangeDels().Clip(lo, append(bytes.Clone(hi), 0))) > 0 {
+		return true
+	}
+	if t.Empty() {
 		return false
 	}
 	it := t.NewIter(nil, nil)

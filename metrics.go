@@ -31,6 +31,7 @@ type dbMetrics struct {
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
 	multiGets, multiGetKeys, cfDrops                                            atomic.Int64
 	checkpoints, checkpointLinks, checkpointCopies                              atomic.Int64
+	rangeDel                                                                    rangeDelCounters
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -261,6 +262,9 @@ type Metrics struct {
 		Duration  time.Duration
 		Slowdowns int64
 	}
+	// RangeDel counts range deletions: written by DeleteRange (and batch
+	// DeleteRange entries), and what compactions dropped because of them.
+	RangeDel           RangeDelMetrics
 	IndexResidentBytes int64
 	// PrefixSeeks counts Iterator.SeekPrefixGE calls and their prefix
 	// filter probes (not in Filter, which counts point lookups').
@@ -320,6 +324,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	}
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
 	out.Stall.Slowdowns = m.slowdowns.Load()
+	out.RangeDel = m.rangeDel.load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
 	out.PrefixSeeks = m.prefixTotals()
 	out.Ingest = m.ingest.load()
@@ -441,5 +446,8 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&sb, "%s\n", m.Ingest)
 	fmt.Fprintf(&sb, "checkpoints: %d (%d tables linked, %d copied); column families dropped: %d\n",
 		m.Checkpoints.Count, m.Checkpoints.TablesLinked, m.Checkpoints.TablesCopied, m.ColumnFamilyDrops)
+	r := m.RangeDel
+	fmt.Fprintf(&sb, "range deletes: %d written; compaction dropped %d covered entries, %d tombstones, %d whole tables\n",
+		r.Written, r.KeysDropped, r.TombstonesDropped, r.TablesDropped)
 	return sb.String()
 }

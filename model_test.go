@@ -72,6 +72,7 @@ type modelRun struct {
 	mg     multiGetStats
 	cf     modelCF
 	ckpt   modelCheckpoints
+	rd     modelRangeDels
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -119,6 +120,8 @@ func (r *modelRun) step(i int) {
 		r.ingest(i)
 	case x < 982:
 		r.checkpoint(i)
+	case x < 992:
+		r.deleteRange(i)
 	default:
 		// Let background work run.
 	}
@@ -235,6 +238,7 @@ func (r *modelRun) reopen() {
 	r.closeSnaps()
 	require.NoError(t, r.db.CheckInvariants(false))
 	r.splits += r.db.Metrics().Compaction.Split
+	r.rd.add(r.db.Metrics())
 	require.NoError(t, r.db.Close())
 	db, err := Open("/db", r.opts)
 	require.NoError(t, err)
@@ -266,6 +270,8 @@ func (r *modelRun) finish() {
 	r.splits += mt.Compaction.Split
 	t.Logf("compactions run as subcompactions: %d", r.splits)
 	require.Positive(t, r.splits, "no manual compaction was split: the subcompaction path went untested")
+	r.rd.add(mt)
+	r.rd.require(t)
 	require.NoError(t, db.Close())
 }
 

@@ -166,11 +166,15 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 	for u := range mg.states {
 		st := &mg.states[u]
 		if t := rs.mem.table(cf); t != nil {
+			st.coverByMem(t, seq)
 			t.GetHash(st.key, st.hash, seq, st.visit)
+			st.endSource()
 		}
 		for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
 			if t := rs.imm[i].table(cf); t != nil {
+				st.coverByMem(t, seq)
 				t.GetHash(st.key, st.hash, seq, st.visit)
+				st.endSource()
 			}
 		}
 	}
@@ -248,6 +252,16 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 	defer db.tables.release(e)
 	r := e.r
 	rc.tablesProbed.Add(1)
+	// The table's range tombstones cover its candidates whether or not
+	// its filter lets them through (as getFromTable).
+	for _, u := range cands {
+		mg.states[u].coverBy(r.RangeDels(), seq)
+	}
+	defer func(all []int) {
+		for _, u := range all {
+			mg.states[u].endSource()
+		}
+	}(cands)
 	if level < pinBelow && !r.PinTried() {
 		if err := r.Pin(); err != nil {
 			fail(tableErr(err))

@@ -32,6 +32,11 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		return &Iterator{err: ErrClosed, iter: emptyIter{}}
 	}
 	seq := db.readSeq(snapSeq)
+	rd, err := db.iterRangeDels(rs, cf)
+	if err != nil {
+		rs.unref()
+		return &Iterator{err: err, iter: emptyIter{}}
+	}
 	var children []base.InternalIterator
 	if t := rs.mem.table(cf); t != nil {
 		children = append(children, t.NewIter(lower, upper))
@@ -47,6 +52,9 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		children = compaction.LevelIters(children, lv, db.tableOpener(lower, upper), copts)
 	}
 	it.iter = compaction.NewMergingIter(copts, children...)
+	if len(rd) > 0 {
+		it.iter = newRangeDelIter(it.iter, rd, seq)
+	}
 	it.release = rs.unref
 	return it
 }

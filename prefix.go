@@ -136,10 +136,9 @@ type prefixSource struct {
 // unless its filter, holding prefixes of the family's function, rules
 // the prefix out.
 //
-// A table is ruled out only by its point keys' prefixes. Anything that
-// makes a table hide keys of other tables without holding keys of the
-// prefix itself (a range tombstone) must keep the table from being
-// skipped here.
+// A table is ruled out only by its point keys' prefixes: its range
+// tombstones, which may hide keys of other tables, are applied to the
+// seek from every source (SeekPrefixGE), skipped or not.
 func (s *prefixSource) mayHold(f *manifest.FileMetadata) (bool, error) {
 	e, err := s.db.tables.get(f)
 	if err != nil {
@@ -286,6 +285,12 @@ func (it *Iterator) SeekPrefixGE(key []byte) bool {
 	if it.upper != nil && (src.hi == nil || bytes.Compare(it.upper, src.hi) < 0) {
 		src.hi = it.upper
 	}
+	// Range tombstones apply from every source, those the prefix's
+	// filters skip included (a skipped table may hide keys of others).
+	rd, err := it.db.iterRangeDels(it.rs, it.cf)
+	if err != nil {
+		return it.fail(err)
+	}
 	children, err := src.children(it.rs, it.cf)
 	it.countPrefixSeek(&src.count)
 	if err != nil {
@@ -293,6 +298,9 @@ func (it *Iterator) SeekPrefixGE(key []byte) bool {
 	}
 	ps.full, ps.lower, ps.upper, ps.active = it.iter, it.lower, it.upper, true
 	it.iter = compaction.NewMergingIter(compaction.IterOptions{LowerBound: src.lo, UpperBound: src.hi}, children...)
+	if len(rd) > 0 {
+		it.iter = newRangeDelIter(it.iter, rd, it.seq)
+	}
 	it.lower, it.upper = src.lo, src.hi
 	if bytes.Compare(key, src.lo) < 0 {
 		key = src.lo

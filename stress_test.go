@@ -282,6 +282,7 @@ type stressRun struct {
 	checkpoints, ckptsVerified                     atomic.Int64
 	ckMu                                           sync.Mutex
 	pendingCkpts                                   []stressCheckpoint
+	rangeDels                                      atomic.Int64
 	flushes, compactions, reopens                  int64
 }
 
@@ -387,7 +388,7 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 	pad := strings.Repeat("x", 200)
 	for !r.stop.Load() {
 		n++
-		if r.maybeIngest(id, n, rng) {
+		if r.maybeIngest(id, n, rng) || r.maybeWriteRange(rng) {
 			continue
 		}
 		ncf := r.ncf()
@@ -975,4 +976,6 @@ func TestStress(t *testing.T) {
 	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests", r.prefixReads.Load(), r.ingests.Load())
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 	require.Positive(t, r.ingests.Load(), "no Ingest")
+	t.Logf("stress: %d DeleteRanges", r.rangeDels.Load())
+	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
 }

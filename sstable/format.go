@@ -19,8 +19,13 @@ const (
 	// (32 bits kept), per-block snappy, whole-table filter, properties.
 	TableFormatV1 TableFormat = 1
 
-	// TableFormatLatest is what writers produce unless told otherwise.
-	TableFormatLatest = TableFormatV1
+	// TableFormatV2 adds the range-deletion meta block ("sieve.rangedel").
+	// A writer uses it only for a table that holds range tombstones, so
+	// tables without any stay readable by readers of V1.
+	TableFormatV2 TableFormat = 2
+
+	// TableFormatLatest is the newest format this build reads and writes.
+	TableFormatLatest = TableFormatV2
 )
 
 func (f TableFormat) String() string { return fmt.Sprintf("v%d", uint32(f)) }

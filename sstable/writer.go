@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/rangedel"
 )
 
 // DefaultBlockSize is the data-block size a zero BlockSize means, both
@@ -31,7 +32,9 @@ type WriterOptions struct {
 	// FilterPolicy builds the table's filter over its user keys; nil
 	// writes no filter block.
 	FilterPolicy filter.Policy
-	// TableFormat to write; zero means TableFormatLatest.
+	// TableFormat to write; zero means TableFormatV1 for a table without
+	// range tombstones and TableFormatV2 for one with them. A table with
+	// range tombstones cannot be written in V1.
 	TableFormat TableFormat
 	// Prefix, when set with PrefixName and a FilterPolicy whose builder
 	// takes hashes (filter.HashBuilder), adds each key's prefix
@@ -57,9 +60,6 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	}
 	if o.Compression == DefaultCompression {
 		o.Compression = SnappyCompression
-	}
-	if o.TableFormat == 0 {
-		o.TableFormat = TableFormatLatest
 	}
 	if o.Compression > SnappyCompression {
 		return o, fmt.Errorf("sstable: unknown compression %d", uint8(o.Compression))
@@ -97,6 +97,7 @@ type Writer struct {
 	props  Properties
 	prefix prefixAdder
 
+	rangeDels    []rangedel.Fragment
 	lastKey      []byte // encoded last key added
 	pendingIndex bool   // a data block was flushed; its index entry waits for the next key
 	pendingH     blockHandle
@@ -123,7 +124,6 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 		wr.props.FilterPolicy = opts.FilterPolicy.Name()
 		wr.prefix.init(wr.filter, opts)
 	}
-	wr.props.FormatVersion = opts.TableFormat
 	wr.props.ExternalID = string(opts.ExternalID)
 	wr.props.BlockSize = uint64(opts.BlockSize)
 	wr.props.BlockRestartInterval = uint64(opts.BlockRestartInterval)
@@ -247,6 +247,9 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		w.props.LargestKey, _ = base.DecodeInternalKey(w.lastKey)
 		w.props.LargestKey = w.props.LargestKey.Clone()
 	}
+	if err := w.setFormat(); err != nil {
+		return nil, err
+	}
 
 	var meta blockWriter
 	meta.restartInterval = 1
@@ -266,15 +269,23 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		}
 	}
 
+	var rh blockHandle
+	if len(w.rangeDels) > 0 {
+		rh = w.writeBlock(rangedel.Encode(nil, w.rangeDels))
+	}
+
 	// The properties record the index size, so compress the index first.
 	indexStored, indexType := compressBlock(w.opts.Compression, w.index.finish(), nil)
 	w.props.IndexSize = uint64(len(indexStored))
 
 	ph := w.writeBlock(encodeProperties(&w.props))
 	meta.add([]byte("sieve.properties"), appendHandle(nil, ph))
+	if len(w.rangeDels) > 0 {
+		meta.add([]byte(rangeDelBlockName), appendHandle(nil, rh))
+	}
 	mh := w.writeBlock(meta.finish())
 	ih := w.writeStored(indexStored, indexType)
-	w.write(footer{metaindex: mh, index: ih, format: w.opts.TableFormat}.encode())
+	w.write(footer{metaindex: mh, index: ih, format: w.props.FormatVersion}.encode())
 	if w.err == nil {
 		if err := w.w.Flush(); err != nil {
 			w.err = fmt.Errorf("sstable: write: %w", err)
@@ -283,12 +294,88 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	return &WriterMetadata{
+	md := &WriterMetadata{
 		Size:        w.offset,
 		Smallest:    w.props.SmallestKey,
 		Largest:     w.props.LargestKey,
 		SmallestSeq: w.props.SmallestSeq,
 		LargestSeq:  w.props.LargestSeq,
 		Props:       w.props,
-	}, nil
+	}
+	md.Smallest, md.Largest, md.SmallestSeq, md.LargestSeq = TableBounds(&w.props, &rangedel.List{Frags: w.rangeDels})
+	return md, nil
+}
+
+// setFormat settles the table's format version (see
+// WriterOptions.TableFormat).
+func (w *Writer) setFormat() error {
+	f := w.opts.TableFormat
+	switch {
+	case f == 0 && len(w.rangeDels) > 0:
+		f = TableFormatV2
+	case f == 0:
+		f = TableFormatV1
+	case f < TableFormatV2 && len(w.rangeDels) > 0:
+		w.err = fmt.Errorf("sstable: range tombstones need table format %s or later, not %s", TableFormatV2, f)
+		return w.err
+	}
+	w.props.FormatVersion = f
+	return nil
+}
+
+// SetRangeDels sets the table's range tombstones: fragments in order and
+// disjoint, as a rangedel.List holds them (the Writer keeps frags; the
+// caller must not modify them). Call it before Finish. The table's key
+// range (WriterMetadata) covers them.
+func (w *Writer) SetRangeDels(frags []rangedel.Fragment) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.finished {
+		return ErrWriterFinished
+	}
+	// The decoder's checks are the specification: refuse what it would.
+	if _, err := rangedel.Decode(rangedel.Encode(nil, frags)); err != nil {
+		return fmt.Errorf("sstable: SetRangeDels: %w", err)
+	}
+	w.rangeDels = frags
+	return nil
+}
+
+// TableBounds returns the key range and sequence-number range of a table
+// with point-entry properties p and range tombstones l: the union of the
+// points' range and the tombstones'. A tombstone's start gives the
+// smallest internal key of that user key; its exclusive end e gives, as
+// the largest key, the largest internal key of u when e is u+"\x00" (then
+// exactly u and below are covered), and otherwise the smallest internal
+// key of e, which includes e in user-key comparisons although no key e is
+// deleted: a conservative bound. Table boundaries within one compaction's
+// output are cut at u+"\x00" so that neighbouring tables never share a
+// user key.
+func TableBounds(p *Properties, l *rangedel.List) (smallest, largest base.InternalKey, smallestSeq, largestSeq uint64) {
+	smallest, largest, smallestSeq, largestSeq = p.SmallestKey, p.LargestKey, p.SmallestSeq, p.LargestSeq
+	if l.Empty() {
+		return
+	}
+	fr := l.Frags
+	ts := base.InternalKey{UserKey: fr[0].Start, Trailer: separatorTrailer}
+	e := fr[len(fr)-1].End
+	te := base.InternalKey{UserKey: e, Trailer: separatorTrailer}
+	if n := len(e); n > 0 && e[n-1] == 0 {
+		te = base.InternalKey{UserKey: e[:n-1], Trailer: base.MakeTrailer(0, base.KindDelete)}
+	}
+	lo, hi := base.SeqNumMax, uint64(0)
+	for _, f := range fr {
+		lo, hi = min(lo, f.Seqs[len(f.Seqs)-1]), max(hi, f.Seqs[0])
+	}
+	if p.NumEntries == 0 {
+		return ts.Clone(), te.Clone(), lo, hi
+	}
+	if base.CompareInternal(ts, smallest) < 0 {
+		smallest = ts.Clone()
+	}
+	if base.CompareInternal(te, largest) > 0 {
+		largest = te.Clone()
+	}
+	return smallest, largest, min(lo, smallestSeq), max(hi, largestSeq)
 }
