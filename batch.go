@@ -1,6 +1,7 @@
 package sieve
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -15,6 +16,9 @@ import (
 //
 //	kind (1 byte) | column family (uvarint) | key length (uvarint) | key
 //	| value length (uvarint) | value        (value omitted for Delete)
+//
+// A DeleteRange entry (kind 3) holds the range's start as its key and its
+// end as its value.
 const (
 	batchVersion    = 1
 	batchHeaderLen  = 17
@@ -110,6 +114,26 @@ func (b *Batch) Delete(key []byte) error { return b.add(base.KindDelete, 0, key,
 // Merge adds a merge operand for key in the default column family.
 func (b *Batch) Merge(key, operand []byte) error { return b.add(base.KindMerge, 0, key, operand) }
 
+// DeleteRange removes every key in [start, end) of the default column
+// family: one entry (one sequence number) however many keys it covers.
+// start == end deletes nothing and adds nothing; start > end is an error.
+func (b *Batch) DeleteRange(start, end []byte) error { return b.addRange(0, start, end) }
+
+// addRange adds a range tombstone [start, end) of column family cf.
+func (b *Batch) addRange(cf uint32, start, end []byte) error {
+	if b.err != nil {
+		return b.err
+	}
+	switch c := bytes.Compare(start, end); {
+	case c > 0:
+		b.err = fmt.Errorf("%w: start %q > end %q", ErrInvalidRange, start, end)
+		return b.err
+	case c == 0:
+		return nil
+	}
+	return b.add(base.KindRangeDelete, cf, start, end)
+}
+
 func (b *Batch) setSeq(seq uint64) { binary.LittleEndian.PutUint64(b.data[1:9], seq) }
 
 func (b *Batch) seq() uint64 { return binary.LittleEndian.Uint64(b.data[1:9]) }
@@ -184,7 +208,7 @@ func (r *batchReader) next() (e batchEntry, ok bool) {
 	}
 	e.kind = base.Kind(r.B[0])
 	r.B = r.B[1:]
-	if !e.kind.Valid() {
+	if !e.kind.Valid() && e.kind != base.KindRangeDelete {
 		r.Failf("unknown kind %d", e.kind)
 		return e, false
 	}
@@ -196,6 +220,9 @@ func (r *batchReader) next() (e batchEntry, ok bool) {
 	e.key = r.Bytes()
 	if e.kind != base.KindDelete {
 		e.value = r.Bytes()
+	}
+	if e.kind == base.KindRangeDelete && r.Err == nil && bytes.Compare(e.key, e.value) >= 0 {
+		r.Failf("range deletion [%q, %q) is empty or reversed", e.key, e.value)
 	}
 	if r.Err != nil {
 		return batchEntry{}, false

@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/lockrank"
@@ -20,6 +21,12 @@ type cfState struct {
 	// levelPolicies[l], if non-nil, replaces filterPolicy for tables
 	// written into level l.
 	levelPolicies []filter.Policy
+	// prefix cuts the keys' prefixes for the filters and SeekPrefixGE
+	// (Options.Prefix; zero: none).
+	prefix prefixFunc
+	// dropped is set when the family is dropped; its copies and handles
+	// share it.
+	dropped *atomic.Bool
 }
 
 // policyFor returns the filter policy of the family's tables written into
@@ -42,6 +49,9 @@ type cfRegistry struct {
 	mu     lockrank.RWMutex
 	byID   map[uint32]*cfState
 	byName map[string]*cfState
+	// nextID is the ID the next new family takes: IDs are never reused
+	// (manifest.VersionEdit.NextCFID).
+	nextID atomic.Uint32
 }
 
 func newCFRegistry(db *DB) *cfRegistry {
@@ -62,7 +72,7 @@ func (r *cfRegistry) lookupName(name string) *cfState {
 // the same step that publishes the version holding its (empty) levels.
 // REQUIRES: createMu held; name is not registered.
 func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, error) {
-	var id uint32
+	id := r.nextID.Load()
 	r.mu.RLock()
 	for existing := range r.byID {
 		id = max(id, existing+1)
@@ -73,7 +83,10 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 		cf.Merger = co.Merger.Name()
 	}
 	st := &cfState{id: id, name: name, recordedMerger: cf.Merger, merger: co.Merger, filterPolicy: r.db.opts.FilterPolicy,
-		levelPolicies: r.db.opts.LevelFilterPolicies}
+		levelPolicies: r.db.opts.LevelFilterPolicies, prefix: r.db.prefix(), dropped: new(atomic.Bool)}
+	if p := prefixOf(co); p.fn != nil {
+		st.prefix = p
+	}
 	if co.FilterPolicy != nil {
 		st.filterPolicy, st.levelPolicies = co.FilterPolicy, nil
 	}
@@ -84,6 +97,7 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 		r.mu.Lock()
 		r.byID[id], r.byName[name] = st, st
 		r.mu.Unlock()
+		r.nextID.Store(id + 1)
 	})
 	if err != nil {
 		return nil, err
@@ -96,26 +110,30 @@ func (r *cfRegistry) create(name string, co ColumnFamilyOptions) (*cfState, erro
 func (r *cfRegistry) load() error {
 	for id, cf := range r.db.versions.ColumnFamilies() {
 		st := &cfState{id: id, name: cf.Name, recordedMerger: cf.Merger, filterPolicy: r.db.opts.FilterPolicy,
-			levelPolicies: r.db.opts.LevelFilterPolicies}
+			levelPolicies: r.db.opts.LevelFilterPolicies, prefix: r.db.prefix(), dropped: new(atomic.Bool)}
 		r.byID[id] = st
 		r.byName[cf.Name] = st
 	}
+	r.nextID.Store(r.db.versions.NextCFID())
 	def := r.byID[manifest.DefaultCFID]
-	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy, r.db.opts.LevelFilterPolicies)
+	return r.bind(def, r.db.opts.Merger, r.db.opts.FilterPolicy, r.db.opts.LevelFilterPolicies, r.db.prefix())
 }
 
 // bind supplies a merger and filter policy to a column family, recording
 // the merger's name in the manifest the first time one is supplied.
-func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
+func (r *cfRegistry) bind(st *cfState, m Merger, p filter.Policy, levels []filter.Policy, pf prefixFunc) error {
 	r.createMu.Lock()
 	defer r.createMu.Unlock()
-	return r.bindLocked(st, m, p, levels)
+	return r.bindLocked(st, m, p, levels, pf)
 }
 
 // bindLocked is bind. States are copied on write: readers hold a *cfState
 // without locks. REQUIRES: createMu held.
-func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy, levels []filter.Policy) error {
+func (r *cfRegistry) bindLocked(old *cfState, m Merger, p filter.Policy, levels []filter.Policy, pf prefixFunc) error {
 	st := *old
+	if pf.fn != nil {
+		st.prefix = pf
+	}
 	if p != nil {
 		st.filterPolicy, st.levelPolicies = p, nil // a family's own policy: not the DB's per level
 	}
@@ -171,7 +189,7 @@ func (r *cfRegistry) checkMerge(id uint32) error {
 func (r *cfRegistry) checkBatch(b *Batch) error {
 	for _, id := range b.cfs {
 		if !r.known(id) {
-			return fmt.Errorf("sieve: batch names unknown column family %d", id)
+			return r.unknownCF(id)
 		}
 	}
 	for _, id := range b.mergeCFs {

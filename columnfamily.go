@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
@@ -23,16 +24,23 @@ type ColumnFamilyOptions struct {
 	// a family with its own FilterPolicy does not inherit the DB's
 	// per-level policies.
 	LevelFilterPolicies []filter.Policy
+	// Prefix and PrefixName are Options.Prefix and PrefixName for this
+	// family; when Prefix is nil the family uses the DB's.
+	Prefix     func(key []byte) int
+	PrefixName string
 }
 
 // ColumnFamily is a handle on a column family: a keyspace with its own
 // memtables, levels, merger and filter policy, sharing the database's WAL
 // and manifest. Handles are safe for concurrent use and stay valid until
-// the DB is closed.
+// the DB is closed or the family dropped (DB.DropColumnFamily; then they
+// fail with ErrColumnFamilyDropped).
 type ColumnFamily struct {
 	db   *DB
 	id   uint32
 	name string
+	// dropped is set once the family is dropped (shared with its state).
+	dropped *atomic.Bool
 }
 
 // Name returns the family's name.
@@ -52,6 +60,9 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 	if o != nil {
 		co = *o
 	}
+	if err := checkPrefixOptions(co.Prefix, co.PrefixName); err != nil {
+		return nil, err
+	}
 	r := db.cfs
 	// Serialize creations and bindings with each other (rank CFCreate,
 	// outside the manifest writer).
@@ -66,15 +77,15 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 		if st, err = r.create(name, co); err != nil {
 			return nil, err
 		}
-	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies); err != nil {
+	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies, prefixOf(co)); err != nil {
 		return nil, err
 	}
-	return &ColumnFamily{db: db, id: st.id, name: name}, nil
+	return &ColumnFamily{db: db, id: st.id, name: name, dropped: st.dropped}, nil
 }
 
 // Put sets key to value in the family.
 func (cf *ColumnFamily) Put(key, value []byte, o *WriteOptions) error {
-	if err := cf.db.checkOpen(); err != nil {
+	if err := cf.check(); err != nil {
 		return err
 	}
 	return cf.db.writeOne(base.KindSet, cf.id, key, value, o)
@@ -82,7 +93,7 @@ func (cf *ColumnFamily) Put(key, value []byte, o *WriteOptions) error {
 
 // Delete removes key from the family.
 func (cf *ColumnFamily) Delete(key []byte, o *WriteOptions) error {
-	if err := cf.db.checkOpen(); err != nil {
+	if err := cf.check(); err != nil {
 		return err
 	}
 	return cf.db.writeOne(base.KindDelete, cf.id, key, nil, o)
@@ -90,7 +101,7 @@ func (cf *ColumnFamily) Delete(key []byte, o *WriteOptions) error {
 
 // Merge adds a merge operand for key; the family's merger resolves it.
 func (cf *ColumnFamily) Merge(key, operand []byte, o *WriteOptions) error {
-	if err := cf.db.checkOpen(); err != nil {
+	if err := cf.check(); err != nil {
 		return err
 	}
 	if err := cf.db.cfs.checkMerge(cf.id); err != nil {
@@ -100,10 +111,18 @@ func (cf *ColumnFamily) Merge(key, operand []byte, o *WriteOptions) error {
 }
 
 // Get returns a copy of key's value in the family, or ErrNotFound.
-func (cf *ColumnFamily) Get(key []byte) ([]byte, error) { return cf.db.getCF(cf.id, key, nil) }
+func (cf *ColumnFamily) Get(key []byte) ([]byte, error) {
+	if err := cf.checkLive(); err != nil {
+		return nil, err
+	}
+	return cf.db.getCF(cf.id, key, nil)
+}
 
 // NewIter returns an iterator over the family as of now.
 func (cf *ColumnFamily) NewIter(o *IterOptions) *Iterator {
+	if err := cf.checkLive(); err != nil {
+		return &Iterator{err: err, iter: emptyIter{}}
+	}
 	return cf.db.newIter(cf.id, o, nil)
 }
 
@@ -112,16 +131,25 @@ func (cf *ColumnFamily) Metrics() *Metrics { return cf.db.metricsFor(cf.id) }
 
 // PutCF sets key to value in column family cf.
 func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) error {
+	if err := cf.checkLive(); err != nil {
+		return err
+	}
 	return b.add(base.KindSet, cf.id, key, value)
 }
 
 // DeleteCF removes key from column family cf.
 func (b *Batch) DeleteCF(cf *ColumnFamily, key []byte) error {
+	if err := cf.checkLive(); err != nil {
+		return err
+	}
 	return b.add(base.KindDelete, cf.id, key, nil)
 }
 
 // MergeCF adds a merge operand for key in column family cf.
 func (b *Batch) MergeCF(cf *ColumnFamily, key, operand []byte) error {
+	if err := cf.checkLive(); err != nil {
+		return err
+	}
 	return b.add(base.KindMerge, cf.id, key, operand)
 }
 
@@ -130,6 +158,9 @@ func (s *Snapshot) GetCF(cf *ColumnFamily, key []byte) ([]byte, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := cf.checkLive(); err != nil {
+		return nil, err
+	}
 	return s.db.getCF(cf.id, key, &s.seq)
 }
 
@@ -137,6 +168,9 @@ func (s *Snapshot) GetCF(cf *ColumnFamily, key []byte) ([]byte, error) {
 func (s *Snapshot) NewIterCF(cf *ColumnFamily, o *IterOptions) *Iterator {
 	if s.closed.Load() {
 		return &Iterator{err: ErrClosed, iter: emptyIter{}}
+	}
+	if err := cf.checkLive(); err != nil {
+		return &Iterator{err: err, iter: emptyIter{}}
 	}
 	return s.db.newIter(cf.id, o, &s.seq)
 }

@@ -241,6 +241,9 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 				continue
 			}
 		}
+		if e.kind == base.KindRangeDelete {
+			db.metrics.rangeDel.written.Add(1)
+		}
 		t.Add(seq, e.kind, e.key, e.value)
 		seq++
 	}
@@ -278,7 +281,7 @@ func (db *DB) rotateMemLocked() error {
 		return err
 	}
 	db.mu.imm = append(db.mu.imm, old)
-	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits())
+	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.cfPrefix)
 	db.updateReadStateLocked()
 	db.maybeScheduleFlushLocked()
 	return nil

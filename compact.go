@@ -21,6 +21,10 @@ type compactState struct {
 	// lastErr is the error of the last failed background compaction; the
 	// next Compact call returns it.
 	lastErr error
+	// active are the running compactions, by column family; ingesting
+	// holds new ones back while an Ingest places its tables (ingest.go).
+	active    map[*compaction.Compaction]uint32
+	ingesting bool
 }
 
 // pickerLocked returns column family cf's picker, creating it.
@@ -54,7 +58,7 @@ func (db *DB) compactable(cf uint32) bool {
 // level needs one and a slot is free. REQUIRES: db.mu held.
 func (db *DB) maybeScheduleCompactionLocked() {
 	for db.compact.running < db.opts.MaxConcurrentCompactions {
-		if db.mu.bgErr != nil || db.closed.Load() || db.opts.ReadOnly {
+		if db.mu.bgErr != nil || db.closed.Load() || db.opts.ReadOnly || db.compact.ingesting {
 			return
 		}
 		v := db.versions.Current()
@@ -73,6 +77,7 @@ func (db *DB) maybeScheduleCompactionLocked() {
 			return
 		}
 		setCompacting(picked, true)
+		db.compact.track(cf, picked)
 		db.compact.running++
 		db.bg.Add(1)
 		go func() {
@@ -87,6 +92,15 @@ func (db *DB) maybeScheduleCompactionLocked() {
 	}
 }
 
+// track records c, of column family cf, as running until
+// finishCompactionLocked. REQUIRES: db.mu held.
+func (s *compactState) track(cf uint32, c *compaction.Compaction) {
+	if s.active == nil {
+		s.active = map[*compaction.Compaction]uint32{}
+	}
+	s.active[c] = cf
+}
+
 func setCompacting(c *compaction.Compaction, on bool) {
 	for _, f := range c.InputFiles() {
 		f.Compacting = on
@@ -97,6 +111,7 @@ func setCompacting(c *compaction.Compaction, on bool) {
 // error. REQUIRES: db.mu held.
 func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 	setCompacting(c, false)
+	delete(db.compact.active, c)
 	db.compact.running--
 	if err != nil && !errors.Is(err, ErrClosed) {
 		if !c.Manual {
@@ -179,9 +194,24 @@ func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest.Version) ([]*tableOutput, compaction.GCStats, error) {
 	lv := v.Levels(cf)
 	opts := db.gcOptions(cf)
+	rd, err := db.inputRangeDels(c)
+	if err != nil {
+		return nil, compaction.GCStats{}, err
+	}
+	opts.RangeDels = rd
+	skip := db.coveredInputs(c, rd, opts.Snapshots)
 	var bounds [][]byte
 	if c.Manual && db.opts.MaxSubcompactions > 1 {
 		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
+		if rd != nil {
+			// A range's tables take the tombstones up to its upper bound,
+			// the last of them with that bound as its largest key: cut at
+			// b+"\x00" so that it covers exactly the keys up to b and the
+			// next range's tables start above b (sstable.TableBounds).
+			for i, b := range bounds {
+				bounds[i] = append(b[:len(b):len(b)], 0)
+			}
+		}
 	}
 	outs := make([]*tableOutput, len(bounds)+1)
 	stats := make([]compaction.GCStats, len(outs))
@@ -191,6 +221,13 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 	for r := range outs {
 		lower, upper := compaction.SubcompactionRange(bounds, r)
 		outs[r] = &tableOutput{db: db, cf: cf, level: c.OutputLevel, c: c}
+		if rd != nil {
+			outs[r].rd = db.outputRangeDels(opts, func(start, end []byte) bool {
+				return nothingBelow(lv, c.OutputLevel, start, end)
+			}, r == 0)
+			outs[r].rdLower, outs[r].rdUpper = lower, upper
+			outs[r].skip = skip
+		}
 		wg.Go(func() {
 			defer func() {
 				// A panic (in a user's Merger, say) fails this range
@@ -233,6 +270,7 @@ func (db *DB) recordCompaction(c *compaction.Compaction, metas []*manifest.FileM
 	m.levelBytesRead[c.OutputLevel].Add(int64(read))
 	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
 	m.mergeErrors.Add(gc.MergeErrors)
+	m.rangeDel.keysDropped.Add(gc.DroppedByRangeDel)
 	if ranges > 1 {
 		m.splitCompactions.Add(1)
 	}
@@ -255,7 +293,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 	if len(opts.Snapshots) > 0 {
 		earliestSnap = opts.Snapshots[0]
 	}
-	it := compaction.NewIter(c.NewInputIterRange(db.tableOpener(nil, nil), lower, upper), opts)
+	it := compaction.NewIter(c.NewInputIterRange(out.opener(db.tableOpener(nil, nil)), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {
@@ -276,7 +314,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 			k.Trailer = base.MakeTrailer(0, base.KindSet)
 		}
 		if out.w != nil && splitter.ShouldSplitBefore(k, out.w.EstimatedSize()) {
-			err = out.finish()
+			err = out.finish(false)
 		} else if out.w == nil {
 			splitter.ShouldSplitBefore(k, 0)
 		}
@@ -284,14 +322,17 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 			err = out.start()
 		}
 		if err == nil {
-			err = out.w.Add(k, it.Value())
+			err = out.add(k, it.Value())
 		}
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && out.w == nil && len(out.rd.Clip(out.rdLower, out.rdUpper)) > 0 {
+		err = out.start() // a table of range tombstones only
+	}
 	if err == nil && out.w != nil {
-		err = out.finish()
+		err = out.finish(true)
 	}
 	return it.Stats(), err
 }
@@ -314,6 +355,9 @@ func (db *DB) Compact(start, end []byte) error {
 // Compact compacts the range [start, end] of the column family down to the
 // bottom level (see DB.Compact).
 func (cf *ColumnFamily) Compact(start, end []byte) error {
+	if err := cf.checkLive(); err != nil {
+		return err
+	}
 	return cf.db.compactCF(cf.id, start, end)
 }
 
@@ -399,6 +443,9 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			return nil, nil, nil
 		}
 		c, err := db.pickerLocked(cf).PickManual(lv, level, start, end)
+		if err == nil && db.compact.ingesting {
+			err = compaction.ErrInputsCompacting // wait for the Ingest to place its tables
+		}
 		switch {
 		case errors.Is(err, compaction.ErrInputsCompacting):
 			v.Unref()
@@ -409,6 +456,7 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 			return nil, nil, err
 		}
 		setCompacting(c, true)
+		db.compact.track(cf, c)
 		db.compact.running++
 		return c, v, nil
 	}

@@ -283,6 +283,7 @@ func (r *crashRun) report(t *testing.T, w *crashWorkload, m *Metrics, nOps int) 
 		require.Positive(t, background, "no background compaction ran")
 	}
 	require.Positive(t, w.duringManual, "no manual compaction compacted anything")
+	requireRangeDels(t, w, m)
 }
 
 // crashWorkload is TestCrashRecovery's random workload and its counts.
@@ -292,6 +293,7 @@ type crashWorkload struct {
 	db                                           *DB
 	cf                                           *ColumnFamily
 	flushes, compactions, merges, batches, syncs int
+	rangeDels                                    int
 	// Compactions that ran while a manual one was under way (it and
 	// perhaps background ones): the others ran in the background.
 	duringManual int64
@@ -371,6 +373,9 @@ func (w *crashWorkload) randomOp(i int) relOp {
 		}
 		k := w.key()
 		switch x := w.rng.Intn(20); {
+		case x == 19 && w.rng.Intn(2) == 0:
+			w.rangeDels++
+			op.entries = append(op.entries, crashRangeDel(w.rng, c, k))
 		case x < 3:
 			op.entries = append(op.entries, del(c, k))
 		case x < 8:
@@ -395,6 +400,9 @@ func applyCrashOp(db *DB, cf *ColumnFamily, op relOp) error {
 	}
 	e := op.entries[0]
 	k, v := []byte(e.key), []byte(e.value)
+	if e.kind == base.KindRangeDelete {
+		return applyRangeDel(db, cf, e, wo)
+	}
 	type writer interface {
 		Put(k, v []byte, o *WriteOptions) error
 		Delete(k []byte, o *WriteOptions) error

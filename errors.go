@@ -22,6 +22,8 @@ var (
 	ErrNoMerger = errors.New("sieve: column family has no merger")
 	// ErrTooLarge is returned when a key, value or batch exceeds its limit.
 	ErrTooLarge = errors.New("sieve: too large")
+	// ErrInvalidRange is returned by DeleteRange for start > end.
+	ErrInvalidRange = errors.New("sieve: invalid range")
 	// ErrLocked is returned by Open when another DB holds the directory.
 	ErrLocked = errors.New("sieve: database directory is locked by another DB")
 )

@@ -216,8 +216,20 @@ func (p countingPolicy) NewBuilder() filter.Builder {
 	if _, ok := b.(filter.BuildReporter); !ok {
 		return b
 	}
+	if hb, ok := b.(filter.HashBuilder); ok {
+		return countingHashBuilder{countingBuilder{Builder: b, m: p.m}, hb}
+	}
 	return countingBuilder{Builder: b, m: p.m}
 }
+
+// countingHashBuilder is a countingBuilder over a builder that takes
+// hashes (the prefix entries of SeekPrefixGE's filters).
+type countingHashBuilder struct {
+	countingBuilder
+	hb filter.HashBuilder
+}
+
+func (b countingHashBuilder) AddHash(h uint64) { b.hb.AddHash(h) }
 
 type countingBuilder struct {
 	filter.Builder

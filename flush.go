@@ -7,6 +7,7 @@ import (
 	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/rangedel"
 	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/sievedb/sieve/wal"
@@ -69,7 +70,10 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	var created []uint64
 	var bytes int64
 	for cf, t := range g.all() {
-		meta, err := db.writeTable(cf, db.flushIter(cf, t))
+		if db.cfs.wasDropped(cf) {
+			continue // a dropped family's writes go with it
+		}
+		meta, err := db.flushTable(cf, t)
 		if err != nil {
 			db.removeFiles(created)
 			return err
@@ -121,28 +125,37 @@ type forwardIter interface {
 	Close() error
 }
 
-// flushIter reads a memtable for a flush through the compaction iterator,
-// so that a flush drops what compaction would: versions shadowed within a
-// snapshot stripe, and runs of merge operands folded by PartialMerge. It
-// never drops tombstones (older data may lie below) or full-merges.
-func (db *DB) flushIter(cf uint32, t *memtable.MemTable) forwardIter {
-	return compaction.NewIter(t.NewIter(nil, nil), db.gcOptions(cf))
+// flushTable writes memtable t of column family cf into an L0 table. It
+// reads t through the compaction iterator, so that a flush drops what
+// compaction would: versions shadowed within a snapshot stripe (also by a
+// range tombstone), runs of merge operands folded by PartialMerge, range
+// tombstones shadowed by a newer one in their stripe. It never drops
+// tombstones (older data may lie below) or full-merges.
+func (db *DB) flushTable(cf uint32, t *memtable.MemTable) (*manifest.FileMetadata, error) {
+	opts := db.gcOptions(cf)
+	opts.RangeDels = t.RangeDels()
+	rd := db.outputRangeDels(opts, nil, true)
+	return db.writeTable(cf, compaction.NewIter(t.NewIter(nil, nil), opts), rd)
 }
 
-// writeTable writes the entries of it into a new table of column family cf,
-// syncs and closes it, and returns its metadata. The caller syncs the
-// directory before the manifest names the table.
-func (db *DB) writeTable(cf uint32, it forwardIter) (*manifest.FileMetadata, error) {
-	out := &tableOutput{db: db, cf: cf}
+// writeTable writes the entries of it and the range tombstones rd (nil:
+// none) into a new table of column family cf, syncs and closes it, and
+// returns its metadata. The caller syncs the directory before the manifest
+// names the table.
+func (db *DB) writeTable(cf uint32, it forwardIter, rd *rangedel.List) (*manifest.FileMetadata, error) {
+	out := &tableOutput{db: db, cf: cf, rd: rd}
 	err := out.start()
 	for ok := err == nil && it.First(); ok && err == nil; ok = it.Next() {
-		err = out.w.Add(it.Key(), it.Value())
+		err = out.add(it.Key(), it.Value())
 	}
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
+	if gc, ok := it.(*compaction.Iter); ok {
+		db.metrics.rangeDel.keysDropped.Add(gc.Stats().DroppedByRangeDel)
+	}
 	if err == nil {
-		err = out.finish()
+		err = out.finish(true)
 	}
 	if err != nil {
 		out.abandon()
@@ -177,6 +190,12 @@ func (db *DB) Flush() error {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.waitFlushedLocked(target)
+}
+
+// waitFlushedLocked waits until every immutable group older than WAL
+// target is flushed, and returns the background error. REQUIRES: db.mu.
+func (db *DB) waitFlushedLocked(target uint64) error {
 	for len(db.mu.imm) > 0 && db.mu.imm[0].logNum < target {
 		if db.mu.bgErr != nil {
 			return db.mu.bgErr

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/rangedel"
 	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/sstable"
 )
@@ -32,10 +33,42 @@ type getState struct {
 	// seen is set by visit when any entry for the key was visited; the
 	// table path uses it to tell filter false positives.
 	seen bool
+	// tomb is the newest sequence number (at most the read's) of a range
+	// tombstone covering key in the sources searched so far: entries
+	// below it are deleted. Sources are searched newest first and a
+	// tombstone is newer than every entry of a key it covers in an older
+	// source, so once a source has one, the search ends after it.
+	tomb uint64
+}
+
+// coverBy notes the range tombstones l of the source about to be
+// searched (nil: none).
+func (st *getState) coverBy(l *rangedel.List, seq uint64) {
+	if l != nil {
+		st.tomb = max(st.tomb, l.MaxCovering(st.key, seq))
+	}
+}
+
+// coverByMem notes the range tombstones of memtable t.
+func (st *getState) coverByMem(t *memtable.MemTable, seq uint64) {
+	st.tomb = max(st.tomb, t.MaxCovering(st.key, seq))
+}
+
+// endSource ends the search after a source that had a range tombstone
+// covering the key: what older sources hold is deleted.
+func (st *getState) endSource() {
+	if st.tomb > 0 {
+		st.done = true
+	}
 }
 
 func (st *getState) visit(k base.InternalKey, v []byte) bool {
 	st.seen = true
+	if k.SeqNum() < st.tomb {
+		// Deleted by a range tombstone: like a Delete.
+		st.done = true
+		return false
+	}
 	switch k.Kind() {
 	case base.KindSet:
 		st.value = append([]byte{}, v...)
@@ -113,11 +146,15 @@ func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
 func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
 	st := getState{key: key, hash: memtable.KeyHash(key)}
 	if t := rs.mem.table(cf); t != nil {
+		st.coverByMem(t, seq)
 		t.GetHash(key, st.hash, seq, st.visit)
+		st.endSource()
 	}
 	for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
 		if t := rs.imm[i].table(cf); t != nil {
+			st.coverByMem(t, seq)
 			t.GetHash(key, st.hash, seq, st.visit)
+			st.endSource()
 		}
 	}
 	if !st.done {
@@ -209,6 +246,8 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pi
 	defer db.tables.release(e)
 	r := e.r
 	rc.tablesProbed.Add(1)
+	st.coverBy(r.RangeDels(), seq)
+	defer st.endSource()
 	if level < pinBelow && !r.PinTried() {
 		if err := r.Pin(); err != nil {
 			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)

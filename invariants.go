@@ -5,6 +5,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
 )
 
 // CheckInvariants verifies the database's structure: the current version's
@@ -46,11 +47,11 @@ func (db *DB) verifyTable(f *manifest.FileMetadata) error {
 	if err := e.r.Verify(); err != nil {
 		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}
-	p := e.r.Properties()
-	if p.SmallestSeq != f.SmallestSeq || p.LargestSeq != f.LargestSeq ||
-		string(p.SmallestKey.UserKey) != string(f.Smallest.UserKey) || string(p.LargestKey.UserKey) != string(f.Largest.UserKey) {
-		return fmt.Errorf("%w: table %s: properties [%s-%s] seqs [%d-%d] differ from the manifest's %s",
-			ErrCorruption, base.FileName(base.FileTypeTable, f.FileNum), p.SmallestKey, p.LargestKey, p.SmallestSeq, p.LargestSeq, f)
+	smallest, largest, lo, hi := sstable.TableBounds(e.r.Properties(), e.r.RangeDels())
+	if lo != f.SmallestSeq || hi != f.LargestSeq ||
+		string(smallest.UserKey) != string(f.Smallest.UserKey) || string(largest.UserKey) != string(f.Largest.UserKey) {
+		return fmt.Errorf("%w: table %s: properties and range tombstones [%s-%s] seqs [%d-%d] differ from the manifest's %s",
+			ErrCorruption, base.FileName(base.FileTypeTable, f.FileNum), smallest, largest, lo, hi, f)
 	}
 	return nil
 }

@@ -21,7 +21,8 @@ type IterOptions struct {
 // operands and hiding deleted keys. It pins the memtables and tables it
 // reads: they are not freed or deleted until Close.
 //
-// Positioning methods (First, Last, SeekGE, SeekLT, Next, Prev) report
+// Positioning methods (First, Last, SeekGE, SeekLT, SeekPrefixGE, Next,
+// Prev) report
 // whether the iterator is at a key; Key and Value are valid until the next
 // positioning call or Close. When one returns false check Error. An Iterator
 // is not safe for concurrent use.
@@ -36,6 +37,10 @@ type Iterator struct {
 	// release drops the resources the iterator pins (read state); run
 	// once by Close.
 	release func()
+	// rs is the pinned read state (nil for an iterator that failed at
+	// creation); ps the state of SeekPrefixGE (prefix.go), nil until one.
+	rs *readState
+	ps *prefixState
 
 	key, value []byte
 	valid      bool
@@ -95,6 +100,7 @@ func (it *Iterator) First() bool {
 	if !it.usable() {
 		return false
 	}
+	it.leavePrefix()
 	ok := it.iter.First()
 	return it.findNext(ok)
 }
@@ -104,6 +110,7 @@ func (it *Iterator) Last() bool {
 	if !it.usable() {
 		return false
 	}
+	it.leavePrefix()
 	ok := it.iter.Last()
 	return it.findPrev(ok)
 }
@@ -113,6 +120,7 @@ func (it *Iterator) SeekGE(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
+	it.leavePrefix()
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -124,6 +132,7 @@ func (it *Iterator) SeekLT(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
+	it.leavePrefix()
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
@@ -174,6 +183,7 @@ func (it *Iterator) Close() error {
 	if it.closed {
 		return it.err
 	}
+	it.leavePrefix()
 	it.closed = true
 	it.valid = false
 	if err := it.iter.Close(); err != nil && it.err == nil {

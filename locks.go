@@ -22,8 +22,9 @@ package sieve
 //     Close and the WAL-buffer timer take it with acquire. The leader
 //     takes db.mu (makeRoomForWrite in stall.go, rotateMemLocked) and reads
 //     (collapseMerge).
-//  4. DB.versionMu (Version): the manifest writer, held only inside
-//     logAndApply (manifest.go), the one path that writes the manifest.
+//  4. DB.versionMu (Version): the manifest writer, held inside
+//     logAndApply (manifest.go), the one path that writes the manifest,
+//     and by Checkpoint (under Commit) while it pins what it copies.
 //  5. DB.mu (DB): memtables (mem, imm), WAL list, flush and compaction
 //     state, snapshots, the sticky background error; its cond wakes
 //     stalled writers and Flush/Compact waiters. Versions are installed
@@ -40,6 +41,13 @@ package sieve
 // a memtable's insert
 // mutex, the metrics' histogram mutex, and the in-memory file system's
 // locks.
+//
+// Ingest (ingest.go) holds Commit throughout, takes versionMu and then
+// db.mu as logAndApply does, and may wait on db.mu's cond for its flush
+// while holding Commit (the flush goroutine takes neither Commit nor
+// anything Ingest holds at that moment). While it installs its tables,
+// NewSnapshot and manual compactions wait on the same cond and no
+// background compaction starts.
 //
 // Blocking that is not a lock: Close waits for background goroutines
 // (db.bg) while holding Commit, so no background job may take Commit

@@ -25,6 +25,14 @@ import (
 func (db *DB) logAndApply(edit *manifest.VersionEdit, retire func()) error {
 	db.versionMu.Lock()
 	defer db.versionMu.Unlock()
+	return db.logAndApplyLocked(edit, retire)
+}
+
+// logAndApplyLocked is logAndApply for a caller that holds versionMu
+// (Ingest, which chooses its tables' levels from the version the edit
+// applies to). REQUIRES: versionMu held, db.mu not.
+func (db *DB) logAndApplyLocked(edit *manifest.VersionEdit, retire func()) error {
+	orphans := db.pruneDropped(edit)
 	err := db.versions.LogAndApply(edit, func(install func()) {
 		db.mu.Lock()
 		defer db.mu.Unlock()
@@ -36,6 +44,8 @@ func (db *DB) logAndApply(edit *manifest.VersionEdit, retire func()) error {
 	})
 	if err != nil {
 		db.setBackgroundError(fmt.Errorf("manifest write: %w", err))
+		return err
 	}
-	return err
+	db.removeOrphans(orphans)
+	return nil
 }

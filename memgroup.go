@@ -14,13 +14,16 @@ type memGroup struct {
 	logNum uint64
 	// filterBits sizes each memtable's key filter (0: none).
 	filterBits int64
+	// prefix returns a family's prefix function, which its memtable's
+	// key filter also holds (nil: none).
+	prefix func(cf uint32) prefixFunc
 	// tables is indexed by column family ID. It is replaced (copy on write)
 	// by the commit leader, the only writer; readers load it atomically.
 	tables atomic.Pointer[[]*memtable.MemTable]
 }
 
-func newMemGroup(logNum uint64, filterBits int64) *memGroup {
-	g := &memGroup{logNum: logNum, filterBits: filterBits}
+func newMemGroup(logNum uint64, filterBits int64, prefix func(cf uint32) prefixFunc) *memGroup {
+	g := &memGroup{logNum: logNum, filterBits: filterBits, prefix: prefix}
 	empty := []*memtable.MemTable{}
 	g.tables.Store(&empty)
 	return g
@@ -46,6 +49,10 @@ func (g *memGroup) tableForWrite(cf uint32) *memtable.MemTable {
 	ts := make([]*memtable.MemTable, n)
 	copy(ts, old)
 	ts[cf] = memtable.NewWithFilter(g.filterBits)
+	if g.prefix != nil {
+		pf := g.prefix(cf)
+		ts[cf].SetPrefix(pf.fn, pf.name)
+	}
 	g.tables.Store(&ts)
 	return ts[cf]
 }

@@ -19,6 +19,8 @@ type dbMetrics struct {
 
 	// reads are the point-lookup counters, in stripes: see readStripe.
 	reads                                    [readStripes]readCounters
+	prefix                                   [readStripes]prefixCounters
+	ingest                                   ingestCounters
 	filterUnknown                            atomic.Int64
 	filterBuildRetries, filterBuildFallbacks atomic.Int64
 
@@ -27,6 +29,9 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
+	multiGets, multiGetKeys, cfDrops                                            atomic.Int64
+	checkpoints, checkpointLinks, checkpointCopies                              atomic.Int64
+	rangeDel                                                                    rangeDelCounters
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -226,6 +231,9 @@ type Metrics struct {
 		// DataBlocksRead counts data blocks accessed, split into
 		// BlockCacheHits and FileReads.
 		DataBlocksRead, BlockCacheHits, FileReads, BytesRead int64
+		// MultiGets counts MultiGet calls and MultiGetKeys the keys they
+		// asked for (their table work is in the counters above).
+		MultiGets, MultiGetKeys int64
 	}
 	WAL struct {
 		Bytes, Records, Syncs int64
@@ -265,7 +273,22 @@ type Metrics struct {
 		Duration  time.Duration
 		Slowdowns int64
 	}
+	// RangeDel counts range deletions: written by DeleteRange (and batch
+	// DeleteRange entries), and what compactions dropped because of them.
+	RangeDel           RangeDelMetrics
 	IndexResidentBytes int64
+	// PrefixSeeks counts Iterator.SeekPrefixGE calls and their prefix
+	// filter probes (not in Filter, which counts point lookups').
+	PrefixSeeks PrefixMetrics
+	// Ingest counts DB.Ingest calls and the tables they added.
+	Ingest IngestMetrics
+	// Checkpoints counts the checkpoints written and the tables they
+	// hard-linked or (where the file system cannot link) copied;
+	// ColumnFamilyDrops the column families dropped.
+	Checkpoints struct {
+		Count, TablesLinked, TablesCopied int64
+	}
+	ColumnFamilyDrops int64
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -300,6 +323,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.PointLookups.Gets, out.PointLookups.TablesProbed = gets, probed
 	out.PointLookups.DataBlocksRead, out.PointLookups.BlockCacheHits = blocks.BlocksRead, blocks.CacheHits
 	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
+	out.PointLookups.MultiGets, out.PointLookups.MultiGetKeys = m.multiGets.Load(), m.multiGetKeys.Load()
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
@@ -311,7 +335,12 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	}
 	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
 	out.Stall.Slowdowns = m.slowdowns.Load()
+	out.RangeDel = m.rangeDel.load()
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
+	out.PrefixSeeks = m.prefixTotals()
+	out.Ingest = m.ingest.load()
+	out.Checkpoints.Count, out.Checkpoints.TablesLinked = m.checkpoints.Load(), m.checkpointLinks.Load()
+	out.Checkpoints.TablesCopied, out.ColumnFamilyDrops = m.checkpointCopies.Load(), m.cfDrops.Load()
 	if db.closed.Load() {
 		return out
 	}
@@ -409,8 +438,8 @@ func (m *Metrics) String() string {
 		f.Checks, f.Negatives, f.FalsePositives, 100*f.FalsePositiveRate(), f.TruePositives, f.UnknownType, humanBytes(f.ResidentBytes),
 		f.BuildRetries, f.BuildFallbacks)
 	p := m.PointLookups
-	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s)\n",
-		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead))
+	fmt.Fprintf(&sb, "point lookups: %d tables probed, %d data blocks (%d cache hits, %d file reads, %s); multiget %d calls, %d keys\n",
+		p.TablesProbed, p.DataBlocksRead, p.BlockCacheHits, p.FileReads, humanBytes(p.BytesRead), p.MultiGets, p.MultiGetKeys)
 	c := m.BlockCache
 	hitRate := 0.0
 	if c.Hits+c.Misses > 0 {
@@ -429,5 +458,12 @@ func (m *Metrics) String() string {
 			x.IndexPartitions, perGet(x.IndexPartitions), x.FilterPartitions, perGet(x.FilterPartitions))
 	}
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
+	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
+	fmt.Fprintf(&sb, "%s\n", m.Ingest)
+	fmt.Fprintf(&sb, "checkpoints: %d (%d tables linked, %d copied); column families dropped: %d\n",
+		m.Checkpoints.Count, m.Checkpoints.TablesLinked, m.Checkpoints.TablesCopied, m.ColumnFamilyDrops)
+	r := m.RangeDel
+	fmt.Fprintf(&sb, "range deletes: %d written; compaction dropped %d covered entries, %d tombstones, %d whole tables\n",
+		r.Written, r.KeysDropped, r.TombstonesDropped, r.TablesDropped)
 	return sb.String()
 }

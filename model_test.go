@@ -42,7 +42,7 @@ func TestRandomizedModel(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, Merger: appendMerger{}, MemTableSize: 64 << 10, L0CompactionTrigger: 2,
 		L0StopWritesTrigger: 8, LBaseMaxBytes: 256 << 10, TargetFileSize: 4 << 10, BlockSize: 512, MaxSuccessiveMerges: 16,
-		MaxSubcompactions: 3}
+		MaxSubcompactions: 3, Prefix: modelPrefixLen, PrefixName: "model6"}
 	db, err := Open("/db", opts)
 	require.NoError(t, err)
 	r := &modelRun{t: t, rng: rng, seed: seed, opts: opts, db: db,
@@ -62,9 +62,17 @@ type modelRun struct {
 	db    *DB
 	m     *modelDB
 	seeks seekStats
+	// prefix counts the SeekPrefixGE checks (model_prefix_test.go).
+	prefix prefixModelStats
+	// ingestStats counts the Ingests (model_ingest_test.go).
+	ingestStats ingestModelStats
 	// splits counts the manual compactions run as subcompactions, over
 	// all reopens.
 	splits int64
+	mg     multiGetStats
+	cf     modelCF
+	ckpt   modelCheckpoints
+	rd     modelRangeDels
 }
 
 func (r *modelRun) key() string { return fmt.Sprintf("key%04d", r.rng.Intn(1500)) }
@@ -84,8 +92,10 @@ func (r *modelRun) step(i int) {
 	switch x := r.rng.Intn(1000); {
 	case x < 700:
 		r.write(i, x)
-	case x < 900:
+	case x < 880:
 		r.get(i)
+	case x < 900:
+		r.multiGet(i)
 	case x < 915:
 		lo, hi := r.keyRange()
 		it := r.db.NewIter(&IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)})
@@ -102,6 +112,16 @@ func (r *modelRun) step(i int) {
 		require.NoError(t, r.db.Compact([]byte(lo), []byte(hi)))
 	case x < 968:
 		r.reopen()
+	case x < 973:
+		r.prefixSeek(i)
+	case x < 978:
+		r.cfOp(i)
+	case x < 980:
+		r.ingest(i)
+	case x < 982:
+		r.checkpoint(i)
+	case x < 992:
+		r.deleteRange(i)
 	default:
 		// Let background work run.
 	}
@@ -218,6 +238,7 @@ func (r *modelRun) reopen() {
 	r.closeSnaps()
 	require.NoError(t, r.db.CheckInvariants(false))
 	r.splits += r.db.Metrics().Compaction.Split
+	r.rd.add(r.db.Metrics())
 	require.NoError(t, r.db.Close())
 	db, err := Open("/db", r.opts)
 	require.NoError(t, err)
@@ -237,12 +258,20 @@ func (r *modelRun) finish() {
 	r.seeks.add(checkIterator(t, r.rng, it, r.m.cur, "", ""))
 	require.NoError(t, it.Close())
 	r.seeks.requireInside(t)
+	r.prefix.requireReached(t)
+	r.ingestStats.requireReached(t)
+	r.mg.requireReached(t)
+	r.cf.requireReached(t)
+	r.verifyCheckpoints()
+	r.ckpt.requireReached(t)
 	mt := db.Metrics()
 	t.Logf("final shape:\n%s", mt)
 	require.Greater(t, mt.Compaction.Count+mt.Compaction.Moves, int64(0))
 	r.splits += mt.Compaction.Split
 	t.Logf("compactions run as subcompactions: %d", r.splits)
 	require.Positive(t, r.splits, "no manual compaction was split: the subcompaction path went untested")
+	r.rd.add(mt)
+	r.rd.require(t)
 	require.NoError(t, db.Close())
 }
 

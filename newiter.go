@@ -32,6 +32,11 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		return &Iterator{err: ErrClosed, iter: emptyIter{}}
 	}
 	seq := db.readSeq(snapSeq)
+	rd, err := db.iterRangeDels(rs, cf)
+	if err != nil {
+		rs.unref()
+		return &Iterator{err: err, iter: emptyIter{}}
+	}
 	var children []base.InternalIterator
 	if t := rs.mem.table(cf); t != nil {
 		children = append(children, t.NewIter(lower, upper))
@@ -42,11 +47,14 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		}
 	}
 	copts := compaction.IterOptions{LowerBound: lower, UpperBound: upper}
-	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper}
+	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper, rs: rs}
 	if lv := rs.version.Levels(cf); lv != nil {
 		children = compaction.LevelIters(children, lv, db.tableOpener(lower, upper), copts)
 	}
 	it.iter = compaction.NewMergingIter(copts, children...)
+	if len(rd) > 0 {
+		it.iter = newRangeDelIter(it.iter, rd, seq)
+	}
 	it.release = rs.unref
 	return it
 }

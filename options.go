@@ -118,6 +118,22 @@ type Options struct {
 	// that of the configured sizes while the sum of per-level false-positive
 	// rates is minimized (see FilterAllocation).
 	FilterAllocation FilterAllocation
+	// Prefix, if set, returns the length of a key's prefix, as Pebble's
+	// Comparer.Split: key[:Prefix(key)] (a result outside [0, len(key)] is
+	// clamped). Table filters then hold each key's prefix beside the key
+	// (RocksDB's prefix_extractor, whole-key filtering kept) and
+	// Iterator.SeekPrefixGE skips the tables whose filter rules a prefix
+	// out. The function must be deterministic and Split-like: every key
+	// that starts with a key's prefix p has prefix p (a fixed length, or
+	// up to a separator byte), so that the keys of prefix p are exactly
+	// the keys in [p, p's successor). nil (the default) means no prefixes;
+	// SeekPrefixGE then fails with ErrNoPrefix.
+	Prefix func(key []byte) int
+	// PrefixName names Prefix; required with it. Tables record it, and
+	// only a table recording the current name is ever ruled out by
+	// prefix: reopening with another function (under another name) reads
+	// older tables without prefix skipping instead of missing keys.
+	PrefixName string
 	// L0CompactionTrigger is the number of L0 tables that triggers a
 	// compaction into Lbase. Default 4.
 	L0CompactionTrigger int
@@ -200,6 +216,9 @@ func (o *Options) withDefaults() (*Options, error) {
 		if ch.bad {
 			return nil, fmt.Errorf("%w: %s = %v is out of range", ErrInvalidOptions, ch.name, ch.val)
 		}
+	}
+	if err := checkPrefixOptions(c.Prefix, c.PrefixName); err != nil {
+		return nil, err
 	}
 	def := func(p *int, v int) {
 		if *p == 0 {

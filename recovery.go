@@ -80,7 +80,7 @@ func (db *DB) recover(d dirState) error {
 	db.mu.imm = recovered
 	db.mu.wals = logs
 	if db.opts.ReadOnly {
-		db.mu.mem = newMemGroup(0, db.memFilterBits())
+		db.mu.mem = newMemGroup(0, db.memFilterBits(), db.cfPrefix)
 		db.updateReadStateLocked()
 		db.mu.Unlock()
 		return nil
@@ -89,7 +89,7 @@ func (db *DB) recover(d dirState) error {
 		db.mu.Unlock()
 		return err
 	}
-	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits())
+	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.cfPrefix)
 	minLive := db.minLiveWALLocked()
 	db.updateReadStateLocked()
 	db.mu.Unlock()
@@ -175,7 +175,7 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := newMemGroup(num, db.memFilterBits())
+	g := newMemGroup(num, db.memFilterBits(), db.cfPrefix)
 	r := wal.NewReader(f, size, num)
 	for first := true; ; first = false {
 		rec, err := r.Next()
@@ -276,10 +276,14 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 		contiguous = true
 		count := uint64(0)
 		for e, ok := br.next(); ok; e, ok = br.next() {
-			if !db.cfs.known(e.cf) {
+			switch {
+			case db.cfs.known(e.cf):
+				g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
+			case db.cfs.wasDropped(e.cf):
+				// Written before (or racing) the family's drop: gone with it.
+			default:
 				return base.CorruptionErrorf("batch names unknown column family %d", e.cf)
 			}
-			g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
 			count++
 		}
 		if br.Err != nil {

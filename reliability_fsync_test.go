@@ -554,6 +554,8 @@ func applyBatch(db *DB, cf *ColumnFamily, op relOp) error {
 	for _, e := range op.entries {
 		k, v := []byte(e.key), []byte(e.value)
 		switch {
+		case e.kind == base.KindRangeDelete:
+			addRangeDel(b, cf, e)
 		case e.cf == 0 && e.kind == base.KindSet:
 			b.Put(k, v)
 		case e.cf == 0 && e.kind == base.KindDelete:

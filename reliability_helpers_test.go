@@ -71,6 +71,12 @@ func (s relState) apply(op relOp) {
 			} else {
 				m[e.key] = e.value
 			}
+		case base.KindRangeDelete: // [key, value)
+			for k := range m {
+				if e.key <= k && k < e.value {
+					delete(m, k)
+				}
+			}
 		}
 	}
 }
@@ -105,6 +111,9 @@ func entryHash(cf int, k, v string) uint64 {
 func (s relState) applyHashed(op relOp, h uint64) uint64 {
 	for _, e := range op.entries {
 		m := s[e.cf]
+		if e.kind == base.KindRangeDelete {
+			h -= s.rangeHash(e)
+		}
 		if v, ok := m[e.key]; ok {
 			h -= entryHash(e.cf, e.key, v)
 		}

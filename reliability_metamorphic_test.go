@@ -140,6 +140,8 @@ func genMetaOps(rng *rand.Rand, n int) []metaOp {
 			op = metaOp{kind: "compact", key: lo, hi: hi}
 		case r < 920:
 			op = metaOp{kind: "reopen"}
+		case r < 935:
+			op = genMetaRangeDel(rng)
 		default:
 			op = metaOp{kind: "wait"} // let background work run
 		}
@@ -323,6 +325,8 @@ func (r *metaRun) do(op metaOp) error {
 	switch op.kind {
 	case "put", "delete", "merge", "batch":
 		return r.write(op)
+	case "deleterange":
+		return r.deleteRange(op)
 	case "get", "iter":
 		r.read(op)
 	case "snapshot", "snapget", "snapiter", "snapclose":

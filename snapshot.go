@@ -43,6 +43,9 @@ type Snapshot struct {
 // NewSnapshot returns a snapshot of the current state.
 func (db *DB) NewSnapshot() *Snapshot {
 	db.mu.Lock()
+	for db.compact.ingesting {
+		db.mu.cond.Wait() // an Ingest installs its tables (ingest_copy.go)
+	}
 	s := &Snapshot{db: db, seq: db.visibleSeq.Load()}
 	db.mu.snapshots.add(s.seq)
 	db.mu.Unlock()

@@ -275,6 +275,14 @@ type stressRun struct {
 	failed atomic.Bool
 
 	ops, reads, iters, snaps, cfCreated, scribbles atomic.Int64
+	prefixReads                                    atomic.Int64 // stress_prefix_test.go
+	ingests                                        atomic.Int64 // stress_ingest_test.go
+	multiGets, cfDropped                           atomic.Int64
+	drops                                          stressDrops
+	checkpoints, ckptsVerified                     atomic.Int64
+	ckMu                                           sync.Mutex
+	pendingCkpts                                   []stressCheckpoint
+	rangeDels                                      atomic.Int64
 	flushes, compactions, reopens                  int64
 }
 
@@ -316,7 +324,11 @@ func (r *stressRun) open() {
 	require.NoError(r.t, err)
 	r.db = db
 	cfs := []*ColumnFamily{nil}
-	for _, name := range r.cfNames[1:] {
+	for i, name := range r.cfNames[1:] {
+		if r.drops.isDropped(i + 1) {
+			cfs = append(cfs, r.cfs[i+1]) // stale, never used
+			continue
+		}
 		cf, err := db.OpenColumnFamily(name, stressCFOptions(name))
 		require.NoError(r.t, err)
 		cfs = append(cfs, cf)
@@ -376,6 +388,9 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 	pad := strings.Repeat("x", 200)
 	for !r.stop.Load() {
 		n++
+		if r.maybeIngest(id, n, rng) || r.maybeWriteRange(rng) {
+			continue
+		}
 		ncf := r.ncf()
 		entries := 1
 		if rng.IntN(4) == 0 {
@@ -418,6 +433,11 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 
 // write applies ws (one batch when more than one) under the keys' locks.
 func (r *stressRun) write(ws []stressWrite, rng *rand.Rand) {
+	cfs := writeCFs(ws)
+	defer r.drops.leave(cfs...)
+	if !r.drops.enter(cfs...) {
+		return // a family was dropped
+	}
 	order, unlock := r.lockKeys(ws)
 	defer unlock()
 	final := map[stressCK]stressVal{}
@@ -549,15 +569,28 @@ func (r *stressRun) reader(id int, rng *rand.Rand) {
 		ncf := r.ncf()
 		cf := rng.IntN(ncf)
 		switch p := rng.IntN(20); {
-		case p < 11:
+		case p < 10:
 			if !r.readGet(cf, rng) {
 				return
 			}
+		case p < 11:
+			if !r.readMultiGet(cf, rng) {
+				return
+			}
 		case p < 15: // iterator, either direction, random bounds
+			if !r.drops.enter(cf) {
+				r.drops.leave(cf)
+				break
+			}
+			if r.prefixRead(cf, rng) {
+				r.drops.leave(cf)
+				break
+			}
 			lo := r.oracle.windows(cf, false)
 			it := r.newIter(cf, r.randomBounds(rng), nil)
 			hi := r.oracle.windows(cf, true)
 			r.checkIter("iterator", it, cf, lo, hi, rng, nil)
+			r.drops.leave(cf)
 			r.iters.Add(1)
 		case p < 17: // take a snapshot
 			if len(snaps) >= 3 {
@@ -586,6 +619,10 @@ type stressHeldSnap struct {
 // readGet checks a Get of a random key of cf (and sometimes scribbles on
 // the value returned); false after a violation that ends the reader.
 func (r *stressRun) readGet(cf int, rng *rand.Rand) bool {
+	defer r.drops.leave(cf)
+	if !r.drops.enter(cf) {
+		return true
+	}
 	k := r.randomKey(rng)
 	lo := r.oracle.lo(cf, k)
 	v, err := r.get(cf, stressKeyName(k))
@@ -635,6 +672,10 @@ func (r *stressRun) readSnap(snaps []*stressHeldSnap, rng *rand.Rand) ([]*stress
 		return slices.Delete(snaps, i, i+1), true
 	}
 	cf := rng.IntN(len(hs.lo))
+	defer r.drops.leave(cf)
+	if !r.drops.enter(cf) {
+		return snaps, true
+	}
 	if rng.IntN(2) == 0 {
 		k := rng.IntN(r.cfg.keys)
 		got, err := toVal(r.snapGet(hs.s, cf, stressKeyName(k)))
@@ -754,10 +795,10 @@ func step(it *Iterator, reverse bool) bool {
 
 // maintainer flushes, compacts random ranges and creates column families.
 func (r *stressRun) maintainer(rng *rand.Rand) {
-	for !r.stop.Load() {
+	for n := 0; !r.stop.Load(); n++ {
 		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
 		ncf := r.ncf()
-		switch p := rng.IntN(10); {
+		switch p := maintainerPick(n, rng); {
 		case p < 4:
 			if err := r.db.Flush(); err != nil {
 				r.violation("Flush: %v", err)
@@ -772,15 +813,23 @@ func (r *stressRun) maintainer(rng *rand.Rand) {
 			if rng.IntN(4) > 0 {
 				start, end = stressKeyName(a), stressKeyName(b)
 			}
+			live := r.drops.enter(cf)
 			var err error
-			if h := r.handle(cf); h != nil {
+			switch h := r.handle(cf); {
+			case !live: // dropped
+			case h != nil:
 				err = h.Compact(start, end)
-			} else {
+			default:
 				err = r.db.Compact(start, end)
 			}
+			r.drops.leave(cf)
 			if err != nil {
 				r.violation("Compact: %v", err)
 			}
+		case p < 9:
+			r.maybeDropCF(rng)
+		case p == 10:
+			r.takeCheckpoint()
 		default:
 			r.cfsMu.RLock()
 			n := len(r.cfNames)
@@ -810,6 +859,9 @@ func (r *stressRun) maintainer(rng *rand.Rand) {
 // and by full scans both ways.
 func (r *stressRun) verifyExact(when string) {
 	for cf := range r.ncf() {
+		if r.drops.isDropped(cf) {
+			continue
+		}
 		want := map[int]string{}
 		for k := range r.cfg.keys {
 			s := r.oracle.last(cf, k)
@@ -849,7 +901,7 @@ func TestStress(t *testing.T) {
 	r := &stressRun{t: t, cfg: cfg, seed: seed, fs: fs,
 		opts: &Options{FS: fs, Merger: counterMerger{}, MemTableSize: 64 << 10, TargetFileSize: 16 << 10,
 			BlockSize: 1 << 10, L0CompactionTrigger: 2, LBaseMaxBytes: 128 << 10, MaxSuccessiveMerges: 3,
-			BlockCacheSize: 256 << 10},
+			BlockCacheSize: 256 << 10, Prefix: stressPrefixLen, PrefixName: "stress6"},
 		cfNames: []string{"default", "append", "lww"},
 		oracle:  newStressOracle(stressFixedCFs, cfg.keys),
 	}
@@ -888,6 +940,7 @@ func TestStress(t *testing.T) {
 		if r.failed.Load() {
 			break
 		}
+		r.verifyCheckpoints()
 		r.verifyExact(fmt.Sprintf("round %d end", round))
 		m := r.db.Metrics()
 		r.flushes += m.Flush.Count
@@ -902,10 +955,10 @@ func TestStress(t *testing.T) {
 		r.verifyExact(fmt.Sprintf("round %d reopen", round))
 		r.oracle.trim()
 	}
-	t.Logf("stress: %d writers + %d readers + 1 maintainer, %d rounds: %d writes, %d reads checked (%d iterators, %d snapshots, %d values scribbled on), "+
-		"%d flushes, %d compactions, %d families created, %d reopens, %d violations",
-		cfg.writers, cfg.readers, cfg.rounds, r.ops.Load(), r.reads.Load(), r.iters.Load(), r.snaps.Load(), r.scribbles.Load(),
-		r.flushes, r.compactions, r.cfCreated.Load(), r.reopens, len(r.errs))
+	t.Logf("stress: %d writers + %d readers + 1 maintainer, %d rounds: %d writes, %d reads checked (%d iterators, %d snapshots, %d values scribbled on, %d multigets), "+
+		"%d flushes, %d compactions, %d families created, %d dropped, %d checkpoints verified, %d reopens, %d violations",
+		cfg.writers, cfg.readers, cfg.rounds, r.ops.Load(), r.reads.Load(), r.iters.Load(), r.snaps.Load(), r.scribbles.Load(), r.multiGets.Load(),
+		r.flushes, r.compactions, r.cfCreated.Load(), r.cfDropped.Load(), r.ckptsVerified.Load(), r.reopens, len(r.errs))
 	for _, e := range r.errs {
 		t.Error(e)
 	}
@@ -916,5 +969,13 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.flushes, "no flush ran")
 	require.Positive(t, r.compactions, "no compaction ran")
 	require.Positive(t, r.snaps.Load(), "no snapshot taken")
+	require.Positive(t, r.multiGets.Load(), "no MultiGet ran")
+	require.Positive(t, r.cfDropped.Load(), "no column family dropped")
+	require.Positive(t, r.ckptsVerified.Load(), "no checkpoint verified")
 	require.Positive(t, r.reopens)
+	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests", r.prefixReads.Load(), r.ingests.Load())
+	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
+	require.Positive(t, r.ingests.Load(), "no Ingest")
+	t.Logf("stress: %d DeleteRanges", r.rangeDels.Load())
+	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
 }

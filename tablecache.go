@@ -250,7 +250,7 @@ func (c *tableCache) filterStats(files []*manifest.FileMetadata) (bytes, keys in
 		}
 		if e.r != nil && e.r.FilterState() == sstable.FilterLoaded {
 			bytes += int64(e.r.FilterSize())
-			keys += int64(e.r.Properties().FilterKeys)
+			keys += int64(e.r.Properties().FilterKeys + e.r.Properties().FilterPrefixes)
 		}
 	}
 	return bytes, keys

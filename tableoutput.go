@@ -4,6 +4,7 @@ import (
 	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/rangedel"
 	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 )
@@ -24,6 +25,60 @@ type tableOutput struct {
 	w     *sstable.Writer
 	metas []*manifest.FileMetadata
 	files []uint64 // every table created, for cleanup
+
+	// rd are the range tombstones the tables hold (nil: none) within
+	// [rdLower, rdUpper) (nil = open; a subcompaction's range): each table
+	// takes the part of them from rdLower to the successor of its last
+	// user key, where the next one's part begins, and the last table the
+	// rest, so that the tables' key ranges (which cover their tombstones,
+	// sstable.TableBounds) never share a user key.
+	rd       *rangedel.List
+	rdLower  []byte
+	rdUpper  []byte
+	lastUkey []byte
+	curRD    bool // the current table has range tombstones
+	// skip are the input tables a range tombstone of the compaction
+	// covers whole (coveredInputs): they are not read.
+	skip map[uint64]bool
+}
+
+// opener wraps a compaction's table opener so that the tables in skip
+// read as empty without being opened.
+func (o *tableOutput) opener(open compaction.TableOpener) compaction.TableOpener {
+	if len(o.skip) == 0 {
+		return open
+	}
+	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+		if o.skip[f.FileNum] {
+			return emptyIter{}, nil
+		}
+		return open(f)
+	}
+}
+
+// add adds an entry to the current table.
+func (o *tableOutput) add(k base.InternalKey, v []byte) error {
+	o.lastUkey = append(o.lastUkey[:0], k.UserKey...)
+	return o.w.Add(k, v)
+}
+
+// setRangeDels gives the current table its share of the range tombstones;
+// last says whether it is the output's last table.
+func (o *tableOutput) setRangeDels(last bool) error {
+	if o.rd == nil {
+		return nil
+	}
+	upper := o.rdUpper
+	if !last {
+		upper = append(o.lastUkey[:len(o.lastUkey):len(o.lastUkey)], 0)
+	}
+	frags := o.rd.Clip(o.rdLower, upper)
+	o.rdLower = upper
+	o.curRD = len(frags) > 0
+	if len(frags) == 0 {
+		return nil
+	}
+	return o.w.SetRangeDels(frags)
 }
 
 // start creates the next table and its writer.
@@ -40,9 +95,15 @@ func (o *tableOutput) start() error {
 	return nil
 }
 
-// finish completes, syncs and closes the current table.
-func (o *tableOutput) finish() error {
-	md, err := o.w.Finish()
+// finish completes, syncs and closes the current table; last says whether
+// it is the output's last table.
+func (o *tableOutput) finish(last bool) error {
+	o.curRD = false
+	err := o.setRangeDels(last)
+	var md *sstable.WriterMetadata
+	if err == nil {
+		md, err = o.w.Finish()
+	}
 	if err == nil {
 		err = o.f.Sync()
 	}
@@ -53,11 +114,16 @@ func (o *tableOutput) finish() error {
 	if err != nil {
 		return err
 	}
-	o.metas = append(o.metas, &manifest.FileMetadata{
+	meta := &manifest.FileMetadata{
 		FileNum: o.num, Size: md.Size,
 		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
 		SmallestSeq: md.SmallestSeq, LargestSeq: md.LargestSeq,
-	})
+	}
+	meta.RangeDels.Store(manifest.RangeDelsNone)
+	if o.curRD {
+		meta.RangeDels.Store(manifest.RangeDelsSome)
+	}
+	o.metas = append(o.metas, meta)
 	return nil
 }
 
@@ -83,6 +149,7 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 	if p := db.filterPolicyFor(cf, level, c); p != nil {
 		o.FilterPolicy = p
 	}
+	db.setPrefixOptions(cf, &o)
 	return o
 }
 

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/rangedel"
 )
 
 // Merger resolves merge operands of a column family. It is the one
@@ -45,6 +46,13 @@ type GCOptions struct {
 	ElideTombstone func(ukey []byte) bool
 	// Merger collapses merge operands; nil carries them through untouched.
 	Merger Merger
+	// RangeDels are the range tombstones of the input, fragmented (nil:
+	// none). An entry below a tombstone covering its key in the same
+	// snapshot stripe is dropped, and the tombstone is the base ("no
+	// value") of the operands above it in that stripe, like a Delete. The
+	// iterator does not yield the tombstones themselves: the caller
+	// writes them (rangedel.Compact).
+	RangeDels *rangedel.List
 }
 
 // GCStats counts what a compaction iterator did.
@@ -70,6 +78,9 @@ type GCStats struct {
 	// MergeErrors counts FullMerge errors. The key's remaining operands
 	// (from the failing stripe down) were copied through uncollapsed.
 	MergeErrors int64
+	// DroppedByRangeDel counts entries dropped because a range tombstone
+	// in the same snapshot stripe covers them.
+	DroppedByRangeDel int64
 }
 
 // Add adds o's counts to s (the stats of a compaction run as
@@ -84,12 +95,16 @@ func (s *GCStats) Add(o GCStats) {
 	s.PartialMerges += o.PartialMerges
 	s.PartialMergesDeclined += o.PartialMergesDeclined
 	s.MergeErrors += o.MergeErrors
+	s.DroppedByRangeDel += o.DroppedByRangeDel
 }
 
 // output is one entry waiting to be yielded; its user key is Iter.ukey.
 type output struct {
 	trailer uint64
 	value   []byte
+	// virtual marks the Delete a range tombstone stands for: it ends the
+	// stripe like a Delete but is never written (the tombstone is).
+	virtual bool
 }
 
 func (o output) kind() base.Kind { return base.Kind(o.trailer & 0xff) }
@@ -114,6 +129,7 @@ type Iter struct {
 	lastTrailer uint64 // trailer of the last entry read, for the order check
 	elide       int8   // ElideTombstone(ukey): 0 not asked yet, 1 true, -1 false
 	mergeFailed bool   // FullMerge failed for ukey: copy its operands through
+	rangeDels   *rangedel.Cursor
 
 	// Outputs of the stripe being yielded, and the bytes they own.
 	out   []output
@@ -139,7 +155,7 @@ func NewIter(input base.InternalIterator, opts GCOptions) *Iter {
 		opts.Snapshots = append([]uint64(nil), opts.Snapshots...)
 		sort.Slice(opts.Snapshots, func(a, b int) bool { return opts.Snapshots[a] < opts.Snapshots[b] })
 	}
-	return &Iter{in: input, opts: opts}
+	return &Iter{in: input, opts: opts, rangeDels: rangedel.NewCursor(opts.RangeDels)}
 }
 
 // First positions the iterator at the first entry to keep.
@@ -221,6 +237,20 @@ func (i *Iter) stripe(seq uint64) int {
 	return sort.Search(len(s), func(j int) bool { return s[j] >= seq })
 }
 
+// rangeTomb returns the newest sequence number of a range tombstone in
+// the given stripe that covers ukey, or 0.
+func (i *Iter) rangeTomb(stripe int) uint64 {
+	for _, s := range i.rangeDels.Seqs(i.ukey) {
+		switch st := i.stripe(s); {
+		case st == stripe:
+			return s
+		case st < stripe:
+			return 0
+		}
+	}
+	return 0
+}
+
 // elideKey asks ElideTombstone about ukey, once per key.
 func (i *Iter) elideKey() bool {
 	if i.elide == 0 {
@@ -269,13 +299,19 @@ func (i *Iter) fill() bool {
 		i.keyOpen, i.elide, i.mergeFailed = true, 0, false
 	}
 	stripe := i.stripe(k.SeqNum())
+	tomb := i.rangeTomb(stripe)
 	i.opTrailers, i.opValues = i.opTrailers[:0], i.opValues[:0]
 	var term output
 	hasTerm, sameKey := false, true
 	for {
 		switch kind := k.Kind(); {
+		case hasTerm && term.virtual:
+			i.stats.DroppedByRangeDel++
 		case hasTerm:
 			i.stats.DroppedShadowed++
+		case k.SeqNum() < tomb:
+			term, hasTerm = output{trailer: base.MakeTrailer(tomb, base.KindDelete), virtual: true}, true
+			i.stats.DroppedByRangeDel++
 		case kind == base.KindMerge:
 			i.opTrailers = append(i.opTrailers, k.Trailer)
 			i.opValues = append(i.opValues, i.save(i.in.Value()))
@@ -294,6 +330,11 @@ func (i *Iter) fill() bool {
 	}
 	if i.err != nil {
 		return false
+	}
+	if !hasTerm && tomb > 0 {
+		// The tombstone lies below every entry of the stripe: it is the
+		// base of its operands.
+		term, hasTerm = output{trailer: base.MakeTrailer(tomb, base.KindDelete), virtual: true}, true
 	}
 	i.resolveStripe(term, hasTerm, !sameKey)
 	if !sameKey {
@@ -382,6 +423,9 @@ func (i *Iter) emitOperands(term output, hasTerm bool) {
 // directly by an older one, the older one gives every reader the same
 // answer, so the newer is dropped.
 func (i *Iter) emit(o output) {
+	if o.virtual {
+		return
+	}
 	if o.kind() == base.KindDelete {
 		if i.hasPending {
 			i.stats.DroppedTombstones++

@@ -195,15 +195,7 @@ type fuseGeom struct {
 
 // fuseMix is the library's hash of a (salted) key hash: murmur64's
 // finalizer of key + seed.
-func fuseMix(x, seed uint64) uint64 {
-	h := x + seed
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
-}
+func fuseMix(x, seed uint64) uint64 { return mix64(x + seed) }
 
 // slots returns the fingerprint and the three slots of hash h.
 func (g *fuseGeom) slots(h uint64) (fp uint64, h0, h1, h2 uint32) {

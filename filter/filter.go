@@ -221,6 +221,15 @@ var (
 	_ BuildReporter = (*ribbonBuilder)(nil)
 )
 
+// Every table-filter builder takes hashes (HashBuilder).
+var (
+	_ HashBuilder = (*blockedBuilder)(nil)
+	_ HashBuilder = (*standardBuilder)(nil)
+	_ HashBuilder = (*cuckooBuilder)(nil)
+	_ HashBuilder = (*fuseBuilder)(nil)
+	_ HashBuilder = (*ribbonBuilder)(nil)
+)
+
 // blockTrailer returns the fixed-size trailer of a filter block of kind
 // what, or ErrMalformed when the block is shorter than it.
 func blockTrailer(data []byte, n int, what string) ([]byte, error) {

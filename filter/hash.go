@@ -44,8 +44,13 @@ const hashChunk = 1 << 13 // hashes per chunk (64 KiB)
 // Add is a table-filter builder's Add: the builders embed the collector.
 func (c *hashCollector) Add(key []byte) { c.add(key) }
 
-func (c *hashCollector) add(key []byte) {
-	h := hashKey(key)
+func (c *hashCollector) add(key []byte) { c.addHash(hashKey(key)) }
+
+// AddHash is a table-filter builder's AddHash (HashBuilder): the builders
+// embed the collector.
+func (c *hashCollector) AddHash(h uint64) { c.addHash(h) }
+
+func (c *hashCollector) addHash(h uint64) {
 	last := len(c.chunks) - 1
 	if last >= 0 {
 		ch := c.chunks[last]
@@ -90,6 +95,40 @@ func hashListOf(hs []uint64) hashList {
 // HashKey is the hash every filter of this package derives its probes
 // from: for their readers, MayContainHash(HashKey(k)) == MayContain(k).
 func HashKey(key []byte) uint64 { return hashKey(key) }
+
+// prefixTag separates the prefix entries of a table filter from its
+// whole-key entries (HashPrefix).
+const prefixTag = 0x7072656669782121 // "prefix!!"
+
+// HashPrefix is the hash under which a table filter holds a key prefix
+// (the engine's prefix filters, RocksDB's prefix_extractor with
+// whole-key filtering kept): HashKey(p) xor a tag, remixed by
+// MurmurHash3's 64-bit finalizer. The finalizer is a bijection, so the
+// prefix entry of p and the whole-key entry of a key equal to p have
+// different hashes (they collide only as two unrelated keys may, with
+// probability 2^-64): a prefix can never answer for a whole key or the
+// reverse. Add the result with HashBuilder.AddHash and probe it with
+// HashReader.MayContainHash.
+func HashPrefix(p []byte) uint64 { return mix64(hashKey(p) ^ prefixTag) }
+
+// mix64 is MurmurHash3's 64-bit finalizer (fmix64), a bijection that
+// spreads every input bit over the output.
+func mix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	h ^= h >> 33
+	return h
+}
+
+// HashBuilder is a Builder that also takes an entry by its hash (every
+// builder of this package does). A table writer adds key prefixes with
+// it (HashPrefix), in the same filter as the keys.
+type HashBuilder interface {
+	Builder
+	AddHash(h uint64)
+}
 
 // HashReader is a Reader that also takes the key's hash, so that a lookup
 // probing several filters with one key (the memtables and L0 tables of an

@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/rangedel"
 )
 
 // entryOverhead approximates the bytes an entry costs beyond its key and
@@ -118,6 +119,8 @@ type MemTable struct {
 	mu     sync.RWMutex
 	tree   btree
 	filter *keyFilter // nil: none
+	// prefix puts the keys' prefixes in filter too (prefix.go).
+	prefix prefixFilter
 	// mergeCount[h%len] counts (saturating) the merge operands added for
 	// the keys of hash h: at least the successive merges of any of those
 	// keys, so HasSuccessiveMerges answers from it, without a descent,
@@ -134,6 +137,21 @@ type MemTable struct {
 	minSeq  atomic.Uint64
 	maxSeq  atomic.Uint64
 	deletes atomic.Int64
+
+	// rangeDels are the range tombstones added (under mu's write lock,
+	// their bytes in the arena); rangeDelCount is their number, stored
+	// after each append, and rangeDelList the fragmented form of the first
+	// n of them, built by the first reader that needs it.
+	rangeDels     []rangedel.Tombstone
+	rangeDelCount atomic.Int64
+	rangeDelList  atomic.Pointer[fragmented]
+}
+
+// fragmented is a memtable's range tombstones, fragmented: the first n
+// added.
+type fragmented struct {
+	n    int64
+	list *rangedel.List
 }
 
 // New returns an empty memtable without a key filter.
@@ -182,9 +200,16 @@ func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
 
 // Add inserts one entry. The key and value are copied. REQUIRES: no other
 // Add runs concurrently; (ukey, seq) is new to this memtable.
+//
+// Kind base.KindRangeDelete adds a range tombstone deleting [ukey, value)
+// (see RangeDels) instead of an entry.
 func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	if uint64(len(ukey)) > math.MaxUint32 || uint64(len(value)) > math.MaxUint32 {
 		panic("memtable: key or value of 4 GiB or more") // the DB caps batches far below
+	}
+	if kind == base.KindRangeDelete {
+		m.addRangeDel(seq, ukey, value)
+		return
 	}
 	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
 	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
@@ -194,6 +219,7 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	}
 	if m.filter != nil {
 		m.filter.add(h)
+		m.addPrefix(ukey)
 	}
 	m.mu.Lock()
 	m.tree.insert(e)
@@ -211,11 +237,89 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	case base.KindDelete:
 		m.deletes.Add(1)
 	}
+	m.noteSeq(seq)
+}
+
+// noteSeq widens the table's sequence number range to seq.
+func (m *MemTable) noteSeq(seq uint64) {
 	if seq < m.minSeq.Load() {
 		m.minSeq.Store(seq)
 	}
 	if seq > m.maxSeq.Load() {
 		m.maxSeq.Store(seq)
+	}
+}
+
+// addRangeDel records the range tombstone [start, end) at seq.
+func (m *MemTable) addRangeDel(seq uint64, start, end []byte) {
+	p := m.alloc(start, end)
+	b := unsafe.Slice((*byte)(p), len(start)+len(end))
+	t := rangedel.Tombstone{Start: b[:len(start):len(start)], End: b[len(start):], Seq: seq}
+	m.mu.Lock()
+	m.rangeDels = append(m.rangeDels, t)
+	m.rangeDelCount.Store(int64(len(m.rangeDels)))
+	m.mu.Unlock()
+	m.size.Add(int64(len(start) + len(end) + entryOverhead))
+	m.noteSeq(seq)
+}
+
+// rangeDelTail is how many tombstones added after the fragmented list was
+// built MaxCovering scans one by one before it rebuilds the list: at
+// least 32, and a sixteenth of the tombstones, so that reads interleaved
+// with DeleteRanges rebuild (O(n log n)) only every n/16 of them and scan
+// at most n/16.
+func rangeDelTail(n int64) int64 { return max(32, n/16) }
+
+// MaxCovering returns the newest sequence number at most seq of a range
+// tombstone of the table covering ukey, or 0 (rangedel.List.MaxCovering
+// over RangeDels). Tombstones added since the fragmented list was last
+// built are scanned one by one, up to rangeDelTail of them.
+func (m *MemTable) MaxCovering(ukey []byte, seq uint64) uint64 {
+	n := m.rangeDelCount.Load()
+	if n == 0 {
+		return 0
+	}
+	f := m.rangeDelList.Load()
+	if f == nil || n-f.n > rangeDelTail(n) {
+		return m.RangeDels().MaxCovering(ukey, seq)
+	}
+	best := f.list.MaxCovering(ukey, seq)
+	if f.n < n {
+		m.mu.RLock()
+		tail := m.rangeDels[f.n:n]
+		m.mu.RUnlock()
+		for _, t := range tail {
+			if t.Seq <= seq && t.Seq > best && bytes.Compare(t.Start, ukey) <= 0 && bytes.Compare(ukey, t.End) < 0 {
+				best = t.Seq
+			}
+		}
+	}
+	return best
+}
+
+// RangeDels returns the table's range tombstones, fragmented (nil when it
+// has none). A tombstone added before the caller loaded the sequence
+// number it reads at is included; the list is immutable.
+func (m *MemTable) RangeDels() *rangedel.List {
+	n := m.rangeDelCount.Load()
+	if n == 0 {
+		return nil
+	}
+	if f := m.rangeDelList.Load(); f != nil && f.n >= n {
+		return f.list
+	}
+	m.mu.RLock()
+	ts := m.rangeDels[:len(m.rangeDels):len(m.rangeDels)]
+	m.mu.RUnlock()
+	f := &fragmented{n: int64(len(ts)), list: rangedel.Build(ts)}
+	for {
+		old := m.rangeDelList.Load()
+		if old != nil && old.n >= f.n {
+			return old.list
+		}
+		if m.rangeDelList.CompareAndSwap(old, f) {
+			return f.list
+		}
 	}
 }
 
@@ -226,11 +330,12 @@ func (m *MemTable) ApproximateSize() int64 { return m.size.Load() }
 func (m *MemTable) Len() int64 { return m.count.Load() }
 
 // Empty reports whether the table holds no entry.
-func (m *MemTable) Empty() bool { return m.count.Load() == 0 }
+func (m *MemTable) Empty() bool { return m.count.Load() == 0 && m.rangeDelCount.Load() == 0 }
 
 // Stats describes the table's contents.
 type Stats struct {
 	Entries, Merges, Deletes int64
+	RangeDels                int64 // range tombstones, not counted in Entries
 	Bytes                    int64
 	MinSeq, MaxSeq           uint64 // MinSeq > MaxSeq when empty
 }
@@ -238,7 +343,7 @@ type Stats struct {
 // Stats returns counters describing the table.
 func (m *MemTable) Stats() Stats {
 	return Stats{
-		Entries: m.count.Load(), Merges: m.merges.Load(), Deletes: m.deletes.Load(),
+		Entries: m.count.Load(), Merges: m.merges.Load(), Deletes: m.deletes.Load(), RangeDels: m.rangeDelCount.Load(),
 		Bytes: m.size.Load(), MinSeq: m.minSeq.Load(), MaxSeq: m.maxSeq.Load(),
 	}
 }

@@ -187,8 +187,9 @@ func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte)
 		a, err := b.addHash(itemHash(it), false)
 		if err != nil && !errors.Is(err, ErrFilterFull) {
 			s.invalidate(key) // b may be ahead of the DB; nothing is written
-			if c := &s.hllCache[stripe]; c.m[string(key)] != nil {
-				c.drop(key, c.m[string(key)])
+			c := &s.hllCache[stripe]
+			if e := c.get(s.keyHash(key), key); e != nil {
+				c.drop(e)
 			}
 			return nil, err
 		}
@@ -212,11 +213,10 @@ func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte)
 		}
 	}
 	c := &s.hllCache[stripe]
-	switch {
-	case !cached:
+	if !cached {
 		s.putBloom(stripe, key, b, st, gl)
-	case c.m[string(key)] != nil && c.m[string(key)].bloom == b:
-		c.resize(c.m[string(key)], key)
+	} else if e := c.get(s.keyHash(key), key); e != nil && e.bloom == b {
+		c.resize(e, key)
 	}
 	return added, fullErr
 }

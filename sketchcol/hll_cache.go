@@ -31,7 +31,7 @@ import "sync/atomic"
 const (
 	hllCacheStripeBytes = 128 << 10
 	hllCacheMaxPairs    = 512 // above this many non-zero registers an entry goes dense
-	hllCacheEntryBytes  = 96  // per-entry overhead counted besides the key and registers
+	hllCacheEntryBytes  = 160 // per-entry overhead counted besides the key and registers (the entry, its map slot, its regs)
 )
 
 // hllRegs are the registers of one HLL: sorted (index<<8 | rank) pairs of
@@ -141,18 +141,85 @@ func hllRegsOf(v []byte) (*hllRegs, error) {
 }
 
 type hllCacheEntry struct {
-	regs   *hllRegs       // an HLL's registers, or
-	bloom  *ScalableBloom // a Bloom filter (BFAdd's entries)
-	stripe uint64         // the stripe's epoch the entry is current for
-	global uint64         // the Store's global epoch likewise
-	bytes  int
+	// The fields a lookup reads first, together.
+	regs   *hllRegs // an HLL's registers (often own), or
+	stripe uint64   // the stripe's epoch the entry is current for
+	global uint64   // the Store's global epoch likewise
+	klen   int      // the key: its length and its bytes, inline
+	kinl   [hllCacheInlineKey]byte
+	own    hllRegs                     // regs, when newHLLEntry made them
+	inl    [hllCacheInlinePairs]uint32 // own's first pairs
+
+	h     uint64         // Store.keyHash of the key: the stripe's map key
+	kstr  string         // a key longer than kinl
+	bloom *ScalableBloom // a Bloom filter (BFAdd's entries)
+	bytes int
+	// cached reports that the entry is its stripe's map's (so a holder
+	// of the entry needs no second lookup to know). Guarded like the map.
+	cached bool
+	// mark is the caller's bit of Deferred.PFAddMarked: set by a PFAdd
+	// that changed registers, lost with the entry.
+	mark bool
+}
+
+// hllCacheInlinePairs is how many register pairs an entry holds in
+// itself: a lookup of a small HLL then reads the entry only.
+const hllCacheInlinePairs = 16
+
+// newHLLEntry returns an entry of regs (copied into the entry) tagged
+// with st and gl.
+func newHLLEntry(regs *hllRegs, st, gl uint64) *hllCacheEntry {
+	e := &hllCacheEntry{stripe: st, global: gl}
+	e.own = *regs
+	if regs.dense == nil && len(regs.pairs) <= len(e.inl) {
+		e.own.pairs = append(e.inl[:0:len(e.inl)], regs.pairs...)
+	}
+	e.regs = &e.own
+	return e
+}
+
+// hllCacheInlineKey is the longest key an entry holds inline: a lookup
+// compares it without reading memory of its own.
+const hllCacheInlineKey = 32
+
+// setKey records key in e.
+func (e *hllCacheEntry) setKey(h uint64, key []byte) {
+	e.h, e.klen = h, len(key)
+	if len(key) <= hllCacheInlineKey {
+		copy(e.kinl[:], key)
+	} else {
+		e.kstr = string(key)
+	}
+}
+
+// isKey reports whether e is key's.
+func (e *hllCacheEntry) isKey(key []byte) bool {
+	if len(key) != e.klen {
+		return false
+	}
+	if len(key) <= hllCacheInlineKey {
+		return string(e.kinl[:len(key)]) == string(key)
+	}
+	return e.kstr == string(key)
 }
 
 // hllCacheStripe is one stripe's share of the cache, guarded by the
-// stripe's lock (only reply-bearing commands holding it touch it).
+// stripe's lock (only reply-bearing commands holding it touch it). Its
+// map is keyed by the keys' 64-bit hashes, the entries hold the keys: two
+// keys of one hash share a slot (the later put drops the other's entry),
+// and a lookup checks the key.
 type hllCacheStripe struct {
-	m     map[string]*hllCacheEntry
+	m     map[uint64]*hllCacheEntry
 	bytes int
+}
+
+// get returns key's entry (current or not), nil if none. h is
+// Store.keyHash(key).
+func (c *hllCacheStripe) get(h uint64, key []byte) *hllCacheEntry {
+	if e := c.m[h]; e != nil && e.isKey(key) {
+		return e
+	}
+	return nil
 }
 
 // cacheEpochs are the counters that invalidate entries.
@@ -167,6 +234,12 @@ type cacheEpochs struct {
 func (s *Store) invalidate(key []byte) {
 	s.epochs.stripe[s.stripe(key)].Add(1)
 }
+
+// ForgetCached drops what the Store caches for key (its decoded value,
+// and the mark of Deferred.PFAddMarked), for a caller that changed state
+// of its own that a mark stands for without writing key. REQUIRES: no
+// Deferred has key pending (the caller's lock on key).
+func (s *Store) ForgetCached(key []byte) { s.invalidate(key) }
 
 // invalidateAll makes every entry stale.
 func (s *Store) invalidateAll() { s.epochs.global.Add(1) }
@@ -184,14 +257,19 @@ func (s *Store) cacheTag(stripe int) (uint64, uint64) {
 
 // cachedHLL returns key's current entry. REQUIRES: the stripe's lock.
 func (s *Store) cachedHLL(stripe int, key []byte) *hllCacheEntry {
+	return s.cachedEntry(stripe, s.keyHash(key), key)
+}
+
+// cachedEntry is cachedHLL with key's hash. REQUIRES: the stripe's lock.
+func (s *Store) cachedEntry(stripe int, h uint64, key []byte) *hllCacheEntry {
 	c := &s.hllCache[stripe]
-	e := c.m[string(key)]
+	e := c.get(h, key)
 	if e == nil {
 		return nil
 	}
 	st, gl := s.cacheTag(stripe)
 	if e.stripe != st || e.global != gl || s.epochs.off.Load() {
-		c.drop(key, e)
+		c.drop(e)
 		return nil
 	}
 	return e
@@ -200,7 +278,7 @@ func (s *Store) cachedHLL(stripe int, key []byte) *hllCacheEntry {
 // putHLL caches regs for key with the tag taken before they were read.
 // REQUIRES: the stripe's lock.
 func (s *Store) putHLL(stripe int, key []byte, regs *hllRegs, st, gl uint64) {
-	s.putEntry(stripe, key, &hllCacheEntry{regs: regs, stripe: st, global: gl})
+	s.putEntry(stripe, key, newHLLEntry(regs, st, gl))
 }
 
 // putBloom caches a Bloom filter for key, like putHLL.
@@ -217,13 +295,17 @@ func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 	}
 	c := &s.hllCache[stripe]
 	if c.m == nil {
-		c.m = make(map[string]*hllCacheEntry)
+		c.m = make(map[uint64]*hllCacheEntry)
 	}
-	if old := c.m[string(key)]; old != nil {
-		c.drop(key, old)
+	if e.klen == 0 || !e.isKey(key) {
+		e.setKey(s.keyHash(key), key)
+	}
+	if old := c.m[e.h]; old != nil {
+		c.drop(old) // key's entry, or another key's of the same hash
 	}
 	e.bytes = len(key) + e.size() + hllCacheEntryBytes
-	c.m[string(key)] = e
+	c.m[e.h] = e
+	e.cached = true
 	c.bytes += e.bytes
 	c.evict(e)
 }
@@ -238,30 +320,39 @@ func (e *hllCacheEntry) size() int {
 // resize accounts for an entry whose registers grew.
 func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
 	n := len(key) + e.size() + hllCacheEntryBytes
+	if n == e.bytes {
+		return
+	}
 	c.bytes += n - e.bytes
 	e.bytes = n
 	c.evict(e)
 }
 
-func (c *hllCacheStripe) drop(key []byte, e *hllCacheEntry) {
-	delete(c.m, string(key))
+func (c *hllCacheStripe) drop(e *hllCacheEntry) {
+	delete(c.m, e.h)
+	e.cached = false
 	c.bytes -= e.bytes
 }
 
 // evict drops entries other than keep until the stripe fits its budget.
 func (c *hllCacheStripe) evict(keep *hllCacheEntry) {
+	if c.bytes <= hllCacheStripeBytes {
+		return // without starting a map iteration (not free)
+	}
 	for k, e := range c.m {
 		if c.bytes <= hllCacheStripeBytes {
 			return
 		}
 		if e != keep {
 			delete(c.m, k)
+			e.cached = false
 			c.bytes -= e.bytes
 		}
 	}
 	if c.bytes > hllCacheStripeBytes { // keep alone is over budget
 		for k, e := range c.m {
 			delete(c.m, k)
+			e.cached = false
 			c.bytes -= e.bytes
 		}
 	}

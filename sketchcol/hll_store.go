@@ -44,7 +44,7 @@ func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 		s.putHLL(stripe, key, regs, st, gl)
 		e = s.cachedHLL(stripe, key)
 		if e == nil { // not cacheable (too large for a stripe, or cache off)
-			e = &hllCacheEntry{regs: regs}
+			e = newHLLEntry(regs, 0, 0)
 		}
 	}
 	op := hllOpOf(elems)
@@ -64,7 +64,8 @@ func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 	for _, p := range op.pairs {
 		e.regs.raise(int(p.index), p.rank)
 	}
-	if c := &s.hllCache[stripe]; c.m[string(key)] == e {
+	if e.cached {
+		c := &s.hllCache[stripe]
 		c.resize(e, key)
 	}
 	return true, nil

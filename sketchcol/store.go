@@ -122,7 +122,17 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 func (s *Store) ColumnFamily() *sieve.ColumnFamily { return s.cf }
 
 // stripe returns key's stripe of the lock array (and of the cache).
-func (s *Store) stripe(key []byte) int { return int(maphash.Bytes(s.seed, key) % lockStripes) }
+func (s *Store) stripe(key []byte) int { return int(s.keyHash(key) % lockStripes) }
+
+// keyHash is the 64-bit hash of key that its stripe is taken from and
+// the cache maps it by.
+func (s *Store) keyHash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+
+// hashKey returns key's stripe and keyHash.
+func (s *Store) hashKey(key []byte) (int, uint64) {
+	h := s.keyHash(key)
+	return int(h % lockStripes), h
+}
 
 // lock locks key's stripe and returns its unlock.
 func (s *Store) lock(key []byte) func() {

@@ -67,6 +67,8 @@ func (r *Reader) Describe(w io.Writer, o DescribeOptions) error {
 			err = d.properties(m.h)
 		case "sieve.filter.top":
 			err = d.block("filter top-level", m.h, true, d.handle)
+		case rangeDelBlockName:
+			err = d.rangeDels(m.h)
 		default:
 			if strings.HasPrefix(m.name, "filter partition") {
 				_, err = d.header(m.name, m.h, "")
@@ -162,6 +164,19 @@ func (d *describer) filter(h blockHandle) error {
 	_, err := d.header("filter", h, fmt.Sprintf(", policy %q, %d keys, %.2f bits/key, state %s",
 		d.r.props.FilterPolicy, d.r.props.FilterKeys, d.r.props.FilterBitsPerKey, d.r.filterState))
 	return err
+}
+
+func (d *describer) rangeDels(h blockHandle) error {
+	l := d.r.rangeDels
+	if _, err := d.header("range deletions", h, fmt.Sprintf(", %d fragments, %d tombstones", len(l.Frags), l.Len())); err != nil {
+		return err
+	}
+	if d.o.Entries {
+		for _, f := range l.Frags {
+			fmt.Fprintf(d.w, "%10s  [%q, %q) seqs %v\n", "", f.Start, f.End, f.Seqs)
+		}
+	}
+	return nil
 }
 
 func (d *describer) properties(h blockHandle) error {

@@ -166,21 +166,11 @@ func (r *Reader) getInBlock(it *blockIter, e, prev *indexEntry, ukey []byte, tra
 	}
 	defer v.Release()
 	it.init(blk, true, r.dataCtx(e))
-	for ok := it.seekGE(ukey, trailer); ok; ok = it.next() {
-		k := it.ikey()
-		if !bytes.Equal(k.UserKey, ukey) {
-			return false, nil
-		}
-		if !fn(k, it.val) {
-			return false, nil
-		}
-	}
-	if it.err != nil {
-		return false, it.err
-	}
-	// The block ran out while still at or before ukey; the next block can
-	// hold more of ukey only if this separator's user key is ukey.
-	return bytes.Equal(e.sepUser, ukey), nil
+	// When the block runs out while still at or before ukey, the next
+	// block can hold more of ukey only if this separator's user key is
+	// ukey.
+	more, err = visitInBlock(it, ukey, trailer, false, fn)
+	return more && bytes.Equal(e.sepUser, ukey), err
 }
 
 // putGetIter returns a Get iterator to the pool without the block it points

@@ -112,6 +112,8 @@ func seedFilterOptions() map[string]WriterOptions {
 		"bloom":    {BlockSize: 256, FilterPolicy: filter.Bloom(10)},
 		"standard": {BlockSize: 256, FilterPolicy: filter.StandardBloom(10)},
 		"cuckoo":   {BlockSize: 256, FilterPolicy: filter.Cuckoo(12)},
+		"prefix":   {BlockSize: 256, FilterPolicy: filter.Bloom(10), Prefix: func([]byte) int { return 1 }, PrefixName: "first1"},
+		"external": {BlockSize: 256, FilterPolicy: filter.Bloom(10), ExternalID: []byte("0123456789abcdef")},
 	}
 }
 

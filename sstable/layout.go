@@ -3,7 +3,7 @@ package sstable
 import "sort"
 
 // BlockLocation locates one block of a table: its kind ("data", "index",
-// "filter", "properties", "metaindex", "footer"), its offset and its stored
+// "filter", "rangedel", "properties", "metaindex", "footer"), its offset and its stored
 // length including the trailer. (A filter block's parameters are
 // filter.BlockInfo.)
 type BlockLocation struct {
@@ -41,6 +41,8 @@ func (r *Reader) Layout() []BlockLocation {
 			add("filter top-level", h)
 		case "sieve.properties":
 			add("properties", h)
+		case rangeDelBlockName:
+			add("rangedel", h)
 		default:
 			add(name, h)
 		}

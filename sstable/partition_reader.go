@@ -569,6 +569,9 @@ func (r *Reader) readTopFilter(h blockHandle) error {
 			}
 			return err
 		}
+		if p == 0 {
+			r.prefixHashes = fo.hr != nil
+		}
 		if r.charged {
 			r.cacheFilterPartition(p, data, fo).Release()
 		} else {
@@ -618,24 +621,45 @@ func (r *Reader) cacheFilterPartition(p int, data []byte, fo *filterObj) *cache.
 	return v
 }
 
-// probePartitioned probes a partitioned filter: the one partition whose
-// key range can hold ukey (none past the last separator: the key is
-// above every key of the table). A charged partition that cannot be read
-// or decoded fails open (counted); a corrupt one is ErrCorruption.
+// probePartitioned probes a partitioned filter for ukey (whose hash is
+// h): the one partition whose key range can hold it (none past the last
+// separator: the key is above every key of the table).
 func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool, error) {
 	p := r.filterSearch.search(r.filterTop, ukey, seekTrailer)
 	if p == len(r.filterTop) {
 		return false, nil
 	}
+	return r.probePartition(p, stats, func(fo *filterObj) bool { return fo.may(ukey, h) })
+}
+
+// probePrefixPartitioned probes a partitioned filter for a prefix (whose
+// filter.HashPrefix is h). A prefix is in the partition of the first key
+// that has it: the partition where a seek to the prefix lands, or, when
+// that one ends before the first such key, the next one.
+func (r *Reader) probePrefixPartitioned(prefix []byte, h uint64, stats *ReadStats) (bool, error) {
+	p := r.filterSearch.search(r.filterTop, prefix, seekTrailer)
+	for end := min(p+2, len(r.filterTop)); p < end; p++ {
+		may, err := r.probePartition(p, stats, func(fo *filterObj) bool { return fo.mayHash(h) })
+		if may || err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// probePartition runs probe on filter partition p. A charged partition
+// that cannot be read or decoded fails open (counted); a corrupt one is
+// ErrCorruption.
+func (r *Reader) probePartition(p int, stats *ReadStats, probe func(*filterObj) bool) (bool, error) {
 	if !r.charged {
-		return r.filterParts[p].may(ukey, h), nil
+		return probe(r.filterParts[p]), nil
 	}
 	if stats != nil {
 		stats.FilterPartitions++
 	}
 	if v := r.filterHot[p].Load(); v != nil && v.TryAcquireCached() {
 		stats.addFilter(true)
-		may := v.Object().(*filterObj).may(ukey, h)
+		may := probe(v.Object().(*filterObj))
 		v.Release()
 		return may, nil
 	}
@@ -644,7 +668,7 @@ func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool
 		if fo, ok := v.Object().(*filterObj); ok {
 			stats.addFilter(true)
 			v.Remember(&r.filterHot[p])
-			may := fo.may(ukey, h)
+			may := probe(fo)
 			v.Release()
 			return may, nil
 		}
@@ -666,5 +690,5 @@ func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool
 		return true, nil
 	}
 	r.cacheFilterPartition(p, data, fo).Release()
-	return fo.may(ukey, h), nil
+	return probe(fo), nil
 }

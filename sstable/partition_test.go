@@ -37,7 +37,11 @@ func TestPartitionedRoundTrip(t *testing.T) {
 						o.PartitionSize = 4096
 					}
 					data, meta := buildTable(t, kvs, o)
-					require.Equal(t, TableFormatV2, meta.Props.FormatVersion)
+					if meta.Props.IndexPartitions+meta.Props.FilterPartitions > 0 {
+						require.Equal(t, TableFormatV3, meta.Props.FormatVersion)
+					} else {
+						require.Equal(t, TableFormatV1, meta.Props.FormatVersion, "a table that was not cut stays v1")
+					}
 					c := cache.New(16 << 10)
 					r := openTable(t, data, ReaderOptions{FileNum: 7, Cache: c, CacheIndexAndFilter: charged, Policies: testPolicies()})
 					defer r.Close()
@@ -254,6 +258,45 @@ func TestTopSearchMatchesBinarySearch(t *testing.T) {
 			}
 			tr := uint64(rng.IntN(4))
 			require.Equal(t, searchTop(top, k, tr), s.search(top, k, tr), "probe %q trailer %d in %q", k, tr, ks)
+		}
+	}
+}
+
+// TestPartitionedPrefixFilter: with partitions cut every few keys (so
+// most prefixes straddle a cut, and shortened separators fall between
+// prefixes), every present prefix passes, resident and charged, and
+// absent prefixes are mostly ruled out.
+func TestPartitionedPrefixFilter(t *testing.T) {
+	var kvs []kv
+	for p := 0; p < 300; p++ {
+		for j := 0; j < 1+p%7; j++ {
+			kvs = append(kvs, kv{key: ikey(fmt.Sprintf("p%03d/%d", 2*p, j), 1, base.KindSet), value: []byte("v")})
+		}
+	}
+	sortKVs(kvs)
+	for _, pol := range []filter.Policy{filter.Bloom(10), filter.Ribbon(10)} {
+		data, meta := buildTable(t, kvs, WriterOptions{FilterPolicy: pol, Prefix: first4, PrefixName: "first4", PartitionSize: 64, BlockSize: 128})
+		require.Greater(t, meta.Props.FilterPartitions, uint64(20))
+		require.EqualValues(t, 300, meta.Props.FilterPrefixes)
+		for _, charged := range []bool{false, true} {
+			r := openTable(t, data, ReaderOptions{Cache: cache.New(8 << 10), CacheIndexAndFilter: charged, Policies: []filter.Policy{pol}})
+			require.True(t, r.PrefixUsable("first4"))
+			falsePos := 0
+			for p := 0; p < 600; p++ {
+				pre := []byte(fmt.Sprintf("p%03d", p))
+				ok, err := r.ProbePrefix(pre, filter.HashPrefix(pre), nil)
+				require.NoError(t, err)
+				if p%2 == 0 {
+					require.True(t, ok, "%s: present prefix %s ruled out (charged=%v)", pol.Name(), pre, charged)
+				} else if ok {
+					falsePos++
+				}
+			}
+			// The point is no false negative; partitions of a few keys
+			// (64 B) give Ribbon a high rate, and an absent prefix may
+			// probe two partitions.
+			require.Less(t, falsePos, 200, "%s: absent prefixes mostly pass", pol.Name())
+			r.Close()
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 )
 
 // This file is the writer's side of partitioned index and filter blocks
-// (TableFormatV2, FORMAT.md "Partitioned index and filter"): with
+// (TableFormatV3, FORMAT.md "Partitioned index and filter"): with
 // WriterOptions.PartitionSize set, the index and the filter are cut into
 // partitions of about that size at data-block boundaries, and a small
 // top-level block maps each partition's last separator to its handle. A
@@ -65,7 +65,8 @@ func (w *Writer) cutFilter(sep []byte) {
 	if len(data) == 0 {
 		// A policy that builds nothing (filter.None): no filter at all.
 		w.filter, p.filterParts = nil, nil
-		w.props.FilterPolicy, w.props.FilterKeys = "", 0
+		w.props.FilterPolicy, w.props.FilterKeys, w.props.FilterPrefixes = "", 0, 0
+		w.prefix.rebind(nil)
 		return
 	}
 	if len(p.filterParts) == 0 && p.filterKeys > 0 {
@@ -74,6 +75,9 @@ func (w *Writer) cutFilter(sep []byte) {
 	p.filterParts = append(p.filterParts, finishedPart{data: data, sep: append([]byte(nil), sep...)})
 	p.filterKeys = 0
 	w.filter = w.opts.FilterPolicy.NewBuilder()
+	// The prefixes of later keys go to the new partition (a prefix whose
+	// keys straddle the cut is in the partition of its first key).
+	w.prefix.rebind(w.filter)
 }
 
 func (w *Writer) cutIndex(sep []byte) {

@@ -35,14 +35,22 @@ type Properties struct {
 	IndexSize     uint64 // index block contents as stored
 	FilterSize    uint64 // filter block contents; 0 without a filter
 	// FilterPartitions and IndexPartitions count the partitions of a
-	// partitioned filter or index (TableFormatV2); 0 when written whole.
+	// partitioned filter or index (TableFormatV3); 0 when written whole.
 	// FilterSize is then the partitions' total, IndexSize that of the
 	// partitions and the top-level index as stored.
 	FilterPartitions, IndexPartitions uint64
 
 	FilterPolicy     string  // Policy.Name(); "" without a filter
 	FilterKeys       uint64  // distinct user keys added to the filter
-	FilterBitsPerKey float64 // 8*FilterSize/FilterKeys
+	FilterBitsPerKey float64 // 8*FilterSize/(FilterKeys+FilterPrefixes)
+	// FilterPrefixes counts the key prefixes added to the filter beside
+	// the keys; PrefixExtractor names the function that cut them ("":
+	// the filter holds no prefixes and never rules a prefix out).
+	FilterPrefixes  uint64
+	PrefixExtractor string
+	// ExternalID is the unique ID of an external table (written for
+	// ingestion); "" for a database's own tables.
+	ExternalID string
 
 	// Writer options the table was built with.
 	BlockSize            uint64
@@ -68,8 +76,9 @@ type propField struct {
 	f64  func(*Properties) *float64
 	str  func(*Properties) *string
 	ikey func(*Properties) *base.InternalKey
-	// omitZero leaves the property out when it is zero (those added after
-	// V1, so that tables without the feature keep V1's bytes).
+	// omitZero leaves the property out of the block (and of String)
+	// when it is zero or empty: properties added later, so that a table
+	// without them is byte-for-byte what earlier builds wrote.
 	omitZero bool
 }
 
@@ -85,8 +94,10 @@ var propFields = func() []propField {
 		u("sieve.data.blocks", func(p *Properties) *uint64 { return &p.NumDataBlocks }),
 		u("sieve.data.size", func(p *Properties) *uint64 { return &p.DataSize }),
 		u("sieve.data.size.raw", func(p *Properties) *uint64 { return &p.RawDataSize }),
+		{name: "sieve.external.id", kind: propString, str: func(p *Properties) *string { return &p.ExternalID }, omitZero: true},
 		{name: "sieve.filter.bits.per.key", kind: propF64, f64: func(p *Properties) *float64 { return &p.FilterBitsPerKey }},
 		u("sieve.filter.keys", func(p *Properties) *uint64 { return &p.FilterKeys }),
+		{name: "sieve.filter.prefixes", kind: propUvarint, u64: func(p *Properties) *uint64 { return &p.FilterPrefixes }, omitZero: true},
 		{name: "sieve.filter.policy", kind: propString, str: func(p *Properties) *string { return &p.FilterPolicy }},
 		omit(u("sieve.filter.partitions", func(p *Properties) *uint64 { return &p.FilterPartitions })),
 		u("sieve.filter.size", func(p *Properties) *uint64 { return &p.FilterSize }),
@@ -99,6 +110,7 @@ var propFields = func() []propField {
 		u("sieve.num.entries", func(p *Properties) *uint64 { return &p.NumEntries }),
 		u("sieve.num.merges", func(p *Properties) *uint64 { return &p.NumMerges }),
 		u("sieve.num.sets", func(p *Properties) *uint64 { return &p.NumSets }),
+		{name: "sieve.prefix.extractor", kind: propString, str: func(p *Properties) *string { return &p.PrefixExtractor }, omitZero: true},
 		u("sieve.raw.key.size", func(p *Properties) *uint64 { return &p.RawKeySize }),
 		u("sieve.raw.value.size", func(p *Properties) *uint64 { return &p.RawValueSize }),
 		u("sieve.seqnum.largest", func(p *Properties) *uint64 { return &p.LargestSeq }),
@@ -119,6 +131,9 @@ func findPropField(name []byte) *propField {
 // encodeValue appends the stored value of f for p; ok is false when the
 // property is omitted (the key range of an empty table).
 func (f *propField) encodeValue(dst []byte, p *Properties) ([]byte, bool) {
+	if f.omitZero && f.isZero(p) {
+		return dst, false
+	}
 	switch {
 	case f.name == "sieve.format.version":
 		return binary.AppendUvarint(dst, uint64(p.FormatVersion)), true
@@ -137,6 +152,18 @@ func (f *propField) encodeValue(dst []byte, p *Properties) ([]byte, bool) {
 		}
 		return k.AppendEncoded(dst), true
 	}
+}
+
+// isZero reports whether f's value in p is zero or empty (only uvarint
+// and string properties are ever omitZero).
+func (f *propField) isZero(p *Properties) bool {
+	switch f.kind {
+	case propUvarint:
+		return f.u64 != nil && *f.u64(p) == 0
+	case propString:
+		return *f.str(p) == ""
+	}
+	return false
 }
 
 func (f *propField) decodeValue(v []byte, p *Properties) error {
@@ -241,7 +268,7 @@ func (p *Properties) String() string {
 func (p *Properties) describe(w io.Writer, indent string) {
 	for i := range propFields {
 		f := &propFields[i]
-		if f.omitZero && *f.u64(p) == 0 {
+		if f.omitZero && f.isZero(p) {
 			continue
 		}
 		fmt.Fprintf(w, "%s%s: ", indent, f.name)

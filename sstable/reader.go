@@ -12,6 +12,7 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
 	"github.com/sievedb/sieve/internal/prefetch"
+	"github.com/sievedb/sieve/internal/rangedel"
 )
 
 // ReadableFile is what a Reader reads from; vfs.File satisfies it. ReadAt
@@ -92,7 +93,7 @@ type Reader struct {
 	filterErr      error
 	filterSize     int // length of the filter block (partitions: their total)
 
-	// A partitioned index or filter (TableFormatV2): the top-level
+	// A partitioned index or filter (TableFormatV3): the top-level
 	// entries, resident, and the blocks they alias. indexTop is nil when
 	// the index is whole or was flattened into index (not charged);
 	// filterParts are the resident partitions (not charged). indexBytes
@@ -110,6 +111,13 @@ type Reader struct {
 	// indexSearch and filterSearch speed up the searches of indexTop and
 	// filterTop.
 	indexSearch, filterSearch topSearch
+	// prefixHashes: the filter's reader takes hashes, so prefix entries
+	// can be probed (ProbePrefix).
+	prefixHashes bool
+
+	// rangeDels are the table's range tombstones (V2), resident; nil
+	// without any.
+	rangeDels *rangedel.List
 
 	// charged: the index and filter blocks go through the cache
 	// (ReaderOptions.CacheIndexAndFilter). pinned holds them when Pin has
@@ -143,7 +151,7 @@ var errReaderClosed = errors.New("sstable: reader closed")
 func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, size: size, opts: o, charged: o.CacheIndexAndFilter && o.Cache != nil}
 	r.tryMap()
-	for _, step := range []func() error{r.readFooter, r.readMetaindex, r.readProperties, r.readIndex, r.readFilter} {
+	for _, step := range []func() error{r.readFooter, r.readMetaindex, r.readProperties, r.readIndex, r.readFilter, r.readRangeDels} {
 		if err := step(); err != nil {
 			r.releaseMap()
 			return nil, err
@@ -335,8 +343,50 @@ func (r *Reader) readMetaindex() error {
 		}
 		r.dataEnd = fh.offset
 	}
+	if rh, ok := r.metaHandles[rangeDelBlockName]; ok {
+		if r.footer.format < TableFormatV2 {
+			return ctx.corruptf("range-deletion block in a table of format %s", r.footer.format)
+		}
+		if re, _ := rh.end(); re > ph.offset {
+			return ctx.corruptf("range-deletion block %s overlaps the properties block %s", rh, ph)
+		}
+		if fh, ok := r.metaHandles["sieve.filter"]; ok {
+			if fe, _ := fh.end(); rh.offset < fe {
+				return ctx.corruptf("range-deletion block %s overlaps the filter block %s", rh, fh)
+			}
+		}
+		r.dataEnd = min(r.dataEnd, rh.offset)
+	}
 	return nil
 }
+
+// rangeDelBlockName names the range-deletion block in the metaindex.
+const rangeDelBlockName = "sieve.rangedel"
+
+// readRangeDels reads and decodes the range-deletion block, if any.
+func (r *Reader) readRangeDels() error {
+	h, ok := r.metaHandles[rangeDelBlockName]
+	if !ok {
+		return nil
+	}
+	data, ctx, err := r.readBlockCtx(h, "range-deletion")
+	if err != nil {
+		return err
+	}
+	l, err := rangedel.Decode(data)
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	if l.Empty() {
+		return ctx.corruptf("no fragments")
+	}
+	r.rangeDels = l
+	return nil
+}
+
+// RangeDels returns the table's range tombstones (nil when it has none).
+// The list is immutable and stays valid after Close.
+func (r *Reader) RangeDels() *rangedel.List { return r.rangeDels }
 
 func (r *Reader) readProperties() error {
 	data, ctx, err := r.readBlockCtx(r.metaHandles["sieve.properties"], "properties")
@@ -359,7 +409,7 @@ func (r *Reader) readProperties() error {
 		return ctx.corruptf("%d filter partitions but top-level filter index present=%v", p.FilterPartitions, hasTop)
 	}
 	if p.FilterPartitions > 0 || p.IndexPartitions > 0 {
-		if p.FormatVersion < TableFormatV2 {
+		if p.FormatVersion < TableFormatV3 {
 			return ctx.corruptf("partitions in a table of format %s", p.FormatVersion)
 		}
 		// Partitions lie between the data and the properties, so the
@@ -460,6 +510,9 @@ func (r *Reader) readFilter() error {
 	}
 	r.filterSize = len(data)
 	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
+	if err == nil && fr != nil {
+		_, r.prefixHashes = fr.(filter.HashReader)
+	}
 	switch {
 	case err == nil && fr != nil && r.charged:
 		r.filterState = FilterLoaded

@@ -11,6 +11,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/rangedel"
 )
 
 // DefaultBlockSize is the data-block size a zero BlockSize means, both
@@ -31,9 +32,10 @@ type WriterOptions struct {
 	// FilterPolicy builds the table's filter over its user keys; nil
 	// writes no filter block.
 	FilterPolicy filter.Policy
-	// TableFormat to write; zero means the oldest format that holds what
-	// the other options ask for: TableFormatV1, or TableFormatV2 with
-	// PartitionSize.
+	// TableFormat to write; zero means the oldest format that holds the
+	// table: TableFormatV1, TableFormatV2 for one with range tombstones,
+	// TableFormatV3 for one whose index or filter was partitioned. A
+	// table cannot be written in a format older than what it holds.
 	TableFormat TableFormat
 	// PartitionSize, when positive, partitions the index and the filter
 	// of a table whose index or filter outgrows it: each is cut, at data
@@ -41,9 +43,22 @@ type WriterOptions struct {
 	// under a small top-level index, so that a reader going through the
 	// block cache loads one partition per lookup instead of the whole
 	// block (RocksDB's partitioned index and filters; its
-	// metadata_block_size is 4096). Requires TableFormatV2. Zero writes
-	// them whole.
+	// metadata_block_size is 4096). A partitioned table is
+	// TableFormatV3. Zero writes them whole.
 	PartitionSize int
+	// Prefix, when set with PrefixName and a FilterPolicy whose builder
+	// takes hashes (filter.HashBuilder), adds each key's prefix
+	// ukey[:Prefix(ukey)] (clamped to the key) to the filter beside the
+	// whole key, as filter.HashPrefix, and records PrefixName in the
+	// properties (FORMAT.md, item 2).
+	Prefix func(ukey []byte) int
+	// PrefixName names Prefix; a table is ruled out for a prefix only by
+	// a reader using the same name.
+	PrefixName string
+	// ExternalID, when set, marks the table as an external table (made
+	// outside a database, for ingestion) with this unique ID, recorded as
+	// sieve.external.id.
+	ExternalID []byte
 }
 
 func (o WriterOptions) withDefaults() (WriterOptions, error) {
@@ -56,17 +71,11 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	if o.Compression == DefaultCompression {
 		o.Compression = SnappyCompression
 	}
-	if o.TableFormat == 0 {
-		o.TableFormat = TableFormatV1
-		if o.PartitionSize > 0 {
-			o.TableFormat = TableFormatV2
-		}
-	}
-	if o.PartitionSize < 0 || (o.PartitionSize > 0 && o.TableFormat < TableFormatV2) {
-		return o, fmt.Errorf("sstable: partition size %d needs table format v2 or later (have %s)", o.PartitionSize, o.TableFormat)
-	}
 	if o.Compression > SnappyCompression {
 		return o, fmt.Errorf("sstable: unknown compression %d", uint8(o.Compression))
+	}
+	if o.PartitionSize < 0 || (o.PartitionSize > 0 && o.TableFormat != 0 && o.TableFormat < TableFormatV3) {
+		return o, fmt.Errorf("sstable: partition size %d needs table format v3 or later (have %s)", o.PartitionSize, o.TableFormat)
 	}
 	if o.TableFormat > TableFormatLatest {
 		return o, fmt.Errorf("sstable: unknown table format %d", uint32(o.TableFormat))
@@ -99,8 +108,10 @@ type Writer struct {
 	index  blockWriter
 	filter filter.Builder
 	props  Properties
+	prefix prefixAdder
 	parts  partitioner
 
+	rangeDels    []rangedel.Fragment
 	lastKey      []byte // encoded last key added
 	pendingIndex bool   // a data block was flushed; its index entry waits for the next key
 	pendingH     blockHandle
@@ -126,8 +137,9 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 	if opts.FilterPolicy != nil {
 		wr.filter = opts.FilterPolicy.NewBuilder()
 		wr.props.FilterPolicy = opts.FilterPolicy.Name()
+		wr.prefix.init(wr.filter, opts)
 	}
-	wr.props.FormatVersion = opts.TableFormat
+	wr.props.ExternalID = string(opts.ExternalID)
 	wr.props.BlockSize = uint64(opts.BlockSize)
 	wr.props.BlockRestartInterval = uint64(opts.BlockRestartInterval)
 	wr.props.Compression = opts.Compression.String()
@@ -159,6 +171,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.filter != nil && (w.props.NumEntries == 0 || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
 		w.filter.Add(key.UserKey)
 		w.props.FilterKeys++
+		w.prefix.add(key.UserKey, &w.props)
 		w.parts.filterKeys++
 	}
 	w.data.add(w.keyBuf, value)
@@ -251,6 +264,9 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		w.props.LargestKey, _ = base.DecodeInternalKey(w.lastKey)
 		w.props.LargestKey = w.props.LargestKey.Clone()
 	}
+	if err := w.setFormat(); err != nil {
+		return nil, err
+	}
 
 	var meta blockWriter
 	meta.restartInterval = 1
@@ -258,17 +274,23 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		// A policy that builds nothing (filter.None) gets no filter block,
 		// and the table records no policy.
 		if h, top, ok := w.finishFilter(); ok {
-			if w.props.FilterKeys > 0 {
-				w.props.FilterBitsPerKey = float64(8*w.props.FilterSize) / float64(w.props.FilterKeys)
+			if n := w.props.FilterKeys + w.props.FilterPrefixes; n > 0 {
+				w.props.FilterBitsPerKey = float64(8*w.props.FilterSize) / float64(n)
 			}
+			w.props.PrefixExtractor = w.prefix.name()
 			name := "sieve.filter"
 			if top {
 				name = "sieve.filter.top"
 			}
 			meta.add([]byte(name), appendHandle(nil, h))
 		} else {
-			w.props.FilterPolicy, w.props.FilterKeys = "", 0
+			w.props.FilterPolicy, w.props.FilterKeys, w.props.FilterPrefixes = "", 0, 0
 		}
+	}
+
+	var rh blockHandle
+	if len(w.rangeDels) > 0 {
+		rh = w.writeBlock(rangedel.Encode(nil, w.rangeDels))
 	}
 
 	// The properties record the index size, so write the index
@@ -277,9 +299,12 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 
 	ph := w.writeBlock(encodeProperties(&w.props))
 	meta.add([]byte("sieve.properties"), appendHandle(nil, ph))
+	if len(w.rangeDels) > 0 {
+		meta.add([]byte(rangeDelBlockName), appendHandle(nil, rh))
+	}
 	mh := w.writeBlock(meta.finish())
 	ih := w.writeStored(indexStored, indexType)
-	w.write(footer{metaindex: mh, index: ih, format: w.opts.TableFormat}.encode())
+	w.write(footer{metaindex: mh, index: ih, format: w.props.FormatVersion}.encode())
 	if w.err == nil {
 		if err := w.w.Flush(); err != nil {
 			w.err = fmt.Errorf("sstable: write: %w", err)
@@ -288,12 +313,95 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	return &WriterMetadata{
+	md := &WriterMetadata{
 		Size:        w.offset,
 		Smallest:    w.props.SmallestKey,
 		Largest:     w.props.LargestKey,
 		SmallestSeq: w.props.SmallestSeq,
 		LargestSeq:  w.props.LargestSeq,
 		Props:       w.props,
-	}, nil
+	}
+	md.Smallest, md.Largest, md.SmallestSeq, md.LargestSeq = TableBounds(&w.props, &rangedel.List{Frags: w.rangeDels})
+	return md, nil
+}
+
+// setFormat settles the table's format version (see
+// WriterOptions.TableFormat).
+func (w *Writer) setFormat() error {
+	need := TableFormatV1
+	if len(w.rangeDels) > 0 {
+		need = TableFormatV2
+	}
+	// Every cut is made by now (the last index entry is in); Finish
+	// writes the rest of a cut index or filter as its last partition.
+	if len(w.parts.filterParts) > 0 || len(w.parts.indexParts) > 0 {
+		need = TableFormatV3
+	}
+	f := w.opts.TableFormat
+	switch {
+	case f == 0:
+		f = need
+	case f < need:
+		w.err = fmt.Errorf("sstable: this table (range tombstones or partitions) needs table format %s or later, not %s", need, f)
+		return w.err
+	}
+	w.props.FormatVersion = f
+	return nil
+}
+
+// SetRangeDels sets the table's range tombstones: fragments in order and
+// disjoint, as a rangedel.List holds them (the Writer keeps frags; the
+// caller must not modify them). Call it before Finish. The table's key
+// range (WriterMetadata) covers them.
+func (w *Writer) SetRangeDels(frags []rangedel.Fragment) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.finished {
+		return ErrWriterFinished
+	}
+	// The decoder's checks are the specification: refuse what it would.
+	if _, err := rangedel.Decode(rangedel.Encode(nil, frags)); err != nil {
+		return fmt.Errorf("sstable: SetRangeDels: %w", err)
+	}
+	w.rangeDels = frags
+	return nil
+}
+
+// TableBounds returns the key range and sequence-number range of a table
+// with point-entry properties p and range tombstones l: the union of the
+// points' range and the tombstones'. A tombstone's start gives the
+// smallest internal key of that user key; its exclusive end e gives, as
+// the largest key, the largest internal key of u when e is u+"\x00" (then
+// exactly u and below are covered), and otherwise the smallest internal
+// key of e, which includes e in user-key comparisons although no key e is
+// deleted: a conservative bound. Table boundaries within one compaction's
+// output are cut at u+"\x00" so that neighbouring tables never share a
+// user key.
+func TableBounds(p *Properties, l *rangedel.List) (smallest, largest base.InternalKey, smallestSeq, largestSeq uint64) {
+	smallest, largest, smallestSeq, largestSeq = p.SmallestKey, p.LargestKey, p.SmallestSeq, p.LargestSeq
+	if l.Empty() {
+		return
+	}
+	fr := l.Frags
+	ts := base.InternalKey{UserKey: fr[0].Start, Trailer: separatorTrailer}
+	e := fr[len(fr)-1].End
+	te := base.InternalKey{UserKey: e, Trailer: separatorTrailer}
+	if n := len(e); n > 0 && e[n-1] == 0 {
+		te = base.InternalKey{UserKey: e[:n-1], Trailer: base.MakeTrailer(0, base.KindDelete)}
+	}
+	lo, hi := base.SeqNumMax, uint64(0)
+	for _, f := range fr {
+		lo, hi = min(lo, f.Seqs[len(f.Seqs)-1]), max(hi, f.Seqs[0])
+	}
+	if p.NumEntries == 0 {
+		return ts.Clone(), te.Clone(), lo, hi
+	}
+	if base.CompareInternal(ts, smallest) < 0 {
+		smallest = ts.Clone()
+	}
+	if base.CompareInternal(te, largest) > 0 {
+		largest = te.Clone()
+	}
+	return smallest, largest, min(lo, smallestSeq), max(hi, largestSeq)
 }

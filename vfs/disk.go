@@ -58,6 +58,10 @@ func (diskFS) Remove(name string) error { return os.Remove(name) }
 
 func (diskFS) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
 
+// Link implements Linker with link(2): the caller syncs newname's
+// directory.
+func (diskFS) Link(oldname, newname string) error { return os.Link(oldname, newname) }
+
 func (diskFS) MkdirAll(dir string, perm os.FileMode) error { return os.MkdirAll(dir, perm) }
 
 func (diskFS) List(dir string) ([]string, error) {

@@ -265,6 +265,29 @@ func (fs *MemFS) remove(name string) error {
 	return nil
 }
 
+// Link implements Linker: newname becomes a second name of oldname's file
+// (a hard link: one content, written through either name), durable once
+// newname's directory is synced. Like link(2) it fails when newname exists
+// or oldname is a directory.
+func (fs *MemFS) Link(oldname, newname string) error {
+	return fs.mutate(OpLink, newname, func() error {
+		fail := func(errno error) error { return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: errno} }
+		src, err := fs.lookupFile("link", oldname)
+		if err != nil {
+			return fail(err.(*os.PathError).Err)
+		}
+		d, base, err := fs.parent("link", newname)
+		switch {
+		case err != nil:
+			return fail(err.(*os.PathError).Err)
+		case base == "" || d.children[base] != nil:
+			return fail(syscall.EEXIST)
+		}
+		fs.setEntry(d, base, src)
+		return nil
+	})
+}
+
 // Rename implements FS. Like os.Rename on Linux, it replaces an existing
 // file, fails with EEXIST when newname is a directory, and moves a directory
 // to a name that does not exist yet (not into its own subtree).

@@ -27,6 +27,7 @@ const (
 	OpStat               // FS.Stat, File.Size
 	OpLock               // FS.Lock
 	OpSyncDir            // FS.SyncDir
+	OpLink               // Linker.Link (see Link)
 	numOps
 )
 
@@ -34,7 +35,7 @@ var opNames = [numOps]string{
 	OpCreate: "create", OpOpen: "open", OpRead: "read", OpWrite: "write",
 	OpSync: "sync", OpTruncate: "truncate", OpClose: "close",
 	OpRemove: "remove", OpRename: "rename", OpMkdir: "mkdir", OpList: "list",
-	OpStat: "stat", OpLock: "lock", OpSyncDir: "syncdir",
+	OpStat: "stat", OpLock: "lock", OpSyncDir: "syncdir", OpLink: "link",
 }
 
 func (o Op) String() string {
@@ -53,7 +54,7 @@ const (
 	AllOps OpSet = 1<<numOps - 1
 	// MutatingOps holds the operations that change files or directories.
 	MutatingOps OpSet = 1<<OpCreate | 1<<OpWrite | 1<<OpSync | 1<<OpTruncate |
-		1<<OpRemove | 1<<OpRename | 1<<OpMkdir | 1<<OpLock | 1<<OpSyncDir
+		1<<OpRemove | 1<<OpRename | 1<<OpMkdir | 1<<OpLock | 1<<OpSyncDir | 1<<OpLink
 	// ReadOps holds the operations that only look.
 	ReadOps OpSet = 1<<OpOpen | 1<<OpRead | 1<<OpList | 1<<OpStat
 	// SyncOps holds File.Sync and FS.SyncDir.

@@ -72,6 +72,15 @@ func (w *wrapFS) Rename(oldname, newname string) error {
 	return w.inner.Rename(oldname, newname)
 }
 
+// Link implements Linker when the wrapped FS does (else the error wraps
+// ErrLinkUnsupported).
+func (w *wrapFS) Link(oldname, newname string) error {
+	if err := w.ic.before(OpLink, newname); err != nil {
+		return &os.LinkError{Op: "link", Old: oldname, New: newname, Err: err}
+	}
+	return Link(w.inner, oldname, newname)
+}
+
 func (w *wrapFS) MkdirAll(dir string, perm os.FileMode) error {
 	if err := w.ic.before(OpMkdir, dir); err != nil {
 		return pathErr("mkdir", dir, err)

@@ -163,6 +163,9 @@ func cmdPFCount(s *Server, r *reply, args [][]byte) {
 			return
 		}
 		s.ks.forgetMeta(key)
+		// The Store's mark of key stood for the stale bytes just dropped
+		// (cmdPFAddDeferred).
+		s.ks.st.ForgetCached(key)
 	}
 	r.int(n)
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/sievedb/sieve/sketchcol"
 	"github.com/tidwall/redcon"
 )
@@ -27,8 +30,9 @@ type deferState struct {
 	d       *sketchcol.Deferred
 	stripes []int
 	all     bool
-	kinds   map[string]byte // 's' SET, 'p' PFADD: keys written in the batch
-	meta    [][]byte        // keys whose cache bytes changed in the batch
+	keys    []pendKey // the keys written in the batch
+	scratch []byte    // a SET's stored value, being encoded
+	meta    [][]byte  // keys whose cache bytes changed in the batch
 	replies int
 	mark    int // the reply buffer's length before the first pending reply
 }
@@ -47,16 +51,40 @@ func (s *Server) deferrable(name string, args [][]byte) bool {
 	return false
 }
 
-// deferLock takes key's stripe for the batch: at once if free, else after
+// pendKey is a key written in the pending batch, by a SET ('s') or a
+// PFADD ('p').
+type pendKey struct {
+	stripe int
+	kind   byte
+	key    []byte
+}
+
+// deferKey readies key for a deferred command of kind ('s' or 'p'): if the
+// batch wrote key by the other kind it is committed first (a PFADD's
+// registers come from the cache, a SET's value from the batch), then the
+// key's stripe is taken.
+func (s *Server) deferKey(r *reply, key []byte, kind byte) {
+	ds := &r.cl.ds
+	i := s.ks.stripe(key)
+	if slices.Contains(ds.stripes, i) {
+		for _, k := range ds.keys {
+			if k.stripe == i && k.kind != kind && bytes.Equal(k.key, key) {
+				s.commitDeferred(r)
+				break
+			}
+		}
+	}
+	s.deferLock(r, i)
+	ds.keys = append(ds.keys, pendKey{stripe: i, kind: kind, key: key})
+}
+
+// deferLock takes stripe i for the batch: at once if free, else after
 // committing what is pending (so that it waits holding nothing).
-func (s *Server) deferLock(r *reply, key []byte) {
+func (s *Server) deferLock(r *reply, i int) {
 	ds := &r.cl.ds
 	ks := s.ks
-	i := ks.stripe(key)
-	for _, h := range ds.stripes {
-		if h == i {
-			return
-		}
+	if slices.Contains(ds.stripes, i) {
+		return
 	}
 	if !ds.all {
 		if !ks.all.TryRLock() {
@@ -89,7 +117,6 @@ func (s *Server) deferred(r *reply) *sketchcol.Deferred {
 	ds := &r.cl.ds
 	if ds.d == nil {
 		ds.d = s.ks.st.NewDeferred(s.ks.db.NewBatch())
-		ds.kinds = map[string]byte{}
 	}
 	return ds.d
 }
@@ -107,7 +134,6 @@ func (s *Server) commitDeferred(r *reply) {
 			}
 			s.ks.reloadMeta(ds.meta)
 		}
-		clear(ds.kinds)
 	}
 	for _, i := range ds.stripes {
 		s.ks.stripes[i].Unlock()
@@ -115,40 +141,32 @@ func (s *Server) commitDeferred(r *reply) {
 	if ds.all {
 		s.ks.all.RUnlock()
 	}
-	ds.stripes, ds.all, ds.replies, ds.meta = ds.stripes[:0], false, 0, ds.meta[:0]
+	clear(ds.keys) // drop the references to the requests
+	ds.stripes, ds.all, ds.replies, ds.meta, ds.keys = ds.stripes[:0], false, 0, ds.meta[:0], ds.keys[:0]
 }
 
 func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 	key := args[1]
 	ds := &r.cl.ds
 	d := s.deferred(r)
-	if ds.kinds[string(key)] == 'p' {
-		s.commitDeferred(r)
-	}
-	s.deferLock(r, key)
+	s.deferKey(r, key, 's')
 	b := d.Batch()
-	_ = b.PutCF(s.ks.cf, key, encodeString(args[2]))
+	ds.scratch = appendString(ds.scratch[:0], args[2]) // PutCF copies it
+	_ = b.PutCF(s.ks.cf, key, ds.scratch)
 	if s.ks.dropMeta(b, key) {
 		s.ks.forgetMeta(key)
 		ds.meta = append(ds.meta, key)
 	}
 	d.Wrote(key)
-	ds.kinds[string(key)] = 's'
 	s.beginReply(r)
 	r.ok()
 }
 
 func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 	key := args[1]
-	ds := &r.cl.ds
 	d := s.deferred(r)
-	if ds.kinds[string(key)] == 's' {
-		s.commitDeferred(r)
-	}
-	s.deferLock(r, key)
-	c, hasMeta := s.ks.metaOf(key)
-	stale := hasMeta && c[7]&0x80 != 0
-	changed, created, err := d.PFAdd(key, args[2:]...)
+	s.deferKey(r, key, 'p')
+	changed, created, marked, err := d.PFAddMarked(key, args[2:]...)
 	if err != nil {
 		s.commitDeferred(r) // the error reply is not a pending one
 		if !s.hllTypeErr(r, key) {
@@ -156,8 +174,19 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 		}
 		return
 	}
-	ds.kinds[string(key)] = 'p'
-	if changed && !stale {
+	if changed && !marked { // marked: an earlier PFADD made them stale
+		s.markStale(r, key, created)
+	}
+	s.beginReply(r)
+	r.boolInt(changed)
+}
+
+// markStale makes the Redis cache bytes of key, an HLL the pending batch
+// changes, stale (top bit set) if they are not already: the batch writes
+// them, GET shows them. REQUIRES: key's stripe held for the batch.
+func (s *Server) markStale(r *reply, key []byte, created bool) {
+	c, hasMeta := s.ks.metaOf(key)
+	if !hasMeta || c[7]&0x80 == 0 {
 		if !hasMeta && !created {
 			// The cache bytes Redis would show before this PFADD: those of
 			// the stored value (the batch is not applied yet).
@@ -166,10 +195,9 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 			}
 		}
 		c[7] |= 0x80
-		_ = d.Batch().PutCF(s.ks.meta, key, c[:])
+		ds := &r.cl.ds
+		_ = ds.d.Batch().PutCF(s.ks.meta, key, c[:])
 		s.ks.noteMeta(key, c)
 		ds.meta = append(ds.meta, key)
 	}
-	s.beginReply(r)
-	r.boolInt(changed)
 }

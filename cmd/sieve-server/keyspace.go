@@ -38,26 +38,40 @@ import (
 // Atomicity: every command holds the stripe locks of its keys (sorted,
 // so multi-key commands do not deadlock) and a read lock of the whole
 // keyspace (FLUSHALL takes it exclusively); reads of one key take none.
+//
+// The cache bytes of a key live in its stripe (ksStripe.meta, beside the
+// stripe's lock, so the PFADD that holds the lock finds them in the same
+// cache line instead of a map of its own). They are written holding the
+// stripe's lock and its metaMu, and read holding either: a command that
+// holds the key's lock reads them without metaMu, a GET (no key lock)
+// takes metaMu. metaMu is a leaf: held for one access, never while
+// taking another lock.
 type keyspace struct {
+	// First, so that the stripes are aligned to cache lines (a keyspace is
+	// large enough to be allocated page-aligned).
+	stripes [1 << 16]ksStripe // many: a pipelining client holds its keys' stripes until its batch commits
+
 	db   *sieve.DB
 	st   *sketchcol.Store
 	cf   *sieve.ColumnFamily
 	meta *sieve.ColumnFamily
 	wo   *sieve.WriteOptions
 
-	all     sync.RWMutex
-	seed    maphash.Seed
-	stripes [1 << 16]sync.Mutex // many: a pipelining client holds its keys' stripes until its batch commits
-	shards  [4096]metaShard
+	all  sync.RWMutex
+	seed maphash.Seed
 
 	cursorMu   sync.Mutex
 	cursors    map[uint64][]byte
 	cursorNext uint64
 }
 
-type metaShard struct {
-	sync.RWMutex
-	m map[string][8]byte
+// ksStripe is one stripe of the keyspace: the lock of its keys and the
+// cache bytes kept for them.
+type ksStripe struct {
+	sync.Mutex
+	metaMu sync.Mutex
+	meta   metaSet
+	_      [16]byte // two cache lines a stripe
 }
 
 const (
@@ -117,14 +131,11 @@ func openKeyspace(db *sieve.DB, sync bool) (*keyspace, error) {
 	if sync {
 		ks.wo = sieve.Sync
 	}
-	for i := range ks.shards {
-		ks.shards[i].m = map[string][8]byte{}
-	}
 	it := meta.NewIter(nil)
 	for ok := it.First(); ok; ok = it.Next() {
 		var c [8]byte
 		copy(c[:], it.Value())
-		ks.shard(it.Key()).m[string(it.Key())] = c
+		ks.noteMeta(it.Key(), c)
 	}
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", metaCFName, err)
@@ -139,11 +150,14 @@ func (ks *keyspace) quiesce() {
 }
 
 func (ks *keyspace) stripe(key []byte) int {
-	return int(maphash.Bytes(ks.seed, key) % uint64(len(ks.stripes)))
+	i, _ := ks.hash(key)
+	return i
 }
 
-func (ks *keyspace) shard(key []byte) *metaShard {
-	return &ks.shards[maphash.Bytes(ks.seed, key)%uint64(len(ks.shards))]
+// hash returns key's stripe and the tag its cache bytes are found by.
+func (ks *keyspace) hash(key []byte) (int, uint32) {
+	h := maphash.Bytes(ks.seed, key)
+	return int(h % uint64(len(ks.stripes))), uint32(h >> 32)
 }
 
 // lock locks key for a command.
@@ -189,14 +203,16 @@ func isHLLString(v []byte) bool {
 }
 
 // encodeString returns how a string value is stored.
-func encodeString(v []byte) []byte {
+func encodeString(v []byte) []byte { return appendString(nil, v) }
+
+// appendString appends how a string value is stored to dst, unless it is
+// stored as it is (then it returns v).
+func appendString(dst, v []byte) []byte {
 	if isHLLString(v) {
 		return v
 	}
-	out := make([]byte, len(v)+1)
-	out[0] = tagString
-	copy(out[1:], v)
-	return out
+	dst = append(dst, tagString)
+	return append(dst, v...)
 }
 
 // raw reads key's stored value (nil when missing).
@@ -251,10 +267,11 @@ func (ks *keyspace) lookup(key []byte) (keyType, []byte, error) {
 
 // present applies the Redis cache bytes kept for key to an HLL value.
 func (ks *keyspace) present(key, raw []byte) []byte {
-	sh := ks.shard(key)
-	sh.RLock()
-	c, ok := sh.m[string(key)]
-	sh.RUnlock()
+	i, tag := ks.hash(key)
+	st := &ks.stripes[i]
+	st.metaMu.Lock()
+	c, ok := st.meta.get(key, tag)
+	st.metaMu.Unlock()
 	if !ok || len(raw) < hllHdrLen {
 		return raw
 	}
@@ -263,12 +280,10 @@ func (ks *keyspace) present(key, raw []byte) []byte {
 	return out
 }
 
+// metaOf returns the cache bytes kept for key. REQUIRES: key's lock.
 func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
-	sh := ks.shard(key)
-	sh.RLock()
-	c, ok := sh.m[string(key)]
-	sh.RUnlock()
-	return c, ok
+	i, tag := ks.hash(key)
+	return ks.stripes[i].meta.get(key, tag)
 }
 
 // setMeta records the Redis cache bytes of key. REQUIRES: key's lock.
@@ -276,10 +291,7 @@ func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
 	if err := ks.meta.Put(key, c[:], ks.wo); err != nil {
 		return err
 	}
-	sh := ks.shard(key)
-	sh.Lock()
-	sh.m[string(key)] = c
-	sh.Unlock()
+	ks.noteMeta(key, c)
 	return nil
 }
 
@@ -296,10 +308,11 @@ func (ks *keyspace) dropMeta(b *sieve.Batch, key []byte) bool {
 // noteMeta records cache bytes in memory only (their write is in a
 // pending batch). REQUIRES: key's lock.
 func (ks *keyspace) noteMeta(key []byte, c [8]byte) {
-	sh := ks.shard(key)
-	sh.Lock()
-	sh.m[string(key)] = c
-	sh.Unlock()
+	i, tag := ks.hash(key)
+	st := &ks.stripes[i]
+	st.metaMu.Lock()
+	st.meta.put(key, tag, c)
+	st.metaMu.Unlock()
 }
 
 // reloadMeta rereads the cache bytes of keys from disk (after a failed
@@ -307,23 +320,22 @@ func (ks *keyspace) noteMeta(key []byte, c [8]byte) {
 func (ks *keyspace) reloadMeta(keys [][]byte) {
 	for _, k := range keys {
 		v, err := ks.meta.Get(k)
-		sh := ks.shard(k)
-		sh.Lock()
 		if err == nil && len(v) == 8 {
-			sh.m[string(k)] = [8]byte(v)
+			ks.noteMeta(k, [8]byte(v))
 		} else {
-			delete(sh.m, string(k))
+			ks.forgetMeta(k)
 		}
-		sh.Unlock()
 	}
 }
 
+// forgetMeta drops the cache bytes kept for keys. REQUIRES: their locks.
 func (ks *keyspace) forgetMeta(keys ...[]byte) {
 	for _, k := range keys {
-		sh := ks.shard(k)
-		sh.Lock()
-		delete(sh.m, string(k))
-		sh.Unlock()
+		i, tag := ks.hash(k)
+		st := &ks.stripes[i]
+		st.metaMu.Lock()
+		st.meta.del(k, tag)
+		st.metaMu.Unlock()
 	}
 }
 
@@ -379,10 +391,11 @@ func (ks *keyspace) flush() error {
 			return err
 		}
 	}
-	for i := range ks.shards {
-		ks.shards[i].Lock()
-		ks.shards[i].m = map[string][8]byte{}
-		ks.shards[i].Unlock()
+	for i := range ks.stripes {
+		st := &ks.stripes[i]
+		st.metaMu.Lock()
+		st.meta = metaSet{}
+		st.metaMu.Unlock()
 	}
 	ks.cursorMu.Lock()
 	ks.cursors = map[uint64][]byte{}

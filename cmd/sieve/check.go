@@ -10,6 +10,7 @@ import (
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/wal"
 )
 
@@ -199,13 +200,15 @@ func (c *checker) table(fs *roFS, dir string, f *manifest.FileMetadata) (uint64,
 		return 0, err
 	}
 	p := t.r.Properties()
-	if p.NumEntries == 0 {
+	if p.NumEntries == 0 && t.r.RangeDels().Empty() {
 		return 0, fmt.Errorf("%w: empty table", base.ErrCorruption)
 	}
-	if base.CompareInternal(p.SmallestKey, f.Smallest) != 0 || base.CompareInternal(p.LargestKey, f.Largest) != 0 ||
-		p.SmallestSeq != f.SmallestSeq || p.LargestSeq != f.LargestSeq {
+	// The table's range is its entries' and its range tombstones'.
+	smallest, largest, lo, hi := sstable.TableBounds(p, t.r.RangeDels())
+	if base.CompareInternal(smallest, f.Smallest) != 0 || base.CompareInternal(largest, f.Largest) != 0 ||
+		lo != f.SmallestSeq || hi != f.LargestSeq {
 		return 0, fmt.Errorf("%w: table holds [%s .. %s] seqs %d..%d, the manifest says [%s .. %s] seqs %d..%d",
-			base.ErrCorruption, c.bf.ikey(p.SmallestKey), c.bf.ikey(p.LargestKey), p.SmallestSeq, p.LargestSeq,
+			base.ErrCorruption, c.bf.ikey(smallest), c.bf.ikey(largest), lo, hi,
 			c.bf.ikey(f.Smallest), c.bf.ikey(f.Largest), f.SmallestSeq, f.LargestSeq)
 	}
 	return p.NumEntries, nil

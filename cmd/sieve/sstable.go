@@ -14,6 +14,7 @@ import (
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/rangedel"
 	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 )
@@ -287,6 +288,18 @@ func (d *sstableDumper) block(t *table, loc sstable.BlockLocation) {
 // contents describes a block that passed its checksum, and returns the
 // entries of a data block still to print.
 func (d *sstableDumper) contents(loc sstable.BlockLocation, b *rawBlock) (string, [][2][]byte) {
+	if loc.Kind == "rangedel" {
+		l, err := rangedel.Decode(b.contents)
+		if err != nil {
+			d.bad++
+			return fmt.Sprintf("%d bytes: DAMAGED: %v", len(b.contents), err), nil
+		}
+		desc := fmt.Sprintf("%d bytes, %d fragments, %d tombstones", len(b.contents), len(l.Frags), l.Len())
+		if f := l.Frags; len(f) > 0 {
+			desc += fmt.Sprintf(", %s .. %s", d.bf.key(f[0].Start), d.bf.key(f[len(f)-1].End))
+		}
+		return desc, nil
+	}
 	if loc.Kind == "filter" {
 		desc := fmt.Sprintf("%d bytes", len(b.contents))
 		if info, err := filter.Inspect(b.contents); err == nil {

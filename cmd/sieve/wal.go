@@ -102,7 +102,7 @@ func decodeEntry(p []byte) (batchEntry, int, error) {
 		return e, 0, errors.New("batch ends early")
 	}
 	e.kind = base.Kind(p[0])
-	if e.kind > base.KindMerge {
+	if e.kind > base.KindRangeDelete {
 		return e, 0, fmt.Errorf("unknown kind %d", p[0])
 	}
 	n := 1
@@ -227,9 +227,12 @@ func (d *walDumper) batch(b batch, show bool) {
 		if e.cf != 0 {
 			cf = fmt.Sprintf(" cf=%d", e.cf)
 		}
-		if e.kind == base.KindDelete {
+		switch e.kind {
+		case base.KindDelete:
 			fmt.Fprintf(d.w, "    #%d %s%s %s\n", b.seq+uint64(i), e.kind, cf, d.bf.key(e.key))
-		} else {
+		case base.KindRangeDelete:
+			fmt.Fprintf(d.w, "    #%d %s%s [%s, %s)\n", b.seq+uint64(i), e.kind, cf, d.bf.key(e.key), d.bf.key(e.value))
+		default:
 			fmt.Fprintf(d.w, "    #%d %s%s %s = %s\n", b.seq+uint64(i), e.kind, cf, d.bf.key(e.key), d.bf.value(e.value))
 		}
 	}

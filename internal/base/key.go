@@ -23,9 +23,15 @@ const (
 	// positions before every version of ukey visible at seq, because for
 	// equal user keys and sequence numbers larger trailers sort first.
 	KindMax = KindMerge
+
+	// KindRangeDelete is a range tombstone in a batch (key = start, value
+	// = end, deleting [start, end)). It is not a point kind: memtables and
+	// tables keep range tombstones apart from their point entries (package
+	// rangedel), so Valid is false for it.
+	KindRangeDelete Kind = 3
 )
 
-var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE"}
+var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE", KindRangeDelete: "RANGEDEL"}
 
 func (k Kind) String() string { return EnumName(k, kindNames[:], "KIND") }
 

@@ -26,7 +26,12 @@ const (
 	tagSetCFMerger  = 8
 	tagMinUnflushed = 9 // reserved, never written
 	tagSealedLog    = 10
+	tagIngested     = 11
+	tagNextCFID     = 12
 )
+
+// maxIngestedID bounds the length of an ingested table's ID.
+const maxIngestedID = 64
 
 // NumLevels is the number of LSM levels: L0 (overlapping tables, newest
 // first) and L1..L6 (each sorted and non-overlapping).
@@ -69,12 +74,22 @@ type VersionEdit struct {
 	// end-of-log trailer: from then on that WAL must read as sealed.
 	HasSealedLog bool
 	SealedLog    uint64
+	// HasNextCFID records NextCFID, the lowest column family ID never
+	// used: IDs of dropped families are not handed out again (their
+	// records may still be in a WAL). Written by a drop's edit and by
+	// snapshot edits where it is above every live family's ID + 1.
+	HasNextCFID bool
+	NextCFID    uint32
 
 	DeletedFiles []DeletedFile
 	NewFiles     []NewFile
 	AddedCFs     []ColumnFamily
 	DroppedCFs   []uint32
 	SetMergers   []ColumnFamily // ID and Merger used
+	// Ingested are the IDs of the external tables an Ingest added (their
+	// sieve.external.id property): the manifest remembers every one, so
+	// that the same table is not ingested twice.
+	Ingested [][]byte
 }
 
 // ApplyColumnFamilies applies e's column-family changes to cfs (keyed by
@@ -92,6 +107,18 @@ func (e *VersionEdit) ApplyColumnFamilies(cfs map[uint32]ColumnFamily) {
 		c.Merger = cf.Merger
 		cfs[cf.ID] = c
 	}
+}
+
+// RaiseNextCFID returns nextID raised past every column family ID e adds
+// and to e's NextCFID.
+func (e *VersionEdit) RaiseNextCFID(nextID uint32) uint32 {
+	if e.HasNextCFID {
+		nextID = max(nextID, e.NextCFID)
+	}
+	for _, cf := range e.AddedCFs {
+		nextID = max(nextID, cf.ID+1)
+	}
+	return nextID
 }
 
 // Encode appends the edit's encoding to dst. See FORMAT.md.
@@ -115,6 +142,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 	if e.HasSealedLog {
 		field(tagSealedLog, binary.AppendUvarint(p[:0], e.SealedLog))
 	}
+	if e.HasNextCFID {
+		field(tagNextCFID, binary.AppendUvarint(p[:0], uint64(e.NextCFID)))
+	}
 	for _, cf := range e.AddedCFs {
 		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
 		p = appendBytes(p, []byte(cf.Name))
@@ -128,6 +158,9 @@ func (e *VersionEdit) Encode(dst []byte) []byte {
 		p = binary.AppendUvarint(p[:0], uint64(cf.ID))
 		p = appendBytes(p, []byte(cf.Merger))
 		field(tagSetCFMerger, p)
+	}
+	for _, id := range e.Ingested {
+		field(tagIngested, appendBytes(p[:0], id))
 	}
 	for _, d := range e.DeletedFiles {
 		p = binary.AppendUvarint(p[:0], uint64(d.CF))
@@ -220,6 +253,8 @@ func (e *VersionEdit) Decode(b []byte) error {
 			}
 		case tagSealedLog:
 			e.HasSealedLog, e.SealedLog = true, f.uvarint()
+		case tagNextCFID:
+			e.HasNextCFID, e.NextCFID = true, f.cf()
 		case tagAddCF:
 			cf := ColumnFamily{ID: f.cf()}
 			cf.Name = string(f.bytes())
@@ -231,6 +266,12 @@ func (e *VersionEdit) Decode(b []byte) error {
 			cf := ColumnFamily{ID: f.cf()}
 			cf.Merger = string(f.bytes())
 			e.SetMergers = append(e.SetMergers, cf)
+		case tagIngested:
+			id := append([]byte{}, f.bytes()...)
+			if f.Err == nil && (len(id) == 0 || len(id) > maxIngestedID) {
+				f.Failf("ingested table id of %d bytes", len(id))
+			}
+			e.Ingested = append(e.Ingested, id)
 		case tagDeletedFile:
 			df := DeletedFile{CF: f.cf(), Level: f.level()}
 			df.FileNum = f.uvarint()
@@ -279,6 +320,9 @@ func (e *VersionEdit) String() string {
 	if e.HasSealedLog {
 		s += fmt.Sprintf("sealed-log %d\n", e.SealedLog)
 	}
+	if e.HasNextCFID {
+		s += fmt.Sprintf("next-cf-id %d\n", e.NextCFID)
+	}
 	for _, cf := range e.AddedCFs {
 		s += fmt.Sprintf("add-cf %d %q merger=%q\n", cf.ID, cf.Name, cf.Merger)
 	}
@@ -287,6 +331,9 @@ func (e *VersionEdit) String() string {
 	}
 	for _, cf := range e.SetMergers {
 		s += fmt.Sprintf("set-merger %d %q\n", cf.ID, cf.Merger)
+	}
+	for _, id := range e.Ingested {
+		s += fmt.Sprintf("ingested %x\n", id)
 	}
 	del := append([]DeletedFile(nil), e.DeletedFiles...)
 	sort.Slice(del, func(i, j int) bool { return del[i].FileNum < del[j].FileNum })

@@ -27,6 +27,9 @@ func sampleEdits() []*VersionEdit {
 		{DroppedCFs: []uint32{3}, SetMergers: []ColumnFamily{{ID: 1, Merger: "m"}}},
 		{DeletedFiles: []DeletedFile{{CF: 0, Level: 1, FileNum: 5}, {CF: 2, Level: 6, FileNum: 9}},
 			NewFiles: []NewFile{{CF: 0, Level: 2, Meta: meta(10, "a", "m", 3, 9)}, {CF: 1, Level: 0, Meta: meta(11, "", "\xff\x00", 0, 0)}}},
+		{HasLastSeq: true, LastSeq: 77, Ingested: [][]byte{[]byte("0123456789abcdef")},
+			NewFiles: []NewFile{{CF: 0, Level: 6, Meta: meta(12, "a", "b", 77, 77)}}},
+		{HasNextCFID: true, NextCFID: 7, DroppedCFs: []uint32{5, 6}},
 	}
 }
 
@@ -47,7 +50,9 @@ func TestEditDecodeRejects(t *testing.T) {
 		"bad version":        append([]byte{99}, good[1:]...),
 		"unknown tag":        {EditFormatVersion, 100, 0},
 		"reserved tag 9":     {EditFormatVersion, 9, 1, 1},
+		"empty ingested id":  {EditFormatVersion, 11, 1, 0},
 		"truncated":          good[:len(good)-3],
+		"cf id too large":    {EditFormatVersion, 11, 5, 0x80, 0x80, 0x80, 0x80, 0x09},
 		"level too large":    (&VersionEdit{DeletedFiles: []DeletedFile{{Level: 9}}}).Encode(nil),
 		"smallest > largest": (&VersionEdit{NewFiles: []NewFile{{Meta: meta(1, "z", "a", 1, 2)}}}).Encode(nil),
 	}

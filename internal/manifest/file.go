@@ -28,7 +28,18 @@ type FileMetadata struct {
 	// reader (a typed nil when there is none); this package never looks
 	// inside. It lets a lookup reach an open table without a lock.
 	TableCache atomic.Value
+	// RangeDels records whether the table holds range tombstones, once
+	// known (not persisted): RangeDelsUnknown until the DB has opened the
+	// table or wrote it.
+	RangeDels atomic.Uint32
 }
+
+// Values of FileMetadata.RangeDels.
+const (
+	RangeDelsUnknown uint32 = iota
+	RangeDelsNone
+	RangeDelsSome
+)
 
 func (m *FileMetadata) validate() error {
 	if base.CompareInternal(m.Smallest, m.Largest) > 0 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -20,6 +21,11 @@ type Levels [NumLevels][]*FileMetadata
 // while any version that includes them is referenced.
 type Version struct {
 	CFs map[uint32]*Levels
+
+	// RangeDels caches, per column family ID, the DB's collected range
+	// tombstones of the version's tables (this package never looks
+	// inside; see the root package's versionRangeDels).
+	RangeDels sync.Map
 
 	refs atomic.Int32
 	// onZero is called, once, when the last reference is dropped, with the

@@ -47,6 +47,11 @@ type VersionSet struct {
 	lastSeq   uint64
 	sealedLog uint64
 	cfs       map[uint32]ColumnFamily
+	// ingested holds the IDs of every external table ingested (tag 11).
+	ingested map[string]bool
+	// nextCFID is the lowest column family ID never used (see
+	// VersionEdit.NextCFID).
+	nextCFID uint32
 
 	manifestNum  uint64
 	manifestFile vfs.File
@@ -89,6 +94,7 @@ func Create(fs vfs.FS, dirname string, o Options) (*VersionSet, error) {
 	vs.logNum = FirstLogNum
 	vs.nextFileNum.Store(FirstLogNum + 1)
 	vs.cfs[DefaultCFID] = ColumnFamily{ID: DefaultCFID, Name: DefaultCFName}
+	vs.nextCFID = DefaultCFID + 1
 	vs.current = &Version{CFs: map[uint32]*Levels{DefaultCFID: {}}, onZero: vs.onObsolete}
 	vs.current.Ref()
 	if err := vs.rotate(); err != nil {
@@ -222,15 +228,32 @@ func (vs *VersionSet) applyScalars(e *VersionEdit) {
 	if e.HasSealedLog {
 		vs.sealedLog = e.SealedLog
 	}
+	for _, id := range e.Ingested {
+		if vs.ingested == nil {
+			vs.ingested = map[string]bool{}
+		}
+		vs.ingested[string(id)] = true
+	}
 	e.ApplyColumnFamilies(vs.cfs)
+	if n := e.RaiseNextCFID(vs.nextCFID); n != vs.nextCFID {
+		vs.nextCFID = n // written only by the edits that add families
+	}
 }
 
 // snapshotEdit describes the whole current state as one edit.
 func (vs *VersionSet) snapshotEdit() *VersionEdit {
 	e := &VersionEdit{HasLogNum: true, LogNum: vs.logNum, HasNextFileNum: true, NextFileNum: vs.nextFileNum.Load(),
 		HasLastSeq: true, LastSeq: vs.lastSeq, HasSealedLog: vs.sealedLog != 0, SealedLog: vs.sealedLog}
+	var implied uint32
 	for _, cf := range vs.cfs {
 		e.AddedCFs = append(e.AddedCFs, cf)
+		implied = max(implied, cf.ID+1)
+	}
+	if vs.nextCFID > implied {
+		e.HasNextCFID, e.NextCFID = true, vs.nextCFID
+	}
+	for id := range vs.ingested {
+		e.Ingested = append(e.Ingested, []byte(id))
 	}
 	for id, lv := range vs.current.CFs {
 		for level, files := range lv {
@@ -247,13 +270,8 @@ func (vs *VersionSet) snapshotEdit() *VersionEdit {
 func (vs *VersionSet) rotate() error {
 	num := vs.NextFileNum()
 	name := base.MakeFilename(vs.dirname, base.FileTypeManifest, num)
-	f, err := vs.fs.Create(name)
+	w, f, err := createManifest(vs.fs, name, num, vs.snapshotEdit())
 	if err != nil {
-		return err
-	}
-	w, err := wal.NewWriter(f, num)
-	if err != nil {
-		f.Close()
 		return err
 	}
 	fail := func(err error) error {
@@ -261,13 +279,6 @@ func (vs *VersionSet) rotate() error {
 		f.Close()
 		vs.fs.Remove(name)
 		return err
-	}
-	snap := vs.snapshotEdit()
-	if _, err := w.WriteRecord(snap.Encode(nil)); err != nil {
-		return fail(err)
-	}
-	if err := w.Sync(); err != nil {
-		return fail(err)
 	}
 	if err := vs.fs.SyncDir(vs.dirname); err != nil {
 		return fail(err)
@@ -296,6 +307,60 @@ func (vs *VersionSet) rotate() error {
 		}
 	}
 	return nil
+}
+
+// createManifest creates manifest num at name holding the snapshot edit
+// snap, synced (not its directory), and returns it open for appending.
+// On error it removes what it created.
+func createManifest(fs vfs.FS, name string, num uint64, snap *VersionEdit) (*wal.Writer, vfs.File, error) {
+	f, err := fs.Create(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	w, err := wal.NewWriter(f, num)
+	if err != nil {
+		f.Close()
+		fs.Remove(name)
+		return nil, nil, err
+	}
+	if _, err = w.WriteRecord(snap.Encode(nil)); err == nil {
+		err = w.Sync()
+	}
+	if err != nil {
+		w.Close()
+		f.Close()
+		fs.Remove(name)
+		return nil, nil, err
+	}
+	return w, f, nil
+}
+
+// SnapshotForCheckpoint returns the current version, with a reference the
+// caller drops with Unref, and one edit describing the whole state (as the
+// first record of a new manifest). REQUIRES: serialized with LogAndApply.
+func (vs *VersionSet) SnapshotForCheckpoint() (*Version, *VersionEdit) {
+	return vs.Current(), vs.snapshotEdit()
+}
+
+// WriteCheckpointManifest writes, in another directory dirname, manifest
+// num holding only the snapshot edit snap, syncs it and its directory, and
+// points dirname's CURRENT at it (synced too). snap's next file number is
+// raised past num.
+func WriteCheckpointManifest(fs vfs.FS, dirname string, num uint64, snap *VersionEdit) error {
+	snap.HasNextFileNum, snap.NextFileNum = true, max(snap.NextFileNum, num+2)
+	w, f, err := createManifest(fs, base.MakeFilename(dirname, base.FileTypeManifest, num), num, snap)
+	if err != nil {
+		return err
+	}
+	err = errors.Join(w.Close(), f.Close())
+	if err == nil {
+		err = fs.SyncDir(dirname)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = setCurrent(fs, dirname, num, num+1)
+	return err
 }
 
 // currentVersion is the format version of the CURRENT file; see FORMAT.md.
@@ -405,12 +470,20 @@ func (vs *VersionSet) SealedLog() uint64 { return vs.sealedLog }
 // LastSeq returns the last sequence number recorded in the manifest.
 func (vs *VersionSet) LastSeq() uint64 { return vs.lastSeq }
 
+// Ingested reports whether an external table with this ID was ingested.
+// REQUIRES: serialized with LogAndApply, as the other accessors.
+func (vs *VersionSet) Ingested(id []byte) bool { return vs.ingested[string(id)] }
+
 // ManifestNum returns the number of the live manifest.
 func (vs *VersionSet) ManifestNum() uint64 { return vs.manifestNum }
 
 // Writable reports whether LogAndApply may be called: the set was created,
 // or loaded and rotated.
 func (vs *VersionSet) Writable() bool { return vs.manifest != nil }
+
+// NextCFID returns the lowest column family ID never used: a new family
+// takes it, so that a dropped family's ID is never reused.
+func (vs *VersionSet) NextCFID() uint32 { return vs.nextCFID }
 
 // ColumnFamilies returns the recorded column families.
 func (vs *VersionSet) ColumnFamilies() map[uint32]ColumnFamily {
