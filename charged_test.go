@@ -50,9 +50,17 @@ func loadCharged(t *testing.T, db *DB, n int) {
 // on: cached plus pinned bytes never exceed BlockCacheSize by more than
 // one block.
 func TestChargedBudgetHolds(t *testing.T) {
+	for _, partitioned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) { testChargedBudget(t, partitioned) })
+	}
+}
+
+func testChargedBudget(t *testing.T, partitioned bool) {
 	seed := testutil.Seed(t)
 	const cacheSize, n = 256 << 10, 40000
-	db, err := Open("db", chargedOptions(cacheSize))
+	o := chargedOptions(cacheSize)
+	o.PartitionIndexAndFilters, o.MetadataBlockSize = partitioned, 1024
+	db, err := Open("db", o)
 	require.NoError(t, err)
 	defer db.Close()
 	loadCharged(t, db, n)
@@ -103,10 +111,26 @@ func TestChargedBudgetHolds(t *testing.T) {
 	m := db.Metrics()
 	t.Logf("%d samples\n%s", samples.Load(), m)
 	require.Greater(t, samples.Load(), int64(100))
+	checkChargedMetrics(t, m, cacheSize, partitioned)
+}
+
+func checkChargedMetrics(t *testing.T, m *Metrics, cacheSize int64, partitioned bool) {
 	x := m.IndexFilter
 	require.Greater(t, m.Levels[6].Size, 4*int64(cacheSize), "the workload must be larger than the cache")
-	require.Zero(t, x.ResidentIndexBytes+x.ResidentFilterBytes, "charged tables kept blocks resident")
-	require.Greater(t, x.PinnedFilterBytes, int64(0), "no L0 table pinned")
+	if partitioned {
+		// Only the top-level blocks stay resident; lookups go through
+		// one index partition and at most one filter partition a table.
+		require.Greater(t, x.ResidentIndexBytes, int64(0))
+		require.Less(t, x.ResidentIndexBytes+x.ResidentFilterBytes, m.Levels[6].Size/50, "top-level blocks too large")
+		require.Greater(t, x.IndexPartitions, int64(0))
+		require.Greater(t, x.FilterPartitions, int64(0))
+		require.LessOrEqual(t, x.FilterPartitions, m.PointLookups.TablesProbed)
+		require.Contains(t, m.String(), "partitions: index")
+		require.Zero(t, x.PinnedIndexBytes+x.PinnedFilterBytes, "partitioned tables are not pinned")
+	} else {
+		require.Zero(t, x.ResidentIndexBytes+x.ResidentFilterBytes, "charged tables kept blocks resident")
+		require.Greater(t, x.PinnedFilterBytes, int64(0), "no L0 table pinned")
+	}
 	require.Equal(t, x.PinnedIndexBytes+x.PinnedFilterBytes, m.BlockCache.Reserved)
 	require.Greater(t, x.IndexMisses, int64(0))
 	require.Greater(t, x.FilterHits+x.FilterMisses, int64(0))
@@ -119,10 +143,17 @@ func TestChargedBudgetHolds(t *testing.T) {
 // compactions replace tables and a small cache keeps evicting their
 // index, filter and data blocks.
 func TestChargedConcurrentCompactions(t *testing.T) {
+	for _, partitioned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("partitioned=%v", partitioned), func(t *testing.T) { testChargedConcurrent(t, partitioned) })
+	}
+}
+
+func testChargedConcurrent(t *testing.T, partitioned bool) {
 	seed := testutil.Seed(t)
 	const n = 20000
 	o := chargedOptions(128 << 10)
 	o.MaxConcurrentCompactions = 2
+	o.PartitionIndexAndFilters, o.MetadataBlockSize = partitioned, 512
 	db, err := Open("db", o)
 	require.NoError(t, err)
 	defer db.Close()
@@ -136,8 +167,14 @@ func TestChargedConcurrentCompactions(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(uint64(seed), 99))
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) && !t.Failed() {
+		// At least 2 s and until compactions have run (a loaded machine
+		// may need longer for the first), at most 60 s.
+		start := time.Now()
+		for j := 0; !t.Failed(); j++ {
+			if j%1000 == 0 && time.Since(start) > 2*time.Second &&
+				(db.Metrics().Compaction.Count >= 2 || time.Since(start) > 60*time.Second) {
+				break
+			}
 			i := rng.IntN(n)
 			ver := started[i].Add(1)
 			if err := db.Put(chargedKey(i), chargedValue(i, ver), NoSync); err != nil {

@@ -46,6 +46,7 @@ type readCounters struct {
 	level                                                      [manifest.NumLevels]levelFilterCounters
 	blocksRead, blockCacheHits, blockFileReads, blockBytesRead atomic.Int64
 	indexHits, indexMisses, filterHits, filterMisses, failOpen atomic.Int64
+	indexParts, filterParts                                    atomic.Int64
 	_                                                          [64]byte // keeps stripes off each other's cache lines
 }
 
@@ -100,6 +101,8 @@ func (r *readCounters) addReadStats(s *sstable.ReadStats) {
 		addNonZero(&r.filterHits, s.FilterHits)
 		addNonZero(&r.filterMisses, s.FilterMisses)
 		addNonZero(&r.failOpen, s.FilterFailOpen)
+		addNonZero(&r.indexParts, s.IndexPartitions)
+		addNonZero(&r.filterParts, s.FilterPartitions)
 	}
 }
 
@@ -118,6 +121,8 @@ func (m *dbMetrics) indexFilterTotals(out *IndexFilterMetrics) {
 		out.FilterHits += r.filterHits.Load()
 		out.FilterMisses += r.filterMisses.Load()
 		out.FilterFailOpen += r.failOpen.Load()
+		out.IndexPartitions += r.indexParts.Load()
+		out.FilterPartitions += r.filterParts.Load()
 	}
 }
 
@@ -140,6 +145,12 @@ type IndexFilterMetrics struct {
 	// the probes that read the data because the filter block could not be
 	// read or decoded.
 	IndexHits, IndexMisses, FilterHits, FilterMisses, FilterFailOpen int64
+	// IndexPartitions and FilterPartitions count the partitions of
+	// partitioned indexes and filters (Options.PartitionIndexAndFilters,
+	// charged) that point lookups went through, cached or read: over
+	// PointLookups.Gets, the partitions loaded per Get. (Each partition
+	// access is also an index or filter hit or miss above.)
+	IndexPartitions, FilterPartitions int64
 }
 
 // LevelMetrics describes one level of the LSM.
@@ -441,6 +452,11 @@ func (m *Metrics) String() string {
 		humanBytes(x.ResidentIndexBytes), humanBytes(x.ResidentFilterBytes), humanBytes(x.PinnedIndexBytes), humanBytes(x.PinnedFilterBytes),
 		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
+	if x.IndexPartitions+x.FilterPartitions > 0 {
+		perGet := func(n int64) float64 { return float64(n) / float64(max(p.Gets, 1)) }
+		fmt.Fprintf(&sb, "partitions: index %d (%.2f per lookup), filter %d (%.2f per lookup)\n",
+			x.IndexPartitions, perGet(x.IndexPartitions), x.FilterPartitions, perGet(x.FilterPartitions))
+	}
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
 	fmt.Fprintf(&sb, "%s\n", m.Ingest)

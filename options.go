@@ -84,6 +84,20 @@ type Options struct {
 	// takes it to the bottom. PinDefault (the zero value) pins; PinOff
 	// does not.
 	PinL0FilterAndIndexBlocks PinMode
+	// PartitionIndexAndFilters writes the index and the filter of a table
+	// whose index or filter outgrows MetadataBlockSize as partitions of
+	// about that size under a small top-level block (RocksDB's
+	// partitioned index and filters; table format v2): with
+	// CacheIndexAndFilterBlocks a lookup loads one index partition and at
+	// most one filter partition through the block cache instead of the
+	// whole blocks, and only the top-level blocks stay resident. Without
+	// charging the partitions are read whole at open, as today's blocks.
+	// Partitioned tables are not pinned (PinL0FilterAndIndexBlocks): their
+	// partitions stay in the cache. Default false.
+	PartitionIndexAndFilters bool
+	// MetadataBlockSize is the target size of an index or filter
+	// partition. Default 4096.
+	MetadataBlockSize int
 	// MaxOpenFiles bounds the table cache (open table readers). Default 1000.
 	MaxOpenFiles int
 	// Compression of SSTable blocks; default Snappy.
@@ -183,6 +197,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		{"MemTableSize", c.MemTableSize < 0 || (c.MemTableSize > 0 && c.MemTableSize < 64<<10) || c.MemTableSize > 4<<30, c.MemTableSize},
 		{"MaxImmutableMemTables", c.MaxImmutableMemTables < 0 || c.MaxImmutableMemTables > 64, c.MaxImmutableMemTables},
 		{"BlockSize", c.BlockSize < 0 || (c.BlockSize > 0 && c.BlockSize < 256) || c.BlockSize > 16<<20, c.BlockSize},
+		{"MetadataBlockSize", c.MetadataBlockSize < 0 || (c.MetadataBlockSize > 0 && c.MetadataBlockSize < 256) || c.MetadataBlockSize > 16<<20, c.MetadataBlockSize},
 		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
 		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},
 		{"Compression", c.Compression > SnappyCompression, c.Compression},
@@ -219,6 +234,7 @@ func (o *Options) withDefaults() (*Options, error) {
 	def(&c.MaxImmutableMemTables, 2)
 	def(&c.BlockSize, sstable.DefaultBlockSize)
 	def(&c.BlockRestartInterval, 16)
+	def(&c.MetadataBlockSize, 4096)
 	def64(&c.BlockCacheSize, 8<<20)
 	def(&c.MaxOpenFiles, 1000)
 	if c.Compression == DefaultCompression {

@@ -127,6 +127,7 @@ type prefixSeek struct {
 type prefixSource struct {
 	db     *DB
 	pf     prefixFunc
+	prefix []byte // the prefix
 	hash   uint64 // filter.HashPrefix of the prefix
 	lo, hi []byte
 	count  prefixSeek
@@ -150,7 +151,7 @@ func (s *prefixSource) mayHold(f *manifest.FileMetadata) (bool, error) {
 		return true, nil
 	}
 	s.count.checks++
-	may, err := e.r.ProbePrefix(s.hash, nil)
+	may, err := e.r.ProbePrefix(s.prefix, s.hash, nil)
 	if err != nil {
 		return false, fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}
@@ -278,7 +279,7 @@ func (it *Iterator) SeekPrefixGE(key []byte) bool {
 	p := st.prefix.cut(key)
 	ps.lo = append(ps.lo[:0], p...)
 	ps.hi = prefixSuccessor(ps.hi, p)
-	src := prefixSource{db: it.db, pf: st.prefix, hash: filter.HashPrefix(p), lo: ps.lo, hi: ps.hi}
+	src := prefixSource{db: it.db, pf: st.prefix, prefix: ps.lo, hash: filter.HashPrefix(p), lo: ps.lo, hi: ps.hi}
 	if it.lower != nil && bytes.Compare(it.lower, src.lo) > 0 {
 		src.lo = it.lower
 	}

@@ -143,6 +143,9 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 		BlockRestartInterval: db.opts.BlockRestartInterval,
 		Compression:          db.opts.Compression,
 	}
+	if db.opts.PartitionIndexAndFilters {
+		o.PartitionSize = db.opts.MetadataBlockSize
+	}
 	if p := db.filterPolicyFor(cf, level, c); p != nil {
 		o.FilterPolicy = p
 	}

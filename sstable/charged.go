@@ -154,6 +154,9 @@ func (r *Reader) acquireFilter(stats *ReadStats) (*filterObj, *cache.Value, erro
 // block cannot be loaded; the error is a corrupt filter block's. It adds
 // the filter block's cache hit or miss to stats when non-nil.
 func (r *Reader) ProbeFilter(ukey []byte, h uint64, stats *ReadStats) (bool, error) {
+	if r.filterTop != nil {
+		return r.probePartitioned(ukey, h, stats)
+	}
 	if !r.charged {
 		return r.residentFilter.may(ukey, h), nil
 	}
@@ -174,8 +177,11 @@ func (r *Reader) ProbeFilter(ukey []byte, h uint64, stats *ReadStats) (bool, err
 // call does anything; it pins nothing when the cache refuses the
 // reservation (at most half its capacity is pinned) or the blocks cannot
 // be read, and returns a corrupt block's error.
+//
+// A partitioned index or filter is not pinned: its top-level block is
+// resident anyway, and its partitions stay in the cache.
 func (r *Reader) Pin() error {
-	if !r.charged || r.pinTried.Swap(true) {
+	if !r.charged || r.pinTried.Swap(true) || r.indexTop != nil || r.filterTop != nil {
 		return nil
 	}
 	r.pinMu.Lock()

@@ -26,7 +26,13 @@ func corruptionTestTable(t *testing.T, comp Compression) ([]byte, []kv) {
 // readEverything opens the table and reads all of it every way there is,
 // returning the first error.
 func readEverything(data []byte, kvs []kv) (err error) {
-	r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), ReaderOptions{FileNum: 7, Cache: cache.New(1 << 20), Policies: testPolicies()})
+	return readEverythingOpts(data, kvs, ReaderOptions{FileNum: 7, Cache: cache.New(1 << 20), Policies: testPolicies()})
+}
+
+// readEverythingOpts is readEverything with a reader opened with o; every
+// Get also probes the filter.
+func readEverythingOpts(data []byte, kvs []kv, o ReaderOptions) (err error) {
+	r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), o)
 	if err != nil {
 		return err
 	}
@@ -44,6 +50,9 @@ func readEverything(data []byte, kvs []kv) (err error) {
 		return err
 	}
 	for _, e := range kvs {
+		if _, err := r.ProbeFilter(e.key.UserKey, filter.HashKey(e.key.UserKey), nil); err != nil {
+			return err
+		}
 		if err := r.Get(e.key.UserKey, base.SeqNumMax, nil, func(base.InternalKey, []byte) bool { return true }); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -28,7 +29,7 @@ func (r *Reader) Describe(w io.Writer, o DescribeOptions) error {
 		o.MaxValueLen = 16
 	}
 	d := describer{r: r, w: w, o: o}
-	index, iv, err := r.acquireIndex(nil)
+	index, iv, err := r.flatIndex()
 	if err != nil {
 		return err
 	}
@@ -50,6 +51,12 @@ func (r *Reader) Describe(w io.Writer, o DescribeOptions) error {
 	for name, h := range r.metaHandles {
 		metas = append(metas, meta{name, h})
 	}
+	for i := range r.filterTop {
+		metas = append(metas, meta{fmt.Sprintf("filter partition #%d", i), r.filterTop[i].h})
+	}
+	for i := range r.indexParts {
+		metas = append(metas, meta{fmt.Sprintf("index partition #%d", i), r.indexParts[i].h})
+	}
 	sort.Slice(metas, func(i, j int) bool { return metas[i].h.offset < metas[j].h.offset })
 	for _, m := range metas {
 		var err error
@@ -58,9 +65,19 @@ func (r *Reader) Describe(w io.Writer, o DescribeOptions) error {
 			err = d.filter(m.h)
 		case "sieve.properties":
 			err = d.properties(m.h)
+		case "sieve.filter.top":
+			err = d.block("filter top-level", m.h, true, d.handle)
 		case rangeDelBlockName:
 			err = d.rangeDels(m.h)
 		default:
+			if strings.HasPrefix(m.name, "filter partition") {
+				_, err = d.header(m.name, m.h, "")
+				break
+			}
+			if strings.HasPrefix(m.name, "index partition") {
+				err = d.block(m.name, m.h, true, d.handle)
+				break
+			}
 			err = d.block(m.name, m.h, false, d.value)
 		}
 		if err != nil {
@@ -70,7 +87,11 @@ func (r *Reader) Describe(w io.Writer, o DescribeOptions) error {
 	if err := d.block("metaindex", r.footer.metaindex, false, d.handle); err != nil {
 		return err
 	}
-	if err := d.block("index", r.footer.index, true, d.handle); err != nil {
+	indexName, indexVal := "index", d.handle
+	if r.indexParts != nil {
+		indexName, indexVal = "top-level index", d.partitionHandle
+	}
+	if err := d.block(indexName, r.footer.index, true, indexVal); err != nil {
 		return err
 	}
 	f := r.footer
@@ -193,6 +214,15 @@ func (d *describer) value(v []byte) string {
 		return fmt.Sprintf("%q...(%d bytes)", v[:d.o.MaxValueLen], len(v))
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// partitionHandle formats a top-level index value: a handle and the
+// partition's entry count.
+func (d *describer) partitionHandle(v []byte) string {
+	if n, k := lastUvarint(v); k > 0 {
+		return fmt.Sprintf("%s, %d entries", d.handle(v[:len(v)-k]), n)
+	}
+	return fmt.Sprintf("<bad partition entry %x>", v)
 }
 
 func (d *describer) handle(v []byte) string {

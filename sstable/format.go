@@ -24,8 +24,13 @@ const (
 	// tables without any stay readable by readers of V1.
 	TableFormatV2 TableFormat = 2
 
+	// TableFormatV3 adds partitioned index and filter blocks
+	// (WriterOptions.PartitionSize): a top-level index and a top-level
+	// filter index. A writer uses it only for a table it partitioned.
+	TableFormatV3 TableFormat = 3
+
 	// TableFormatLatest is the newest format this build reads and writes.
-	TableFormatLatest = TableFormatV2
+	TableFormatLatest = TableFormatV3
 )
 
 func (f TableFormat) String() string { return fmt.Sprintf("v%d", uint32(f)) }

@@ -148,16 +148,27 @@ func fixChecksums(data []byte) []byte {
 		for ok, steps := it.first(), 0; ok && steps < maxFuzzSteps; ok, steps = it.next(), steps+1 {
 			if bh, ok := decodeHandle(it.val); ok {
 				fix(bh)
+			} else if _, n := lastUvarint(it.val); n > 0 {
+				// A top-level index entry: handle, then entry count.
+				if bh, ok := decodeHandle(it.val[:len(it.val)-n]); ok {
+					fix(bh)
+				}
 			}
 		}
 	}
 	return d
 }
 
-// fuzzTableOnce opens data as a table and reads it every way there is.
+// fuzzTableOnce opens data as a table and reads it every way there is,
+// resident and charged (through a small cache).
 func fuzzTableOnce(data []byte) {
+	fuzzTableWith(data, ReaderOptions{FileNum: 1, Cache: cache.New(1 << 20), Policies: fuzzPolicies()})
+	fuzzTableWith(data, ReaderOptions{FileNum: 1, Cache: cache.New(4 << 10), CacheIndexAndFilter: true, Policies: fuzzPolicies()})
+}
+
+func fuzzTableWith(data []byte, o ReaderOptions) {
 	{
-		r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), ReaderOptions{FileNum: 1, Cache: cache.New(1 << 20), Policies: fuzzPolicies()})
+		r, err := NewReader(testutil.NewMemFile(data), int64(len(data)), o)
 		if err != nil {
 			return
 		}
@@ -199,9 +210,10 @@ func fuzzSeedTables(t *testing.T) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for name, o := range map[string]WriterOptions{
-		"plain":  {BlockSize: 128, Compression: NoCompression},
-		"snappy": {BlockSize: 256, Compression: SnappyCompression, BlockRestartInterval: 4},
-		"filter": {BlockSize: 128, Compression: NoCompression, FilterPolicy: exactPolicy{}},
+		"plain":       {BlockSize: 128, Compression: NoCompression},
+		"snappy":      {BlockSize: 256, Compression: SnappyCompression, BlockRestartInterval: 4},
+		"filter":      {BlockSize: 128, Compression: NoCompression, FilterPolicy: exactPolicy{}},
+		"partitioned": {BlockSize: 64, Compression: NoCompression, FilterPolicy: exactPolicy{}, PartitionSize: 64},
 	} {
 		out[name], _ = buildTable(t, kvs, o)
 	}

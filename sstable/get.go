@@ -19,6 +19,9 @@ type ReadStats struct {
 	// found in the cache or not; FilterFailOpen counts probes that read
 	// the data because the filter block could not be loaded or decoded.
 	IndexHits, IndexMisses, FilterHits, FilterMisses, FilterFailOpen int64
+	// IndexPartitions and FilterPartitions count the partitions of
+	// partitioned (charged) indexes and filters that reads went through.
+	IndexPartitions, FilterPartitions int64
 }
 
 // searchIndex returns the first data block of index whose separator is >=
@@ -43,8 +46,8 @@ func searchIndex(index []indexEntry, ukey []byte, trailer uint64) int {
 // from the file, verified and added to the cache. The block lives in the
 // returned Value, whose reference the caller must Release when it no longer
 // uses the block (or any key or value in it).
-func (r *Reader) dataBlock(index []indexEntry, i int, stats *ReadStats) (block, *cache.Value, error) {
-	h := index[i].h
+func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats) (block, *cache.Value, error) {
+	h := e.h
 	if v, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
 		if stats != nil {
 			stats.BlocksRead++
@@ -66,7 +69,7 @@ func (r *Reader) dataBlock(index []indexEntry, i int, stats *ReadStats) (block, 
 		v.Release()
 		return block{}, nil, blockCtx(r.opts.FileNum, "data", h.offset).corrupt(err)
 	}
-	if err := r.checkBlockRange(index, i, blk); err != nil {
+	if err := r.checkBlockRange(e, prev, blk); err != nil {
 		v.Release()
 		return block{}, nil, err
 	}
@@ -74,8 +77,9 @@ func (r *Reader) dataBlock(index []indexEntry, i int, stats *ReadStats) (block, 
 	return blk, v, nil
 }
 
-// checkBlockRange checks that data block i's first key lies between the
-// separators around it. The checksum does not cover a block's position, so
+// checkBlockRange checks that the first key of data block e lies between
+// the separators around it (prev: the previous block's, nil for the
+// first). The checksum does not cover a block's position, so
 // a block written at the wrong offset (a misdirected write, a copy of
 // another block of the same size) passes it and would otherwise answer for
 // keys it does not hold: "not found", or another key's value. Every key of
@@ -83,26 +87,24 @@ func (r *Reader) dataBlock(index []indexEntry, i int, stats *ReadStats) (block, 
 // earlier block) or above this block's separator (a later one), so the
 // first key alone tells a misplaced block: no need to decode the last.
 // Paid once per block read from the file (the cache keeps checked blocks).
-func (r *Reader) checkBlockRange(index []indexEntry, i int, blk block) error {
+func (r *Reader) checkBlockRange(e, prev *indexEntry, blk block) error {
 	it, _ := r.getPool.Get().(*blockIter)
 	if it == nil {
 		it = new(blockIter)
 	}
 	defer r.putGetIter(it)
-	ctx := r.dataCtx(index, i)
+	ctx := r.dataCtx(e)
 	it.init(blk, true, ctx)
 	if !it.first() {
 		return it.err
 	}
-	if e := &index[i]; compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
+	if compareKey(it.key, e.sepUser, e.sepTrailer) > 0 {
 		return ctx.corruptf("first key %s is above the block's separator %s (misplaced block?)",
 			it.ikey(), base.InternalKey{UserKey: e.sepUser, Trailer: e.sepTrailer})
 	}
-	if i > 0 {
-		if p := &index[i-1]; compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
-			return ctx.corruptf("first key %s is not above the previous separator %s (misplaced block?)",
-				it.ikey(), base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
-		}
+	if prev != nil && compareKey(it.key, prev.sepUser, prev.sepTrailer) <= 0 {
+		return ctx.corruptf("first key %s is not above the previous separator %s (misplaced block?)",
+			it.ikey(), base.InternalKey{UserKey: prev.sepUser, Trailer: prev.sepTrailer})
 	}
 	return nil
 }
@@ -114,8 +116,8 @@ func trustedBlock(data []byte) block {
 	return block{data: data, restartsOff: len(data) - 4 - 4*n, numRestarts: n}
 }
 
-func (r *Reader) dataCtx(index []indexEntry, i int) errCtx {
-	return blockCtx(r.opts.FileNum, "data", index[i].h.offset)
+func (r *Reader) dataCtx(e *indexEntry) errCtx {
+	return blockCtx(r.opts.FileNum, "data", e.h.offset)
 }
 
 // Get visits the entries whose user key is ukey and whose sequence number is
@@ -125,48 +127,50 @@ func (r *Reader) dataCtx(index []indexEntry, i int) errCtx {
 // to stats when stats is non-nil. On a block-cache hit it does not allocate.
 // A charged index is referenced for the call.
 func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.InternalKey, v []byte) bool) error {
-	index, iv, err := r.acquireIndex(stats)
+	var c indexCursor
+	err := c.init(r, stats)
+	defer c.release()
 	if err != nil {
 		return err
 	}
-	if iv != nil {
-		defer iv.Release()
-	}
 	seq = min(seq, base.SeqNumMax)
 	trailer := seq<<8 | 0xff // sorts before every version with seqnum <= seq
-	i := searchIndex(index, ukey, trailer)
-	if i == len(index) {
-		return nil
+	ok, err := c.seek(ukey, trailer, stats)
+	if !ok || err != nil {
+		return err
 	}
 	it, _ := r.getPool.Get().(*blockIter)
 	if it == nil {
 		it = new(blockIter)
 	}
 	defer r.putGetIter(it)
-	for ; i < len(index); i++ {
-		more, err := r.getInBlock(it, index, i, ukey, trailer, stats, fn)
+	for ok {
+		more, err := r.getInBlock(it, c.entry(), c.prevEntry(), ukey, trailer, stats, fn)
 		if !more || err != nil {
+			return err
+		}
+		if ok, err = c.next(stats); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// getInBlock is Get's visit of data block i. more reports whether the key's
-// entries may continue in the next block.
-func (r *Reader) getInBlock(it *blockIter, index []indexEntry, i int, ukey []byte, trailer uint64, stats *ReadStats,
+// getInBlock is Get's visit of data block e (prev: the block before it).
+// more reports whether the key's entries may continue in the next block.
+func (r *Reader) getInBlock(it *blockIter, e, prev *indexEntry, ukey []byte, trailer uint64, stats *ReadStats,
 	fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
-	blk, v, err := r.dataBlock(index, i, stats)
+	blk, v, err := r.dataBlock(e, prev, stats)
 	if err != nil {
 		return false, err
 	}
 	defer v.Release()
-	it.init(blk, true, r.dataCtx(index, i))
+	it.init(blk, true, r.dataCtx(e))
 	// When the block runs out while still at or before ukey, the next
 	// block can hold more of ukey only if this separator's user key is
 	// ukey.
 	more, err = visitInBlock(it, ukey, trailer, false, fn)
-	return more && bytes.Equal(index[i].sepUser, ukey), err
+	return more && bytes.Equal(e.sepUser, ukey), err
 }
 
 // putGetIter returns a Get iterator to the pool without the block it points

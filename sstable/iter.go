@@ -13,11 +13,12 @@ import (
 // resident index and a block iterator over the current data block. Bounds
 // are on user keys: lower inclusive, upper exclusive.
 type tableIter struct {
-	r            *Reader
-	index        []indexEntry
-	indexVal     *cache.Value // the charged index's reference, released at Close
+	r *Reader
+	// cur is the position in the index (whole or partitioned), holding
+	// the charged index's or partition's reference, released at Close.
+	cur          indexCursor
 	lower, upper []byte
-	idx          int // current data block; -1 before the first, len(index) past the last
+	idx          int // current data block; -1 before the first, n() past the last
 	data         blockIter
 	err          error
 	// val holds the reference to the loaded data block (block blk, index
@@ -45,7 +46,7 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	data := t.data
 	data.reset()
 	*t = tableIter{r: r, lower: lower, upper: upper, idx: -1, data: data}
-	t.index, t.indexVal, t.err = r.acquireIndex(nil)
+	t.err = t.cur.init(r, nil)
 	return t
 }
 
@@ -53,22 +54,34 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 // and restart-cache buffers: a point seek opens one per table it visits.
 var tableIterPool sync.Pool
 
-func (t *tableIter) n() int { return len(t.index) }
+func (t *tableIter) n() int { return int(t.r.props.NumDataBlocks) }
 
-// load positions the block iterator on data block i (before its first
-// entry). Seeking again within the loaded block reuses it.
-func (t *tableIter) load(i int) bool {
+// load positions the block iterator on the data block of the index
+// cursor after a cursor move that returned ok and err (before the block's
+// first entry); !ok exhausts in direction dir (+1 forward). Seeking again
+// within the loaded block reuses it.
+func (t *tableIter) load(ok bool, err error, dir int) bool {
+	switch {
+	case err != nil:
+		t.err = err
+		return false
+	case !ok && dir > 0:
+		return t.exhaustForward()
+	case !ok:
+		return t.exhaustBackward()
+	}
+	i := t.cur.pos()
 	t.idx = i
 	if t.val == nil || t.valIdx != i {
 		t.release()
-		blk, v, err := t.r.dataBlock(t.index, i, nil)
+		blk, v, err := t.r.dataBlock(t.cur.entry(), t.cur.prevEntry(), nil)
 		if err != nil {
 			t.err = err
 			return false
 		}
 		t.val, t.blk, t.valIdx = v, blk, i
 	}
-	t.data.init(t.blk, true, t.r.dataCtx(t.index, i))
+	t.data.init(t.blk, true, t.r.dataCtx(t.cur.entry()))
 	return true
 }
 
@@ -92,10 +105,10 @@ func (t *tableIter) forward(ok bool) bool {
 		}
 		// Blocks after idx hold keys > separator[idx]; none is below upper
 		// if the separator's user key is not.
-		if t.idx+1 >= t.n() || (t.upper != nil && t.idx >= 0 && bytes.Compare(t.index[t.idx].sepUser, t.upper) >= 0) {
+		if t.idx+1 >= t.n() || (t.upper != nil && t.idx >= 0 && bytes.Compare(t.cur.entry().sepUser, t.upper) >= 0) {
 			return t.exhaustForward()
 		}
-		if !t.load(t.idx + 1) {
+		if ok, err := t.cur.next(nil); !t.load(ok, err, +1) {
 			return false
 		}
 		ok = t.data.first()
@@ -114,10 +127,10 @@ func (t *tableIter) backward(ok bool) bool {
 			return false
 		}
 		// Block idx-1 holds keys <= separator[idx-1].
-		if t.idx <= 0 || (t.lower != nil && bytes.Compare(t.index[t.idx-1].sepUser, t.lower) < 0) {
+		if t.idx <= 0 || (t.lower != nil && bytes.Compare(t.cur.prevEntry().sepUser, t.lower) < 0) {
 			return t.exhaustBackward()
 		}
-		if !t.load(t.idx - 1) {
+		if ok, err := t.cur.prev(nil); !t.load(ok, err, -1) {
 			return false
 		}
 		ok = t.data.last()
@@ -135,10 +148,7 @@ func (t *tableIter) First() bool {
 	if t.lower != nil {
 		return t.SeekGE(t.lower)
 	}
-	if t.n() == 0 {
-		return t.exhaustForward()
-	}
-	if !t.load(0) {
+	if ok, err := t.cur.first(nil); !t.load(ok && t.n() > 0, err, +1) {
 		return false
 	}
 	return t.forward(t.data.first())
@@ -151,10 +161,7 @@ func (t *tableIter) Last() bool {
 	if t.upper != nil {
 		return t.SeekLT(t.upper)
 	}
-	if t.n() == 0 {
-		return t.exhaustBackward()
-	}
-	if !t.load(t.n() - 1) {
+	if ok, err := t.cur.last(nil); !t.load(ok && t.n() > 0, err, -1) {
 		return false
 	}
 	return t.backward(t.data.last())
@@ -167,11 +174,7 @@ func (t *tableIter) SeekGE(ukey []byte) bool {
 	if t.lower != nil && bytes.Compare(ukey, t.lower) < 0 {
 		ukey = t.lower
 	}
-	i := searchIndex(t.index, ukey, seekTrailer)
-	if i == t.n() {
-		return t.exhaustForward()
-	}
-	if !t.load(i) {
+	if ok, err := t.cur.seek(ukey, seekTrailer, nil); !t.load(ok, err, +1) {
 		return false
 	}
 	return t.forward(t.data.seekGE(ukey, seekTrailer))
@@ -184,17 +187,15 @@ func (t *tableIter) SeekLT(ukey []byte) bool {
 	if t.upper != nil && bytes.Compare(ukey, t.upper) > 0 {
 		ukey = t.upper
 	}
-	i := searchIndex(t.index, ukey, seekTrailer)
-	if i == t.n() {
-		if i == 0 {
-			return t.exhaustBackward()
-		}
-		if !t.load(i - 1) {
+	ok, err := t.cur.seek(ukey, seekTrailer, nil)
+	if err == nil && !ok {
+		// Every key is below ukey: the last block holds the answer.
+		if ok, err := t.cur.last(nil); !t.load(ok && t.n() > 0, err, -1) {
 			return false
 		}
 		return t.backward(t.data.last())
 	}
-	if !t.load(i) {
+	if !t.load(ok, err, -1) {
 		return false
 	}
 	return t.backward(t.data.seekLT(ukey, seekTrailer))
@@ -241,9 +242,7 @@ func (t *tableIter) Close() error {
 	}
 	err := t.err
 	t.release()
-	if t.indexVal != nil {
-		t.indexVal.Release()
-	}
+	t.cur.release()
 	t.data.reset()
 	*t = tableIter{data: t.data, err: errIterClosed}
 	tableIterPool.Put(t)

@@ -19,7 +19,13 @@ func (r *Reader) Layout() []BlockLocation {
 	add := func(kind string, h blockHandle) {
 		out = append(out, BlockLocation{Kind: kind, Offset: h.offset, Length: h.length + blockTrailerLen})
 	}
-	if index, iv, err := r.acquireIndex(nil); err == nil {
+	for i := range r.indexParts {
+		add("index partition", r.indexParts[i].h)
+	}
+	for i := range r.filterTop {
+		add("filter partition", r.filterTop[i].h)
+	}
+	if index, iv, err := r.flatIndex(); err == nil {
 		for i := range index {
 			add("data", index[i].h)
 		}
@@ -31,6 +37,8 @@ func (r *Reader) Layout() []BlockLocation {
 		switch name {
 		case "sieve.filter":
 			add("filter", h)
+		case "sieve.filter.top":
+			add("filter top-level", h)
 		case "sieve.properties":
 			add("properties", h)
 		case rangeDelBlockName:

@@ -13,6 +13,19 @@ import (
 // all true (the caller reads the data) and the error is the filter
 // block's.
 func (r *Reader) ProbeFilterBatch(keys [][]byte, hashes []uint64, may []bool, stats *ReadStats) error {
+	if r.filterTop != nil {
+		// Partitioned: each key's partition.
+		for i, k := range keys {
+			var err error
+			if may[i], err = r.ProbeFilter(k, hashes[i], stats); err != nil {
+				for j := range may {
+					may[j] = true
+				}
+				return err
+			}
+		}
+		return nil
+	}
 	fo := r.residentFilter
 	if r.charged {
 		var v *cache.Value
@@ -47,15 +60,14 @@ func (r *Reader) GetBatch(keys [][]byte, seq uint64, stats *ReadStats, errs []er
 	if len(keys) == 0 {
 		return
 	}
-	index, iv, err := r.acquireIndex(stats)
+	var c indexCursor
+	err := c.init(r, stats)
+	defer c.release()
 	if err != nil {
 		for i := range errs {
 			errs[i] = err
 		}
 		return
-	}
-	if iv != nil {
-		defer iv.Release()
 	}
 	seq = min(seq, base.SeqNumMax)
 	trailer := seq<<8 | 0xff
@@ -64,36 +76,39 @@ func (r *Reader) GetBatch(keys [][]byte, seq uint64, stats *ReadStats, errs []er
 		it = new(blockIter)
 	}
 	defer r.putGetIter(it)
-	bc := batchBlock{r: r, index: index, stats: stats, cur: -1}
+	bc := batchBlock{r: r, stats: stats, cur: -1}
 	defer bc.release()
 	bv := &batchVisitor{fn: fn}
 	visit := bv.visit // one closure for the call, not one per key
 	for ki, ukey := range keys {
 		bv.i = ki
-		errs[ki] = r.getBatchKey(it, &bc, ukey, trailer, visit)
+		errs[ki] = r.getBatchKey(it, &bc, &c, ukey, trailer, visit)
 	}
 }
 
-// getBatchKey is GetBatch's search for one key.
-func (r *Reader) getBatchKey(it *blockIter, bc *batchBlock, ukey []byte, trailer uint64, visit func(k base.InternalKey, v []byte) bool) error {
-	index := bc.index
-	for i := searchIndex(index, ukey, trailer); i < len(index); i++ {
+// getBatchKey is GetBatch's search for one key, with c, the index cursor
+// of the call (a partitioned index keeps the partition of the previous
+// key when it holds this one too).
+func (r *Reader) getBatchKey(it *blockIter, bc *batchBlock, c *indexCursor, ukey []byte, trailer uint64, visit func(k base.InternalKey, v []byte) bool) error {
+	ok, err := c.seek(ukey, trailer, bc.stats)
+	for ; ok && err == nil; ok, err = c.next(bc.stats) {
 		// The block the previous key ended in: it is where it stopped,
 		// at or before ukey's entries (the keys are sorted).
+		i := c.pos()
 		forward := bc.cur == i
-		blk, err := bc.load(i)
+		blk, err := bc.load(i, c.entry(), c.prevEntry())
 		if err != nil {
 			return err
 		}
 		if !forward {
-			it.init(blk, true, r.dataCtx(index, i))
+			it.init(blk, true, r.dataCtx(c.entry()))
 		}
 		more, err := visitInBlock(it, ukey, trailer, forward, visit)
-		if err != nil || !more || !bytes.Equal(index[i].sepUser, ukey) {
+		if err != nil || !more || !bytes.Equal(c.entry().sepUser, ukey) {
 			return err
 		}
 	}
-	return nil
+	return err
 }
 
 type batchVisitor struct {
@@ -124,19 +139,19 @@ func visitInBlock(it *blockIter, ukey []byte, trailer uint64, forward bool, fn f
 // holds share one fetch.
 type batchBlock struct {
 	r     *Reader
-	index []indexEntry
 	stats *ReadStats
 	cur   int
 	blk   block
 	v     *cache.Value
 }
 
-func (b *batchBlock) load(i int) (block, error) {
+// load returns data block i (index entry e, prev the one before it).
+func (b *batchBlock) load(i int, e, prev *indexEntry) (block, error) {
 	if i == b.cur {
 		return b.blk, nil
 	}
 	b.release()
-	blk, v, err := b.r.dataBlock(b.index, i, b.stats)
+	blk, v, err := b.r.dataBlock(e, prev, b.stats)
 	if err != nil {
 		return block{}, err
 	}

@@ -25,6 +25,16 @@ func (a *prefixAdder) init(b filter.Builder, o WriterOptions) {
 	a.b, a.fn, a.label = hb, o.Prefix, o.PrefixName
 }
 
+// rebind makes the adder add to b, the builder of the next filter
+// partition (nil: none), keeping which prefix it added last.
+func (a *prefixAdder) rebind(b filter.Builder) {
+	if a.b == nil {
+		return
+	}
+	hb, _ := b.(filter.HashBuilder)
+	a.b = hb
+}
+
 // add adds the prefix of ukey, a new user key, unless it is the previous
 // key's.
 func (a *prefixAdder) add(ukey []byte, props *Properties) {
@@ -63,12 +73,15 @@ func (r *Reader) PrefixUsable(name string) bool {
 	return name != "" && r.props.PrefixExtractor == name && r.filterState == FilterLoaded && r.prefixHashes
 }
 
-// ProbePrefix probes the table's filter for the prefix whose
+// ProbePrefix probes the table's filter for prefix, whose
 // filter.HashPrefix is h, as ProbeFilter does a key. REQUIRES:
 // PrefixUsable; it answers true otherwise.
-func (r *Reader) ProbePrefix(h uint64, stats *ReadStats) (bool, error) {
+func (r *Reader) ProbePrefix(prefix []byte, h uint64, stats *ReadStats) (bool, error) {
 	if !r.prefixHashes {
 		return true, nil
+	}
+	if r.filterTop != nil {
+		return r.probePrefixPartitioned(prefix, h, stats)
 	}
 	if !r.charged {
 		return r.residentFilter.mayHash(h), nil

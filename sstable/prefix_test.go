@@ -37,20 +37,20 @@ func TestPrefixFilter(t *testing.T) {
 			require.False(t, r.PrefixUsable("other"))
 			require.Equal(t, "first4", r.Properties().PrefixExtractor)
 			for p := 0; p < 200; p++ {
-				ok, err := r.ProbePrefix(filter.HashPrefix([]byte(fmt.Sprintf("p%03d", p))), nil)
+				ok, err := r.ProbePrefix([]byte(fmt.Sprintf("p%03d", p)), filter.HashPrefix([]byte(fmt.Sprintf("p%03d", p))), nil)
 				require.NoError(t, err)
 				require.True(t, ok, "present prefix %d ruled out", p)
 			}
 			var absentPass, keyAsPrefix, prefixAsKey int
 			for p := 200; p < 2200; p++ {
-				if ok, _ := r.ProbePrefix(filter.HashPrefix([]byte(fmt.Sprintf("p%03d", p))), nil); ok {
+				if ok, _ := r.ProbePrefix([]byte(fmt.Sprintf("p%03d", p)), filter.HashPrefix([]byte(fmt.Sprintf("p%03d", p))), nil); ok {
 					absentPass++
 				}
 			}
 			for p := 0; p < 200; p++ {
 				// A whole key probed as a prefix, and a prefix probed
 				// as a whole key: neither was added as such.
-				if ok, _ := r.ProbePrefix(filter.HashPrefix([]byte(fmt.Sprintf("p%03d/0", p))), nil); ok {
+				if ok, _ := r.ProbePrefix([]byte(fmt.Sprintf("p%03d/0", p)), filter.HashPrefix([]byte(fmt.Sprintf("p%03d/0", p))), nil); ok {
 					keyAsPrefix++
 				}
 				if r.MayContain([]byte(fmt.Sprintf("p%03d", p))) {
@@ -80,7 +80,7 @@ func TestPrefixFilter(t *testing.T) {
 		r := openTable(t, data, ReaderOptions{FileNum: 1, Cache: cache.New(1 << 20), CacheIndexAndFilter: true})
 		defer r.Close()
 		var st ReadStats
-		ok, err := r.ProbePrefix(filter.HashPrefix([]byte("p007")), &st)
+		ok, err := r.ProbePrefix([]byte("p007"), filter.HashPrefix([]byte("p007")), &st)
 		require.NoError(t, err)
 		require.True(t, ok)
 	})

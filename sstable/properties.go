@@ -34,6 +34,11 @@ type Properties struct {
 	RawDataSize   uint64 // data block contents before compression
 	IndexSize     uint64 // index block contents as stored
 	FilterSize    uint64 // filter block contents; 0 without a filter
+	// FilterPartitions and IndexPartitions count the partitions of a
+	// partitioned filter or index (TableFormatV3); 0 when written whole.
+	// FilterSize is then the partitions' total, IndexSize that of the
+	// partitions and the top-level index as stored.
+	FilterPartitions, IndexPartitions uint64
 
 	FilterPolicy     string  // Policy.Name(); "" without a filter
 	FilterKeys       uint64  // distinct user keys added to the filter
@@ -81,6 +86,7 @@ var propFields = func() []propField {
 	u := func(name string, f func(*Properties) *uint64) propField {
 		return propField{name: name, kind: propUvarint, u64: f}
 	}
+	omit := func(f propField) propField { f.omitZero = true; return f }
 	fs := []propField{
 		u("sieve.block.restart.interval", func(p *Properties) *uint64 { return &p.BlockRestartInterval }),
 		u("sieve.block.size", func(p *Properties) *uint64 { return &p.BlockSize }),
@@ -93,8 +99,10 @@ var propFields = func() []propField {
 		u("sieve.filter.keys", func(p *Properties) *uint64 { return &p.FilterKeys }),
 		{name: "sieve.filter.prefixes", kind: propUvarint, u64: func(p *Properties) *uint64 { return &p.FilterPrefixes }, omitZero: true},
 		{name: "sieve.filter.policy", kind: propString, str: func(p *Properties) *string { return &p.FilterPolicy }},
+		omit(u("sieve.filter.partitions", func(p *Properties) *uint64 { return &p.FilterPartitions })),
 		u("sieve.filter.size", func(p *Properties) *uint64 { return &p.FilterSize }),
 		{name: "sieve.format.version", kind: propUvarint},
+		omit(u("sieve.index.partitions", func(p *Properties) *uint64 { return &p.IndexPartitions })),
 		u("sieve.index.size", func(p *Properties) *uint64 { return &p.IndexSize }),
 		{name: "sieve.key.largest", kind: propIKey, ikey: func(p *Properties) *base.InternalKey { return &p.LargestKey }},
 		{name: "sieve.key.smallest", kind: propIKey, ikey: func(p *Properties) *base.InternalKey { return &p.SmallestKey }},
@@ -129,6 +137,8 @@ func (f *propField) encodeValue(dst []byte, p *Properties) ([]byte, bool) {
 	switch {
 	case f.name == "sieve.format.version":
 		return binary.AppendUvarint(dst, uint64(p.FormatVersion)), true
+	case f.kind == propUvarint && f.omitZero && *f.u64(p) == 0:
+		return dst, false
 	case f.kind == propUvarint:
 		return binary.AppendUvarint(dst, *f.u64(p)), true
 	case f.kind == propF64:

@@ -91,7 +91,26 @@ type Reader struct {
 	// residentFilter is filter with its HashReader (nil without one).
 	residentFilter *filterObj
 	filterErr      error
-	filterSize     int // length of the filter block
+	filterSize     int // length of the filter block (partitions: their total)
+
+	// A partitioned index or filter (TableFormatV3): the top-level
+	// entries, resident, and the blocks they alias. indexTop is nil when
+	// the index is whole or was flattened into index (not charged);
+	// filterParts are the resident partitions (not charged). indexBytes
+	// and filterBytes count the resident partitions' contents.
+	indexTop                    []topEntry
+	indexParts                  []topEntry // the top-level index, kept when flattened
+	filterTop                   []topEntry
+	indexTopData, filterTopData []byte
+	filterParts                 []*filterObj
+	indexBytes, filterBytes     int
+	// indexHot and filterHot remember each charged partition's Value
+	// (as hotIndex and hotFilter do for whole blocks): a hit without the
+	// cache's lock.
+	indexHot, filterHot []atomic.Pointer[cache.Value]
+	// indexSearch and filterSearch speed up the searches of indexTop and
+	// filterTop.
+	indexSearch, filterSearch topSearch
 	// prefixHashes: the filter's reader takes hashes, so prefix entries
 	// can be probed (ProbePrefix).
 	prefixHashes bool
@@ -310,7 +329,15 @@ func (r *Reader) readMetaindex() error {
 		return ctx.corruptf("no properties block")
 	}
 	r.dataEnd = ph.offset
-	if fh, ok := r.metaHandles["sieve.filter"]; ok {
+	fh, whole := r.metaHandles["sieve.filter"]
+	th, top := r.metaHandles["sieve.filter.top"]
+	if whole && top {
+		return ctx.corruptf("both a whole and a partitioned filter")
+	}
+	if top {
+		fh = th
+	}
+	if whole || top {
 		if fe, _ := fh.end(); fe > ph.offset {
 			return ctx.corruptf("filter block %s overlaps the properties block %s", fh, ph)
 		}
@@ -374,8 +401,23 @@ func (r *Reader) readProperties() error {
 		return ctx.corruptf("format version %d disagrees with the footer's %d", uint32(p.FormatVersion), uint32(r.footer.format))
 	}
 	_, hasFilter := r.metaHandles["sieve.filter"]
-	if hasFilter != (p.FilterPolicy != "") {
-		return ctx.corruptf("filter policy %q but filter block present=%v", p.FilterPolicy, hasFilter)
+	_, hasTop := r.metaHandles["sieve.filter.top"]
+	if (hasFilter || hasTop) != (p.FilterPolicy != "") {
+		return ctx.corruptf("filter policy %q but filter block present=%v", p.FilterPolicy, hasFilter || hasTop)
+	}
+	if hasTop != (p.FilterPartitions > 0) {
+		return ctx.corruptf("%d filter partitions but top-level filter index present=%v", p.FilterPartitions, hasTop)
+	}
+	if p.FilterPartitions > 0 || p.IndexPartitions > 0 {
+		if p.FormatVersion < TableFormatV3 {
+			return ctx.corruptf("partitions in a table of format %s", p.FormatVersion)
+		}
+		// Partitions lie between the data and the properties, so the
+		// data's end is known only from the properties.
+		if p.DataSize > r.dataEnd {
+			return ctx.corruptf("data size %d runs past the first meta block at %d", p.DataSize, r.dataEnd)
+		}
+		r.dataEnd = p.DataSize
 	}
 	r.props = p
 	return nil
@@ -386,6 +428,9 @@ func (r *Reader) readIndex() error {
 	if err != nil {
 		return err
 	}
+	if r.props.IndexPartitions > 0 {
+		return r.readTopIndex(data, ctx)
+	}
 	entries, err := r.decodeIndex(data, ctx)
 	if err != nil {
 		return err
@@ -395,12 +440,19 @@ func (r *Reader) readIndex() error {
 		return nil
 	}
 	r.indexData, r.index = data, entries
+	r.indexBytes = len(data)
 	return nil
 }
 
-// decodeIndex decodes and checks the index block data; the entries alias
-// it.
+// decodeIndex decodes and checks the (whole) index block data; the
+// entries alias it.
 func (r *Reader) decodeIndex(data []byte, ctx errCtx) ([]indexEntry, error) {
+	return r.decodeIndexEntries(data, ctx, int(r.props.NumDataBlocks))
+}
+
+// decodeIndexEntries decodes and checks an index block or partition of
+// want entries; the entries alias data.
+func (r *Reader) decodeIndexEntries(data []byte, ctx errCtx, want int) ([]indexEntry, error) {
 	blk, err := parseBlock(data)
 	if err != nil {
 		return nil, ctx.corrupt(err)
@@ -438,13 +490,16 @@ func (r *Reader) decodeIndex(data []byte, ctx errCtx) ([]indexEntry, error) {
 	if it.err != nil {
 		return nil, it.err
 	}
-	if uint64(len(index)) != r.props.NumDataBlocks {
-		return nil, ctx.corruptf("%d entries for %d data blocks in the properties", len(index), r.props.NumDataBlocks)
+	if len(index) != want {
+		return nil, ctx.corruptf("%d entries for %d data blocks", len(index), want)
 	}
 	return index, nil
 }
 
 func (r *Reader) readFilter() error {
+	if th, ok := r.metaHandles["sieve.filter.top"]; ok {
+		return r.readTopFilter(th)
+	}
 	h, ok := r.metaHandles["sieve.filter"]
 	if !ok {
 		return nil
@@ -465,6 +520,7 @@ func (r *Reader) readFilter() error {
 	case err == nil && fr != nil:
 		r.filter, r.filterData, r.filterState = fr, data, FilterLoaded
 		r.residentFilter = newFilterObj(fr)
+		r.filterBytes = len(data)
 	case err == nil || isUnknownFilterType(err):
 		r.filterState, r.filterErr = FilterUnknown, err
 	default:
@@ -487,7 +543,7 @@ func (r *Reader) FilterError() error { return r.filterErr }
 // the table has no usable filter (or, charged, when it cannot be read: see
 // ProbeFilter). It does not allocate (given a filter Reader that does not).
 func (r *Reader) MayContain(ukey []byte) bool {
-	if r.charged {
+	if r.charged || r.filterTop != nil {
 		ok, _ := r.ProbeFilter(ukey, filter.HashKey(ukey), nil)
 		return ok
 	}
@@ -501,7 +557,7 @@ func (r *Reader) MayContain(ukey []byte) bool {
 // filter.HashKey(ukey) already (a lookup probing several tables hashes its
 // key once); a filter that cannot use the hash is given the key.
 func (r *Reader) MayContainHash(ukey []byte, h uint64) bool {
-	if r.charged {
+	if r.charged || r.filterTop != nil {
 		ok, _ := r.ProbeFilter(ukey, h, nil)
 		return ok
 	}
@@ -514,9 +570,14 @@ const indexEntrySize = 48
 
 // ResidentSize returns the bytes the Reader keeps in memory for the index
 // (block contents plus the decoded entries) and the filter outside the
-// block cache's budget: 0 and 0 when charged (see PinnedSize).
+// block cache's budget: 0 and 0 when charged (see PinnedSize), but for
+// the top-level blocks of a partitioned index or filter, which stay
+// resident.
 func (r *Reader) ResidentSize() (index, filter int) {
-	return len(r.indexData) + indexEntrySize*len(r.index), len(r.filterData)
+	index = r.indexBytes + indexEntrySize*len(r.index)
+	index += len(r.indexTopData) + indexEntrySize*len(r.indexTop)
+	filter = r.filterBytes + len(r.filterTopData) + indexEntrySize*len(r.filterTop)
+	return index, filter
 }
 
 // FilterSize returns the length of the table's filter block (0 without a

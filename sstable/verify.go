@@ -24,26 +24,30 @@ func (r *Reader) Verify() error {
 		return err
 	}
 	idxCtx := blockCtx(r.opts.FileNum, "index", r.footer.index.offset)
-	if r.props.IndexSize != r.footer.index.length {
-		return idxCtx.corruptf("stored size %d, properties say %d", r.footer.index.length, r.props.IndexSize)
+	if got := r.storedIndexSize(); r.props.IndexSize != got {
+		return idxCtx.corruptf("stored size %d, properties say %d", got, r.props.IndexSize)
 	}
-	index, iv, err := r.acquireIndex(nil)
+	index, iv, err := r.flatIndex()
 	if err != nil {
 		return err
 	}
 	if iv != nil {
 		defer iv.Release()
 	}
-	fo, fv, err := r.acquireFilter(nil)
-	if err != nil {
-		return err
-	}
-	if fv != nil {
-		defer fv.Release()
-	}
 	v := verifier{r: r, index: index}
-	if fo != nil {
-		v.filter = fo.fr
+	if r.filterTop != nil {
+		v.filter = partitionedFilter{r}
+	} else {
+		fo, fv, err := r.acquireFilter(nil)
+		if err != nil {
+			return err
+		}
+		if fv != nil {
+			defer fv.Release()
+		}
+		if fo != nil {
+			v.filter = fo.fr
+		}
 	}
 	for i := range index {
 		if err := v.block(i); err != nil {
@@ -67,7 +71,7 @@ type verifier struct {
 func (v *verifier) block(i int) error {
 	r := v.r
 	e := &v.index[i]
-	ctx := r.dataCtx(v.index, i)
+	ctx := r.dataCtx(e)
 	if e.h.offset != v.end {
 		return ctx.corruptf("block starts at %d, previous block ends at %d", e.h.offset, v.end)
 	}
@@ -123,7 +127,7 @@ func (v *verifier) finish() error {
 	if v.end != r.dataEnd {
 		ctx := blockCtx(r.opts.FileNum, "data", 0)
 		if n := len(v.index); n > 0 {
-			ctx = r.dataCtx(v.index, n-1)
+			ctx = r.dataCtx(&v.index[n-1])
 		}
 		return ctx.corruptf("data blocks end at %d, meta blocks start at %d", v.end, r.dataEnd)
 	}
@@ -157,17 +161,46 @@ func (v *verifier) finish() error {
 			return ctx.corruptf("key range [%s, %s], data has [%s, %s]", p.SmallestKey, p.LargestKey, g.SmallestKey, g.LargestKey)
 		}
 	}
-	if fh, ok := r.metaHandles["sieve.filter"]; ok {
-		data, err := r.readBlock(fh, "filter")
-		if err != nil {
-			return err
-		}
-		if v.filter != nil && g.FilterKeys != p.FilterKeys {
-			return ctx.corruptf("filter keys: properties say %d, data has %d distinct user keys", p.FilterKeys, g.FilterKeys)
-		}
-		if uint64(len(data)) != p.FilterSize {
-			return ctx.corruptf("filter size: properties say %d, block has %d", p.FilterSize, len(data))
-		}
+	if v.filter != nil && g.FilterKeys != p.FilterKeys {
+		return ctx.corruptf("filter keys: properties say %d, data has %d distinct user keys", p.FilterKeys, g.FilterKeys)
+	}
+	if size, ok, err := r.storedFilterSize(); err != nil {
+		return err
+	} else if ok && size != p.FilterSize {
+		return ctx.corruptf("filter size: properties say %d, blocks have %d", p.FilterSize, size)
 	}
 	return nil
 }
+
+// storedIndexSize is the index's size as stored: the index block's, or
+// the top-level index's and its partitions'.
+func (r *Reader) storedIndexSize() uint64 {
+	n := r.footer.index.length
+	for i := range r.indexParts {
+		n += r.indexParts[i].h.length
+	}
+	return n
+}
+
+// storedFilterSize reads the filter block (or every partition) and
+// returns its contents' length; ok is false without a filter block.
+func (r *Reader) storedFilterSize() (size uint64, ok bool, err error) {
+	if fh, ok := r.metaHandles["sieve.filter"]; ok {
+		data, err := r.readBlock(fh, "filter")
+		return uint64(len(data)), true, err
+	}
+	for i := range r.filterTop {
+		data, err := r.readBlock(r.filterTop[i].h, "filter partition")
+		if err != nil {
+			return 0, true, err
+		}
+		size += uint64(len(data))
+	}
+	return size, r.filterTop != nil, nil
+}
+
+// partitionedFilter is a partitioned filter as a filter.Reader, for
+// Verify.
+type partitionedFilter struct{ r *Reader }
+
+func (f partitionedFilter) MayContain(ukey []byte) bool { return f.r.MayContain(ukey) }

@@ -32,10 +32,20 @@ type WriterOptions struct {
 	// FilterPolicy builds the table's filter over its user keys; nil
 	// writes no filter block.
 	FilterPolicy filter.Policy
-	// TableFormat to write; zero means TableFormatV1 for a table without
-	// range tombstones and TableFormatV2 for one with them. A table with
-	// range tombstones cannot be written in V1.
+	// TableFormat to write; zero means the oldest format that holds the
+	// table: TableFormatV1, TableFormatV2 for one with range tombstones,
+	// TableFormatV3 for one whose index or filter was partitioned. A
+	// table cannot be written in a format older than what it holds.
 	TableFormat TableFormat
+	// PartitionSize, when positive, partitions the index and the filter
+	// of a table whose index or filter outgrows it: each is cut, at data
+	// block boundaries, into partitions of about PartitionSize bytes
+	// under a small top-level index, so that a reader going through the
+	// block cache loads one partition per lookup instead of the whole
+	// block (RocksDB's partitioned index and filters; its
+	// metadata_block_size is 4096). A partitioned table is
+	// TableFormatV3. Zero writes them whole.
+	PartitionSize int
 	// Prefix, when set with PrefixName and a FilterPolicy whose builder
 	// takes hashes (filter.HashBuilder), adds each key's prefix
 	// ukey[:Prefix(ukey)] (clamped to the key) to the filter beside the
@@ -63,6 +73,9 @@ func (o WriterOptions) withDefaults() (WriterOptions, error) {
 	}
 	if o.Compression > SnappyCompression {
 		return o, fmt.Errorf("sstable: unknown compression %d", uint8(o.Compression))
+	}
+	if o.PartitionSize < 0 || (o.PartitionSize > 0 && o.TableFormat != 0 && o.TableFormat < TableFormatV3) {
+		return o, fmt.Errorf("sstable: partition size %d needs table format v3 or later (have %s)", o.PartitionSize, o.TableFormat)
 	}
 	if o.TableFormat > TableFormatLatest {
 		return o, fmt.Errorf("sstable: unknown table format %d", uint32(o.TableFormat))
@@ -96,6 +109,7 @@ type Writer struct {
 	filter filter.Builder
 	props  Properties
 	prefix prefixAdder
+	parts  partitioner
 
 	rangeDels    []rangedel.Fragment
 	lastKey      []byte // encoded last key added
@@ -118,6 +132,7 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 		data:   blockWriter{restartInterval: opts.BlockRestartInterval},
 		index:  blockWriter{restartInterval: 1},
 		digest: xxhash.New(),
+		parts:  partitioner{size: opts.PartitionSize},
 	}
 	if opts.FilterPolicy != nil {
 		wr.filter = opts.FilterPolicy.NewBuilder()
@@ -157,6 +172,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		w.filter.Add(key.UserKey)
 		w.props.FilterKeys++
 		w.prefix.add(key.UserKey, &w.props)
+		w.parts.filterKeys++
 	}
 	w.data.add(w.keyBuf, value)
 	w.lastKey, w.keyBuf = w.keyBuf, w.lastKey
@@ -173,6 +189,7 @@ func (w *Writer) addIndexEntry(sep []byte) {
 	w.sepBuf = sep
 	w.index.add(sep, appendHandle(nil, w.pendingH))
 	w.pendingIndex = false
+	w.cutPartitions(sep)
 }
 
 func (w *Writer) flushDataBlock() {
@@ -256,14 +273,16 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 	if w.filter != nil {
 		// A policy that builds nothing (filter.None) gets no filter block,
 		// and the table records no policy.
-		if fb := w.filter.Finish(); len(fb) > 0 {
-			h := w.writeBlock(fb)
-			w.props.FilterSize = uint64(len(fb))
+		if h, top, ok := w.finishFilter(); ok {
 			if n := w.props.FilterKeys + w.props.FilterPrefixes; n > 0 {
-				w.props.FilterBitsPerKey = float64(8*len(fb)) / float64(n)
+				w.props.FilterBitsPerKey = float64(8*w.props.FilterSize) / float64(n)
 			}
 			w.props.PrefixExtractor = w.prefix.name()
-			meta.add([]byte("sieve.filter"), appendHandle(nil, h))
+			name := "sieve.filter"
+			if top {
+				name = "sieve.filter.top"
+			}
+			meta.add([]byte(name), appendHandle(nil, h))
 		} else {
 			w.props.FilterPolicy, w.props.FilterKeys, w.props.FilterPrefixes = "", 0, 0
 		}
@@ -274,9 +293,9 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 		rh = w.writeBlock(rangedel.Encode(nil, w.rangeDels))
 	}
 
-	// The properties record the index size, so compress the index first.
-	indexStored, indexType := compressBlock(w.opts.Compression, w.index.finish(), nil)
-	w.props.IndexSize = uint64(len(indexStored))
+	// The properties record the index size, so write the index
+	// partitions and compress the index (or top-level index) first.
+	indexStored, indexType := w.finishIndex()
 
 	ph := w.writeBlock(encodeProperties(&w.props))
 	meta.add([]byte("sieve.properties"), appendHandle(nil, ph))
@@ -309,14 +328,21 @@ func (w *Writer) Finish() (*WriterMetadata, error) {
 // setFormat settles the table's format version (see
 // WriterOptions.TableFormat).
 func (w *Writer) setFormat() error {
+	need := TableFormatV1
+	if len(w.rangeDels) > 0 {
+		need = TableFormatV2
+	}
+	// Every cut is made by now (the last index entry is in); Finish
+	// writes the rest of a cut index or filter as its last partition.
+	if len(w.parts.filterParts) > 0 || len(w.parts.indexParts) > 0 {
+		need = TableFormatV3
+	}
 	f := w.opts.TableFormat
 	switch {
-	case f == 0 && len(w.rangeDels) > 0:
-		f = TableFormatV2
 	case f == 0:
-		f = TableFormatV1
-	case f < TableFormatV2 && len(w.rangeDels) > 0:
-		w.err = fmt.Errorf("sstable: range tombstones need table format %s or later, not %s", TableFormatV2, f)
+		f = need
+	case f < need:
+		w.err = fmt.Errorf("sstable: this table (range tombstones or partitions) needs table format %s or later, not %s", need, f)
 		return w.err
 	}
 	w.props.FormatVersion = f

@@ -13,7 +13,11 @@ func init() {
 	register("sieve", 10, true, "sievedb/sieve, filter.Bloom(bits) (blocked)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) }}
 	})
-	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache (L0 and upper levels pinned)", func() Engine {
+	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache in 4 KiB partitions (CacheIndexAndFilterBlocks + PartitionIndexAndFilters)", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
+			charged: true, partitioned: true}
+	})
+	register("sieve-charged-whole", 17, false, "sievedb/sieve, filter.Bloom(bits) (blocked), whole index and filter blocks charged to the block cache (L0 and upper levels pinned)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			charged: true}
 	})
@@ -40,8 +44,10 @@ type sieveEngine struct {
 	policy     func(bits int) filter.Policy
 	alloc      sieve.FilterAllocation
 	charged    bool // Options.CacheIndexAndFilterBlocks
-	cfg        Config
-	db         *sieve.DB
+	// partitioned: Options.PartitionIndexAndFilters
+	partitioned bool
+	cfg         Config
+	db          *sieve.DB
 }
 
 func (e *sieveEngine) Open(dir string, cfg Config) error {
@@ -53,6 +59,7 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 		Compression:      sieve.SnappyCompression,
 
 		CacheIndexAndFilterBlocks: e.charged,
+		PartitionIndexAndFilters:  e.partitioned,
 	})
 	if err != nil {
 		return err
@@ -107,6 +114,9 @@ func (e *sieveEngine) Describe() string {
 	where := "filters and indexes held outside it"
 	if e.charged {
 		where = "filters and indexes charged to it, L0 and upper levels pinned within it"
+	}
+	if e.partitioned {
+		where = "filters and indexes charged to it in 4 KiB partitions, top-level blocks resident"
 	}
 	return fmt.Sprintf("%s, snappy, default block size, block cache %s (%s), Get = db.Get, Put = db.Put(NoSync)",
 		p, mib(e.cfg.CacheBytes), where)

@@ -31,6 +31,8 @@ type options struct {
 	threads  int
 	keys     string
 	cpuprof  string
+	reads    int
+	reuse    bool
 }
 
 // subcommands are the modes other than the default benchmark.
@@ -55,6 +57,8 @@ func main() {
 	flag.BoolVar(&o.compact, "compact", true, "flush and compact before the reads (false: reads see the LSM as the load left it)")
 	flag.StringVar(&o.keys, "keys", "seq", "key scheme: seq (absent keys adjacent to present ones) or scattered")
 	flag.IntVar(&o.threads, "threads", 1, "concurrent reader goroutines per engine in the read workloads")
+	flag.IntVar(&o.reads, "reads", 0, "operations of each read workload (0: n/2 readrandom and readmissing, n/10 seekrandom)")
+	flag.BoolVar(&o.reuse, "reuse", false, "with -dir: an engine whose directory holds a database an earlier -keep run loaded with the same -n, -seed and -keys is not loaded again (its fill figures are then 0)")
 	flag.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: peers [flags]      run the benchmark\n       peers list         list the engines\n       peers filter [-n N] [-bits B] [-keys seq|scattered|both]   filter micro-benchmark\n       peers ycsb [-n N] [-ops N] [-threads T] [-workloads A,B,...]   YCSB A-F\n       peers syncwrite [-threads 1,4,16] [-ops N]   synchronous writers (group commit)\n")
@@ -103,14 +107,20 @@ type engineRun struct {
 	Fill    cost   `json:"fill"`
 	Compact cost   `json:"flush_compact"`
 	// WriteAmp is the engine's own figure, if it has one.
-	WriteAmp    *float64               `json:"engine_write_amp,omitempty"`
-	UserBytes   int64                  `json:"user_bytes"`
-	DiskCompact int64                  `json:"disk_after_compact_bytes"`
-	TablesComp  int64                  `json:"tables_after_compact_bytes"`
-	DiskRest    int64                  `json:"disk_at_rest_bytes"`
-	TablesRest  int64                  `json:"tables_at_rest_bytes"`
-	ShapeReads  string                 `json:"shape_after_reads"`
-	Reads       map[string]*readResult `json:"reads"`
+	WriteAmp    *float64 `json:"engine_write_amp,omitempty"`
+	UserBytes   int64    `json:"user_bytes"`
+	DiskCompact int64    `json:"disk_after_compact_bytes"`
+	TablesComp  int64    `json:"tables_after_compact_bytes"`
+	DiskRest    int64    `json:"disk_at_rest_bytes"`
+	TablesRest  int64    `json:"tables_at_rest_bytes"`
+	ShapeReads  string   `json:"shape_after_reads"`
+	// OpenSeconds is the wall time of the reopen before the reads;
+	// RSSAfterReads the process's resident set after this engine's reads
+	// (process-wide: earlier engines' memory may not have been returned;
+	// run one engine per process for its own figure).
+	OpenSeconds   float64                `json:"open_seconds"`
+	RSSAfterReads int64                  `json:"rss_after_reads_bytes"`
+	Reads         map[string]*readResult `json:"reads"`
 
 	info    engineInfo
 	eng     Engine
@@ -158,12 +168,20 @@ func run(o options, args []string) error {
 	for i, info := range infos {
 		r := &engineRun{Name: info.name, info: info, dir: filepath.Join(parent, info.name), Reads: map[string]*readResult{}}
 		runs[i] = r
+		if o.reuse && loadedBefore(r.dir, o) {
+			fmt.Fprintf(os.Stderr, "%s: reusing the database loaded in %s\n", info.name, r.dir)
+			continue
+		}
 		if err := os.RemoveAll(r.dir); err != nil {
 			return err
 		}
+		os.Remove(loadMarker(r.dir))
 		fmt.Fprintf(os.Stderr, "%s: load %d keys\n", info.name, o.n)
 		if err := load(r, cfg, o, order, vals); err != nil {
 			return fmt.Errorf("%s: %w", info.name, err)
+		}
+		if err := markLoaded(r.dir, o); err != nil {
+			return err
 		}
 	}
 	// Reopen every engine: each starts the reads with a cold cache.
@@ -172,7 +190,7 @@ func run(o options, args []string) error {
 			return err
 		}
 	}
-	for _, w := range makeWorkloads(o.n, rng, vals) {
+	for _, w := range makeWorkloads(o.n, o.reads, rng, vals) {
 		if err := runWorkload(runs, w, o); err != nil {
 			return err
 		}
@@ -254,6 +272,7 @@ func benchDir(o options, infos []engineInfo) (string, func(), error) {
 		}
 		for _, e := range infos {
 			os.RemoveAll(filepath.Join(parent, e.name))
+			os.Remove(loadMarker(filepath.Join(parent, e.name)))
 		}
 		if o.dir == "" {
 			os.RemoveAll(parent)
@@ -266,9 +285,11 @@ func benchDir(o options, infos []engineInfo) (string, func(), error) {
 // iterator per thread.
 func (r *engineRun) reopen(cfg Config, threads int) error {
 	r.eng = r.info.ctor()
+	start := time.Now()
 	if err := r.eng.Open(r.dir, cfg); err != nil {
 		return fmt.Errorf("%s: reopen: %w", r.Name, err)
 	}
+	r.OpenSeconds = time.Since(start).Seconds()
 	for th := 0; th < threads; th++ {
 		rd, err := r.eng.NewReader()
 		if err != nil {
@@ -317,6 +338,7 @@ func runWorkload(runs []*engineRun, w workload, o options) error {
 // engine, and measures the disk at rest.
 func (r *engineRun) close() error {
 	r.ShapeReads = r.eng.Shape()
+	r.RSSAfterReads = processRSS()
 	for th := range r.iters {
 		if err := r.iters[th].Close(); err != nil {
 			return fmt.Errorf("%s: iterator close: %w", r.Name, err)
@@ -418,8 +440,11 @@ func load(r *engineRun, cfg Config, o options, order []int, vals *values) error 
 	return nil
 }
 
-func makeWorkloads(n int, rng *rand.Rand, vals *values) []workload {
+func makeWorkloads(n, reads int, rng *rand.Rand, vals *values) []workload {
 	idx := func(count, max int) []int {
+		if reads > 0 {
+			count = reads
+		}
 		s := make([]int, count)
 		for i := range s {
 			s[i] = rng.IntN(max)
@@ -496,4 +521,38 @@ func profiled(file string, f func() error) error {
 		err = cerr
 	}
 	return err
+}
+
+// processRSS is the process's resident set size (VmRSS), 0 if unknown.
+func processRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// loadMarker is the file a load leaves beside an engine's directory (see
+// -reuse; not inside it, which is the engine's): the parameters the
+// database was loaded with.
+func loadMarker(dir string) string { return dir + ".peers-loaded" }
+
+func loadSignature(o options) string {
+	return fmt.Sprintf("n=%d seed=%d keys=%s\n", o.n, o.seed, o.keys)
+}
+
+func markLoaded(dir string, o options) error {
+	return os.WriteFile(loadMarker(dir), []byte(loadSignature(o)), 0o644)
+}
+
+func loadedBefore(dir string, o options) bool {
+	data, err := os.ReadFile(loadMarker(dir))
+	return err == nil && string(data) == loadSignature(o)
 }

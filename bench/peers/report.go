@@ -171,6 +171,8 @@ func (rep *report) writeThroughput(w io.Writer) {
 	for _, name := range readWorkloads {
 		row(name+" ops/s", func(r *engineRun) float64 { return rate(r.Reads[name].Ops, r.Reads[name].Cost.Seconds) }, fmtRate)
 	}
+	row("open before the reads", func(r *engineRun) float64 { return r.OpenSeconds }, func(v float64) string { return fmt.Sprintf("%.3fs", v) })
+	row("process RSS after reads", func(r *engineRun) float64 { return float64(r.RSSAfterReads) }, size)
 	row("disk at rest (allocated)", func(r *engineRun) float64 { return float64(r.DiskRest) }, size)
 	row("of which table files", func(r *engineRun) float64 { return float64(r.TablesRest) }, size)
 	row("disk right after "+strings.TrimPrefix(rep.shapeLabel(), "after "), func(r *engineRun) float64 { return float64(r.DiskCompact) }, size)

@@ -1,0 +1,694 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/cache"
+)
+
+// This file is the reader's side of partitioned index and filter blocks
+// (FORMAT.md "Partitioned index and filter"). The top-level blocks are
+// resident in the Reader. Without CacheIndexAndFilter the partitions are
+// read at open and held resident too (the index flattened into one entry
+// slice, so the read paths are those of a whole index); charged, each
+// lookup loads the one partition it needs through the block cache.
+
+// topEntry is one entry of a top-level index or top-level filter index:
+// the separator of a partition's last data block, the partition's handle
+// and, for index partitions, the number of its first entry in the table.
+type topEntry struct {
+	indexEntry
+	first int
+}
+
+// searchTop returns the first partition whose separator is >= (ukey,
+// trailer), or len(top).
+func searchTop(top []topEntry, ukey []byte, trailer uint64) int {
+	lo, hi := 0, len(top)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		e := &top[m]
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// topSearch speeds up searchTop over one top-level block: the
+// separators' user keys share lcp, and keys[i] is the 8 bytes of
+// separator i that follow it (big-endian, zero-padded), so most steps of
+// the binary search compare two integers.
+type topSearch struct {
+	lcp  []byte
+	keys []uint64
+}
+
+func newTopSearch(top []topEntry) topSearch {
+	if len(top) == 0 {
+		return topSearch{}
+	}
+	lcp := top[0].sepUser
+	for i := 1; i < len(top); i++ {
+		lcp = lcp[:base.SharedPrefixLen(lcp, top[i].sepUser)]
+	}
+	keys := make([]uint64, len(top))
+	for i := range top {
+		keys[i] = word(top[i].sepUser[len(lcp):])
+	}
+	return topSearch{lcp: lcp, keys: keys}
+}
+
+// word is the first 8 bytes of b as a big-endian integer, zero-padded.
+func word(b []byte) uint64 {
+	if len(b) >= 8 {
+		return binary.BigEndian.Uint64(b)
+	}
+	var w [8]byte
+	copy(w[:], b)
+	return binary.BigEndian.Uint64(w[:])
+}
+
+// search is searchTop(top, ukey, trailer) for the top the search was
+// built from.
+func (s *topSearch) search(top []topEntry, ukey []byte, trailer uint64) int {
+	n := len(s.lcp)
+	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {
+		// Every separator starts with lcp and ukey does not.
+		if bytes.Compare(ukey, s.lcp) < 0 {
+			return 0
+		}
+		return len(top)
+	}
+	w := word(ukey[n:])
+	lo, hi := 0, len(top)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		below := s.keys[m] < w
+		if s.keys[m] == w {
+			e := &top[m]
+			c := bytes.Compare(e.sepUser, ukey)
+			below = c < 0 || (c == 0 && e.sepTrailer > trailer)
+		} else if s.keys[m] > w {
+			below = false
+		}
+		if below {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// decodeTop decodes a top-level block (index when counted, else filter):
+// separators strictly increasing, handles in order inside [lo, hi), and
+// for an index the entry counts summing to want.
+func decodeTop(data []byte, ctx errCtx, lo, hi uint64, counted bool, want uint64) ([]topEntry, error) {
+	blk, err := parseBlock(data)
+	if err != nil {
+		return nil, ctx.corrupt(err)
+	}
+	var it blockIter
+	it.init(blk, true, ctx)
+	var top []topEntry
+	prevEnd, total := lo, uint64(0)
+	for ok := it.first(); ok; ok = it.next() {
+		e, err := blk.decodeEntry(it.off, 0)
+		if err != nil || e.shared != 0 {
+			return nil, ctx.corruptf("top-level entry at offset %d is not a restart point", it.off)
+		}
+		k := it.ikey()
+		if n := len(top); n > 0 && compareKey(it.key, top[n-1].sepUser, top[n-1].sepTrailer) <= 0 {
+			return nil, ctx.corruptf("separator %s does not follow the previous one", k)
+		}
+		val, count := it.val, uint64(0)
+		if counted {
+			var m int
+			if count, m = lastUvarint(val); m <= 0 || count == 0 {
+				return nil, ctx.corruptf("entry %s: malformed partition entry count", k)
+			}
+			val = val[:len(val)-m]
+		}
+		h, ok := decodeHandle(val)
+		if !ok {
+			return nil, ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
+		}
+		if end, ok := h.end(); !ok || end > hi || h.offset < prevEnd {
+			return nil, ctx.corruptf("entry %s: partition %s out of place (previous ends at %d, region [%d, %d))", k, h, prevEnd, lo, hi)
+		}
+		prevEnd, _ = h.end()
+		ulen := len(e.delta) - base.TrailerLen
+		top = append(top, topEntry{indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: h}, int(total)})
+		total += count
+	}
+	if it.err != nil {
+		return nil, it.err
+	}
+	if len(top) == 0 {
+		return nil, ctx.corruptf("empty top-level block")
+	}
+	if counted && total != want {
+		return nil, ctx.corruptf("partitions hold %d entries for %d data blocks in the properties", total, want)
+	}
+	return top, nil
+}
+
+// lastUvarint decodes the uvarint that ends v: a handle's two uvarints are
+// followed by the count, so the count is what remains after decoding the
+// handle from the front. It returns the count and its length.
+func lastUvarint(v []byte) (uint64, int) {
+	off, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, -1
+	}
+	_ = off
+	l, m := binary.Uvarint(v[n:])
+	if m <= 0 {
+		return 0, -1
+	}
+	c, k := binary.Uvarint(v[n+m:])
+	if k <= 0 || n+m+k != len(v) {
+		return 0, -1
+	}
+	_ = l
+	return c, k
+}
+
+// readTopIndex reads a partitioned table's top-level index and, unless
+// charged, every partition, flattened into r.index.
+func (r *Reader) readTopIndex(data []byte, ctx errCtx) error {
+	top, err := decodeTop(data, ctx, r.dataEnd, r.metaHandles["sieve.properties"].offset, true, r.props.NumDataBlocks)
+	if err != nil {
+		return err
+	}
+	if uint64(len(top)) != r.props.IndexPartitions {
+		return ctx.corruptf("%d index partitions, properties say %d", len(top), r.props.IndexPartitions)
+	}
+	r.indexParts, r.indexTop, r.indexTopData = top, top, data
+	if r.charged {
+		r.indexSearch = newTopSearch(top)
+		r.indexHot = make([]atomic.Pointer[cache.Value], len(top))
+		return nil
+	}
+	index := make([]indexEntry, 0, r.props.NumDataBlocks)
+	for p := range top {
+		entries, data, err := r.readIndexPartition(p)
+		if err != nil {
+			return err
+		}
+		index = append(index, entries...)
+		r.indexBytes += len(data)
+	}
+	r.index, r.indexTop = index, nil
+	return nil
+}
+
+// readIndexPartition reads and checks index partition p from the file.
+func (r *Reader) readIndexPartition(p int) ([]indexEntry, []byte, error) {
+	t := &r.indexTop[p]
+	data, ctx, err := r.readBlockCtx(t.h, "index partition")
+	if err != nil {
+		return nil, nil, err
+	}
+	n := r.partitionLen(p)
+	entries, err := r.decodeIndexEntries(data, ctx, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	if last := &entries[n-1]; !bytes.Equal(last.sepUser, t.sepUser) || last.sepTrailer != t.sepTrailer {
+		return nil, nil, ctx.corruptf("partition ends at separator %s, the top-level index says %s",
+			base.InternalKey{UserKey: last.sepUser, Trailer: last.sepTrailer}, base.InternalKey{UserKey: t.sepUser, Trailer: t.sepTrailer})
+	}
+	return entries, data, nil
+}
+
+// flatIndex returns every index entry of the table, reading a charged
+// partitioned index's partitions from the file (Verify, Layout); release
+// the Value when non-nil.
+func (r *Reader) flatIndex() ([]indexEntry, *cache.Value, error) {
+	if r.indexTop == nil {
+		return r.acquireIndex(nil)
+	}
+	var index []indexEntry
+	for p := range r.indexTop {
+		entries, _, err := r.readIndexPartition(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		index = append(index, entries...)
+	}
+	return index, nil, nil
+}
+
+// partitionLen is the number of entries of index partition p.
+func (r *Reader) partitionLen(p int) int {
+	if p+1 < len(r.indexTop) {
+		return r.indexTop[p+1].first - r.indexTop[p].first
+	}
+	return int(r.props.NumDataBlocks) - r.indexTop[p].first
+}
+
+// indexPart is a run of a table's index entries: the whole index (num
+// -1), or partition num, whose first entry is entry first of the table;
+// val is the reference to release (nil: resident or pinned). A whole
+// index is a slice of decoded entries; a charged partition is searched in
+// place (lazy).
+type indexPart struct {
+	entries []indexEntry
+	lazy    *lazyIndex
+	first   int
+	num     int
+	val     *cache.Value
+}
+
+func (p *indexPart) len() int {
+	if p.lazy != nil {
+		return p.lazy.blk.numRestarts
+	}
+	return len(p.entries)
+}
+
+// lazyIndex is a charged index partition searched in place: its entries
+// are decoded when a cursor lands on them instead of into a slice when it
+// is loaded (a partition read for one lookup would otherwise cost more to
+// decode than to search). Like a data block's, its entries are checked as
+// they are decoded (restart points, internal keys, handles inside the data
+// region); their order is checked by Verify.
+type lazyIndex struct {
+	blk     block
+	dataEnd uint64
+	ctx     errCtx
+}
+
+// at decodes entry i into e; e's separator aliases the partition.
+func (l *lazyIndex) at(i int, e *indexEntry) error {
+	off := l.blk.restart(i)
+	d, err := l.blk.decodeEntry(off, 0)
+	if err == nil && d.shared != 0 {
+		err = fmt.Errorf("entry at offset %d is not a restart point", off)
+	}
+	if err == nil {
+		err = checkInternalKey(d.delta)
+	}
+	if err != nil {
+		return l.ctx.corrupt(err)
+	}
+	h, ok := decodeHandle(d.value)
+	if end, okEnd := h.end(); !ok || !okEnd || end > l.dataEnd {
+		return l.ctx.corruptf("entry at offset %d: data block %x outside the data region [0, %d)", off, d.value, l.dataEnd)
+	}
+	n := len(d.delta) - base.TrailerLen
+	*e = indexEntry{sepUser: d.delta[:n:n], sepTrailer: binary.LittleEndian.Uint64(d.delta[n:]), h: h}
+	return nil
+}
+
+// search is searchIndex over the partition's entries.
+func (l *lazyIndex) search(ukey []byte, trailer uint64) (int, error) {
+	lo, hi := 0, l.blk.numRestarts
+	var e indexEntry
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if err := l.at(m, &e); err != nil {
+			return 0, err
+		}
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, nil
+}
+
+// checkIndexPartition checks what a lookup in index partition p relies on
+// beyond what each decoded entry is checked for: the restart array, the
+// entry count the top-level index gives, and that its last separator is
+// the top-level entry's.
+func (r *Reader) checkIndexPartition(p int, data []byte, ctx errCtx) (*lazyIndex, error) {
+	blk, err := parseBlock(data)
+	if err != nil {
+		return nil, ctx.corrupt(err)
+	}
+	if want := r.partitionLen(p); blk.numRestarts != want {
+		return nil, ctx.corruptf("%d entries for %d data blocks", blk.numRestarts, want)
+	}
+	li := &lazyIndex{blk: blk, dataEnd: r.dataEnd, ctx: ctx}
+	var last indexEntry
+	if err := li.at(blk.numRestarts-1, &last); err != nil {
+		return nil, err
+	}
+	if t := &r.indexTop[p]; !bytes.Equal(last.sepUser, t.sepUser) || last.sepTrailer != t.sepTrailer {
+		return nil, ctx.corruptf("partition ends at separator %s, the top-level index says %s",
+			base.InternalKey{UserKey: last.sepUser, Trailer: last.sepTrailer}, base.InternalKey{UserKey: t.sepUser, Trailer: t.sepTrailer})
+	}
+	return li, nil
+}
+
+// acquireIndexPartition returns partition p of a charged partitioned
+// index, from the cache or read, checked and cached.
+func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, error) {
+	t := &r.indexTop[p]
+	if stats != nil {
+		stats.IndexPartitions++
+	}
+	if v := r.indexHot[p].Load(); v != nil && v.TryAcquireCached() {
+		stats.addIndex(true)
+		return indexPart{lazy: v.Object().(*lazyIndex), first: t.first, num: p, val: v}, nil
+	}
+	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, t.h.offset, cache.KindIndex); ok {
+		if li, ok := v.Object().(*lazyIndex); ok {
+			stats.addIndex(true)
+			v.Remember(&r.indexHot[p])
+			return indexPart{lazy: li, first: t.first, num: p, val: v}, nil
+		}
+		v.Release()
+	}
+	stats.addIndex(false)
+	data, ctx, err := r.readBlockCtx(t.h, "index partition")
+	if err != nil {
+		return indexPart{}, err
+	}
+	li, err := r.checkIndexPartition(p, data, ctx)
+	if err != nil {
+		return indexPart{}, err
+	}
+	v := cache.WrapObject(data, li, 0)
+	r.opts.Cache.SetKind(r.opts.FileNum, t.h.offset, v, cache.KindIndex)
+	v.Remember(&r.indexHot[p])
+	return indexPart{lazy: li, first: t.first, num: p, val: v}, nil
+}
+
+// indexCursor is a position in a table's index, whole or partitioned,
+// holding a reference on the partition (or charged index) it is in.
+type indexCursor struct {
+	r    *Reader
+	part indexPart
+	i    int // position in part
+	// cur and prev hold the decoded current and previous entries of a
+	// lazy partition (valid until the cursor moves).
+	curE, prevE indexEntry
+}
+
+// init prepares the cursor; a whole index is acquired now.
+func (c *indexCursor) init(r *Reader, stats *ReadStats) error {
+	*c = indexCursor{r: r, part: indexPart{num: -1}}
+	if r.indexTop != nil {
+		return nil
+	}
+	entries, v, err := r.acquireIndex(stats)
+	c.part = indexPart{entries: entries, num: -1, val: v}
+	return err
+}
+
+func (c *indexCursor) release() {
+	if c.part.val != nil {
+		c.part.val.Release()
+		c.part.val = nil
+	}
+}
+
+// set moves to entry i of the current part; in a lazy partition it
+// decodes the entry and the one before it.
+func (c *indexCursor) set(i int) error {
+	c.i = i
+	if c.part.lazy == nil || i < 0 || i >= c.part.len() {
+		return nil
+	}
+	if err := c.part.lazy.at(i, &c.curE); err != nil {
+		return err
+	}
+	if i > 0 {
+		return c.part.lazy.at(i-1, &c.prevE)
+	}
+	return nil
+}
+
+func (c *indexCursor) entry() *indexEntry {
+	if c.part.lazy != nil {
+		return &c.curE
+	}
+	return &c.part.entries[c.i]
+}
+
+// pos is the table-wide number of the current entry (its data block).
+func (c *indexCursor) pos() int { return c.part.first + c.i }
+
+// prevEntry is the entry before the current one (nil at the first): in
+// the same partition, or the previous partition's top-level entry, whose
+// separator is that of its last entry.
+func (c *indexCursor) prevEntry() *indexEntry {
+	switch {
+	case c.i > 0 && c.part.lazy != nil:
+		return &c.prevE
+	case c.i > 0:
+		return &c.part.entries[c.i-1]
+	case c.part.num > 0:
+		return &c.r.indexTop[c.part.num-1].indexEntry
+	}
+	return nil
+}
+
+// toPartition moves to partition p (a partitioned index), at entry i
+// (-1: its last).
+func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
+	if c.part.num != p || c.part.len() == 0 {
+		part, err := c.r.acquireIndexPartition(p, stats)
+		if err != nil {
+			return err
+		}
+		c.release()
+		c.part = part
+	}
+	if i < 0 {
+		i = c.part.len() - 1
+	}
+	return c.set(i)
+}
+
+// seek positions the cursor at the first entry whose separator is >=
+// (ukey, trailer); false when there is none.
+func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool, error) {
+	if c.r.indexTop == nil {
+		c.i = searchIndex(c.part.entries, ukey, trailer)
+		return c.i < len(c.part.entries), nil
+	}
+	p := c.r.indexSearch.search(c.r.indexTop, ukey, trailer)
+	if p == len(c.r.indexTop) {
+		return false, nil
+	}
+	if err := c.toPartition(p, 0, stats); err != nil {
+		return false, err
+	}
+	// The partition's last separator is its top-level one, >= the key.
+	i, err := c.part.lazy.search(ukey, trailer)
+	if err != nil {
+		return false, err
+	}
+	return true, c.set(min(i, c.part.len()-1))
+}
+
+// first and last position the cursor at the table's first or last entry;
+// false for a table without data blocks.
+func (c *indexCursor) first(stats *ReadStats) (bool, error) {
+	if c.r.indexTop == nil {
+		c.i = 0
+		return len(c.part.entries) > 0, nil
+	}
+	return true, c.toPartition(0, 0, stats)
+}
+
+func (c *indexCursor) last(stats *ReadStats) (bool, error) {
+	if c.r.indexTop == nil {
+		c.i = len(c.part.entries) - 1
+		return c.i >= 0, nil
+	}
+	return true, c.toPartition(len(c.r.indexTop)-1, -1, stats)
+}
+
+// next and prev step to the following or preceding entry; false at the
+// end.
+func (c *indexCursor) next(stats *ReadStats) (bool, error) {
+	if c.i+1 < c.part.len() {
+		return true, c.set(c.i + 1)
+	}
+	if c.part.num < 0 || c.part.num+1 >= len(c.r.indexTop) {
+		return false, nil
+	}
+	return true, c.toPartition(c.part.num+1, 0, stats)
+}
+
+func (c *indexCursor) prev(stats *ReadStats) (bool, error) {
+	if c.i > 0 {
+		return true, c.set(c.i - 1)
+	}
+	if c.part.num <= 0 {
+		return false, nil
+	}
+	return true, c.toPartition(c.part.num-1, -1, stats)
+}
+
+// readTopFilter reads a partitioned filter's top-level block and, unless
+// charged, every partition (resident); charged, the first partition is
+// decoded (and cached) to learn whether this build can use the filter.
+func (r *Reader) readTopFilter(h blockHandle) error {
+	data, ctx, err := r.readBlockCtx(h, "filter top-level")
+	if err != nil {
+		return err
+	}
+	top, err := decodeTop(data, ctx, r.dataEnd, h.offset, false, 0)
+	if err != nil {
+		return err
+	}
+	if uint64(len(top)) != r.props.FilterPartitions {
+		return ctx.corruptf("%d filter partitions, properties say %d", len(top), r.props.FilterPartitions)
+	}
+	r.filterTop, r.filterTopData = top, data
+	r.filterSearch = newTopSearch(top)
+	n := len(top)
+	if r.charged {
+		n = 1
+		r.filterHot = make([]atomic.Pointer[cache.Value], len(top))
+	}
+	parts := make([]*filterObj, 0, n)
+	for p := 0; p < n; p++ {
+		fo, data, err := r.readFilterPartition(p)
+		if err != nil {
+			if isUnknownFilterType(err) {
+				r.filterState, r.filterErr, r.filterTop = FilterUnknown, err, nil
+				return nil
+			}
+			return err
+		}
+		if p == 0 {
+			r.prefixHashes = fo.hr != nil
+		}
+		if r.charged {
+			r.cacheFilterPartition(p, data, fo).Release()
+		} else {
+			r.filterBytes += len(data)
+		}
+		parts = append(parts, fo)
+	}
+	r.filterSize = int(r.props.FilterSize)
+	r.filterState = FilterLoaded
+	if !r.charged {
+		r.filterParts = parts
+	}
+	return nil
+}
+
+// readFilterPartition reads and decodes filter partition p. A partition
+// this build cannot decode is filter.ErrUnknownType (unwrapped), a
+// malformed one ErrCorruption.
+func (r *Reader) readFilterPartition(p int) (*filterObj, []byte, error) {
+	h := r.filterTop[p].h
+	data, err := r.readBlock(h, "filter partition")
+	if err != nil {
+		return nil, nil, err
+	}
+	fo, err := r.decodeFilterPartition(data, h)
+	return fo, data, err
+}
+
+func (r *Reader) decodeFilterPartition(data []byte, h blockHandle) (*filterObj, error) {
+	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
+	if err == nil && fr == nil {
+		err = errors.New("empty filter partition")
+	}
+	switch {
+	case err == nil:
+		return newFilterObj(fr), nil
+	case isUnknownFilterType(err):
+		return nil, err
+	}
+	return nil, blockCtx(r.opts.FileNum, "filter partition", h.offset).corruptf("policy %q: %w", r.props.FilterPolicy, err)
+}
+
+func (r *Reader) cacheFilterPartition(p int, data []byte, fo *filterObj) *cache.Value {
+	v := cache.WrapObject(data, fo, 0)
+	r.opts.Cache.SetKind(r.opts.FileNum, r.filterTop[p].h.offset, v, cache.KindFilter)
+	v.Remember(&r.filterHot[p])
+	return v
+}
+
+// probePartitioned probes a partitioned filter for ukey (whose hash is
+// h): the one partition whose key range can hold it (none past the last
+// separator: the key is above every key of the table).
+func (r *Reader) probePartitioned(ukey []byte, h uint64, stats *ReadStats) (bool, error) {
+	p := r.filterSearch.search(r.filterTop, ukey, seekTrailer)
+	if p == len(r.filterTop) {
+		return false, nil
+	}
+	return r.probePartition(p, stats, func(fo *filterObj) bool { return fo.may(ukey, h) })
+}
+
+// probePrefixPartitioned probes a partitioned filter for a prefix (whose
+// filter.HashPrefix is h). A prefix is in the partition of the first key
+// that has it: the partition where a seek to the prefix lands, or, when
+// that one ends before the first such key, the next one.
+func (r *Reader) probePrefixPartitioned(prefix []byte, h uint64, stats *ReadStats) (bool, error) {
+	p := r.filterSearch.search(r.filterTop, prefix, seekTrailer)
+	for end := min(p+2, len(r.filterTop)); p < end; p++ {
+		may, err := r.probePartition(p, stats, func(fo *filterObj) bool { return fo.mayHash(h) })
+		if may || err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+// probePartition runs probe on filter partition p. A charged partition
+// that cannot be read or decoded fails open (counted); a corrupt one is
+// ErrCorruption.
+func (r *Reader) probePartition(p int, stats *ReadStats, probe func(*filterObj) bool) (bool, error) {
+	if !r.charged {
+		return probe(r.filterParts[p]), nil
+	}
+	if stats != nil {
+		stats.FilterPartitions++
+	}
+	if v := r.filterHot[p].Load(); v != nil && v.TryAcquireCached() {
+		stats.addFilter(true)
+		may := probe(v.Object().(*filterObj))
+		v.Release()
+		return may, nil
+	}
+	off := r.filterTop[p].h.offset
+	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, off, cache.KindFilter); ok {
+		if fo, ok := v.Object().(*filterObj); ok {
+			stats.addFilter(true)
+			v.Remember(&r.filterHot[p])
+			may := probe(fo)
+			v.Release()
+			return may, nil
+		}
+		v.Release()
+	}
+	stats.addFilter(false)
+	ph := r.filterTop[p].h
+	data, err := r.readBlock(ph, "filter partition")
+	if err != nil {
+		if errors.Is(err, base.ErrCorruption) {
+			return true, err
+		}
+		stats.addFailOpen()
+		return true, nil
+	}
+	fo, err := r.decodeFilterPartition(data, ph)
+	if err != nil {
+		stats.addFailOpen()
+		return true, nil
+	}
+	r.cacheFilterPartition(p, data, fo).Release()
+	return probe(fo), nil
+}
