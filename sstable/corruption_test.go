@@ -254,6 +254,16 @@ func TestVerifyKeyOrder(t *testing.T) {
 func TestLayoutCoversFile(t *testing.T) {
 	data, _ := corruptionTestTable(t, SnappyCompression)
 	r := openTable(t, data, ReaderOptions{})
+	kinds := layoutKinds(t, r, data)
+	require.EqualValues(t, r.Properties().NumDataBlocks, kinds["data"])
+	for _, k := range []string{"filter", "properties", "metaindex", "index", "footer"} {
+		require.Equal(t, 1, kinds[k], k)
+	}
+}
+
+// layoutKinds checks that r's Layout tiles data, the whole table, and
+// counts its blocks by kind.
+func layoutKinds(t *testing.T, r *Reader, data []byte) map[string]int {
 	var end uint64
 	kinds := map[string]int{}
 	for _, b := range r.Layout() {
@@ -262,8 +272,5 @@ func TestLayoutCoversFile(t *testing.T) {
 		kinds[b.Kind]++
 	}
 	require.EqualValues(t, len(data), end)
-	require.EqualValues(t, r.Properties().NumDataBlocks, kinds["data"])
-	for _, k := range []string{"filter", "properties", "metaindex", "index", "footer"} {
-		require.Equal(t, 1, kinds[k], k)
-	}
+	return kinds
 }

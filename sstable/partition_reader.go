@@ -26,24 +26,8 @@ type topEntry struct {
 	first int
 }
 
-// searchTop returns the first partition whose separator is >= (ukey,
-// trailer), or len(top).
-func searchTop(top []topEntry, ukey []byte, trailer uint64) int {
-	lo, hi := 0, len(top)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		e := &top[m]
-		c := bytes.Compare(e.sepUser, ukey)
-		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-// topSearch speeds up searchTop over one top-level block: the
+// topSearch finds the first partition whose separator is >= a key
+// (searchIndex over a top-level block's entries), faster: the
 // separators' user keys share lcp, and keys[i] is the 8 bytes of
 // separator i that follow it (big-endian, zero-padded), so most steps of
 // the binary search compare two integers.
@@ -77,8 +61,8 @@ func word(b []byte) uint64 {
 	return binary.BigEndian.Uint64(w[:])
 }
 
-// search is searchTop(top, ukey, trailer) for the top the search was
-// built from.
+// search returns the first entry of top (the block the search was built
+// from) whose separator is >= (ukey, trailer), or len(top).
 func (s *topSearch) search(top []topEntry, ukey []byte, trailer uint64) int {
 	n := len(s.lcp)
 	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {

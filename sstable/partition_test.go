@@ -129,14 +129,7 @@ func partitionedCorruptionTable(t *testing.T) ([]byte, []kv) {
 func TestPartitionedLayoutCoversFile(t *testing.T) {
 	data, _ := partitionedCorruptionTable(t)
 	r := openTable(t, data, ReaderOptions{})
-	var end uint64
-	kinds := map[string]int{}
-	for _, b := range r.Layout() {
-		require.Equal(t, end, b.Offset, "%s block", b.Kind)
-		end = b.Offset + b.Length
-		kinds[b.Kind]++
-	}
-	require.EqualValues(t, len(data), end)
+	kinds := layoutKinds(t, r, data)
 	require.EqualValues(t, r.Properties().IndexPartitions, kinds["index partition"])
 	require.EqualValues(t, r.Properties().FilterPartitions, kinds["filter partition"])
 	require.Equal(t, 1, kinds["filter top-level"])
@@ -246,6 +239,10 @@ func TestTopSearchMatchesBinarySearch(t *testing.T) {
 			top[i].sepUser, top[i].sepTrailer = []byte(k), uint64(rng.IntN(3))
 		}
 		s := newTopSearch(top)
+		entries := make([]indexEntry, len(top))
+		for i := range top {
+			entries[i] = top[i].indexEntry
+		}
 		for probe := 0; probe < 50; probe++ {
 			var k []byte
 			switch rng.IntN(3) {
@@ -257,7 +254,7 @@ func TestTopSearchMatchesBinarySearch(t *testing.T) {
 				k = randKey("")
 			}
 			tr := uint64(rng.IntN(4))
-			require.Equal(t, searchTop(top, k, tr), s.search(top, k, tr), "probe %q trailer %d in %q", k, tr, ks)
+			require.Equal(t, searchIndex(entries, k, tr), s.search(top, k, tr), "probe %q trailer %d in %q", k, tr, ks)
 		}
 	}
 }
