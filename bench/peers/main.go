@@ -118,9 +118,14 @@ type engineRun struct {
 	// RSSAfterReads the process's resident set after this engine's reads
 	// (process-wide: earlier engines' memory may not have been returned;
 	// run one engine per process for its own figure).
-	OpenSeconds   float64                `json:"open_seconds"`
-	RSSAfterReads int64                  `json:"rss_after_reads_bytes"`
-	Reads         map[string]*readResult `json:"reads"`
+	OpenSeconds   float64 `json:"open_seconds"`
+	RSSAfterReads int64   `json:"rss_after_reads_bytes"`
+	// RSSAnon and RSSFile split it: anonymous memory (heap, caches) and
+	// file pages mapped into the process (sieve memory-maps its tables:
+	// page-cache pages it touched, which the kernel can reclaim).
+	RSSAnon int64                  `json:"rss_anon_after_reads_bytes"`
+	RSSFile int64                  `json:"rss_file_after_reads_bytes"`
+	Reads   map[string]*readResult `json:"reads"`
 
 	info    engineInfo
 	eng     Engine
@@ -338,7 +343,7 @@ func runWorkload(runs []*engineRun, w workload, o options) error {
 // engine, and measures the disk at rest.
 func (r *engineRun) close() error {
 	r.ShapeReads = r.eng.Shape()
-	r.RSSAfterReads = processRSS()
+	r.RSSAfterReads, r.RSSAnon, r.RSSFile = processRSS()
 	for th := range r.iters {
 		if err := r.iters[th].Close(); err != nil {
 			return fmt.Errorf("%s: iterator close: %w", r.Name, err)
@@ -523,20 +528,30 @@ func profiled(file string, f func() error) error {
 	return err
 }
 
-// processRSS is the process's resident set size (VmRSS), 0 if unknown.
-func processRSS() int64 {
+// processRSS is the process's resident set size (VmRSS) and its
+// anonymous and file-backed parts (RssAnon, RssFile), 0 if unknown.
+func processRSS() (rss, anon, file int64) {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0
+		return 0, 0, 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
-			return kb << 10
+		name, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var kb int64
+		fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+		switch name {
+		case "VmRSS":
+			rss = kb << 10
+		case "RssAnon":
+			anon = kb << 10
+		case "RssFile":
+			file = kb << 10
 		}
 	}
-	return 0
+	return rss, anon, file
 }
 
 // loadMarker is the file a load leaves beside an engine's directory (see

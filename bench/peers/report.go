@@ -173,6 +173,8 @@ func (rep *report) writeThroughput(w io.Writer) {
 	}
 	row("open before the reads", func(r *engineRun) float64 { return r.OpenSeconds }, func(v float64) string { return fmt.Sprintf("%.3fs", v) })
 	row("process RSS after reads", func(r *engineRun) float64 { return float64(r.RSSAfterReads) }, size)
+	row("  of which anonymous", func(r *engineRun) float64 { return float64(r.RSSAnon) }, size)
+	row("  of which mapped files", func(r *engineRun) float64 { return float64(r.RSSFile) }, size)
 	row("disk at rest (allocated)", func(r *engineRun) float64 { return float64(r.DiskRest) }, size)
 	row("of which table files", func(r *engineRun) float64 { return float64(r.TablesRest) }, size)
 	row("disk right after "+strings.TrimPrefix(rep.shapeLabel(), "after "), func(r *engineRun) float64 { return float64(r.DiskCompact) }, size)
