@@ -69,7 +69,8 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	var maxSeq uint64
 	var created []uint64
 	var bytes int64
-	for cf, t := range g.all() {
+	for _, ct := range g.all() {
+		cf, t := ct.cf, ct.t
 		if db.cfs.wasDropped(cf) {
 			continue // a dropped family's writes go with it
 		}

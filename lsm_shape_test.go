@@ -36,14 +36,7 @@ func TestLSMShape(t *testing.T) {
 			L0CompactionTrigger: 1000, L0StopWritesTrigger: 2000}
 	}
 	db := openDB(t, opts())
-	shape := func() string {
-		v := db.versions.Current()
-		defer v.Unref()
-		if s := v.String(); s != "" {
-			return s
-		}
-		return "(no tables)"
-	}
+	shape := func() string { return lsmString(db) }
 	testutil.RunDataDriven(t, "testdata/lsm_shape", func(t *testing.T, d *testutil.Case) string {
 		switch d.Cmd {
 		case "batch":

@@ -79,15 +79,22 @@ func (g *memGroup) empty() bool {
 	return true
 }
 
-// all returns the group's memtables with their column family IDs.
-func (g *memGroup) all() map[uint32]*memtable.MemTable {
-	out := map[uint32]*memtable.MemTable{}
+// all returns the group's non-empty memtables with their column family
+// IDs, in ID order (so that a flush numbers its tables deterministically).
+func (g *memGroup) all() []cfMemTable {
+	var out []cfMemTable
 	for id, t := range *g.tables.Load() {
 		if t != nil && !t.Empty() {
-			out[uint32(id)] = t
+			out = append(out, cfMemTable{uint32(id), t})
 		}
 	}
 	return out
+}
+
+// cfMemTable is one column family's memtable in a group.
+type cfMemTable struct {
+	cf uint32
+	t  *memtable.MemTable
 }
 
 // memFilterBits is the size of each memtable's key filter: MemTableSize ×
