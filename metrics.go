@@ -333,14 +333,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	if out.WAL.Bytes > 0 {
 		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)
 	}
-	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
-	out.Stall.Slowdowns = m.slowdowns.Load()
-	out.RangeDel = m.rangeDel.load()
-	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
-	out.PrefixSeeks = m.prefixTotals()
-	out.Ingest = m.ingest.load()
-	out.Checkpoints.Count, out.Checkpoints.TablesLinked = m.checkpoints.Load(), m.checkpointLinks.Load()
-	out.Checkpoints.TablesCopied, out.ColumnFamilyDrops = m.checkpointCopies.Load(), m.cfDrops.Load()
+	m.featureTotals(out)
 	if db.closed.Load() {
 		return out
 	}
@@ -378,6 +371,19 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	f.ResidentIndexBytes, f.ResidentFilterBytes = tm.residentIndex, tm.residentFilter
 	f.PinnedIndexBytes, f.PinnedFilterBytes = tm.pinnedIndex, tm.pinnedFilter
 	return out
+}
+
+// featureTotals fills in the stalls and the counters of the features
+// beyond reads, writes, flushes and compactions.
+func (m *dbMetrics) featureTotals(out *Metrics) {
+	out.Stall.Count, out.Stall.Duration = m.stalls.Load(), time.Duration(m.stallNanos.Load())
+	out.Stall.Slowdowns = m.slowdowns.Load()
+	out.RangeDel = m.rangeDel.load()
+	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
+	out.PrefixSeeks = m.prefixTotals()
+	out.Ingest = m.ingest.load()
+	out.Checkpoints.Count, out.Checkpoints.TablesLinked = m.checkpoints.Load(), m.checkpointLinks.Load()
+	out.Checkpoints.TablesCopied, out.ColumnFamilyDrops = m.checkpointCopies.Load(), m.cfDrops.Load()
 }
 
 // scoreTargets returns the compaction scores of a column family's levels

@@ -955,6 +955,13 @@ func TestStress(t *testing.T) {
 		r.verifyExact(fmt.Sprintf("round %d reopen", round))
 		r.oracle.trim()
 	}
+	r.report(seed)
+}
+
+// report logs what a run did, fails the test on its violations, and
+// checks that it reached every operation it names.
+func (r *stressRun) report(seed uint64) {
+	t, cfg := r.t, r.cfg
 	t.Logf("stress: %d writers + %d readers + 1 maintainer, %d rounds: %d writes, %d reads checked (%d iterators, %d snapshots, %d values scribbled on, %d multigets), "+
 		"%d flushes, %d compactions, %d families created, %d dropped, %d checkpoints verified, %d reopens, %d violations",
 		cfg.writers, cfg.readers, cfg.rounds, r.ops.Load(), r.reads.Load(), r.iters.Load(), r.snaps.Load(), r.scribbles.Load(), r.multiGets.Load(),
@@ -973,9 +980,8 @@ func TestStress(t *testing.T) {
 	require.Positive(t, r.cfDropped.Load(), "no column family dropped")
 	require.Positive(t, r.ckptsVerified.Load(), "no checkpoint verified")
 	require.Positive(t, r.reopens)
-	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests", r.prefixReads.Load(), r.ingests.Load())
+	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests, %d DeleteRanges", r.prefixReads.Load(), r.ingests.Load(), r.rangeDels.Load())
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 	require.Positive(t, r.ingests.Load(), "no Ingest")
-	t.Logf("stress: %d DeleteRanges", r.rangeDels.Load())
 	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
 }

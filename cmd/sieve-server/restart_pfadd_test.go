@@ -26,37 +26,7 @@ func TestPipelinedPFAddRestart(t *testing.T) {
 	if testing.Short() {
 		pipelines, keys = 40, 300
 	}
-	acked := make([]map[string][]string, clients)
-	var changed [clients]int
-	var wg sync.WaitGroup
-	for g := range clients {
-		acked[g] = map[string][]string{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
-			c := newClient(t, s.Addr())
-			for range pipelines {
-				p := c.Pipeline()
-				var cmds []*redis.IntCmd
-				var ks, es []string
-				for range depth {
-					k, e := fmt.Sprintf("hll:%012d", rng.IntN(keys)), fmt.Sprintf("e:%012d", rng.IntN(16))
-					cmds = append(cmds, p.PFAdd(ctx, k, e))
-					ks, es = append(ks, k), append(es, e)
-				}
-				if _, err := p.Exec(ctx); err != nil {
-					t.Errorf("seed %d: %v", seed, err)
-					return
-				}
-				for i, cmd := range cmds {
-					acked[g][ks[i]] = append(acked[g][ks[i]], es[i])
-					changed[g] += int(cmd.Val())
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	acked, changed := pipelinePFAdds(t, s, seed, clients, depth, pipelines, keys)
 	if t.Failed() {
 		return
 	}
@@ -104,4 +74,42 @@ func TestPipelinedPFAddRestart(t *testing.T) {
 	if nchanged == 0 || len(counts) == 0 || nchanged == clients*pipelines*depth {
 		t.Fatalf("seed %d: cases not reached: %d changed of %d", seed, nchanged, clients*pipelines*depth)
 	}
+}
+
+// pipelinePFAdds runs the clients' pipelines of PFADDs against s and
+// returns, per client, the elements acknowledged per key and how many
+// PFADDs changed registers.
+func pipelinePFAdds(t *testing.T, s *Server, seed int64, clients, depth, pipelines, keys int) ([]map[string][]string, []int) {
+	acked := make([]map[string][]string, clients)
+	changed := make([]int, clients)
+	var wg sync.WaitGroup
+	for g := range clients {
+		acked[g] = map[string][]string{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
+			c := newClient(t, s.Addr())
+			for range pipelines {
+				p := c.Pipeline()
+				var cmds []*redis.IntCmd
+				var ks, es []string
+				for range depth {
+					k, e := fmt.Sprintf("hll:%012d", rng.IntN(keys)), fmt.Sprintf("e:%012d", rng.IntN(16))
+					cmds = append(cmds, p.PFAdd(ctx, k, e))
+					ks, es = append(ks, k), append(es, e)
+				}
+				if _, err := p.Exec(ctx); err != nil {
+					t.Errorf("seed %d: %v", seed, err)
+					return
+				}
+				for i, cmd := range cmds {
+					acked[g][ks[i]] = append(acked[g][ks[i]], es[i])
+					changed[g] += int(cmd.Val())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return acked, changed
 }
