@@ -73,9 +73,7 @@ func TestFsyncMutants(t *testing.T) {
 	tl := &mutantTally{byClass: map[string][2]int{}}
 	for n := first; n <= last; n += stride {
 		tl.tried++
-		r := newMutantRun(t, n, seed, modes, cache)
-		r.run()
-		tl.add(t, base.syncs, n, r)
+		tl.add(t, base.syncs, n, runMutant(t, n, seed, modes, cache, base.syncs[n-1]))
 	}
 	for _, c := range sortedKeys(tl.byClass) {
 		t.Logf("  %-50s caught %d/%d", c, tl.byClass[c][0], tl.byClass[c][1])
@@ -83,6 +81,23 @@ func TestFsyncMutants(t *testing.T) {
 	t.Logf("fsync mutants: %d (%d tried), caught %d, redundant (uncatchable by design) %d, unexplained %d; %d recoveries for %d clones, %d of them (1 in %d) also reopened read-write twice",
 		total, tl.tried, tl.caught, tl.redundant, len(tl.unexplained), cache.opens, cache.calls, cache.rwOpens, cache.rwEvery)
 	require.Empty(t, tl.unexplained, "mutants the crash oracle misses although the sync is needed")
+}
+
+// runMutant runs mutant n. The workload is deterministic but for the
+// scheduling of background work against foreground syncs (a flush's
+// directory sync may come before or after the next WAL sync), so a run
+// whose skipped sync is not the baseline's n-th (want) is run again, up
+// to 5 times; tally.add fails on one that still differs.
+func runMutant(t *testing.T, n, seed int64, modes []vfs.CrashOptions, cache *recoveryCache, want syncEvent) *mutantRun {
+	for attempt := 1; ; attempt++ {
+		r := newMutantRun(t, n, seed, modes, cache)
+		r.run()
+		op, name, ok := r.skipped()
+		if (ok && op == want.op && fileKind(name) == want.kind) || attempt == 5 {
+			return r
+		}
+		t.Logf("mutant %d: skipped %v %s where the baseline's sync is %v %s (background work scheduled otherwise); run %d again", n, op, name, want.op, want.name, attempt)
+	}
 }
 
 // mutantRecoveryCache is the recovery cache the mutants share. One
