@@ -141,22 +141,29 @@ func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
 	return db.lookupIn(rs, cf, key, seq)
 }
 
-// lookupIn gathers what the memtables and tables of rs hold for key as of
-// seq.
-func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
-	st := getState{key: key, hash: memtable.KeyHash(key)}
+// searchMemtables visits st.key's entries in the memtables of family cf
+// in rs, newest first, with their range tombstones, until st is done
+// (Get and MultiGet).
+func (st *getState) searchMemtables(rs *readState, cf uint32, seq uint64) {
 	if t := rs.mem.table(cf); t != nil {
 		st.coverByMem(t, seq)
-		t.GetHash(key, st.hash, seq, st.visit)
+		t.GetHash(st.key, st.hash, seq, st.visit)
 		st.endSource()
 	}
 	for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
 		if t := rs.imm[i].table(cf); t != nil {
 			st.coverByMem(t, seq)
-			t.GetHash(key, st.hash, seq, st.visit)
+			t.GetHash(st.key, st.hash, seq, st.visit)
 			st.endSource()
 		}
 	}
+}
+
+// lookupIn gathers what the memtables and tables of rs hold for key as of
+// seq.
+func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
+	st := getState{key: key, hash: memtable.KeyHash(key)}
+	st.searchMemtables(rs, cf, seq)
 	if !st.done {
 		if err := db.getFromVersion(rs.version, cf, key, seq, &st); err != nil {
 			return st, err

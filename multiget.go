@@ -164,19 +164,7 @@ func (db *DB) multiResolve(cf uint32, mg *multiGet) ([][]byte, []error) {
 // first, then the tables.
 func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) {
 	for u := range mg.states {
-		st := &mg.states[u]
-		if t := rs.mem.table(cf); t != nil {
-			st.coverByMem(t, seq)
-			t.GetHash(st.key, st.hash, seq, st.visit)
-			st.endSource()
-		}
-		for i := len(rs.imm) - 1; i >= 0 && !st.done; i-- {
-			if t := rs.imm[i].table(cf); t != nil {
-				st.coverByMem(t, seq)
-				t.GetHash(st.key, st.hash, seq, st.visit)
-				st.endSource()
-			}
-		}
+		mg.states[u].searchMemtables(rs, cf, seq)
 	}
 	lv := rs.version.Levels(cf)
 	if lv == nil {
