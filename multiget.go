@@ -74,6 +74,7 @@ type multiGet struct {
 	may    []bool
 	rerrs  []error
 	kept   []int
+	rstats sstable.ReadStats
 }
 
 func newMultiGet(keys [][]byte) *multiGet {
@@ -256,13 +257,16 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 			return
 		}
 	}
-	var rstats sstable.ReadStats
-	defer rc.addReadStats(&rstats)
+	// The call's counters live in mg (one table at a time), not on a
+	// per-table heap allocation.
+	rstats := &mg.rstats
+	*rstats = sstable.ReadStats{}
+	defer rc.addReadStats(rstats)
 	hasFilter := r.FilterState() == sstable.FilterLoaded
 	lm := &rc.level[level]
 	if hasFilter {
 		var err error
-		if cands, err = mg.probe(r, cands, &rstats, lm); err != nil {
+		if cands, err = mg.probe(r, cands, rstats, lm); err != nil {
 			fail(tableErr(err))
 			return
 		}
@@ -276,7 +280,7 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 		mg.states[u].seen = false
 	}
 	mg.rerrs = slices.Grow(mg.rerrs[:0], len(cands))[:len(cands)]
-	r.GetBatch(mg.keys, seq, &rstats, mg.rerrs, func(i int, k base.InternalKey, v []byte) bool {
+	r.GetBatch(mg.keys, seq, rstats, mg.rerrs, func(i int, k base.InternalKey, v []byte) bool {
 		return mg.states[cands[i]].visit(k, v)
 	})
 	for i, u := range cands {
