@@ -97,45 +97,14 @@ func (s *topSearch) search(top []topEntry, ukey []byte, trailer uint64) int {
 // separators strictly increasing, handles in order inside [lo, hi), and
 // for an index the entry counts summing to want.
 func decodeTop(data []byte, ctx errCtx, lo, hi uint64, counted bool, want uint64) ([]topEntry, error) {
-	blk, err := parseBlock(data)
-	if err != nil {
-		return nil, ctx.corrupt(err)
-	}
-	var it blockIter
-	it.init(blk, true, ctx)
 	var top []topEntry
-	prevEnd, total := lo, uint64(0)
-	for ok := it.first(); ok; ok = it.next() {
-		e, err := blk.decodeEntry(it.off, 0)
-		if err != nil || e.shared != 0 {
-			return nil, ctx.corruptf("top-level entry at offset %d is not a restart point", it.off)
-		}
-		k := it.ikey()
-		if n := len(top); n > 0 && compareKey(it.key, top[n-1].sepUser, top[n-1].sepTrailer) <= 0 {
-			return nil, ctx.corruptf("separator %s does not follow the previous one", k)
-		}
-		val, count := it.val, uint64(0)
-		if counted {
-			var m int
-			if count, m = lastUvarint(val); m <= 0 || count == 0 {
-				return nil, ctx.corruptf("entry %s: malformed partition entry count", k)
-			}
-			val = val[:len(val)-m]
-		}
-		h, ok := decodeHandle(val)
-		if !ok {
-			return nil, ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
-		}
-		if end, ok := h.end(); !ok || end > hi || h.offset < prevEnd {
-			return nil, ctx.corruptf("entry %s: partition %s out of place (previous ends at %d, region [%d, %d))", k, h, prevEnd, lo, hi)
-		}
-		prevEnd, _ = h.end()
-		ulen := len(e.delta) - base.TrailerLen
-		top = append(top, topEntry{indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: h}, int(total)})
+	total := uint64(0)
+	err := forEachHandleEntry(data, ctx, lo, hi, counted, func(e indexEntry, count uint64) {
+		top = append(top, topEntry{e, int(total)})
 		total += count
-	}
-	if it.err != nil {
-		return nil, it.err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(top) == 0 {
 		return nil, ctx.corruptf("empty top-level block")
@@ -144,6 +113,53 @@ func decodeTop(data []byte, ctx errCtx, lo, hi uint64, counted bool, want uint64
 		return nil, ctx.corruptf("partitions hold %d entries for %d data blocks in the properties", total, want)
 	}
 	return top, nil
+}
+
+// forEachHandleEntry walks an index block, an index partition or a
+// top-level block (restart interval 1: every entry a restart point, its
+// key stored whole), checking that the separators strictly increase and
+// the handles, in order, lie in [lo, hi); counted blocks (the top-level
+// index) follow each handle with an entry count. fn gets each entry, its
+// separator aliasing data.
+func forEachHandleEntry(data []byte, ctx errCtx, lo, hi uint64, counted bool, fn func(e indexEntry, count uint64)) error {
+	blk, err := parseBlock(data)
+	if err != nil {
+		return ctx.corrupt(err)
+	}
+	var it blockIter
+	it.init(blk, true, ctx)
+	var prev []byte
+	prevEnd := lo
+	for ok := it.first(); ok; ok = it.next() {
+		e, err := blk.decodeEntry(it.off, 0)
+		if err != nil || e.shared != 0 {
+			return ctx.corruptf("entry at offset %d is not a restart point", it.off)
+		}
+		k := it.ikey()
+		if prev != nil && base.CompareEncoded(prev, e.delta) >= 0 {
+			return ctx.corruptf("separator %s does not follow the previous one", k)
+		}
+		prev = e.delta
+		val, count := it.val, uint64(0)
+		if counted {
+			var m int
+			if count, m = lastUvarint(val); m <= 0 || count == 0 {
+				return ctx.corruptf("entry %s: malformed partition entry count", k)
+			}
+			val = val[:len(val)-m]
+		}
+		h, ok := decodeHandle(val)
+		if !ok {
+			return ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
+		}
+		if end, ok := h.end(); !ok || end > hi || h.offset < prevEnd {
+			return ctx.corruptf("entry %s: block %s out of place (previous ends at %d, region [%d, %d))", k, h, prevEnd, lo, hi)
+		}
+		prevEnd, _ = h.end()
+		ulen := len(e.delta) - base.TrailerLen
+		fn(indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: h}, count)
+	}
+	return it.err
 }
 
 // lastUvarint decodes the uvarint that ends v: a handle's two uvarints are

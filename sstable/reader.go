@@ -453,42 +453,12 @@ func (r *Reader) decodeIndex(data []byte, ctx errCtx) ([]indexEntry, error) {
 // decodeIndexEntries decodes and checks an index block or partition of
 // want entries; the entries alias data.
 func (r *Reader) decodeIndexEntries(data []byte, ctx errCtx, want int) ([]indexEntry, error) {
-	blk, err := parseBlock(data)
+	// want comes from the properties: a corrupt count must not size an
+	// allocation beyond what the block can hold.
+	index := make([]indexEntry, 0, min(want, len(data)/4))
+	err := forEachHandleEntry(data, ctx, 0, r.dataEnd, false, func(e indexEntry, _ uint64) { index = append(index, e) })
 	if err != nil {
-		return nil, ctx.corrupt(err)
-	}
-	var it blockIter
-	it.init(blk, true, ctx)
-	var index []indexEntry
-	var prevEnd uint64
-	for ok := it.first(); ok; ok = it.next() {
-		// With a restart interval of 1 every key is stored whole, so it
-		// can alias the block instead of the iterator's buffer.
-		e, err := blk.decodeEntry(it.off, 0)
-		if err != nil || e.shared != 0 {
-			return nil, ctx.corruptf("index entry at offset %d is not a restart point", it.off)
-		}
-		k := it.ikey()
-		n := len(index)
-		if n > 0 {
-			p := &index[n-1]
-			if compareKey(it.key, p.sepUser, p.sepTrailer) <= 0 {
-				return nil, ctx.corruptf("separator %s does not follow %s", k, base.InternalKey{UserKey: p.sepUser, Trailer: p.sepTrailer})
-			}
-		}
-		bh, ok := decodeHandle(it.val)
-		if !ok {
-			return nil, ctx.corruptf("entry %s: malformed block handle %x", k, it.val)
-		}
-		if end, ok := bh.end(); !ok || end > r.dataEnd || bh.offset < prevEnd {
-			return nil, ctx.corruptf("entry %s: data block %s out of place (previous ends at %d, data ends at %d)", k, bh, prevEnd, r.dataEnd)
-		}
-		prevEnd, _ = bh.end()
-		ulen := len(e.delta) - base.TrailerLen
-		index = append(index, indexEntry{sepUser: e.delta[:ulen:ulen], sepTrailer: k.Trailer, h: bh})
-	}
-	if it.err != nil {
-		return nil, it.err
+		return nil, err
 	}
 	if len(index) != want {
 		return nil, ctx.corruptf("%d entries for %d data blocks", len(index), want)
