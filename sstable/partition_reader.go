@@ -166,20 +166,18 @@ func forEachHandleEntry(data []byte, ctx errCtx, lo, hi uint64, counted bool, fn
 // followed by the count, so the count is what remains after decoding the
 // handle from the front. It returns the count and its length.
 func lastUvarint(v []byte) (uint64, int) {
-	off, n := binary.Uvarint(v)
-	if n <= 0 {
+	n := 0
+	for range 2 { // the handle's offset and length
+		_, m := binary.Uvarint(v[n:])
+		if m <= 0 {
+			return 0, -1
+		}
+		n += m
+	}
+	c, k := binary.Uvarint(v[n:])
+	if k <= 0 || n+k != len(v) {
 		return 0, -1
 	}
-	_ = off
-	l, m := binary.Uvarint(v[n:])
-	if m <= 0 {
-		return 0, -1
-	}
-	c, k := binary.Uvarint(v[n+m:])
-	if k <= 0 || n+m+k != len(v) {
-		return 0, -1
-	}
-	_ = l
 	return c, k
 }
 
