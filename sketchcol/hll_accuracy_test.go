@@ -17,9 +17,19 @@ import (
 // 1.04/√m ≈ 0.81%; the test holds the estimator to |error| ≤ 3 × that
 // (2.44%) in ≥ 99.7% of trials and to an RMS error within 15% of 0.81%
 // where the asymptotic regime holds (n ≥ 2·10^5 ≈ 12m; below that the
-// registers still at zero carry information and the error is lower). An estimate off by one counts
-// as within: below n = 41 a single register collision is already more
-// than 2.44%, and no estimator can see it.
+// registers still at zero carry information and the error is lower).
+//
+// For small n the relative bound is the wrong yardstick: below n ≈ 128
+// the estimate is linear counting, and register collisions, which no
+// estimator can see, make it off by a whole element or more (a single
+// collision is already more than 2.44% below n = 41). The number of
+// colliding pairs among n elements is about Poisson(λ = n²/2m), and
+// linear counting corrects for its mean, so an estimate within
+// 1 + ⌈3√λ⌉ elements of n counts as within (2 elements up to n = 60,
+// 3 up to n = 128, where the relative bound takes over; two collisions by
+// n = 55 happen in one sequence of 200). Counting every
+// collision there as a miss made the 4-sequence sanity run fail about
+// one run in 20 (seed 1796140329428989298: 96.96%).
 //
 // A trial is one (sequence, checkpoint) pair: each sequence adds distinct
 // elements one by one and is estimated at log-spaced cardinalities (10%
@@ -65,7 +75,8 @@ type accuracy struct {
 func (a *accuracy) record(n int, est int64) {
 	e := (float64(est) - float64(n)) / float64(n)
 	a.trials++
-	if math.Abs(e) <= 3*hllStdErr || math.Abs(float64(est)-float64(n)) <= 1 {
+	lambda := float64(n) * float64(n) / (2 * hllRegisters)
+	if math.Abs(e) <= 3*hllStdErr || math.Abs(float64(est)-float64(n)) <= 1+math.Ceil(3*math.Sqrt(lambda)) {
 		a.within++
 	}
 	if math.Abs(e) > math.Abs(a.worst) {
