@@ -40,6 +40,7 @@ var subcommands = map[string]func(args []string, w io.Writer) error{
 	"filter":    runFilterCmd,
 	"ycsb":      runYCSBCmd,
 	"syncwrite": runSyncWriteCmd,
+	"scaling":   runScalingCmd,
 }
 
 func main() {

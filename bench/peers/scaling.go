@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The scaling mode: Gets of present keys from 1, 2, ... reader goroutines
+// on the same database in the same run (read scaling), then one reader
+// while one writer goroutine rewrites the loaded keys as fast as it can
+// (read latency under a write load), engines taking turns in rotating
+// rounds.
+
+type scalingOptions struct {
+	engines, baseline, dir, threads string
+	n, reads, rounds                int
+	cacheMiB                        float64
+	compact                         bool
+	seed                            uint64
+}
+
+// scalingResult is one engine's figures in one phase.
+type scalingResult struct {
+	Phase   string             `json:"phase"`
+	Threads int                `json:"reader_threads"`
+	Ops     int64              `json:"reads"`
+	Cost    cost               `json:"cost"`
+	Lat     map[string]float64 `json:"read_latency_us"`
+	Writes  int64              `json:"writes"`
+	Wrong   int64              `json:"wrong_results"`
+	lat     [][]int64
+}
+
+func parseScalingFlags(args []string) (scalingOptions, []int, error) {
+	var o scalingOptions
+	fs := flag.NewFlagSet("peers scaling", flag.ContinueOnError)
+	fs.StringVar(&o.engines, "engines", "sieve,pebble,pebble-l6f", "engines (comma list)")
+	fs.StringVar(&o.baseline, "baseline", "pebble-l6f", "engine the ratios are relative to")
+	fs.StringVar(&o.dir, "dir", "", "parent directory of the databases (default: a new temp dir)")
+	fs.StringVar(&o.threads, "threads", "1,2", "reader goroutine counts")
+	fs.IntVar(&o.n, "n", 1000000, "number of keys loaded")
+	fs.IntVar(&o.reads, "reads", 0, "Gets per phase and engine (0: n/2)")
+	fs.IntVar(&o.rounds, "rounds", 5, "chunks each phase is split into, run in rotating engine order")
+	fs.Float64Var(&o.cacheMiB, "cache-mib", 8, "block cache MiB per engine")
+	fs.BoolVar(&o.compact, "compact", true, "flush and compact after the load (false: the reads see the LSM as the load left it)")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the key order, the reads and the values")
+	if err := fs.Parse(args); err != nil {
+		return o, nil, err
+	}
+	var counts []int
+	for _, s := range strings.Split(o.threads, ",") {
+		c, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || c < 1 {
+			return o, nil, fmt.Errorf("-threads: %q is not a positive count", s)
+		}
+		counts = append(counts, c)
+	}
+	if o.n < 2 || o.rounds < 1 || o.reads < 0 {
+		return o, nil, errors.New("-n must be at least 2, -rounds positive, -reads not negative")
+	}
+	if o.reads == 0 {
+		o.reads = o.n / 2
+	}
+	return o, counts, nil
+}
+
+func runScalingCmd(args []string, w io.Writer) error {
+	o, counts, err := parseScalingFlags(args)
+	if err != nil {
+		return err
+	}
+	infos, err := selectEngines(o.engines)
+	if err != nil {
+		return err
+	}
+	popts := options{n: o.n, dir: o.dir, compact: o.compact, seed: o.seed}
+	parent, cleanup, err := benchDir(popts, infos)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	cfg := Config{CacheBytes: int64(o.cacheMiB * (1 << 20)), BitsPerKey: 10}
+	vals := newValues(o.seed)
+	rng := rand.New(rand.NewPCG(o.seed, 0x5ca1))
+	order := rng.Perm(o.n)
+	start := time.Now()
+	maxThreads := 1
+	for _, c := range counts {
+		maxThreads = max(maxThreads, c)
+	}
+	runs := make([]*engineRun, len(infos))
+	for i, info := range infos {
+		r := &engineRun{Name: info.name, info: info, dir: filepath.Join(parent, info.name), Reads: map[string]*readResult{}}
+		runs[i] = r
+		fmt.Fprintf(os.Stderr, "%s: load %d keys\n", info.name, o.n)
+		if err := load(r, cfg, popts, order, vals); err != nil {
+			return fmt.Errorf("%s: %w", info.name, err)
+		}
+	}
+	for _, r := range runs {
+		if err := r.reopen(cfg, maxThreads); err != nil {
+			return err
+		}
+	}
+	results := map[string][]*scalingResult{}
+	phases := make([]scalingPhase, 0, len(counts)+1)
+	for _, c := range counts {
+		phases = append(phases, scalingPhase{name: fmt.Sprintf("readrandom, %d reader(s)", c), threads: c})
+	}
+	phases = append(phases, scalingPhase{name: "readrandom, 1 reader + 1 writer", threads: 1, writer: true})
+	for _, ph := range phases {
+		idx := make([]int, o.reads)
+		for i := range idx {
+			idx[i] = rng.IntN(o.n)
+		}
+		if err := runScalingPhase(runs, ph, idx, o, vals, results); err != nil {
+			return err
+		}
+	}
+	for _, r := range runs {
+		if err := r.close(); err != nil {
+			return err
+		}
+	}
+	writeScalingReport(w, o, runs, phases, results, time.Since(start), args)
+	return nil
+}
+
+type scalingPhase struct {
+	name    string
+	threads int
+	writer  bool
+}
+
+// runScalingPhase runs ph's reads (idx) on every engine in o.rounds
+// rotating rounds.
+func runScalingPhase(runs []*engineRun, ph scalingPhase, idx []int, o scalingOptions, vals *values, results map[string][]*scalingResult) error {
+	fmt.Fprintf(os.Stderr, "%s: %d Gets in %d rounds\n", ph.name, len(idx), o.rounds)
+	for _, r := range runs {
+		results[r.Name] = append(results[r.Name], &scalingResult{Phase: ph.name, Threads: ph.threads})
+	}
+	for round := 0; round < o.rounds; round++ {
+		lo, hi := len(idx)*round/o.rounds, len(idx)*(round+1)/o.rounds
+		for k := range runs {
+			r := runs[(k+round)%len(runs)]
+			res := results[r.Name][len(results[r.Name])-1]
+			runtime.GC()
+			if err := scalingRound(r, ph, idx[lo:hi], o.n, vals, res); err != nil {
+				return fmt.Errorf("%s: %s: %w", r.Name, ph.name, err)
+			}
+		}
+	}
+	for _, r := range runs {
+		res := results[r.Name][len(results[r.Name])-1]
+		res.Lat = percentiles(res.lat)
+	}
+	return nil
+}
+
+// scalingRound runs one round of ph on r: the reads split over the reader
+// goroutines (each timing every Get with one clock read), and with
+// ph.writer a goroutine rewriting loaded keys (their own values, so every
+// read stays checkable) until the readers are done.
+func scalingRound(r *engineRun, ph scalingPhase, idx []int, n int, vals *values, res *scalingResult) error {
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	var writes atomic.Int64
+	var werr error
+	started := make(chan struct{})
+	a := takeSample()
+	if !ph.writer {
+		close(started)
+	} else {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			first := true
+			var key []byte
+			wrng := rand.New(rand.NewPCG(uint64(len(idx)), uint64(idx[0])))
+			for !stop.Load() {
+				i := wrng.IntN(n)
+				key = presentKey(key, i)
+				if werr = r.eng.Put(key, vals.value(i)); werr != nil {
+					return
+				}
+				writes.Add(1)
+				if first {
+					// The readers start once the writer is writing.
+					close(started)
+					first = false
+				}
+			}
+		}()
+	}
+	select {
+	case <-started:
+	case <-waitDone(&wg):
+		// The writer failed before its first write: werr says why.
+	}
+	lats := make([][]int64, ph.threads)
+	wrongs := make([]int64, ph.threads)
+	errs := make([]error, ph.threads)
+	var rg sync.WaitGroup
+	for th := range ph.threads {
+		part := idx[len(idx)*th/ph.threads : len(idx)*(th+1)/ph.threads]
+		rg.Add(1)
+		go func() {
+			defer rg.Done()
+			lats[th], wrongs[th], errs[th] = timedGets(r.readers[th], part, vals)
+		}()
+	}
+	rg.Wait()
+	stop.Store(true)
+	wg.Wait()
+	b := takeSample()
+	res.Cost.add(a, b)
+	res.Ops += int64(len(idx))
+	res.Writes += writes.Load()
+	res.lat = append(res.lat, lats...)
+	for th := range wrongs {
+		res.Wrong += wrongs[th]
+	}
+	return errors.Join(append(errs, werr)...)
+}
+
+// waitDone returns a channel closed once wg's goroutines are done.
+func waitDone(wg *sync.WaitGroup) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	return ch
+}
+
+// timedGets gets presentKey(i) for each i of idx and checks the value,
+// recording each Get's latency in ns (one clock read per Get: the time
+// since the previous Get ended).
+func timedGets(rd Reader, idx []int, vals *values) (lat []int64, wrong int64, err error) {
+	lat = make([]int64, 0, len(idx))
+	var k, val []byte
+	var found bool
+	prev := time.Now()
+	for _, i := range idx {
+		k = presentKey(k, i)
+		if val, found, err = rd.Get(k, val); err != nil {
+			return lat, wrong, err
+		}
+		now := time.Now()
+		lat = append(lat, int64(now.Sub(prev)))
+		prev = now
+		if !found || !bytes.Equal(val, vals.value(i)) {
+			wrong++
+		}
+	}
+	return lat, wrong, nil
+}
+
+func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, total time.Duration, args []string) {
+	fmt.Fprintf(w, "bench/peers scaling  N=%d  keys=%dB  values=%dB  cache=%.1fMiB  bloom=10 bits/key  reads/phase=%d  rounds=%d  seed=%d  compact=%v\n",
+		o.n, keyLen, valueLen, o.cacheMiB, o.reads, o.rounds, o.seed, o.compact)
+	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s; total %.0fs\ncommand: peers scaling %s\n\n", runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), total.Seconds(), strings.Join(args, " "))
+	for _, r := range runs {
+		fmt.Fprintf(w, "  %-12s %s\n  %-12s loaded: %s\n  %-12s after:  %s\n", r.Name, r.Describe, "", r.Shape, "", r.ShapeReads)
+	}
+	base := results[o.baseline]
+	cols := []string{"metric"}
+	for _, r := range runs {
+		cols = append(cols, r.Name)
+	}
+	var t table
+	t.add(cols...)
+	add := func(label string, val func(*scalingResult) float64, format func(float64) string, ratio bool) {
+		for p := range phases {
+			row := []string{phases[p].name + ": " + label}
+			for _, r := range runs {
+				v := val(results[r.Name][p])
+				cell := format(v)
+				if ratio && base != nil && val(base[p]) > 0 {
+					cell += fmt.Sprintf(" (%.2fx)", v/val(base[p]))
+				}
+				row = append(row, cell)
+			}
+			t.add(row...)
+		}
+	}
+	opsPerSec := func(s *scalingResult) float64 { return float64(s.Ops) / s.Cost.Seconds }
+	add("Gets/s", opsPerSec, func(v float64) string { return fmt.Sprintf("%.1fk", v/1e3) }, true)
+	add("process CPU us/Get (the writer's included)", func(s *scalingResult) float64 { return s.Cost.CPUSeconds * 1e6 / float64(s.Ops) }, f2, false)
+	for _, q := range []string{"p50", "p99", "p99.9"} {
+		add(q+" us", func(s *scalingResult) float64 { return s.Lat[q] }, f1, false)
+	}
+	add("wrong results", func(s *scalingResult) float64 { return float64(s.Wrong) }, f0, false)
+	for _, row := range scalingSummary(runs, phases, results, opsPerSec) {
+		t.add(row...)
+	}
+	t.write(w)
+}
+
+// scalingSummary gives each engine's read scaling (Gets/s at each reader
+// count over one reader) and the writer's effect on the reader's p99.
+func scalingSummary(runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, opsPerSec func(*scalingResult) float64) [][]string {
+	var rows [][]string
+	for p := 1; p < len(phases)-1; p++ {
+		row := []string{fmt.Sprintf("Gets/s, %d readers / 1 reader", phases[p].threads)}
+		for _, r := range runs {
+			row = append(row, f2(opsPerSec(results[r.Name][p])/opsPerSec(results[r.Name][0])))
+		}
+		rows = append(rows, row)
+	}
+	w := len(phases) - 1
+	row := []string{"p99, with the writer / without"}
+	wrow := []string{"writer Puts/s beside the reader"}
+	for _, r := range runs {
+		res := results[r.Name]
+		row = append(row, f2(res[w].Lat["p99"]/res[0].Lat["p99"]))
+		wrow = append(wrow, fmt.Sprintf("%.1fk", float64(res[w].Writes)/res[w].Cost.Seconds/1e3))
+	}
+	return append(rows, row, wrow)
+}
