@@ -148,6 +148,10 @@ func (b *bench) run(name string) result {
 	if name == "readwhilewriting" {
 		stopWriter = b.backgroundWriter()
 	}
+	var sampler *lsmSampler
+	if isWrite(name) || name == "readwhilewriting" {
+		sampler = startLSMSampler(b.db, lsmSampleInterval)
+	}
 	ls := b.runThreads(ph, threads, mk)
 	var writes int64
 	var werr error
@@ -170,6 +174,9 @@ func (b *bench) run(name string) result {
 		if werr != nil && r.Error == "" {
 			r.Error = "writer: " + werr.Error()
 		}
+	}
+	if sampler != nil {
+		r.Notes = append(r.Notes, sampler.stop(before, after))
 	}
 	b.check(&r)
 	if isSketch(name) {
