@@ -121,6 +121,13 @@ func tryStartRedis(t testing.TB, path string) (string, error) {
 			return "", fmt.Errorf("redis-server on port %d exited: %s", port, strings.TrimSpace(string(out)))
 		default:
 		}
+		// A plain dial first: go-redis logs its own failed dials.
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		_ = conn.Close()
 		if info, err := c.Info(context.Background(), "server").Result(); err == nil {
 			if !strings.Contains(info, pid) {
 				_ = cmd.Process.Kill()
