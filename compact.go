@@ -41,6 +41,13 @@ func (db *DB) pickerLocked(cf uint32) *compaction.Picker {
 			LevelMultiplier:     db.opts.LevelMultiplier,
 			TargetFileSize:      db.opts.TargetFileSize,
 		})
+		// A compaction must not write a level's key range another running
+		// one writes (an in-place L6 compaction spanning the gap a move
+		// into L6 lands in, say): their tables would overlap and the
+		// install would fail as corruption. Called under db.mu, as Pick.
+		p.SetOutputBusy(func(level int, smallest, largest []byte) bool {
+			return db.compactionWritesLocked(cf, level, smallest, largest)
+		})
 		db.compact.pickers[cf] = p
 	}
 	return p

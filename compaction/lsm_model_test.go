@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand"
@@ -34,13 +35,14 @@ func TestCompactionModel(t *testing.T) {
 	for _, mergerName := range []string{"counter", "append"} {
 		t.Run(mergerName, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(testutil.Seed(t)))
-			splitRuns = 0
+			splitRuns, outputBusy = 0, 0
 			for trial := 0; trial < trials(10); trial++ {
 				runCompactionModel(t, rng, mergerName)
 			}
 			// Guard against bounds that never split (the equivalence check
 			// would then be vacuous).
 			require.Positive(t, splitRuns, "no compaction ran as subcompactions")
+			t.Logf("%d subcompacted runs, %d candidates refused for a pending compaction's output range", splitRuns, outputBusy)
 		})
 	}
 }
@@ -65,8 +67,8 @@ func runCompactionModel(t *testing.T, rng *rand.Rand, mergerName string) {
 	m, err := mergerByName(mergerName)
 	require.NoError(t, err)
 	s := &lsm{t: t, version: &manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}, tables: map[uint64][]entry{}, nextFile: 1}
-	s.picker = randomModelPicker(rng)
 	r := &compactionModelRun{t: t, rng: rng, s: s, m: m, mergerName: mergerName}
+	r.newPicker()
 	r.nKeys = 5 + rng.Intn(40)
 	r.maxPending = 1 + rng.Intn(3)
 	for step := 0; step < 200; step++ {
@@ -120,8 +122,25 @@ func (r *compactionModelRun) step() {
 	case x < 19:
 		r.manual()
 	default:
-		r.s.picker = randomModelPicker(r.rng)
+		r.newPicker()
 	}
+}
+
+// newPicker replaces the picker by one with random options which, as the
+// DB's, asks whether a pending compaction writes a candidate's output
+// range (an in-place L6 compaction's output may span the gap a pending
+// move into L6 lands in).
+func (r *compactionModelRun) newPicker() {
+	r.s.picker = randomModelPicker(r.rng)
+	r.s.picker.SetOutputBusy(func(level int, smallest, largest []byte) bool {
+		for _, pc := range r.pending {
+			if pc.c.OutputLevel == level && bytes.Compare(pc.c.Smallest, largest) <= 0 && bytes.Compare(smallest, pc.c.Largest) <= 0 {
+				outputBusy++
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // flush writes a batch of random writes to L0 (and the model).
@@ -206,6 +225,10 @@ func (r *compactionModelRun) queue(c *Compaction) {
 // splitRuns counts the model compactions that ran as more than one
 // subcompaction.
 var splitRuns int
+
+// outputBusy counts the candidates the model's pickers refused because a
+// pending compaction writes their output range.
+var outputBusy int
 
 func runModelCompaction(t *testing.T, rng *rand.Rand, s *lsm, levels *manifest.Levels, snapshots []uint64, m Merger) {
 	c := s.last

@@ -61,8 +61,9 @@ func (o PickerOptions) WithDefaults() PickerOptions {
 }
 
 // ErrInputsCompacting is returned by PickManual when a table it must take
-// is already an input of a running compaction; wait for that one to finish
-// and pick again.
+// is already an input of a running compaction, or its output would overlap
+// what a running compaction writes into the same level (SetOutputBusy);
+// wait for that one to finish and pick again.
 var ErrInputsCompacting = errors.New("compaction: inputs are already being compacted")
 
 // Picker chooses leveled compactions for one column family: every level
@@ -85,7 +86,20 @@ var ErrInputsCompacting = errors.New("compaction: inputs are already being compa
 type Picker struct {
 	opts   PickerOptions
 	cursor [manifest.NumLevels][]byte // largest user key of the last compaction picked at each level
+	busy   func(level int, smallest, largest []byte) bool
 }
+
+// SetOutputBusy gives the Picker busy, which reports whether a running
+// compaction writes level with outputs that may overlap [smallest,
+// largest] (user keys, both inclusive). The Compacting flags do not cover
+// that: a compaction's output tables may span a gap between its inputs,
+// in which another compaction with no input in common writes (a move into
+// L6 between two L6 tables an in-place L6 compaction rewrites, say), and
+// the two outputs would overlap in one level. Pick skips a candidate whose
+// output range busy reports, PickManual returns ErrInputsCompacting for
+// it. busy is called under the lock that serializes Pick; nil (the
+// default) means that no compaction the Picker returned is still running.
+func (p *Picker) SetOutputBusy(busy func(level int, smallest, largest []byte) bool) { p.busy = busy }
 
 // NewPicker returns a Picker with the given options (zero fields take
 // their defaults).
@@ -219,7 +233,8 @@ func (p *Picker) pickLevel(levels *manifest.Levels, level, limit int) *Compactio
 // if the combined range covers them without adding output-level tables
 // (and the inputs stay under MaxExpandedBytes, and the levels between
 // start and output still hold nothing overlapping), and finds the
-// grandparents. It returns nil if any input is compacting.
+// grandparents. It returns nil if any input is compacting, or if a running
+// compaction writes the output level in its key range (SetOutputBusy).
 //
 // REQUIRES: no level strictly between start and output holds a table
 // overlapping in0's key range. That is what makes skipping them safe: the
@@ -257,6 +272,9 @@ func (p *Picker) setup(levels *manifest.Levels, start, output int, in0 []*manife
 	}
 	c.IsMove = start != output && len(in0) == 1 && len(in1) == 0 &&
 		totalSize(c.Grandparents) <= uint64(p.opts.MaxGrandparentOverlapBytes)
+	if p.busy != nil && p.busy(output, c.Smallest, c.Largest) {
+		return nil
+	}
 	return c
 }
 

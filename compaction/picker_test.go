@@ -370,3 +370,82 @@ func TestElider(t *testing.T) {
 		}
 	}
 }
+
+// TestPickerOutputBusy: a compaction picked while another one writes its
+// output level in an overlapping range would install overlapping tables,
+// though the two share no input: here a pending L5->L6 compaction of k01
+// lands between two L6 tables that an in-place L6 compaction rewrites
+// into one table spanning k00..k02 (TestCompactionModel found it, seed
+// 1796141413158623676). With SetOutputBusy reporting the pending one,
+// PickManual waits (ErrInputsCompacting) and Pick skips the candidate.
+func TestPickerOutputBusy(t *testing.T) {
+	edit := &manifest.VersionEdit{NewFiles: []manifest.NewFile{
+		{Level: 5, Meta: fileMeta(1, []byte("k01"), []byte("k01"), 300, 300, 100)},
+		{Level: 6, Meta: fileMeta(2, []byte("k00"), []byte("k00"), 100, 100, 100)},
+		{Level: 6, Meta: fileMeta(3, []byte("k02"), []byte("k02"), 200, 200, 100)},
+	}}
+	v, err := (&manifest.Version{CFs: map[uint32]*manifest.Levels{0: {}}}).Apply(edit, nil)
+	require.NoError(t, err)
+	lv := v.Levels(0)
+	var running []*Compaction
+	p := NewPicker(PickerOptions{})
+	p.SetOutputBusy(func(level int, smallest, largest []byte) bool {
+		for _, c := range running {
+			if c.OutputLevel == level && bytes.Compare(c.Smallest, largest) <= 0 && bytes.Compare(smallest, c.Largest) <= 0 {
+				return true
+			}
+		}
+		return false
+	})
+	c, err := p.PickManual(lv, 5, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, 6, c.OutputLevel, c.String())
+	require.Empty(t, c.Inputs[1], "nothing in L6 overlaps k01")
+	for _, f := range c.InputFiles() {
+		f.Compacting = true
+	}
+	running = append(running, c)
+
+	_, err = p.PickManual(lv, 6, nil, nil)
+	require.ErrorIs(t, err, ErrInputsCompacting, "the L6 rewrite spans k01, where the running compaction writes")
+	c6, err := p.PickManual(lv, 6, []byte("k02"), nil)
+	require.NoError(t, err, "k02 alone does not overlap it")
+	require.Equal(t, "[000003]", fileNums(c6.Inputs[0]))
+
+	// Without the running compaction (or without SetOutputBusy, the old
+	// behaviour) the L6 rewrite is picked.
+	running = nil
+	c6, err = p.PickManual(lv, 6, nil, nil)
+	require.NoError(t, err)
+	require.Equal(t, "[000002 000003]", fileNums(c6.Inputs[0]))
+
+	// Pick skips a candidate whose output overlaps a running compaction's.
+	for _, f := range c.InputFiles() {
+		f.Compacting = false
+	}
+	p = NewPicker(PickerOptions{L0CompactionTrigger: 1})
+	p.SetOutputBusy(func(level int, smallest, largest []byte) bool {
+		for _, c := range running {
+			if c.OutputLevel == level && bytes.Compare(c.Smallest, largest) <= 0 && bytes.Compare(smallest, c.Largest) <= 0 {
+				return true
+			}
+		}
+		return false
+	})
+	v2, err := v.Apply(&manifest.VersionEdit{
+		DeletedFiles: []manifest.DeletedFile{{Level: 5, FileNum: 1}},
+		NewFiles:     []manifest.NewFile{{Level: 0, Meta: fileMeta(4, []byte("k03"), []byte("k03"), 400, 400, 100)}},
+	}, nil)
+	require.NoError(t, err)
+	lv2 := v2.Levels(0)
+	c0 := p.Pick(lv2)
+	require.NotNil(t, c0, "L0 is over its trigger")
+	require.Equal(t, 0, c0.StartLevel, c0.String())
+	running = []*Compaction{{StartLevel: c0.OutputLevel, OutputLevel: c0.OutputLevel, Smallest: []byte("k02"), Largest: []byte("k04")}}
+	require.Nil(t, p.Pick(lv2), "%s would write where a running compaction writes", c0)
+	running[0].Smallest = []byte("k04")
+	running[0].OutputLevel = c0.OutputLevel - 1
+	c = p.Pick(lv2)
+	require.NotNil(t, c)
+	require.Equal(t, 0, c.StartLevel, "a running compaction into another level does not hold it back: %s", c)
+}

@@ -3,6 +3,7 @@ package memtable
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,12 +44,20 @@ func TestKeyFilterRate(t *testing.T) {
 func TestFilteredGetWhileAdding(t *testing.T) {
 	const n = 20000
 	m := NewWithFilter(10 * n)
-	var done atomic.Int64
+	var done, reads atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for i := int64(0); i < n; i++ {
+			if i == n/2 {
+				// Halfway, until the reader has read: a descheduled
+				// reader would otherwise see the writer finish first,
+				// and check nothing concurrently.
+				for reads.Load() == 0 {
+					runtime.Gosched()
+				}
+			}
 			m.Add(uint64(i+1), base.KindSet, []byte(fmt.Sprintf("k%06d", i)), []byte("v"))
 			done.Store(i + 1)
 		}
@@ -65,6 +74,7 @@ func TestFilteredGetWhileAdding(t *testing.T) {
 			missed++
 		}
 		checked++
+		reads.Store(int64(checked))
 	}
 	wg.Wait()
 	require.Zero(t, missed, "of %d Gets of added keys", checked)

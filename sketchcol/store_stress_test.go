@@ -146,7 +146,7 @@ func TestStoreStressOpenUnderLoad(t *testing.T) {
 			time.Sleep(100 * time.Microsecond)
 		}
 		before := writes.Load()
-		st := openStoreWithin(t, db, 10*time.Second, fmt.Sprintf("attempt %d of TestStoreStressOpenUnderLoad (seed %d)", a, seed))
+		st := openStoreWithin(t, db, openWatchdog, fmt.Sprintf("attempt %d of TestStoreStressOpenUnderLoad (seed %d)", a, seed))
 		writesDuringOpen += writes.Load() - before
 		opened++
 		close(stop)
@@ -160,6 +160,11 @@ func TestStoreStressOpenUnderLoad(t *testing.T) {
 	}
 	t.Logf("%d sketch Stores opened (column family created) under write load; %d writes acknowledged while Open ran", opened, writesDuringOpen)
 }
+
+// openWatchdog bounds a Store Open under load: a deadlock never returns,
+// while a slow Open (the race detector on a loaded 2-core machine, with
+// the fillers' flushes and compactions) may take seconds.
+const openWatchdog = time.Minute
 
 // openStoreWithin opens the Store on db, failing the test with every
 // goroutine's stack (in a file, named in the failure) when Open does not
@@ -411,7 +416,7 @@ func (s *stress) openDB() {
 		time.Sleep(100 * time.Microsecond)
 	}
 	before := s.fillN.Load()
-	s.st = openStoreWithin(t, db, 10*time.Second, fmt.Sprintf("round %d of TestStoreStress (seed %d)", s.round, s.seed))
+	s.st = openStoreWithin(t, db, openWatchdog, fmt.Sprintf("round %d of TestStoreStress (seed %d)", s.round, s.seed))
 	s.writesDuringOpen += s.fillN.Load() - before
 	s.storeOpens++
 	s.fillRate.Store(true)

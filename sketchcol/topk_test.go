@@ -76,9 +76,15 @@ func TestTopKDeterministic(t *testing.T) {
 func TestTopKZipf(t *testing.T) {
 	seed := testutil.Seed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
+	// The thresholds hold for a mean over several streams: one stream's
+	// recall at k=10 is a multiple of 0.1 with a wide spread (30000
+	// items, s=1.1, width 8: mean 0.81, standard deviation 0.09, 0.5 in 4
+	// of 846 seeds), so a single stream failed 0.6 about one run in 200.
+	// The mean of 4 such streams is below 0.6 with probability about 3e-6
+	// (the measured distribution convolved 4 times).
 	streams, n := 3, 60000
 	if testing.Short() {
-		streams, n = 1, 30000
+		streams, n = 4, 30000
 	}
 	for _, c := range []struct {
 		s         float64

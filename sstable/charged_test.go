@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,7 +158,18 @@ func TestChargedConcurrentEvictions(t *testing.T) {
 	defer r.Close()
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	var misses atomic.Int64
+	var misses, evictions atomic.Int64
+	// The evictor runs first, and the readers start once it has evicted:
+	// started after them, a descheduled evictor could find them done.
+	go func() {
+		for !stop.Load() {
+			c.EvictFile(7)
+			evictions.Add(1)
+		}
+	}()
+	for evictions.Load() == 0 {
+		runtime.Gosched()
+	}
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func(g int) {
@@ -185,11 +197,6 @@ func TestChargedConcurrentEvictions(t *testing.T) {
 			misses.Add(st.IndexMisses)
 		}(g)
 	}
-	go func() {
-		for !stop.Load() {
-			c.EvictFile(7)
-		}
-	}()
 	wg.Wait()
 	stop.Store(true)
 	require.Greater(t, misses.Load(), int64(0), "the evictions never made a lookup reload the index")

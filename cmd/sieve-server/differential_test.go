@@ -237,7 +237,7 @@ func TestDifferentialRedisPipelined(t *testing.T) {
 	if testing.Short() {
 		pipelines = 100
 	}
-	g := &pipeGen{rng: rng, hkeys: []string{"h0", "h1", "h2", "h3"}, skeys: []string{"s0", "s1", "s2"}}
+	g := &pipeGen{rng: rng, hkeys: []string{"h0", "h1", "h2", "h3"}, skeys: []string{"s0", "s1", "s2"}, mayBeHLL: map[string]bool{}}
 	all := append(append([]string{}, g.hkeys...), g.skeys...)
 	for p := 0; p < pipelines; p++ {
 		cmds := g.pipeline()
@@ -259,6 +259,11 @@ type pipeGen struct {
 	rng          *rand.Rand
 	hkeys, skeys []string
 	lastHLL      string // the last HLL value read from Redis
+	// mayBeHLL marks the string keys a PFADD may have made an HLL since
+	// their last SET: APPEND to those would corrupt the HLL bytes, which
+	// Redis reads on without checking and sieve refuses (left to Redis's
+	// own suite, see TestDifferentialRedis); a GET is sent instead.
+	mayBeHLL map[string]bool
 }
 
 func (g *pipeGen) pick(ks []string) string { return ks[g.rng.IntN(len(ks))] }
@@ -299,14 +304,19 @@ func (g *pipeGen) command() []any {
 	case op < 67:
 		return []any{"del", h}
 	case op < 77:
+		g.mayBeHLL[sk] = false
 		return []any{"set", sk, strconv.Itoa(g.rng.IntN(100))}
 	case op < 85:
 		return []any{"get", sk}
 	case op < 90:
 		return []any{"incr", sk}
 	case op < 94:
+		if g.mayBeHLL[sk] {
+			return []any{"get", sk}
+		}
 		return []any{"append", sk, "x"}
 	case op < 97:
+		g.mayBeHLL[sk] = true
 		return []any{"pfadd", sk, g.elem()}
 	default:
 		return []any{"mget", h, sk}

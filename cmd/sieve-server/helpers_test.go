@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,9 +69,32 @@ func needTool(t testing.TB, name string) string {
 }
 
 // startRedis starts a real redis-server (persistence off) on a free port.
+//
+// The port is found by listening on port 0 and closing the listener, so
+// another process may take it before redis-server binds it: then
+// redis-server exits (it cannot listen) and the next attempt uses another
+// port; or a server that is not ours may answer on it, which INFO's
+// process_id tells apart. A slow start on a loaded machine is waited for
+// (up to 30 s an attempt), not guessed at.
 func startRedis(t testing.TB) string {
 	t.Helper()
 	path := needTool(t, "redis-server")
+	var why string
+	for attempt := 0; attempt < 5; attempt++ {
+		addr, err := tryStartRedis(t, path)
+		if err == nil {
+			return addr
+		}
+		why = err.Error()
+		t.Logf("redis-server attempt %d: %v", attempt, err)
+	}
+	t.Fatalf("redis-server did not start: %s", why)
+	return ""
+}
+
+// tryStartRedis starts redis-server on a port that was free a moment ago
+// and returns its address once it answers as the process started.
+func tryStartRedis(t testing.TB, path string) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -78,20 +102,41 @@ func startRedis(t testing.TB) string {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	dir := t.TempDir()
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "log"))
+	log := filepath.Join(dir, "log")
+	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", log)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
+	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 5 * time.Second})
 	defer c.Close()
-	for i := 0; i < 100; i++ {
-		if c.Ping(context.Background()).Err() == nil {
-			return addr
+	pid := fmt.Sprintf("process_id:%d\r\n", cmd.Process.Pid)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		select {
+		case <-exited:
+			out, _ := os.ReadFile(log)
+			return "", fmt.Errorf("redis-server on port %d exited: %s", port, strings.TrimSpace(string(out)))
+		default:
 		}
-		time.Sleep(50 * time.Millisecond)
+		// A plain dial first: go-redis logs its own failed dials.
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		_ = conn.Close()
+		if info, err := c.Info(context.Background(), "server").Result(); err == nil {
+			if !strings.Contains(info, pid) {
+				_ = cmd.Process.Kill()
+				return "", fmt.Errorf("port %d is answered by another server", port)
+			}
+			return addr, nil
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("redis-server did not start on %s", addr)
-	return ""
+	_ = cmd.Process.Kill()
+	return "", fmt.Errorf("redis-server on port %d did not answer within 30 s", port)
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -164,14 +166,19 @@ func TestIdleTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	_ = c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// The client's own deadline is far beyond the 200 ms: reaching it
+	// means the server never closed the connection; a loaded machine may
+	// close it late, which is not what this test is about.
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	start := time.Now()
-	if _, err := c.Read(make([]byte, 1)); err == nil {
+	_, err = c.Read(make([]byte, 1))
+	if err == nil {
 		t.Fatal("read data from an idle connection")
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("idle client not closed after %v", d)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("idle client not closed after %v", time.Since(start))
 	}
+	t.Logf("idle client closed after %v (%v)", time.Since(start), err)
 }
 
 // TestOutputLimits: a client that pipelines requests for large replies
@@ -196,10 +203,13 @@ func TestOutputLimits(t *testing.T) {
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
 	req := strings.Repeat("*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n", 400)
 	go func() { _, _ = conn.Write([]byte(req)) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for s.clients.Load() < 2 && time.Now().Before(deadline) {
+	accepted := time.Now().Add(5 * time.Second) // (it may be dropped before this loop sees it)
+	for s.clients.Load() < 2 && time.Now().Before(accepted) {
 		time.Sleep(10 * time.Millisecond) // until the server has accepted it
 	}
+	// The drop takes about WriteTimeout; the deadline only bounds a hang
+	// (generous: a loaded machine runs the server's writes late).
+	deadline := time.Now().Add(60 * time.Second)
 	for s.clients.Load() > 1 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the client that does not read is still connected (%d clients)", s.clients.Load())

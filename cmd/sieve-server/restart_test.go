@@ -102,7 +102,13 @@ func TestKillAcknowledgedWritesSurvive(t *testing.T) {
 			log.write(rand.New(rand.NewPCG(uint64(seed), uint64(g))), addr, g, stop)
 		}()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Kill after 1.5 s of writes and once both kinds have been
+	// acknowledged many times (a loaded machine may be slow to serve the
+	// first ones), giving up on that after a minute.
+	for start := time.Now(); time.Since(start) < 1500*time.Millisecond ||
+		(log.counts() < 100 && time.Since(start) < time.Minute); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	close(stop)
 	wg.Wait()
@@ -114,7 +120,10 @@ func TestKillAcknowledgedWritesSurvive(t *testing.T) {
 	log.mu.Lock()
 	defer log.mu.Unlock()
 	log.check(t, c)
-	t.Logf("%d SETs and %d PFADD keys acknowledged before SIGKILL; all present after restart", len(log.acked), len(log.pfAcked))
+	t.Logf("%d SETs and %d PFADDs (on %d and %d keys) acknowledged before SIGKILL; all present after restart", log.nSet, log.nPF, len(log.acked), len(log.pfAcked))
+	if log.nSet == 0 || log.nPF == 0 {
+		t.Fatalf("seed %d: no write of a kind was acknowledged before the kill: the test checked nothing", seed)
+	}
 }
 
 // startSyncChild starts this test binary as a server with -sync on dir and
@@ -145,6 +154,15 @@ type ackLog struct {
 	mu      sync.Mutex
 	acked   map[string]string   // key → value acknowledged last
 	pfAcked map[string][]string // HLL key → elements acknowledged
+	nSet    int                 // SETs acknowledged
+	nPF     int                 // PFADDs acknowledged
+}
+
+// counts returns the fewer of the SETs and PFADDs acknowledged so far.
+func (l *ackLog) counts() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return min(l.nSet, l.nPF)
 }
 
 // write is writer g: it alternates SETs and PFADDs of its keys on addr,
@@ -166,6 +184,7 @@ func (l *ackLog) write(rng *rand.Rand, addr string, g int, stop chan struct{}) {
 			}
 			l.mu.Lock()
 			l.acked[k] = v
+			l.nSet++
 			l.mu.Unlock()
 		} else {
 			e := fmt.Sprintf("e%d", i)
@@ -174,6 +193,7 @@ func (l *ackLog) write(rng *rand.Rand, addr string, g int, stop chan struct{}) {
 			}
 			l.mu.Lock()
 			l.pfAcked["h"+k] = append(l.pfAcked["h"+k], e)
+			l.nPF++
 			l.mu.Unlock()
 		}
 	}
