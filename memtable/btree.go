@@ -79,15 +79,30 @@ type btree struct {
 	len  int
 }
 
-// lowerBound returns the index of the first item >= p (n if none).
-func (x *node) lowerBound(p *entry) int {
-	if x.shared {
-		return x.lowerBoundShared(p)
+// searchRange returns the word of p that x's words hold and the range of
+// indexes a search for p covers: all of them, or none for a shared node
+// whose items p lies wholly below or above (p0 orders p against all of
+// them at once).
+func (x *node) searchRange(p *entry) (pw uint64, lo, hi int) {
+	switch {
+	case !x.shared:
+		return p.p0, 0, x.n
+	case p.p0 < x.sh:
+		return 0, 0, 0
+	case p.p0 > x.sh:
+		return 0, x.n, x.n
 	}
-	lo, hi := 0, x.n
+	return p.p1, 0, x.n
+}
+
+// lowerBound returns the index of the first item >= p (n if none). A tie
+// on the word goes to lessEntryTail, which compares p1 and the rest (for
+// a shared node, p1 again: equal).
+func (x *node) lowerBound(p *entry) int {
+	pw, lo, hi := x.searchRange(p)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if w := x.words[m]; w < p.p0 || (w == p.p0 && lessEntryTail(&x.items[m], p)) {
+		if w := x.words[m]; w < pw || (w == pw && lessEntryTail(&x.items[m], p)) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -98,54 +113,10 @@ func (x *node) lowerBound(p *entry) int {
 
 // upperBound returns the index of the first item > p (n if none).
 func (x *node) upperBound(p *entry) int {
-	if x.shared {
-		return x.upperBoundShared(p)
-	}
-	lo, hi := 0, x.n
+	pw, lo, hi := x.searchRange(p)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if w := x.words[m]; p.p0 < w || (p.p0 == w && lessEntryTail(p, &x.items[m])) {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	return lo
-}
-
-// lowerBoundShared is lowerBound of a shared node: the items' p0 are all
-// x.sh, so p0 orders p against all of them at once and p1 within.
-func (x *node) lowerBoundShared(p *entry) int {
-	switch {
-	case p.p0 < x.sh:
-		return 0
-	case p.p0 > x.sh:
-		return x.n
-	}
-	lo, hi := 0, x.n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if w := x.words[m]; w < p.p1 || (w == p.p1 && lessEntryTail(&x.items[m], p)) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
-// upperBoundShared is upperBound of a shared node (lowerBoundShared).
-func (x *node) upperBoundShared(p *entry) int {
-	switch {
-	case p.p0 < x.sh:
-		return 0
-	case p.p0 > x.sh:
-		return x.n
-	}
-	lo, hi := 0, x.n
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if w := x.words[m]; p.p1 < w || (p.p1 == w && lessEntryTail(p, &x.items[m])) {
+		if w := x.words[m]; pw < w || (pw == w && lessEntryTail(p, &x.items[m])) {
 			hi = m
 		} else {
 			lo = m + 1
