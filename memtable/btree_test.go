@@ -17,18 +17,23 @@ import (
 func TestBTreeModel(t *testing.T) {
 	seed := testutil.Seed(t)
 	rng := rand.New(rand.NewSource(seed))
+	mkKey := func() []byte {
+		k := make([]byte, []int{3, 16, 24}[rng.Intn(3)])
+		for i := range k {
+			k[i] = byte(rng.Intn(4)) // few distinct bytes: ties on words
+		}
+		return k
+	}
+	testBTreeModel(t, seed, rng, mkKey)
+}
+
+// testBTreeModel is TestBTreeModel's body for keys from mkKey.
+func testBTreeModel(t *testing.T, seed int64, rng *rand.Rand, mkKey func() []byte) {
 	for _, n := range []int{0, 1, maxItems - 1, maxItems, maxItems + 1, 20000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var tr btree
 			var model []entry
 			keys := map[string]bool{}
-			mkKey := func() []byte {
-				k := make([]byte, []int{3, 16, 24}[rng.Intn(3)])
-				for i := range k {
-					k[i] = byte(rng.Intn(4)) // few distinct bytes: ties on words
-				}
-				return k
-			}
 			for i := 0; i < n; i++ {
 				k := mkKey()
 				e := makeEntry(k, uint64(rng.Intn(3)+1)<<8)

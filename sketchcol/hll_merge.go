@@ -47,7 +47,7 @@ func newHLLOp(reg *[hllRegisters]uint8) *hllOp {
 // appendHLLOp appends the smaller of the two forms (pairs on a tie).
 func appendHLLOp(dst []byte, o *hllOp) []byte {
 	dst = append(dst, kindHLLOp, version1)
-	pairsLen := len(binary.AppendUvarint(nil, uint64(len(o.pairs)))) + 3*len(o.pairs)
+	pairsLen := uvarintLen(uint64(len(o.pairs))) + 3*len(o.pairs)
 	if len(o.pairs) > 64 {
 		var reg [hllRegisters]uint8
 		for _, p := range o.pairs {
@@ -87,27 +87,72 @@ func decodeHLLOp(b []byte) (op, error) {
 	default:
 		return nil, corruptf("HLL operand has unknown form %d", b[2])
 	}
-	n, k := binary.Uvarint(b[3:])
+	pairs, err := appendHLLOpPairs(nil, b[3:])
+	if err != nil {
+		return nil, err
+	}
+	return &hllOp{pairs: pairs}, nil
+}
+
+// appendHLLOpPairs appends to dst the pairs of body, an HLL operand of
+// the pairs form from its pair count on, and checks them.
+func appendHLLOpPairs(dst []hllPair, body []byte) ([]hllPair, error) {
+	n, k := binary.Uvarint(body)
 	if k <= 0 || n > hllRegisters {
-		return nil, corruptf("HLL operand has a bad pair count")
+		return dst, corruptf("HLL operand has a bad pair count")
 	}
-	body := b[3+k:]
+	body = body[k:]
 	if uint64(len(body)) != 3*n {
-		return nil, corruptf("HLL operand has %d bytes for %d pairs, want %d", len(body), n, 3*n)
+		return dst, corruptf("HLL operand has %d bytes for %d pairs, want %d", len(body), n, 3*n)
 	}
-	o := &hllOp{pairs: make([]hllPair, n)}
-	for i := range o.pairs {
+	start := len(dst)
+	dst = slices.Grow(dst, int(n))
+	for i := range int(n) {
 		w := uint32(body[3*i]) | uint32(body[3*i+1])<<8 | uint32(body[3*i+2])<<16
 		idx, rank := w&(hllRegisters-1), w>>hllP
 		switch {
 		case rank < 1 || rank > hllMaxRank:
-			return nil, corruptf("HLL operand pair %d has rank %d, want 1..%d", i, rank, hllMaxRank)
-		case i > 0 && idx <= uint32(o.pairs[i-1].index):
-			return nil, corruptf("HLL operand pair %d has index %d, not above the previous %d", i, idx, o.pairs[i-1].index)
+			return dst[:start], corruptf("HLL operand pair %d has rank %d, want 1..%d", i, rank, hllMaxRank)
+		case i > 0 && idx <= uint32(dst[start+i-1].index):
+			return dst[:start], corruptf("HLL operand pair %d has index %d, not above the previous %d", i, idx, dst[start+i-1].index)
 		}
-		o.pairs[i] = hllPair{uint16(idx), uint8(rank)}
+		dst = append(dst, hllPair{uint16(idx), uint8(rank)})
 	}
-	return o, nil
+	return dst, nil
+}
+
+// uvarintLen is the length of x's uvarint encoding.
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// maxFoldPairs is the most pairs foldHLLOps merges by sorting.
+const maxFoldPairs = 1024
+
+// foldHLLPairOperands is PartialMerge of operands that are all HLL
+// operands of the pairs form, without decoding each into an op: their
+// pairs in one buffer, sorted, one per index, encoded. It declines
+// (ok=false) on anything else, more than maxFoldPairs pairs or a
+// malformed operand, for PartialMerge's general path to handle; when it
+// does not, its result is the general path's.
+func foldHLLPairOperands(operands [][]byte) ([]byte, bool) {
+	var buf [64]hllPair
+	f := hllOp{pairs: buf[:0]}
+	for _, raw := range operands {
+		if len(raw) < 3 || raw[0] != kindHLLOp || raw[1] != version1 || raw[2] != hllOpFormPairs {
+			return nil, false
+		}
+		var err error
+		if f.pairs, err = appendHLLOpPairs(f.pairs, raw[3:]); err != nil || len(f.pairs) > maxFoldPairs {
+			return nil, false
+		}
+	}
+	sortHLLPairs(&f)
+	return appendHLLOp(nil, &f), true
 }
 
 // foldHLLOps is the partial merge of HLL ops: the max of their registers.
@@ -118,7 +163,7 @@ func foldHLLOps(ops []op) *hllOp {
 	for _, o := range ops {
 		n += len(o.(*hllOp).pairs)
 	}
-	if n <= 1024 {
+	if n <= maxFoldPairs {
 		f := &hllOp{pairs: make([]hllPair, 0, n)}
 		for _, o := range ops {
 			f.pairs = append(f.pairs, o.(*hllOp).pairs...)

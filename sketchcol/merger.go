@@ -63,6 +63,14 @@ func (Merger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
 	if len(operands) == 0 {
 		return nil, false
 	}
+	if v, ok := foldHLLPairOperands(operands); ok {
+		return v, true // PFADDs' operands, the common case
+	}
+	return partialMergeOps(operands)
+}
+
+// partialMergeOps is PartialMerge by decoding every operand.
+func partialMergeOps(operands [][]byte) ([]byte, bool) {
 	ops := make([]op, len(operands))
 	lastSet := -1
 	for i, raw := range operands {
