@@ -291,3 +291,23 @@ func BenchmarkSteadyShortScan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSteadySeekRandom is peerbench's seekrandom on the steady-state
+// database: one iterator, a seek and 10 more entries per op.
+func BenchmarkSteadySeekRandom(b *testing.B) {
+	db := benchSteadyDB(b)
+	key := make([]byte, 16)
+	it := db.NewIter(nil)
+	defer it.Close()
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	for i := 0; i < b.N; i++ {
+		if !it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))) {
+			b.Fatal("seek ran off the end", it.Error())
+		}
+		for j := 0; j < 10 && it.Next(); j++ {
+			_ = it.Value()
+		}
+	}
+}
