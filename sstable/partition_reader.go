@@ -37,18 +37,55 @@ type topSearch struct {
 }
 
 func newTopSearch(top []topEntry) topSearch {
-	if len(top) == 0 {
+	return newWordSearch(len(top), func(i int) []byte { return top[i].sepUser })
+}
+
+// newWordSearch builds the search over n sorted separators, sep(i) being
+// the user key of separator i.
+func newWordSearch(n int, sep func(i int) []byte) topSearch {
+	if n == 0 {
 		return topSearch{}
 	}
-	lcp := top[0].sepUser
-	for i := 1; i < len(top); i++ {
-		lcp = lcp[:base.SharedPrefixLen(lcp, top[i].sepUser)]
+	lcp := sep(0)
+	for i := 1; i < n; i++ {
+		lcp = lcp[:base.SharedPrefixLen(lcp, sep(i))]
 	}
-	keys := make([]uint64, len(top))
-	for i := range top {
-		keys[i] = word(top[i].sepUser[len(lcp):])
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = word(sep(i)[len(lcp):])
 	}
 	return topSearch{lcp: lcp, keys: keys}
+}
+
+// wordRange narrows a search for the first separator >= (ukey, any
+// trailer) to [lo, hi]: every separator before lo is below ukey, every one
+// from hi on is above it, and those in between share ukey's word, so only
+// they need a full comparison (searchIndex over them, offset by lo).
+func (s *topSearch) wordRange(ukey []byte) (lo, hi int) {
+	n := len(s.lcp)
+	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {
+		// Every separator starts with lcp and ukey does not.
+		if bytes.Compare(ukey, s.lcp) < 0 {
+			return 0, 0
+		}
+		return len(s.keys), len(s.keys)
+	}
+	w := word(ukey[n:])
+	// lo = the first index whose word is >= w, by halving a window of
+	// len(keys)+1 candidates without a data-dependent branch (the
+	// compiler turns the conditional add into a CMOV), so a miss-predicted
+	// step costs no pipeline flush.
+	keys := s.keys
+	for m := len(keys) + 1; m > 1; {
+		half := m / 2
+		if keys[lo+half-1] < w {
+			lo += half
+		}
+		m -= half
+	}
+	for hi = lo; hi < len(keys) && keys[hi] == w; hi++ {
+	}
+	return lo, hi
 }
 
 // word is the first 8 bytes of b as a big-endian integer, zero-padded.
@@ -207,6 +244,7 @@ func (r *Reader) readTopIndex(data []byte, ctx errCtx) error {
 		r.indexBytes += len(data)
 	}
 	r.index, r.indexTop = index, nil
+	r.indexWords = newIndexWords(index)
 	return nil
 }
 
@@ -262,6 +300,7 @@ func (r *Reader) partitionLen(p int) int {
 // place (lazy).
 type indexPart struct {
 	entries []indexEntry
+	words   *topSearch // the resident whole index's, else nil
 	lazy    *lazyIndex
 	first   int
 	num     int
@@ -405,6 +444,9 @@ func (c *indexCursor) init(r *Reader, stats *ReadStats) error {
 	}
 	entries, v, err := r.acquireIndex(stats)
 	c.part = indexPart{entries: entries, num: -1, val: v}
+	if !r.charged && err == nil {
+		c.part.words = &r.indexWords // entries is the resident r.index
+	}
 	return err
 }
 
@@ -477,7 +519,12 @@ func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
 // (ukey, trailer); false when there is none.
 func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool, error) {
 	if c.r.indexTop == nil {
-		c.i = searchIndex(c.part.entries, ukey, trailer)
+		if w := c.part.words; w != nil {
+			lo, hi := w.wordRange(ukey)
+			c.i = lo + searchIndex(c.part.entries[lo:hi], ukey, trailer)
+		} else {
+			c.i = searchIndex(c.part.entries, ukey, trailer)
+		}
 		return c.i < len(c.part.entries), nil
 	}
 	p := c.r.indexSearch.search(c.r.indexTop, ukey, trailer)
@@ -689,4 +736,9 @@ func (r *Reader) probePartition(p int, stats *ReadStats, probe func(*filterObj) 
 	}
 	r.cacheFilterPartition(p, data, fo).Release()
 	return probe(fo), nil
+}
+
+// newIndexWords builds the word search of a resident whole index.
+func newIndexWords(index []indexEntry) topSearch {
+	return newWordSearch(len(index), func(i int) []byte { return index[i].sepUser })
 }
