@@ -26,18 +26,25 @@ type topEntry struct {
 	first int
 }
 
-// topSearch finds the first partition whose separator is >= a key
-// (searchIndex over a top-level block's entries), faster: the
-// separators' user keys share lcp, and keys[i] is the 8 bytes of
+// topSearch finds the first separator >= a key in a sorted run of index
+// or top-level index entries (searchIndex's answer), faster: the
+// separators but the last share lcp, and keys[i] is the 8 bytes of
 // separator i that follow it (big-endian, zero-padded), so most steps of
-// the binary search compare two integers.
+// the binary search compare two integers. The last separator is left out
+// of lcp because a table's last separator is a short successor of its
+// last key ("l" for "key…"), which would shrink lcp to nothing.
 type topSearch struct {
 	lcp  []byte
-	keys []uint64
+	keys []uint64 // words of the separators sharing lcp: all, or all but the last
 }
 
 func newTopSearch(top []topEntry) topSearch {
 	return newWordSearch(len(top), func(i int) []byte { return top[i].sepUser })
+}
+
+// newIndexWords builds the word search of a resident whole index.
+func newIndexWords(index []indexEntry) topSearch {
+	return newWordSearch(len(index), func(i int) []byte { return index[i].sepUser })
 }
 
 // newWordSearch builds the search over n sorted separators, sep(i) being
@@ -47,45 +54,18 @@ func newWordSearch(n int, sep func(i int) []byte) topSearch {
 		return topSearch{}
 	}
 	lcp := sep(0)
-	for i := 1; i < n; i++ {
+	for i := 1; i < n-1; i++ {
 		lcp = lcp[:base.SharedPrefixLen(lcp, sep(i))]
 	}
-	keys := make([]uint64, n)
+	nw := n
+	if !bytes.HasPrefix(sep(n-1), lcp) {
+		nw = n - 1 // sorted, so the last is above every key starting with lcp
+	}
+	keys := make([]uint64, nw)
 	for i := range keys {
 		keys[i] = word(sep(i)[len(lcp):])
 	}
 	return topSearch{lcp: lcp, keys: keys}
-}
-
-// wordRange narrows a search for the first separator >= (ukey, any
-// trailer) to [lo, hi]: every separator before lo is below ukey, every one
-// from hi on is above it, and those in between share ukey's word, so only
-// they need a full comparison (searchIndex over them, offset by lo).
-func (s *topSearch) wordRange(ukey []byte) (lo, hi int) {
-	n := len(s.lcp)
-	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {
-		// Every separator starts with lcp and ukey does not.
-		if bytes.Compare(ukey, s.lcp) < 0 {
-			return 0, 0
-		}
-		return len(s.keys), len(s.keys)
-	}
-	w := word(ukey[n:])
-	// lo = the first index whose word is >= w, by halving a window of
-	// len(keys)+1 candidates without a data-dependent branch (the
-	// compiler turns the conditional add into a CMOV), so a miss-predicted
-	// step costs no pipeline flush.
-	keys := s.keys
-	for m := len(keys) + 1; m > 1; {
-		half := m / 2
-		if keys[lo+half-1] < w {
-			lo += half
-		}
-		m -= half
-	}
-	for hi = lo; hi < len(keys) && keys[hi] == w; hi++ {
-	}
-	return lo, hi
 }
 
 // word is the first 8 bytes of b as a big-endian integer, zero-padded.
@@ -98,30 +78,55 @@ func word(b []byte) uint64 {
 	return binary.BigEndian.Uint64(w[:])
 }
 
+// wordRange narrows a search for the first of n separators >= (ukey, any
+// trailer) to [lo, hi]: every separator before lo is below ukey, every one
+// from hi on is above it, and those in between (usually none or one) need
+// a full comparison.
+func (s *topSearch) wordRange(ukey []byte, n int) (lo, hi int) {
+	nw := len(s.keys)
+	p := len(s.lcp)
+	if len(ukey) < p || !bytes.Equal(ukey[:p], s.lcp) {
+		// The first nw separators start with lcp and ukey does not.
+		if bytes.Compare(ukey, s.lcp) < 0 {
+			return 0, 0
+		}
+		return nw, n
+	}
+	w := word(ukey[p:])
+	lo = firstWord(s.keys, w, false)
+	hi = lo + firstWord(s.keys[lo:], w, true)
+	if hi == nw {
+		hi = n // the last separator, if left out, may be either side of ukey
+	}
+	return lo, hi
+}
+
+// firstWord returns the first index of keys whose word is >= w (> w when
+// above), by halving a window of len(keys)+1 candidates without a
+// data-dependent branch (the conditional add compiles to a CMOV), so a
+// step the CPU would mispredict costs no pipeline flush.
+func firstWord(keys []uint64, w uint64, above bool) int {
+	lo := 0
+	for m := len(keys) + 1; m > 1; {
+		half := m / 2
+		k := keys[lo+half-1]
+		if k < w || (above && k == w) {
+			lo += half
+		}
+		m -= half
+	}
+	return lo
+}
+
 // search returns the first entry of top (the block the search was built
 // from) whose separator is >= (ukey, trailer), or len(top).
 func (s *topSearch) search(top []topEntry, ukey []byte, trailer uint64) int {
-	n := len(s.lcp)
-	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {
-		// Every separator starts with lcp and ukey does not.
-		if bytes.Compare(ukey, s.lcp) < 0 {
-			return 0
-		}
-		return len(top)
-	}
-	w := word(ukey[n:])
-	lo, hi := 0, len(top)
+	lo, hi := s.wordRange(ukey, len(top))
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		below := s.keys[m] < w
-		if s.keys[m] == w {
-			e := &top[m]
-			c := bytes.Compare(e.sepUser, ukey)
-			below = c < 0 || (c == 0 && e.sepTrailer > trailer)
-		} else if s.keys[m] > w {
-			below = false
-		}
-		if below {
+		e := &top[m]
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -520,7 +525,7 @@ func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
 func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool, error) {
 	if c.r.indexTop == nil {
 		if w := c.part.words; w != nil {
-			lo, hi := w.wordRange(ukey)
+			lo, hi := w.wordRange(ukey, len(c.part.entries))
 			c.i = lo + searchIndex(c.part.entries[lo:hi], ukey, trailer)
 		} else {
 			c.i = searchIndex(c.part.entries, ukey, trailer)
@@ -736,9 +741,4 @@ func (r *Reader) probePartition(p int, stats *ReadStats, probe func(*filterObj) 
 	}
 	r.cacheFilterPartition(p, data, fo).Release()
 	return probe(fo), nil
-}
-
-// newIndexWords builds the word search of a resident whole index.
-func newIndexWords(index []indexEntry) topSearch {
-	return newWordSearch(len(index), func(i int) []byte { return index[i].sepUser })
 }

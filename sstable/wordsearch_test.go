@@ -19,7 +19,7 @@ import (
 // shared prefix on both sides. It counts that each case was reached.
 func TestIndexWordsSearch(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	var ties, below, above, exact int
+	var ties, below, above, exact, lastOut int
 	for trial := 0; trial < 300; trial++ {
 		prefix := []byte("pre")[:rng.Intn(4)]
 		gen := func() []byte {
@@ -37,7 +37,15 @@ func TestIndexWordsSearch(t *testing.T) {
 			c := bytes.Compare(index[i].sepUser, index[j].sepUser)
 			return c < 0 || (c == 0 && index[i].sepTrailer > index[j].sepTrailer)
 		})
+		if len(index) > 1 && rng.Intn(2) == 0 {
+			// A table's last separator: a short successor of its last
+			// key, outside the others' prefix ("{" > "z…", "q" > "pre…").
+			index[len(index)-1].sepUser = []byte{"{q"[min(len(prefix), 1)]}
+		}
 		w := newIndexWords(index)
+		if len(w.keys) < len(index) {
+			lastOut++
+		}
 		for q := 0; q < 50; q++ {
 			var ukey []byte
 			switch rng.Intn(4) {
@@ -52,7 +60,7 @@ func TestIndexWordsSearch(t *testing.T) {
 				ukey = gen()
 			}
 			trailer := uint64(rng.Intn(5))
-			lo, hi := w.wordRange(ukey)
+			lo, hi := w.wordRange(ukey, len(index))
 			got := lo + searchIndex(index[lo:hi], ukey, trailer)
 			require.Equal(t, searchIndex(index, ukey, trailer), got, "key %q trailer %d in %d separators", ukey, trailer, len(index))
 			switch {
@@ -60,12 +68,13 @@ func TestIndexWordsSearch(t *testing.T) {
 				ties++
 			case len(index) > 0 && lo == 0 && hi == 0 && !bytes.HasPrefix(ukey, w.lcp):
 				below++
-			case len(index) > 0 && lo == len(index) && !bytes.HasPrefix(ukey, w.lcp):
+			case len(index) > 0 && lo == len(w.keys) && !bytes.HasPrefix(ukey, w.lcp):
 				above++
 			}
 		}
 	}
-	t.Logf("ties %d, below the prefix %d, above it %d, exact keys %d", ties, below, above, exact)
+	t.Logf("ties %d, below the prefix %d, above it %d, exact keys %d, last separator outside the prefix %d", ties, below, above, exact, lastOut)
+	require.NotZero(t, lastOut)
 	require.NotZero(t, ties)
 	require.NotZero(t, below)
 	require.NotZero(t, above)
@@ -81,6 +90,7 @@ func BenchmarkIndexSearch(b *testing.B) {
 	for i := range index {
 		index[i] = indexEntry{sepUser: fmt.Appendf(nil, "key%013d", 2*i*120)}
 	}
+	index[n-1].sepUser = []byte("l") // the last block's short successor
 	w := newIndexWords(index)
 	keys := make([][]byte, 1024)
 	for i := range keys {
@@ -94,7 +104,7 @@ func BenchmarkIndexSearch(b *testing.B) {
 	b.Run("words", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
 			k := keys[i%len(keys)]
-			lo, hi := w.wordRange(k)
+			lo, hi := w.wordRange(k, len(index))
 			_ = lo + searchIndex(index[lo:hi], k, seekTrailer)
 		}
 	})
