@@ -42,9 +42,16 @@ var _ base.InternalIterator = (*Iterator)(nil)
 // NewIter returns an iterator over the memtable, bounded to user keys in
 // [lower, upper).
 func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
-	it := &Iterator{m: m, lower: lower, upper: upper}
-	it.buf = it.small[:0]
+	it := new(Iterator)
+	m.InitIter(it, lower, upper)
 	return it
+}
+
+// InitIter makes it, a zero or closed Iterator, an iterator over the
+// memtable as NewIter does (for callers that recycle their iterators).
+func (m *MemTable) InitIter(it *Iterator, lower, upper []byte) {
+	*it = Iterator{m: m, lower: lower, upper: upper}
+	it.buf = it.small[:0]
 }
 
 func (it *Iterator) inUpper(e *entry) bool {
