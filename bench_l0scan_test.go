@@ -40,41 +40,8 @@ func benchL0DB(b *testing.B) *DB {
 
 // BenchmarkL0SeekRandom is peerbench's seekrandom on the L0-shaped
 // database: one iterator, a seek and 10 more entries per op.
-func BenchmarkL0SeekRandom(b *testing.B) {
-	db := benchL0DB(b)
-	key := make([]byte, 16)
-	it := db.NewIter(nil)
-	defer it.Close()
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		if !it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))) {
-			b.Fatal("seek ran off the end", it.Error())
-		}
-		for j := 0; j < 10 && it.Next(); j++ {
-			_ = it.Value()
-		}
-	}
-}
+func BenchmarkL0SeekRandom(b *testing.B) { benchSeeks(b, benchL0DB(b)) }
 
 // BenchmarkL0ShortScan is YCSB E's scan on the L0-shaped database: a new
 // iterator, a seek and 50 entries, closed.
-func BenchmarkL0ShortScan(b *testing.B) {
-	db := benchL0DB(b)
-	key := make([]byte, 16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		it := db.NewIter(nil)
-		ok := it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN)))
-		for j := 0; ok && j < 50; j++ {
-			_ = it.Value()
-			ok = it.Next()
-		}
-		if err := it.Close(); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkL0ShortScan(b *testing.B) { benchShortScans(b, benchL0DB(b)) }

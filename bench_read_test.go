@@ -152,8 +152,11 @@ func benchGets(b *testing.B, db *DB, odd uint64) {
 	}
 }
 
-func BenchmarkSeekRandom(b *testing.B) {
-	db := benchReadDB(b)
+func BenchmarkSeekRandom(b *testing.B) { benchSeeks(b, benchReadDB(b)) }
+
+// benchSeeks is peerbench's seekrandom on db: one iterator, a seek and 10
+// more entries per op.
+func benchSeeks(b *testing.B, db *DB) {
 	key := make([]byte, 16)
 	it := db.NewIter(nil)
 	defer it.Close()
@@ -273,8 +276,11 @@ func BenchmarkSteadyReadRandomParallel(b *testing.B) {
 
 // BenchmarkSteadyShortScan is YCSB E's scan: a new iterator, a seek and
 // 50 entries, closed.
-func BenchmarkSteadyShortScan(b *testing.B) {
-	db := benchSteadyDB(b)
+func BenchmarkSteadyShortScan(b *testing.B) { benchShortScans(b, benchSteadyDB(b)) }
+
+// benchShortScans is YCSB E's scan on db: a new iterator, a seek and 50
+// entries, closed.
+func benchShortScans(b *testing.B, db *DB) {
 	key := make([]byte, 16)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -293,21 +299,5 @@ func BenchmarkSteadyShortScan(b *testing.B) {
 }
 
 // BenchmarkSteadySeekRandom is peerbench's seekrandom on the steady-state
-// database: one iterator, a seek and 10 more entries per op.
-func BenchmarkSteadySeekRandom(b *testing.B) {
-	db := benchSteadyDB(b)
-	key := make([]byte, 16)
-	it := db.NewIter(nil)
-	defer it.Close()
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		if !it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, benchReadN))) {
-			b.Fatal("seek ran off the end", it.Error())
-		}
-		for j := 0; j < 10 && it.Next(); j++ {
-			_ = it.Value()
-		}
-	}
-}
+// database.
+func BenchmarkSteadySeekRandom(b *testing.B) { benchSeeks(b, benchSteadyDB(b)) }
