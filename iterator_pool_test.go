@@ -164,3 +164,17 @@ func sources(m *Metrics) int {
 	}
 	return n
 }
+
+// TestIterAllocDropsLargeBuffers: the copy of a value larger than
+// maxPooledBuf is not kept in the pool for the next iterator.
+func TestIterAllocDropsLargeBuffers(t *testing.T) {
+	db := openDB(t, &Options{FS: vfs.NewMem()})
+	big := bytes.Repeat([]byte("v"), 2*maxPooledBuf)
+	require.NoError(t, db.Put([]byte("big"), big, NoSync))
+	it := db.NewIter(nil)
+	require.True(t, it.First())
+	require.Equal(t, big, it.Value())
+	a := it.alloc
+	require.NoError(t, it.Close())
+	require.LessOrEqual(t, cap(a.value), maxPooledBuf)
+}

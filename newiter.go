@@ -100,10 +100,21 @@ func (a *iterAlloc) openTable(f *manifest.FileMetadata) (base.InternalIterator, 
 	return a.db.openTableIter(f, a.lower, a.upper)
 }
 
+// maxPooledBuf bounds the key and value buffers a pooled iterAlloc keeps:
+// one scan over a huge value does not pin its copy in the pool.
+const maxPooledBuf = 64 << 10
+
 // free returns a to the pool after its Iterator closed its stack, keeping
-// the key and value buffers' memory and dropping every reference.
+// the key and value buffers' memory (up to maxPooledBuf each) and
+// dropping every reference.
 func (a *iterAlloc) free(it *Iterator) {
-	a.key, a.value = it.key[:0], it.value[:0]
+	a.key, a.value = nil, nil
+	if cap(it.key) <= maxPooledBuf {
+		a.key = it.key[:0]
+	}
+	if cap(it.value) <= maxPooledBuf {
+		a.value = it.value[:0]
+	}
 	it.key, it.value = nil, nil
 	a.db, a.lower, a.upper = nil, nil, nil
 	clear(a.children[:])
