@@ -152,8 +152,11 @@ func benchGets(b *testing.B, db *DB, odd uint64) {
 	}
 }
 
-func BenchmarkSeekRandom(b *testing.B) {
-	db := benchReadDB(b)
+func BenchmarkSeekRandom(b *testing.B) { benchSeeks(b, benchReadDB(b)) }
+
+// benchSeeks is peerbench's seekrandom on db: one iterator, a seek and 10
+// more entries per op.
+func benchSeeks(b *testing.B, db *DB) {
 	key := make([]byte, 16)
 	it := db.NewIter(nil)
 	defer it.Close()
@@ -273,8 +276,11 @@ func BenchmarkSteadyReadRandomParallel(b *testing.B) {
 
 // BenchmarkSteadyShortScan is YCSB E's scan: a new iterator, a seek and
 // 50 entries, closed.
-func BenchmarkSteadyShortScan(b *testing.B) {
-	db := benchSteadyDB(b)
+func BenchmarkSteadyShortScan(b *testing.B) { benchShortScans(b, benchSteadyDB(b)) }
+
+// benchShortScans is YCSB E's scan on db: a new iterator, a seek and 50
+// entries, closed.
+func benchShortScans(b *testing.B, db *DB) {
 	key := make([]byte, 16)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -291,3 +297,7 @@ func BenchmarkSteadyShortScan(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSteadySeekRandom is peerbench's seekrandom on the steady-state
+// database.
+func BenchmarkSteadySeekRandom(b *testing.B) { benchSeeks(b, benchSteadyDB(b)) }

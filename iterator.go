@@ -41,6 +41,9 @@ type Iterator struct {
 	// creation); ps the state of SeekPrefixGE (prefix.go), nil until one.
 	rs *readState
 	ps *prefixState
+	// alloc is the recycled stack iter was built in (newiter.go), freed
+	// at Close; nil when the iterator failed at creation.
+	alloc *iterAlloc
 
 	key, value []byte
 	valid      bool
@@ -191,6 +194,11 @@ func (it *Iterator) Close() error {
 	}
 	if it.release != nil {
 		it.release()
+	}
+	it.iter = emptyIter{}
+	if it.alloc != nil {
+		it.alloc.free(it)
+		it.alloc = nil
 	}
 	if errors.Is(it.err, errIterClosed) {
 		return nil

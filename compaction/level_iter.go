@@ -46,7 +46,15 @@ var _ base.InternalIterator = (*LevelIter)(nil)
 // NewLevelIter returns an iterator over files, which must be sorted by key
 // and non-overlapping. It opens nothing until positioned.
 func NewLevelIter(opts IterOptions, files []*manifest.FileMetadata, open TableOpener) *LevelIter {
-	return &LevelIter{opts: opts, files: files, open: open, index: -1}
+	l := new(LevelIter)
+	l.Init(opts, files, open)
+	return l
+}
+
+// Init makes l, a zero or closed LevelIter, an iterator over files as
+// NewLevelIter does (for callers that recycle their iterators).
+func (l *LevelIter) Init(opts IterOptions, files []*manifest.FileMetadata, open TableOpener) {
+	*l = LevelIter{opts: opts, files: files, open: open, index: -1}
 }
 
 // openTable makes files[i] the open table, reusing it if it already is.
@@ -264,16 +272,32 @@ func (l *LevelIter) Close() error {
 // memtable iterators as dst. Every LevelIter gets opts; open may bound the
 // table iterators it creates with the same bounds.
 func LevelIters(dst []base.InternalIterator, levels *manifest.Levels, open TableOpener, opts IterOptions) []base.InternalIterator {
+	return AppendLevelIters(dst, nil, levels, open, opts)
+}
+
+// AppendLevelIters is LevelIters with the LevelIters taken from store (in
+// order, each Init'ed) while it lasts, then allocated.
+func AppendLevelIters(dst []base.InternalIterator, store []LevelIter, levels *manifest.Levels, open TableOpener, opts IterOptions) []base.InternalIterator {
+	add := func(files []*manifest.FileMetadata) {
+		var l *LevelIter
+		if len(store) > 0 {
+			l, store = &store[0], store[1:]
+		} else {
+			l = new(LevelIter)
+		}
+		l.Init(opts, files, open)
+		dst = append(dst, l)
+	}
 	for i, f := range levels[0] {
 		// Overlaps takes an inclusive range: a table starting exactly
 		// at the upper bound is included in vain, never skipped wrongly.
 		if f.Overlaps(opts.LowerBound, opts.UpperBound) {
-			dst = append(dst, NewLevelIter(opts, levels[0][i:i+1], open))
+			add(levels[0][i : i+1])
 		}
 	}
 	for l := 1; l < manifest.NumLevels; l++ {
 		if len(levels[l]) > 0 {
-			dst = append(dst, NewLevelIter(opts, levels[l], open))
+			add(levels[l])
 		}
 	}
 	return dst

@@ -80,11 +80,20 @@ var _ base.InternalIterator = (*MergingIter)(nil)
 // newest data to oldest (memtables, then L0 newest first, then L1..L6); the
 // order only matters for identical internal keys.
 func NewMergingIter(opts IterOptions, children ...base.InternalIterator) *MergingIter {
-	return &MergingIter{
-		opts:     opts,
-		children: children,
-		heap:     make([]mergingItem, 0, len(children)),
+	m := new(MergingIter)
+	m.Init(opts, children...)
+	return m
+}
+
+// Init makes m, a zero or closed MergingIter, an iterator over children as
+// NewMergingIter does, reusing the memory of m's heap: a caller that
+// recycles its iterators (the DB's, one per NewIter) allocates nothing.
+func (m *MergingIter) Init(opts IterOptions, children ...base.InternalIterator) {
+	h := m.heap[:0]
+	if cap(h) < len(children) {
+		h = make([]mergingItem, 0, len(children))
 	}
+	*m = MergingIter{opts: opts, children: children, heap: h}
 }
 
 // less is the heap order: the item that should be at the top comes first.
@@ -347,7 +356,9 @@ func (m *MergingIter) Close() error {
 		}
 	}
 	m.children = nil
-	m.heap = nil
+	// Keep the heap's memory for Init; drop its keys' references.
+	clear(m.heap[:cap(m.heap)])
+	m.heap = m.heap[:0]
 	m.dir = unpositioned
 	return err
 }

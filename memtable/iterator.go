@@ -6,8 +6,16 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 )
 
-// refill is how many entries an iterator copies out of the tree per descent.
-const refillSize = 64
+// An iterator copies a run of entries out of the tree per descent: minRun
+// after a seek (or First, Last, a change of direction), doubling with each
+// further refill in the same direction up to maxRun. A seek followed by a
+// few steps — the common short scan, where the merging iterator above takes
+// only a few entries from each memtable — then copies 8 entries, not 64,
+// while a long scan still pays one descent per 64 entries.
+const (
+	minRun = 8
+	maxRun = 64
+)
 
 // Iterator is a base.InternalIterator over a memtable. Entries added after
 // the iterator was created may or may not be seen; callers filter by
@@ -15,14 +23,18 @@ const refillSize = 64
 // exclusive; nil means unbounded.
 //
 // The iterator buffers a run of entries in the current direction, so each
-// step costs a tree descent only once per refillSize entries.
+// step costs a tree descent only once per run (minRun to maxRun entries).
 type Iterator struct {
 	m            *MemTable
 	lower, upper []byte
 	buf          []entry
 	pos          int
+	run          int // size of the next refill in the current direction
 	forward      bool
 	exhausted    bool // no entries beyond buf in the current direction
+	// small backs buf for runs of up to minRun entries, so that an
+	// iterator that only seeks allocates nothing beyond itself.
+	small [minRun]entry
 }
 
 var _ base.InternalIterator = (*Iterator)(nil)
@@ -30,7 +42,16 @@ var _ base.InternalIterator = (*Iterator)(nil)
 // NewIter returns an iterator over the memtable, bounded to user keys in
 // [lower, upper).
 func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
-	return &Iterator{m: m, lower: lower, upper: upper, buf: make([]entry, 0, refillSize)}
+	it := new(Iterator)
+	m.InitIter(it, lower, upper)
+	return it
+}
+
+// InitIter makes it, a zero or closed Iterator, an iterator over the
+// memtable as NewIter does (for callers that recycle their iterators).
+func (m *MemTable) InitIter(it *Iterator, lower, upper []byte) {
+	*it = Iterator{m: m, lower: lower, upper: upper}
+	it.buf = it.small[:0]
 }
 
 func (it *Iterator) inUpper(e *entry) bool {
@@ -40,12 +61,15 @@ func (it *Iterator) inLower(e *entry) bool {
 	return it.lower == nil || bytes.Compare(e.ukey(), it.lower) >= 0
 }
 
-// fill loads a run of entries in direction forward into buf: those
+// fill loads a run of up to n entries in direction forward into buf: those
 // after pivot (>= pivot, or > pivot when strict; <= and < going backward),
 // or from the start of the table without a pivot, stopping at the bound
 // ahead.
-func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool) bool {
-	it.buf, it.pos, it.forward, it.exhausted = it.buf[:0], 0, forward, false
+func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool, n int) bool {
+	if cap(it.buf) < n {
+		it.buf = make([]entry, 0, maxRun)
+	}
+	it.buf, it.pos, it.forward, it.exhausted, it.run = it.buf[:0], 0, forward, false, n
 	visit := func(e *entry) bool {
 		if strict && ((forward && !lessEntry(&pivot, e)) || (!forward && !lessEntry(e, &pivot))) {
 			return true
@@ -55,7 +79,7 @@ func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool) bool 
 			return false
 		}
 		it.buf = append(it.buf, *e)
-		return len(it.buf) < refillSize
+		return len(it.buf) < n
 	}
 	var p *entry
 	if hasPivot {
@@ -69,7 +93,7 @@ func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool) bool 
 		t.descend(p, visit)
 	}
 	it.m.mu.RUnlock()
-	if len(it.buf) < refillSize {
+	if len(it.buf) < n {
 		it.exhausted = true
 	}
 	return len(it.buf) > 0
@@ -80,7 +104,7 @@ func (it *Iterator) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	return it.fill(true, entry{}, false, false)
+	return it.fill(true, entry{}, false, false, minRun)
 }
 
 // Last implements base.InternalIterator.
@@ -88,7 +112,7 @@ func (it *Iterator) Last() bool {
 	if it.upper != nil {
 		return it.SeekLT(it.upper)
 	}
-	return it.fill(false, entry{}, false, false)
+	return it.fill(false, entry{}, false, false, minRun)
 }
 
 // SeekGE implements base.InternalIterator.
@@ -97,7 +121,7 @@ func (it *Iterator) SeekGE(ukey []byte) bool {
 		ukey = it.lower
 	}
 	// The smallest internal key for ukey has the largest trailer.
-	return it.fill(true, makeEntry(ukey, ^uint64(0)), true, false)
+	return it.fill(true, makeEntry(ukey, ^uint64(0)), true, false, minRun)
 }
 
 // SeekLT implements base.InternalIterator.
@@ -107,7 +131,7 @@ func (it *Iterator) SeekLT(ukey []byte) bool {
 	}
 	// Every internal key of ukey is greater than (ukey, max trailer)...
 	// except that one itself, which no real entry has; descend strictly.
-	return it.fill(false, makeEntry(ukey, ^uint64(0)), true, true)
+	return it.fill(false, makeEntry(ukey, ^uint64(0)), true, true, minRun)
 }
 
 // Next implements base.InternalIterator.
@@ -117,14 +141,14 @@ func (it *Iterator) Next() bool { return it.step(true) }
 func (it *Iterator) Prev() bool { return it.step(false) }
 
 // step moves one entry in direction forward: within the buffered run, or
-// by loading the next run past its last entry; a change of direction
-// loads a run from the current entry.
+// by loading the next, twice as long, run past its last entry; a change of
+// direction loads a minRun run from the current entry.
 func (it *Iterator) step(forward bool) bool {
 	if it.pos >= len(it.buf) {
 		return false
 	}
 	if it.forward != forward {
-		return it.fill(forward, it.buf[it.pos], true, true)
+		return it.fill(forward, it.buf[it.pos], true, true, minRun)
 	}
 	it.pos++
 	if it.pos < len(it.buf) {
@@ -133,7 +157,7 @@ func (it *Iterator) step(forward bool) bool {
 	if it.exhausted {
 		return false
 	}
-	return it.fill(forward, it.buf[len(it.buf)-1], true, true)
+	return it.fill(forward, it.buf[len(it.buf)-1], true, true, min(2*it.run, maxRun))
 }
 
 // Valid reports whether the iterator is positioned at an entry.

@@ -26,27 +26,44 @@ type topEntry struct {
 	first int
 }
 
-// topSearch finds the first partition whose separator is >= a key
-// (searchIndex over a top-level block's entries), faster: the
-// separators' user keys share lcp, and keys[i] is the 8 bytes of
+// topSearch finds the first separator >= a key in a sorted run of index
+// or top-level index entries (searchIndex's answer), faster: the
+// separators but the last share lcp, and keys[i] is the 8 bytes of
 // separator i that follow it (big-endian, zero-padded), so most steps of
-// the binary search compare two integers.
+// the binary search compare two integers. The last separator is left out
+// of lcp because a table's last separator is a short successor of its
+// last key ("l" for "key…"), which would shrink lcp to nothing.
 type topSearch struct {
 	lcp  []byte
-	keys []uint64
+	keys []uint64 // words of the separators sharing lcp: all, or all but the last
 }
 
 func newTopSearch(top []topEntry) topSearch {
-	if len(top) == 0 {
+	return newWordSearch(len(top), func(i int) []byte { return top[i].sepUser })
+}
+
+// newIndexWords builds the word search of a resident whole index.
+func newIndexWords(index []indexEntry) topSearch {
+	return newWordSearch(len(index), func(i int) []byte { return index[i].sepUser })
+}
+
+// newWordSearch builds the search over n sorted separators, sep(i) being
+// the user key of separator i.
+func newWordSearch(n int, sep func(i int) []byte) topSearch {
+	if n == 0 {
 		return topSearch{}
 	}
-	lcp := top[0].sepUser
-	for i := 1; i < len(top); i++ {
-		lcp = lcp[:base.SharedPrefixLen(lcp, top[i].sepUser)]
+	lcp := sep(0)
+	for i := 1; i < n-1; i++ {
+		lcp = lcp[:base.SharedPrefixLen(lcp, sep(i))]
 	}
-	keys := make([]uint64, len(top))
-	for i := range top {
-		keys[i] = word(top[i].sepUser[len(lcp):])
+	nw := n
+	if !bytes.HasPrefix(sep(n-1), lcp) {
+		nw = n - 1 // sorted, so the last is above every key starting with lcp
+	}
+	keys := make([]uint64, nw)
+	for i := range keys {
+		keys[i] = word(sep(i)[len(lcp):])
 	}
 	return topSearch{lcp: lcp, keys: keys}
 }
@@ -61,30 +78,55 @@ func word(b []byte) uint64 {
 	return binary.BigEndian.Uint64(w[:])
 }
 
+// wordRange narrows a search for the first of n separators >= (ukey, any
+// trailer) to [lo, hi]: every separator before lo is below ukey, every one
+// from hi on is above it, and those in between (usually none or one) need
+// a full comparison.
+func (s *topSearch) wordRange(ukey []byte, n int) (lo, hi int) {
+	nw := len(s.keys)
+	p := len(s.lcp)
+	if len(ukey) < p || !bytes.Equal(ukey[:p], s.lcp) {
+		// The first nw separators start with lcp and ukey does not.
+		if bytes.Compare(ukey, s.lcp) < 0 {
+			return 0, 0
+		}
+		return nw, n
+	}
+	w := word(ukey[p:])
+	lo = firstWord(s.keys, w, false)
+	hi = lo + firstWord(s.keys[lo:], w, true)
+	if hi == nw {
+		hi = n // the last separator, if left out, may be either side of ukey
+	}
+	return lo, hi
+}
+
+// firstWord returns the first index of keys whose word is >= w (> w when
+// above), by halving a window of len(keys)+1 candidates without a
+// data-dependent branch (the conditional add compiles to a CMOV), so a
+// step the CPU would mispredict costs no pipeline flush.
+func firstWord(keys []uint64, w uint64, above bool) int {
+	lo := 0
+	for m := len(keys) + 1; m > 1; {
+		half := m / 2
+		k := keys[lo+half-1]
+		if k < w || (above && k == w) {
+			lo += half
+		}
+		m -= half
+	}
+	return lo
+}
+
 // search returns the first entry of top (the block the search was built
 // from) whose separator is >= (ukey, trailer), or len(top).
 func (s *topSearch) search(top []topEntry, ukey []byte, trailer uint64) int {
-	n := len(s.lcp)
-	if len(ukey) < n || !bytes.Equal(ukey[:n], s.lcp) {
-		// Every separator starts with lcp and ukey does not.
-		if bytes.Compare(ukey, s.lcp) < 0 {
-			return 0
-		}
-		return len(top)
-	}
-	w := word(ukey[n:])
-	lo, hi := 0, len(top)
+	lo, hi := s.wordRange(ukey, len(top))
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		below := s.keys[m] < w
-		if s.keys[m] == w {
-			e := &top[m]
-			c := bytes.Compare(e.sepUser, ukey)
-			below = c < 0 || (c == 0 && e.sepTrailer > trailer)
-		} else if s.keys[m] > w {
-			below = false
-		}
-		if below {
+		e := &top[m]
+		c := bytes.Compare(e.sepUser, ukey)
+		if c < 0 || (c == 0 && e.sepTrailer > trailer) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -207,6 +249,7 @@ func (r *Reader) readTopIndex(data []byte, ctx errCtx) error {
 		r.indexBytes += len(data)
 	}
 	r.index, r.indexTop = index, nil
+	r.indexWords = newIndexWords(index)
 	return nil
 }
 
@@ -262,6 +305,7 @@ func (r *Reader) partitionLen(p int) int {
 // place (lazy).
 type indexPart struct {
 	entries []indexEntry
+	words   *topSearch // the resident whole index's, else nil
 	lazy    *lazyIndex
 	first   int
 	num     int
@@ -405,6 +449,9 @@ func (c *indexCursor) init(r *Reader, stats *ReadStats) error {
 	}
 	entries, v, err := r.acquireIndex(stats)
 	c.part = indexPart{entries: entries, num: -1, val: v}
+	if !r.charged && err == nil {
+		c.part.words = &r.indexWords // entries is the resident r.index
+	}
 	return err
 }
 
@@ -477,7 +524,12 @@ func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
 // (ukey, trailer); false when there is none.
 func (c *indexCursor) seek(ukey []byte, trailer uint64, stats *ReadStats) (bool, error) {
 	if c.r.indexTop == nil {
-		c.i = searchIndex(c.part.entries, ukey, trailer)
+		if w := c.part.words; w != nil {
+			lo, hi := w.wordRange(ukey, len(c.part.entries))
+			c.i = lo + searchIndex(c.part.entries[lo:hi], ukey, trailer)
+		} else {
+			c.i = searchIndex(c.part.entries, ukey, trailer)
+		}
 		return c.i < len(c.part.entries), nil
 	}
 	p := c.r.indexSearch.search(c.r.indexTop, ukey, trailer)

@@ -111,6 +111,8 @@ type Reader struct {
 	// indexSearch and filterSearch speed up the searches of indexTop and
 	// filterTop.
 	indexSearch, filterSearch topSearch
+	// indexWords speeds up the searches of the resident whole index.
+	indexWords topSearch
 	// prefixHashes: the filter's reader takes hashes, so prefix entries
 	// can be probed (ProbePrefix).
 	prefixHashes bool
@@ -441,6 +443,7 @@ func (r *Reader) readIndex() error {
 	}
 	r.indexData, r.index = data, entries
 	r.indexBytes = len(data)
+	r.indexWords = newIndexWords(entries)
 	return nil
 }
 
@@ -544,7 +547,7 @@ const indexEntrySize = 48
 // the top-level blocks of a partitioned index or filter, which stay
 // resident.
 func (r *Reader) ResidentSize() (index, filter int) {
-	index = r.indexBytes + indexEntrySize*len(r.index)
+	index = r.indexBytes + (indexEntrySize+8)*len(r.index)
 	index += len(r.indexTopData) + indexEntrySize*len(r.indexTop)
 	filter = r.filterBytes + len(r.filterTopData) + indexEntrySize*len(r.filterTop)
 	return index, filter

@@ -1,0 +1,132 @@
+package memtable
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/testutil"
+	"github.com/stretchr/testify/require"
+)
+
+// runCounts counts what TestIteratorRunBoundaries reached: refills of each
+// run size, and direction changes on a run's first and last entries.
+type runCounts struct {
+	refills            map[int]int
+	turnFirst, turnEnd int
+}
+
+// observe records a step taken from a position (pos within a buffer of
+// length n, run size run, direction fwd) that landed on a new run.
+func (c *runCounts) observe(it *Iterator, pos, n int, fwd bool, wantFwd bool) {
+	if fwd != wantFwd {
+		if pos == 0 {
+			c.turnFirst++
+		}
+		if pos == n-1 {
+			c.turnEnd++
+		}
+		return
+	}
+	if pos == n-1 && it.pos == 0 && len(it.buf) > 0 {
+		c.refills[it.run]++
+	}
+}
+
+// TestIteratorRunBoundaries walks a memtable with random steps, direction
+// changes and bounds, checking every entry against the sorted model, and
+// asserts that the walk crossed refills of every run size (2*minRun
+// doubling to maxRun) and turned around on the first and the last entry of a run.
+func TestIteratorRunBoundaries(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	m := New()
+	var model []modelEntry
+	for i := 0; i < 1000; i++ {
+		k := []byte(fmt.Sprintf("k%04d", i))
+		m.Add(uint64(i+1), base.KindSet, k, k)
+		model = append(model, modelEntry{base.MakeInternalKey(k, uint64(i+1), base.KindSet), k})
+	}
+	c := runCounts{refills: map[int]int{}}
+	for trial := 0; trial < 300; trial++ {
+		lo, hi := rng.Intn(1100), rng.Intn(1100)
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		lower, upper := []byte(fmt.Sprintf("k%04d", lo)), []byte(fmt.Sprintf("k%04d", hi))
+		if trial%3 == 0 {
+			lower, upper = nil, nil
+			lo, hi = 0, len(model)
+		}
+		hi = min(hi, len(model))
+		lo = min(lo, hi)
+		walkRuns(t, rng, m.NewIter(lower, upper), model, lo, hi, &c)
+	}
+	// A step past a run loads one twice as long; seeks and turns load minRun.
+	for run := 2 * minRun; run <= maxRun; run *= 2 {
+		require.NotZero(t, c.refills[run], "no refill of %d entries reached (%v)", run, c.refills)
+	}
+	require.NotZero(t, c.turnFirst, "no turn on a run's first entry")
+	require.NotZero(t, c.turnEnd, "no turn on a run's last entry")
+	t.Logf("refills by run size %v; turns on first %d, last %d", c.refills, c.turnFirst, c.turnEnd)
+}
+
+// walkRuns seeks it (bounded to model[lo:hi]) to a random key and takes
+// random runs of steps, checking each entry.
+func walkRuns(t *testing.T, rng *rand.Rand, it *Iterator, model []modelEntry, lo, hi int, c *runCounts) {
+	t.Helper()
+	start := lo + rng.Intn(hi-lo+1)
+	var ok bool
+	pos := start
+	if rng.Intn(2) == 0 {
+		ok = it.SeekGE([]byte(fmt.Sprintf("k%04d", start)))
+	} else {
+		ok = it.SeekLT([]byte(fmt.Sprintf("k%04d", start)))
+		pos = start - 1
+	}
+	for step := 0; step < 400; step++ {
+		require.Equal(t, pos >= lo && pos < hi, ok, "position %d in [%d,%d)", pos, lo, hi)
+		if !ok {
+			break
+		}
+		require.Equal(t, model[pos].k.String(), it.Key().String())
+		require.True(t, bytes.Equal(model[pos].v, it.Value()))
+		// Mostly keep going; sometimes turn, more often at a run's edge.
+		fwd := it.forward
+		edge := it.pos == 0 || it.pos == len(it.buf)-1
+		if rng.Intn(40) == 0 || (edge && rng.Intn(4) == 0) {
+			fwd = !fwd
+		}
+		was, n, dir := it.pos, len(it.buf), it.forward
+		if fwd {
+			ok, pos = it.Next(), pos+1
+		} else {
+			ok, pos = it.Prev(), pos-1
+		}
+		c.observe(it, was, n, dir, fwd)
+	}
+	require.NoError(t, it.Close())
+}
+
+// BenchmarkIterSeekNext is a seek and 3 steps on a 100k-entry memtable:
+// about what a merging iterator over several sources takes from one of
+// them in a seek and 10 Nexts.
+func BenchmarkIterSeekNext(b *testing.B) {
+	m := New()
+	const n = 100000
+	for i := 0; i < n; i++ {
+		k := []byte(fmt.Sprintf("k%08d", (i*7919)%n))
+		m.Add(uint64(i+1), base.KindSet, k, k)
+	}
+	it := m.NewIter(nil, nil)
+	key := make([]byte, 0, 16)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		key = fmt.Appendf(key[:0], "k%08d", (i*104729)%n)
+		ok := it.SeekGE(key)
+		for j := 0; ok && j < 3; j++ {
+			ok = it.Next()
+		}
+	}
+}
