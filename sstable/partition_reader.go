@@ -389,7 +389,7 @@ func (l *lazyIndex) search(ukey []byte, trailer uint64) (int, error) {
 	if w == nil {
 		return l.searchRange(0, l.blk.numRestarts, ukey, trailer)
 	}
-	lo, hi := w.wordRange(ukey)
+	lo, hi := w.wordRange(ukey, l.blk.numRestarts)
 	return l.searchRange(lo, hi, ukey, trailer)
 }
 

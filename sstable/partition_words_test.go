@@ -77,7 +77,7 @@ func TestPartitionWordsMatchLazySearch(t *testing.T) {
 				i, err := li.search(k, tr)
 				require.NoError(t, err)
 				require.Equal(t, want[j], i, "partition %d key %q trailer %x", p, k, tr)
-				if lo, hi := w.wordRange(k); hi-lo > 1 {
+				if lo, hi := w.wordRange(k, n); hi-lo > 1 {
 					ties++
 				}
 				j++
