@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
@@ -39,7 +40,10 @@ type Writer struct {
 	synced atomic.Int64
 
 	// err is sticky: once a write or sync fails, the file's contents past
-	// the synced offset are unknown and nothing more may be written.
+	// the synced offset are unknown and nothing more may be written. It is
+	// guarded by errMu because SyncWritten may fail on another goroutine
+	// than the one writing.
+	errMu  sync.Mutex
 	err    error
 	closed bool
 
@@ -167,8 +171,7 @@ func (w *Writer) write() error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.err = fmt.Errorf("wal: write at offset %d: %w", w.offset.Load(), err)
-		return w.err
+		return w.fail(fmt.Errorf("wal: write at offset %d: %w", w.offset.Load(), err))
 	}
 	w.offset.Add(int64(n))
 	if cap(w.buf) > maxRetainedBuffer {
@@ -205,11 +208,44 @@ func (w *Writer) sync() error {
 		return nil
 	}
 	if err := w.f.Sync(); err != nil {
-		w.err = fmt.Errorf("wal: sync through offset %d: %w", off, err)
-		return w.err
+		return w.fail(fmt.Errorf("wal: sync through offset %d: %w", off, err))
 	}
 	w.synced.Store(off)
 	return nil
+}
+
+// SyncWritten makes durable every record already handed to the file:
+// those of WriteRecord, and those of BufferRecord once written (not the
+// ones still buffered). It is the one method that may run while another
+// goroutine calls WriteRecord, BufferRecord or Flush: the commit pipeline
+// fsyncs one group's record while the next group is written, and the
+// fsync then covers whatever reached the file before it started. At most
+// one SyncWritten at a time, and never concurrently with Sync or Close.
+// A failure is sticky, as Sync's.
+func (w *Writer) SyncWritten() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	off := w.offset.Load()
+	if off == w.synced.Load() {
+		return nil
+	}
+	if err := w.f.Sync(); err != nil {
+		return w.fail(fmt.Errorf("wal: sync through offset %d: %w", off, err))
+	}
+	w.synced.Store(off)
+	return nil
+}
+
+// fail makes err the Writer's sticky error (keeping an earlier one) and
+// returns the sticky error.
+func (w *Writer) fail(err error) error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
 }
 
 // Close ends the log cleanly: it syncs the records, appends the end-of-log
@@ -222,8 +258,8 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
-	if w.err != nil {
-		return w.err
+	if err := w.stickyErr(); err != nil {
+		return err
 	}
 	if err := w.sync(); err != nil {
 		return err
@@ -248,5 +284,11 @@ func (w *Writer) usable() error {
 	if w.closed {
 		return ErrClosed
 	}
+	return w.stickyErr()
+}
+
+func (w *Writer) stickyErr() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
 	return w.err
 }
