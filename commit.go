@@ -55,6 +55,16 @@ type commitPipeline struct {
 	syncing  bool
 	syncCond sync.Cond
 	idleCond sync.Cond
+	// returning estimates how many Sync writers released by an fsync
+	// have not queued again since; lastSync is the last fsync's duration.
+	// gathering is set while a leader waits for them (gatherCond wakes
+	// it; gatherEpoch tells its timer from a later wait's).
+	returning      int
+	lastSync       time.Duration
+	gathering      bool
+	gatherTimedOut bool
+	gatherCond     sync.Cond
+	gatherEpoch    uint64
 	// failed is the error of the first group that failed after its WAL
 	// write (an fsync): every later group fails with it.
 	failed error
@@ -102,6 +112,17 @@ func (p *commitPipeline) enqueue(w *writer) {
 	if p.syncCond.L == nil {
 		p.syncCond.L = &p.mu
 		p.idleCond.L = &p.mu
+		p.gatherCond.L = &p.mu
+	}
+	switch {
+	case w.batch == nil:
+		// acquire: a leader waiting for writers to return stops.
+		p.returning = 0
+	case w.sync && p.returning > 0:
+		p.returning--
+	}
+	if p.gathering && p.returning == 0 {
+		p.gatherCond.Signal()
 	}
 	p.queue = append(p.queue, w)
 	if len(p.queue) == 1 {
@@ -208,7 +229,7 @@ func (db *DB) apply(b *Batch, sync bool) error {
 		writerPool.Put(w)
 		return err
 	}
-	size := p.gatherLocked(w)
+	size := p.gatherLocked(w, &db.metrics.commit)
 	p.mu.Unlock()
 	err := db.commitGroup(w, size)
 	writerPool.Put(w)
@@ -216,32 +237,82 @@ func (db *DB) apply(b *Batch, sync bool) error {
 }
 
 // gatherLocked makes w's group: w and the writers queued after it, up to
-// maxGroupBytes. A group with a Sync writer waits first for an fsync in
-// flight (whose end it could not share) and gathers whoever queues
-// meanwhile. It returns the group's size in bytes. REQUIRES: p.mu held, w
+// maxGroupBytes. A group with a Sync writer first waits for an fsync in
+// flight (whose end it could not share), and may wait for the writers the
+// last fsync released (waitReturningLocked); whoever queues meanwhile
+// joins. It returns the group's size in bytes. REQUIRES: p.mu held, w
 // leads.
-func (p *commitPipeline) gatherLocked(w *writer) int {
+func (p *commitPipeline) gatherLocked(w *writer, m *commitCounters) int {
+	waited := false
 	for {
-		w.group = append(w.group[:0], w)
-		w.groupSync = w.sync
-		size := len(w.batch.data)
-		for _, f := range p.queue[1:] {
-			// A writer without a batch took the pipeline with acquire:
-			// it runs alone, after this group.
-			if f.batch == nil || size+len(f.batch.data) > maxGroupBytes {
-				break
-			}
-			size += len(f.batch.data)
-			w.groupSync = w.groupSync || f.sync
-			w.group = append(w.group, f)
-		}
-		if !w.groupSync || !p.syncing {
+		size, full := p.collectLocked(w)
+		switch {
+		case !w.groupSync:
 			return size
-		}
-		for p.syncing {
-			p.syncCond.Wait()
+		case p.syncing:
+			for p.syncing {
+				p.syncCond.Wait()
+			}
+		case waited || full || p.returning == 0 || p.lastSync <= 0:
+			return size
+		default:
+			p.waitReturningLocked(m)
+			waited = true
 		}
 	}
+}
+
+// collectLocked sets w's group to w and the writers queued after it, up
+// to maxGroupBytes, and returns its size in bytes and whether a writer was
+// left out (the byte limit, or acquire's writer). REQUIRES: p.mu held.
+func (p *commitPipeline) collectLocked(w *writer) (size int, full bool) {
+	w.group = append(w.group[:0], w)
+	w.groupSync = w.sync
+	size = len(w.batch.data)
+	for _, f := range p.queue[1:] {
+		// A writer without a batch took the pipeline with acquire: it
+		// runs alone, after this group.
+		if f.batch == nil || size+len(f.batch.data) > maxGroupBytes {
+			return size, true
+		}
+		size += len(f.batch.data)
+		w.groupSync = w.groupSync || f.sync
+		w.group = append(w.group, f)
+	}
+	return size, false
+}
+
+// waitReturningLocked waits, before a Sync group is written, for the
+// writers that the last fsync released to queue their next writes, for at
+// most half the last fsync's duration. Without it, writers that each wait
+// for their fsync split into two cohorts that alternate (one syncs while
+// the other queues), each fsync covering half of them; merged, one fsync
+// covers all of them and costs one re-queueing delay, a win while that
+// delay is below an fsync. Writers that do not come back cost one wait:
+// a timeout forgets them. REQUIRES: p.mu held, the caller leads, no fsync
+// in flight.
+func (p *commitPipeline) waitReturningLocked(m *commitCounters) {
+	m.gatherWaits.Add(1)
+	p.gatherEpoch++
+	epoch := p.gatherEpoch
+	p.gathering, p.gatherTimedOut = true, false
+	t := time.AfterFunc(p.lastSync/2, func() {
+		p.mu.Lock()
+		if p.gathering && p.gatherEpoch == epoch {
+			p.gatherTimedOut = true
+			p.gatherCond.Broadcast()
+		}
+		p.mu.Unlock()
+	})
+	for p.returning > 0 && !p.gatherTimedOut {
+		p.gatherCond.Wait()
+	}
+	t.Stop()
+	if p.gatherTimedOut {
+		m.gatherTimeouts.Add(1)
+		p.returning = 0
+	}
+	p.gathering = false
 }
 
 // commitGroup runs w's group through the pipeline's stages and wakes its
@@ -338,6 +409,7 @@ func (db *DB) syncGroup(w *writer) error {
 			return err
 		}
 		if w.log.SyncedOffset() >= w.end {
+			p.returning += w.syncWriters()
 			p.mu.Unlock()
 			return nil
 		}
@@ -351,7 +423,8 @@ func (db *DB) syncGroup(w *writer) error {
 	before := w.log.SyncedOffset()
 	start := time.Now()
 	err := w.log.SyncWritten()
-	db.metrics.commit.syncNanos.Add(int64(time.Since(start)))
+	took := time.Since(start)
+	db.metrics.commit.syncNanos.Add(int64(took))
 	if err != nil {
 		// Never retry a failed fsync: the WAL's state is unknown.
 		db.setBackgroundError(fmt.Errorf("WAL %s sync: %w", base.FileName(base.FileTypeLog, db.logNumOf(w)), err))
@@ -363,9 +436,24 @@ func (db *DB) syncGroup(w *writer) error {
 	if err != nil && p.failed == nil {
 		p.failed = err
 	}
+	if err == nil {
+		p.lastSync = took
+		p.returning += w.syncWriters()
+	}
 	p.syncCond.Broadcast()
 	p.mu.Unlock()
 	return err
+}
+
+// syncWriters counts the writers of w's group that asked for Sync.
+func (w *writer) syncWriters() int {
+	n := 0
+	for _, f := range w.group {
+		if f.sync {
+			n++
+		}
+	}
+	return n
 }
 
 // logNumOf returns the number of the WAL w's group went to.

@@ -16,6 +16,7 @@ const groupSizeBuckets = 6
 type commitCounters struct {
 	groups, batches, syncBatches, maxGroup atomic.Int64
 	syncNanos                              atomic.Int64
+	gatherWaits, gatherTimeouts            atomic.Int64
 	sizes                                  [groupSizeBuckets]atomic.Int64
 }
 
@@ -34,6 +35,10 @@ type CommitMetrics struct {
 	// and SyncTime the time spent in them.
 	Syncs    int64
 	SyncTime time.Duration
+	// GatherWaits counts Sync groups whose leader waited for the writers
+	// the previous fsync released, GatherTimeouts the waits that ended
+	// before all of them came back.
+	GatherWaits, GatherTimeouts int64
 }
 
 // noteGroup counts a group written to the WAL as a record of n bytes.
@@ -44,15 +49,7 @@ func (m *dbMetrics) noteGroup(w *writer, n int) {
 	size := int64(len(w.group))
 	c.groups.Add(1)
 	c.batches.Add(size)
-	if w.groupSync {
-		var syncs int64
-		for _, f := range w.group {
-			if f.sync {
-				syncs++
-			}
-		}
-		c.syncBatches.Add(syncs)
-	}
+	c.syncBatches.Add(int64(w.syncWriters()))
 	for old := c.maxGroup.Load(); size > old && !c.maxGroup.CompareAndSwap(old, size); old = c.maxGroup.Load() {
 	}
 	c.sizes[min(bits.Len64(uint64(size))-1, groupSizeBuckets-1)].Add(1)
@@ -63,6 +60,7 @@ func (m *dbMetrics) commitTotals() CommitMetrics {
 	out := CommitMetrics{
 		Groups: c.groups.Load(), Batches: c.batches.Load(), SyncBatches: c.syncBatches.Load(),
 		MaxGroup: c.maxGroup.Load(), Syncs: m.walSyncs.Load(), SyncTime: time.Duration(c.syncNanos.Load()),
+		GatherWaits: c.gatherWaits.Load(), GatherTimeouts: c.gatherTimeouts.Load(),
 	}
 	for i := range c.sizes {
 		out.GroupSizes[i] = c.sizes[i].Load()
@@ -80,7 +78,7 @@ func (m CommitMetrics) String() string {
 		}
 		fmt.Fprintf(&sizes, "%d", n)
 	}
-	return fmt.Sprintf("commit: %d groups, %d batches (%.2f per group, max %d; groups of 1/2+/4+/8+/16+/32+: %s), %d Sync batches, %d WAL fsyncs (%.3f per Sync batch, %s each)",
+	return fmt.Sprintf("commit: %d groups, %d batches (%.2f per group, max %d; groups of 1/2+/4+/8+/16+/32+: %s), %d Sync batches, %d WAL fsyncs (%.3f per Sync batch, %s each); %d gather waits, %d timed out",
 		m.Groups, m.Batches, per(m.Batches, m.Groups), m.MaxGroup, sizes.String(), m.SyncBatches, m.Syncs, per(m.Syncs, m.SyncBatches),
-		(m.SyncTime / time.Duration(max(m.Syncs, 1))).Round(time.Microsecond))
+		(m.SyncTime / time.Duration(max(m.Syncs, 1))).Round(time.Microsecond), m.GatherWaits, m.GatherTimeouts)
 }

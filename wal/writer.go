@@ -18,6 +18,21 @@ type WritableFile interface {
 	Sync() error
 }
 
+// A WritableFile may also have these methods (vfs's disk files do); a
+// Writer uses them when it has them.
+type (
+	// dataSyncer syncs a file's data and the metadata needed to read it
+	// back, not its timestamps (fdatasync): cheaper than Sync for a log.
+	dataSyncer interface{ SyncData() error }
+	// preallocator reserves disk blocks for [off, off+n) without changing
+	// the file's size, so that appending there need not allocate.
+	preallocator interface{ Preallocate(off, n int64) error }
+)
+
+// preallocChunk is how far ahead of its writes a Writer reserves blocks in
+// a file that can preallocate.
+const preallocChunk = 4 << 20
+
 // ErrClosed is returned by every Writer method called after Close.
 var ErrClosed = errors.New("wal: writer is closed")
 
@@ -49,12 +64,18 @@ type Writer struct {
 
 	buf    []byte // the bytes of one WriteRecord, handed to f in one Write
 	digest xxhash.Digest
+
+	// pa is f when it can preallocate (nil when not, or once it failed
+	// to); blocks are reserved through offset prealloc.
+	pa       preallocator
+	prealloc int64
 }
 
 // NewWriter starts log logNum in f, which must be empty, by writing the
 // file header. Nothing is synced until the first Sync (or Close).
 func NewWriter(f WritableFile, logNum uint64) (*Writer, error) {
 	w := &Writer{f: f, logNum: logNum}
+	w.pa, _ = f.(preallocator)
 	w.buf = appendFileHeader(&w.digest, w.buf[:0], logNum)
 	if err := w.write(); err != nil {
 		return nil, err
@@ -166,6 +187,7 @@ func (w *Writer) appendChunk(t chunkType, p []byte) {
 
 // write hands w.buf to the file in one Write and empties it.
 func (w *Writer) write() error {
+	w.preallocate(w.offset.Load() + int64(len(w.buf)))
 	n, err := w.f.Write(w.buf)
 	if err == nil && n != len(w.buf) {
 		err = io.ErrShortWrite
@@ -180,6 +202,29 @@ func (w *Writer) write() error {
 		w.buf = w.buf[:0]
 	}
 	return nil
+}
+
+// preallocate reserves blocks through at least end, a chunk at a time.
+// It is only an optimization: a failure turns it off, and the writes then
+// allocate (and report a full disk) as they would have.
+func (w *Writer) preallocate(end int64) {
+	if w.pa == nil || end <= w.prealloc {
+		return
+	}
+	next := max(end, w.prealloc+preallocChunk)
+	if err := w.pa.Preallocate(w.prealloc, next-w.prealloc); err != nil {
+		w.pa = nil
+		return
+	}
+	w.prealloc = next
+}
+
+// syncFile makes the file's data durable, with SyncData when f has it.
+func (w *Writer) syncFile() error {
+	if ds, ok := w.f.(dataSyncer); ok {
+		return ds.SyncData()
+	}
+	return w.f.Sync()
 }
 
 // Sync makes every record written so far durable. Chunks written after a
@@ -207,7 +252,7 @@ func (w *Writer) sync() error {
 	if off == w.synced.Load() {
 		return nil
 	}
-	if err := w.f.Sync(); err != nil {
+	if err := w.syncFile(); err != nil {
 		return w.fail(fmt.Errorf("wal: sync through offset %d: %w", off, err))
 	}
 	w.synced.Store(off)
@@ -230,7 +275,7 @@ func (w *Writer) SyncWritten() error {
 	if off == w.synced.Load() {
 		return nil
 	}
-	if err := w.f.Sync(); err != nil {
+	if err := w.syncFile(); err != nil {
 		return w.fail(fmt.Errorf("wal: sync through offset %d: %w", off, err))
 	}
 	w.synced.Store(off)
