@@ -445,6 +445,11 @@ func (db *DB) syncGroup(w *writer) error {
 	return err
 }
 
+// applyHook, when set (by tests, before any DB opens), runs after each
+// batch a group applies: yielding there widens the window in which a bug
+// in the order of inserts and publication would show.
+var applyHook func()
+
 // syncWriters counts the writers of w's group that asked for Sync.
 func (w *writer) syncWriters() int {
 	n := 0
@@ -477,6 +482,9 @@ func (db *DB) applyGroup(w *writer, err error) error {
 	if err == nil {
 		for _, f := range w.group {
 			db.applyToMemtable(w.mem, f.batch)
+			if applyHook != nil {
+				applyHook()
+			}
 		}
 		db.visibleSeq.Store(w.last)
 	}
