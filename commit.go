@@ -327,6 +327,9 @@ func (db *DB) commitGroup(w *writer, size int) error {
 	p.popQueue(len(w.group))
 	p.mu.Unlock()
 	if err == nil {
+		if hooks.afterWrite != nil {
+			hooks.afterWrite()
+		}
 		if w.groupSync {
 			err = db.syncGroup(w)
 		}
@@ -401,6 +404,7 @@ func (db *DB) writeGroup(w *writer, size int) error {
 // is pending.
 func (db *DB) syncGroup(w *writer) error {
 	p := &db.commit
+	waited := false
 	p.mu.Lock()
 	for {
 		if p.failed != nil {
@@ -416,10 +420,17 @@ func (db *DB) syncGroup(w *writer) error {
 		if !p.syncing {
 			break
 		}
+		if !waited {
+			waited = true
+			db.metrics.commit.syncWaits.Add(1)
+		}
 		p.syncCond.Wait()
 	}
 	p.syncing = true
 	p.mu.Unlock()
+	if hooks.beforeSync != nil {
+		hooks.beforeSync()
+	}
 	before := w.log.SyncedOffset()
 	start := time.Now()
 	err := w.log.SyncWritten()
@@ -445,10 +456,12 @@ func (db *DB) syncGroup(w *writer) error {
 	return err
 }
 
-// applyHook, when set (by tests, before any DB opens), runs after each
-// batch a group applies: yielding there widens the window in which a bug
-// in the order of inserts and publication would show.
-var applyHook func()
+// hooks, set by tests before any DB opens, run at points of the
+// pipeline where a delay widens the window in which an ordering bug would
+// show: afterWrite when a group's leader has handed on the write stage,
+// beforeSync when it is about to run an fsync, afterApply after each
+// batch a group applies.
+var hooks struct{ afterWrite, beforeSync, afterApply func() }
 
 // syncWriters counts the writers of w's group that asked for Sync.
 func (w *writer) syncWriters() int {
@@ -482,8 +495,8 @@ func (db *DB) applyGroup(w *writer, err error) error {
 	if err == nil {
 		for _, f := range w.group {
 			db.applyToMemtable(w.mem, f.batch)
-			if applyHook != nil {
-				applyHook()
+			if hooks.afterApply != nil {
+				hooks.afterApply()
 			}
 		}
 		db.visibleSeq.Store(w.last)

@@ -16,7 +16,7 @@ const groupSizeBuckets = 6
 type commitCounters struct {
 	groups, batches, syncBatches, maxGroup atomic.Int64
 	syncNanos                              atomic.Int64
-	gatherWaits, gatherTimeouts            atomic.Int64
+	gatherWaits, gatherTimeouts, syncWaits atomic.Int64
 	sizes                                  [groupSizeBuckets]atomic.Int64
 }
 
@@ -39,6 +39,9 @@ type CommitMetrics struct {
 	// the previous fsync released, GatherTimeouts the waits that ended
 	// before all of them came back.
 	GatherWaits, GatherTimeouts int64
+	// SyncWaits counts Sync groups, already written, that found another
+	// group's fsync running and waited for it (or ran the next one).
+	SyncWaits int64
 }
 
 // noteGroup counts a group written to the WAL as a record of n bytes.
@@ -60,7 +63,7 @@ func (m *dbMetrics) commitTotals() CommitMetrics {
 	out := CommitMetrics{
 		Groups: c.groups.Load(), Batches: c.batches.Load(), SyncBatches: c.syncBatches.Load(),
 		MaxGroup: c.maxGroup.Load(), Syncs: m.walSyncs.Load(), SyncTime: time.Duration(c.syncNanos.Load()),
-		GatherWaits: c.gatherWaits.Load(), GatherTimeouts: c.gatherTimeouts.Load(),
+		GatherWaits: c.gatherWaits.Load(), GatherTimeouts: c.gatherTimeouts.Load(), SyncWaits: c.syncWaits.Load(),
 	}
 	for i := range c.sizes {
 		out.GroupSizes[i] = c.sizes[i].Load()
@@ -78,7 +81,7 @@ func (m CommitMetrics) String() string {
 		}
 		fmt.Fprintf(&sizes, "%d", n)
 	}
-	return fmt.Sprintf("commit: %d groups, %d batches (%.2f per group, max %d; groups of 1/2+/4+/8+/16+/32+: %s), %d Sync batches, %d WAL fsyncs (%.3f per Sync batch, %s each); %d gather waits, %d timed out",
+	return fmt.Sprintf("commit: %d groups, %d batches (%.2f per group, max %d; groups of 1/2+/4+/8+/16+/32+: %s), %d Sync batches, %d WAL fsyncs (%.3f per Sync batch, %s each); %d gather waits, %d timed out; %d waits for an fsync in flight",
 		m.Groups, m.Batches, per(m.Batches, m.Groups), m.MaxGroup, sizes.String(), m.SyncBatches, m.Syncs, per(m.Syncs, m.SyncBatches),
-		(m.SyncTime / time.Duration(max(m.Syncs, 1))).Round(time.Microsecond), m.GatherWaits, m.GatherTimeouts)
+		(m.SyncTime / time.Duration(max(m.Syncs, 1))).Round(time.Microsecond), m.GatherWaits, m.GatherTimeouts, m.SyncWaits)
 }

@@ -142,8 +142,8 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	case relRaceEnabled:
 		ops = 80
 	}
-	applyHook = func() { time.Sleep(20 * time.Microsecond) }
-	defer func() { applyHook = nil }()
+	hooks.afterApply = func() { time.Sleep(20 * time.Microsecond) }
+	defer func() { hooks.afterApply = nil }()
 	fs := vfs.NewMem()
 	slowWALSyncs(fs, 200*time.Microsecond)
 	o := crashOptions(fs)
@@ -368,4 +368,178 @@ func gcCheckAll(t *testing.T, db *DB, batches []gcBatch) {
 			require.Equal(t, string(gcValue(b.writer, b.op)), string(v))
 		}
 	}
+}
+
+// gcCrashPoint is a crash clone taken at a WAL write or fsync, with how
+// many batches had been acknowledged by then.
+type gcCrashPoint struct {
+	fs    *vfs.MemFS
+	acked int
+	event string
+	mode  vfs.UnsyncedMode
+}
+
+// TestGroupCommitCrash crashes a run of concurrent Sync and NoSync writers
+// at every step of every commit group: a clone of the file system is taken
+// at each WAL write (a group's record reached the file) and each WAL fsync
+// (with the writes acknowledged before it), in each of the crash modes in
+// turn, and right after each Sync write is acknowledged, and recovered. Every acknowledged Sync batch must survive, each
+// batch whole or not at all, and each writer's surviving batches must be a
+// prefix of what it wrote (its batches reach the WAL in order).
+func TestGroupCommitCrash(t *testing.T) {
+	seed := testutil.Seed(t)
+	writers, ops := 4, 40
+	switch {
+	case relLong():
+		ops = 400
+	case relRaceEnabled:
+		ops = 12
+	}
+	// A delay between a group's write and its fsync lets the next group
+	// be written before the fsync starts, so that groups also find an
+	// fsync in flight that does not cover them.
+	// An fsync that takes time before it syncs lets writes be
+	// acknowledged while it runs: a group acknowledged before the fsync
+	// covering it would be caught by the crash point its writer takes.
+	hooks.afterWrite = func() { time.Sleep(50 * time.Microsecond) }
+	hooks.beforeSync = func() { time.Sleep(100 * time.Microsecond) }
+	defer func() { hooks.afterWrite, hooks.beforeSync = nil, nil }()
+	fs := vfs.NewMem()
+	var (
+		mu     sync.Mutex
+		acked  []gcBatch
+		events int
+	)
+	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
+	points := make(chan gcCrashPoint, 4)
+	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		if fileKind(name) != "WAL" || (op != vfs.OpWrite && op != vfs.OpSync) {
+			return
+		}
+		mu.Lock()
+		events++
+		ev, n := events, len(acked)
+		mu.Unlock()
+		mode := modes[ev%len(modes)]
+		clone := fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(ev)})
+		points <- gcCrashPoint{fs: clone, acked: n, event: fmt.Sprintf("%d: %s %s", ev, op, name), mode: mode}
+	})
+	checked := make(chan gcCrashTally)
+	go func() { checked <- gcCheckCrashPoints(points, writers, ops, &mu, &acked) }()
+	db, err := Open("/db", crashOptions(fs))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
+			for i := range ops {
+				b, err := gcWrite(db, rng, w, i)
+				if err != nil {
+					t.Errorf("writer %d op %d: %v", w, i, err)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, b)
+				n := len(acked)
+				mu.Unlock()
+				if b.sync {
+					// A crash right after the acknowledgement.
+					clone := fs.CrashClone(vfs.CrashOptions{Seed: uint64(seed) + uint64(n)})
+					points <- gcCrashPoint{fs: clone, acked: n, event: fmt.Sprintf("ack of %d.%d", w, i)}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	m := db.Metrics()
+	require.NoError(t, db.Close())
+	fs.SetDurabilityHook(nil)
+	close(points)
+	tally := <-checked
+	t.Logf("%s; %d crash points, %d with an acknowledged Sync batch; %d acknowledged Sync batches found after a crash",
+		m.Commit, tally.points, tally.withSync, tally.syncChecks)
+	for _, f := range tally.failures {
+		t.Error(f)
+	}
+	if len(tally.failures) > 0 {
+		t.Fatalf("replay: SIEVE_SEED=%d go test -run '^TestGroupCommitCrash$' .", seed)
+	}
+	require.NotZero(t, tally.points, "no crash point")
+	require.NotZero(t, tally.syncChecks, "no acknowledged Sync batch checked after a crash")
+	require.Greater(t, m.Commit.MaxGroup, int64(1), "no group of more than one writer formed")
+	require.Less(t, m.Commit.Syncs, m.Commit.SyncBatches, "Sync writers did not share fsyncs")
+	require.NotZero(t, m.Commit.SyncWaits, "no group found an fsync in flight")
+}
+
+// gcCrashTally is what gcCheckCrashPoints found.
+type gcCrashTally struct {
+	points, withSync, syncChecks int
+	failures                     []string
+}
+
+// gcCheckCrashPoints recovers each crash point and checks it against the
+// batches acknowledged before it (acked[:p.acked], read under mu).
+func gcCheckCrashPoints(points <-chan gcCrashPoint, writers, ops int, mu *sync.Mutex, acked *[]gcBatch) gcCrashTally {
+	var tally gcCrashTally
+	for p := range points {
+		tally.points++
+		rec := readRecovered(p.fs)
+		mu.Lock()
+		before := append([]gcBatch(nil), (*acked)[:p.acked]...)
+		mu.Unlock()
+		msg, syncs := gcCheckRecovered(rec, before, writers, ops)
+		if syncs > 0 {
+			tally.withSync++
+		}
+		tally.syncChecks += syncs
+		if msg != "" && len(tally.failures) < 10 {
+			tally.failures = append(tally.failures, fmt.Sprintf("crash at event %s (%s): %s", p.event, p.mode, msg))
+		}
+	}
+	return tally
+}
+
+// gcCheckRecovered checks a recovered state: each writer's batches a
+// prefix of its ops, each whole, and every Sync batch of before among
+// them. It returns what is wrong ("" if nothing) and how many Sync
+// batches it checked.
+func gcCheckRecovered(rec recovered, before []gcBatch, writers, ops int) (string, int) {
+	if rec.err != nil {
+		return fmt.Sprintf("recovery failed: %v", rec.err), 0
+	}
+	kv := rec.state[0]
+	survived := make([]int, writers) // ops [0, survived[w]) of writer w
+	for w := range writers {
+		for op := range ops {
+			found := 0
+			n := gcEntries(w, op)
+			for e := range n {
+				if v, ok := kv[string(gcKey(w, op, e))]; ok {
+					if v != string(gcValue(w, op)) {
+						return fmt.Sprintf("batch %d.%d entry %d has value %q", w, op, e, v), 0
+					}
+					found++
+				}
+			}
+			switch {
+			case found != 0 && found != n:
+				return fmt.Sprintf("batch %d.%d survived in part (%d of %d entries)", w, op, found, n), 0
+			case found == n && survived[w] != op:
+				return fmt.Sprintf("batch %d.%d survived but %d.%d did not", w, op, w, survived[w]), 0
+			case found == n:
+				survived[w]++
+			}
+		}
+	}
+	syncs := 0
+	for _, b := range before {
+		if !b.sync {
+			continue
+		}
+		if b.op >= survived[b.writer] {
+			return fmt.Sprintf("acknowledged Sync batch %d.%d [%d, %d] lost (writer %d kept %d batches)", b.writer, b.op, b.first, b.last, b.writer, survived[b.writer]), syncs
+		}
+		syncs++
+	}
+	return "", syncs
 }
