@@ -543,3 +543,68 @@ func gcCheckRecovered(rec recovered, before []gcBatch, writers, ops int) (string
 	}
 	return "", syncs
 }
+
+// TestGroupCommitSyncFailure fails one WAL fsync (a transient error: the
+// next one would succeed) under concurrent Sync and NoSync writers. The
+// fsync is never retried (no other WAL fsync is attempted), the group it
+// was for and every later one fail, the DB refuses writes from then on,
+// and every Sync write acknowledged before it survives a crash.
+func TestGroupCommitSyncFailure(t *testing.T) {
+	seed := testutil.Seed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 0))
+	writers := 8
+	mem := vfs.NewMem()
+	slowWALSyncs(mem, 200*time.Microsecond)
+	nth := int64(5 + rng.IntN(20))
+	efs := vfs.NewErrorFS(mem, vfs.ErrorOptions{Ops: vfs.OpsOf(vfs.OpSync), Nth: nth,
+		Match: func(_ vfs.Op, name string) bool { return fileKind(name) == "WAL" }})
+	o := crashOptions(efs)
+	o.MemTableSize = 4 << 20 // no rotation: its WAL close would sync
+	db, err := Open("/db", o)
+	require.NoError(t, err)
+	var (
+		mu     sync.Mutex
+		acked  []gcBatch
+		failed atomic.Int64
+		wg     sync.WaitGroup
+	)
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(1+w)))
+			for i := 0; ; i++ {
+				b, err := gcWrite(db, rng, w, i)
+				if err != nil {
+					if !errors.Is(err, vfs.ErrInjected) {
+						t.Errorf("writer %d op %d: %v, not the injected error", w, i, err)
+					}
+					failed.Add(1)
+					return
+				}
+				mu.Lock()
+				acked = append(acked, b)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Error(t, db.Put([]byte("after"), []byte("x"), Sync), "a write after the failed fsync succeeded")
+	m := db.Metrics()
+	t.Logf("%s; fsync %d failed; %d writers saw it, %d batches acknowledged", m.Commit, nth, failed.Load(), len(acked))
+	require.Equal(t, nth, efs.Ops(), "WAL fsyncs attempted: the failed one was retried, or one followed it")
+	require.Equal(t, int64(writers), failed.Load())
+	require.Greater(t, m.Commit.MaxGroup, int64(1), "no group of more than one writer formed")
+	db.Close() // reports the failure again
+	rec := readRecovered(mem.CrashClone(vfs.CrashOptions{}))
+	var syncs int
+	for _, b := range acked {
+		if !b.sync {
+			continue
+		}
+		for e := range b.entries {
+			require.Equal(t, string(gcValue(b.writer, b.op)), rec.state[0][string(gcKey(b.writer, b.op, e))],
+				"acknowledged Sync batch %d.%d lost (seed %d)", b.writer, b.op, seed)
+		}
+		syncs++
+	}
+	require.NotZero(t, syncs, "no Sync batch acknowledged before the failure")
+}
