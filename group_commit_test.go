@@ -173,26 +173,8 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	}
 	var readers sync.WaitGroup
 	for r := range 2 {
-		readers.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(100+r)))
-			var seen []gcSighting
-			for !done.Load() {
-				var err error
-				if seen, err = gcReadCheck(db, rng, log, acked, &counts, seen); err != nil {
-					errs <- err
-					return
-				}
-				if relRaceEnabled {
-					// Under the race detector every ranked lock a read
-					// takes goes through lockrank's one mutex: let the
-					// writers have it.
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
-			if _, err := gcCheckSightings(log, seen, &counts); err != nil {
-				errs <- err
-			}
-		})
+		rng := rand.New(rand.NewPCG(uint64(seed), uint64(100+r)))
+		readers.Go(func() { gcReader(db, rng, log, acked, &counts, &done, errs) })
 	}
 	wg.Wait()
 	done.Store(true)
@@ -202,15 +184,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 		t.Fatalf("%v (seed %d)", err, seed)
 	}
 	m := db.Metrics()
-	t.Logf("%s; %d flushes; checks: %d acknowledged writes visible, %d batches visible and %d invisible in snapshots, %d unacknowledged batches seen whole, %d sightings checked",
-		m.Commit, m.Flush.Count, counts.ackVisible.Load(), counts.snapVisible.Load(), counts.snapInvisible.Load(), counts.inflightWhole.Load(), counts.inflightChecked.Load())
-	require.NotZero(t, counts.ackVisible.Load(), "no acknowledged write checked")
-	require.NotZero(t, counts.snapVisible.Load(), "no batch checked visible in a snapshot")
-	require.NotZero(t, counts.snapInvisible.Load(), "no batch checked invisible in a snapshot")
-	require.NotZero(t, counts.inflightWhole.Load(), "no batch in flight seen by a snapshot")
-	require.NotZero(t, counts.inflightChecked.Load(), "no sighting of a batch in flight checked")
-	require.Greater(t, m.Commit.MaxGroup, int64(1), "no group of more than one writer formed")
-	require.Less(t, m.Commit.Syncs, m.Commit.SyncBatches, "Sync writers did not share fsyncs")
+	counts.requireReached(t, m)
 	require.NotZero(t, m.Flush.Count, "the memtable never rotated")
 	require.Equal(t, int64(writers*ops), m.Commit.Batches)
 	gcCheckAll(t, db, log.tail(writers*ops))
@@ -219,6 +193,42 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	require.NoError(t, err)
 	gcCheckAll(t, db, log.tail(writers*ops))
 	require.NoError(t, db.Close())
+}
+
+// gcReader checks until done is set, sending the first violation to errs.
+func gcReader(db *DB, rng *rand.Rand, log *gcLog, acked []atomic.Int64, counts *gcCounts, done *atomic.Bool, errs chan<- error) {
+	var seen []gcSighting
+	for !done.Load() {
+		var err error
+		if seen, err = gcReadCheck(db, rng, log, acked, counts, seen); err != nil {
+			errs <- err
+			return
+		}
+		if relRaceEnabled {
+			// Under the race detector every ranked lock a read takes
+			// goes through lockrank's one mutex: let the writers have it.
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	if _, err := gcCheckSightings(log, seen, counts); err != nil {
+		errs <- err
+	}
+}
+
+// requireReached logs the counts and the commit metrics and fails unless
+// every case was reached, groups of several writers formed and Sync
+// writers shared fsyncs.
+func (c *gcCounts) requireReached(t *testing.T, m *Metrics) {
+	t.Helper()
+	t.Logf("%s; %d flushes; checks: %d acknowledged writes visible, %d batches visible and %d invisible in snapshots, %d unacknowledged batches seen whole, %d sightings checked",
+		m.Commit, m.Flush.Count, c.ackVisible.Load(), c.snapVisible.Load(), c.snapInvisible.Load(), c.inflightWhole.Load(), c.inflightChecked.Load())
+	require.NotZero(t, c.ackVisible.Load(), "no acknowledged write checked")
+	require.NotZero(t, c.snapVisible.Load(), "no batch checked visible in a snapshot")
+	require.NotZero(t, c.snapInvisible.Load(), "no batch checked invisible in a snapshot")
+	require.NotZero(t, c.inflightWhole.Load(), "no batch in flight seen by a snapshot")
+	require.NotZero(t, c.inflightChecked.Load(), "no sighting of a batch in flight checked")
+	require.Greater(t, m.Commit.MaxGroup, int64(1), "no group of more than one writer formed")
+	require.Less(t, m.Commit.Syncs, m.Commit.SyncBatches, "Sync writers did not share fsyncs")
 }
 
 // gcReadCheck is one round of a reader of TestGroupCommitConcurrent. seen
@@ -410,7 +420,6 @@ func TestGroupCommitCrash(t *testing.T) {
 		acked  []gcBatch
 		events int
 	)
-	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
 	points := make(chan gcCrashPoint, 4)
 	fs.SetDurabilityHook(func(op vfs.Op, name string) {
 		if fileKind(name) != "WAL" || (op != vfs.OpWrite && op != vfs.OpSync) {
@@ -420,9 +429,7 @@ func TestGroupCommitCrash(t *testing.T) {
 		events++
 		ev, n := events, len(acked)
 		mu.Unlock()
-		mode := modes[ev%len(modes)]
-		clone := fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(ev)})
-		points <- gcCrashPoint{fs: clone, acked: n, event: fmt.Sprintf("%d: %s %s", ev, op, name), mode: mode}
+		points <- gcClonePoint(fs, seed, ev, n, fmt.Sprintf("%d: %s %s", ev, op, name))
 	})
 	checked := make(chan gcCrashTally)
 	go func() { checked <- gcCheckCrashPoints(points, writers, ops, &mu, &acked) }()
@@ -444,8 +451,7 @@ func TestGroupCommitCrash(t *testing.T) {
 				mu.Unlock()
 				if b.sync {
 					// A crash right after the acknowledgement.
-					clone := fs.CrashClone(vfs.CrashOptions{Seed: uint64(seed) + uint64(n)})
-					points <- gcCrashPoint{fs: clone, acked: n, event: fmt.Sprintf("ack of %d.%d", w, i)}
+					points <- gcClonePoint(fs, seed, 0, n, fmt.Sprintf("ack of %d.%d", w, i))
 				}
 			}
 		})
@@ -456,6 +462,16 @@ func TestGroupCommitCrash(t *testing.T) {
 	fs.SetDurabilityHook(nil)
 	close(points)
 	tally := <-checked
+	tally.report(t, m, seed)
+	require.Greater(t, m.Commit.MaxGroup, int64(1), "no group of more than one writer formed")
+	require.Less(t, m.Commit.Syncs, m.Commit.SyncBatches, "Sync writers did not share fsyncs")
+	require.NotZero(t, m.Commit.SyncWaits, "no group found an fsync in flight")
+}
+
+// report logs the tally and fails on its failures and unless crash
+// points with acknowledged Sync batches were checked.
+func (tally *gcCrashTally) report(t *testing.T, m *Metrics, seed int64) {
+	t.Helper()
 	t.Logf("%s; %d crash points, %d with an acknowledged Sync batch; %d acknowledged Sync batches found after a crash",
 		m.Commit, tally.points, tally.withSync, tally.syncChecks)
 	for _, f := range tally.failures {
@@ -466,9 +482,14 @@ func TestGroupCommitCrash(t *testing.T) {
 	}
 	require.NotZero(t, tally.points, "no crash point")
 	require.NotZero(t, tally.syncChecks, "no acknowledged Sync batch checked after a crash")
-	require.Greater(t, m.Commit.MaxGroup, int64(1), "no group of more than one writer formed")
-	require.Less(t, m.Commit.Syncs, m.Commit.SyncBatches, "Sync writers did not share fsyncs")
-	require.NotZero(t, m.Commit.SyncWaits, "no group found an fsync in flight")
+}
+
+// gcClonePoint takes crash point ev of fs, in the ev'th crash mode.
+func gcClonePoint(fs *vfs.MemFS, seed int64, ev, acked int, event string) gcCrashPoint {
+	modes := []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.KeepUnsyncedSectors, vfs.ZeroUnsynced, vfs.GarbageUnsynced}
+	mode := modes[ev%len(modes)]
+	clone := fs.CrashClone(vfs.CrashOptions{Unsynced: mode, KeepUnsyncedFraction: 0.5, Seed: uint64(seed) + uint64(ev)})
+	return gcCrashPoint{fs: clone, acked: acked, event: event, mode: mode}
 }
 
 // gcCrashTally is what gcCheckCrashPoints found.
