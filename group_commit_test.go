@@ -31,6 +31,18 @@ type gcBatch struct {
 	sync        bool
 }
 
+// gcOps is how many ops each writer runs: def, long with SIEVE_LONG, race
+// under the race detector.
+func gcOps(def, long, race int) int {
+	switch {
+	case relLong():
+		return long
+	case relRaceEnabled:
+		return race
+	}
+	return def
+}
+
 func gcKey(writer, op, entry int) []byte {
 	return fmt.Appendf(nil, "w%02d/%05d/%d", writer, op, entry)
 }
@@ -60,6 +72,29 @@ func gcWrite(db *DB, rng *rand.Rand, writer, op int) (gcBatch, error) {
 	}
 	first := b.seq()
 	return gcBatch{writer: writer, op: op, first: first, last: first + uint64(n) - 1, entries: n, sync: wo.Sync}, nil
+}
+
+// gcRunWriters runs ops writes from each of writers goroutines, calling
+// acked (from the writer's goroutine) after each, and returns the first
+// error.
+func gcRunWriters(db *DB, seed int64, writers, ops int, acked func(gcBatch)) error {
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
+			for i := range ops {
+				b, err := gcWrite(db, rng, w, i)
+				if err != nil {
+					errs[w] = fmt.Errorf("writer %d op %d: %w", w, i, err)
+					return
+				}
+				acked(b)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // slowWALSyncs makes every WAL fsync of fs take d, as a disk's would, so
@@ -135,13 +170,7 @@ type gcSighting struct {
 // that groups of more than one writer formed and shared fsyncs.
 func TestGroupCommitConcurrent(t *testing.T) {
 	seed := testutil.Seed(t)
-	writers, ops := 8, 250
-	switch {
-	case relLong():
-		ops = 3000
-	case relRaceEnabled:
-		ops = 80
-	}
+	writers, ops := 8, gcOps(250, 3000, 80)
 	hooks.afterApply = func() { time.Sleep(20 * time.Microsecond) }
 	defer func() { hooks.afterApply = nil }()
 	fs := vfs.NewMem()
@@ -157,20 +186,15 @@ func TestGroupCommitConcurrent(t *testing.T) {
 		errs   = make(chan error, writers+2)
 		wg     sync.WaitGroup
 	)
-	for w := range writers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
-			for i := range ops {
-				b, err := gcWrite(db, rng, w, i)
-				if err != nil {
-					errs <- fmt.Errorf("writer %d op %d: %w", w, i, err)
-					return
-				}
-				log.add(b)
-				acked[w].Store(int64(i + 1))
-			}
+	wg.Go(func() {
+		err := gcRunWriters(db, seed, writers, ops, func(b gcBatch) {
+			log.add(b)
+			acked[b.writer].Store(int64(b.op + 1))
 		})
-	}
+		if err != nil {
+			errs <- err
+		}
+	})
 	var readers sync.WaitGroup
 	for r := range 2 {
 		rng := rand.New(rand.NewPCG(uint64(seed), uint64(100+r)))
@@ -398,13 +422,7 @@ type gcCrashPoint struct {
 // prefix of what it wrote (its batches reach the WAL in order).
 func TestGroupCommitCrash(t *testing.T) {
 	seed := testutil.Seed(t)
-	writers, ops := 4, 40
-	switch {
-	case relLong():
-		ops = 400
-	case relRaceEnabled:
-		ops = 12
-	}
+	writers, ops := 4, gcOps(40, 400, 12)
 	// A delay between a group's write and its fsync lets the next group
 	// be written before the fsync starts, so that groups also find an
 	// fsync in flight that does not cover them.
@@ -435,28 +453,17 @@ func TestGroupCommitCrash(t *testing.T) {
 	go func() { checked <- gcCheckCrashPoints(points, writers, ops, &mu, &acked) }()
 	db, err := Open("/db", crashOptions(fs))
 	require.NoError(t, err)
-	var wg sync.WaitGroup
-	for w := range writers {
-		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(seed), uint64(w)))
-			for i := range ops {
-				b, err := gcWrite(db, rng, w, i)
-				if err != nil {
-					t.Errorf("writer %d op %d: %v", w, i, err)
-					return
-				}
-				mu.Lock()
-				acked = append(acked, b)
-				n := len(acked)
-				mu.Unlock()
-				if b.sync {
-					// A crash right after the acknowledgement.
-					points <- gcClonePoint(fs, seed, 0, n, fmt.Sprintf("ack of %d.%d", w, i))
-				}
-			}
-		})
-	}
-	wg.Wait()
+	err = gcRunWriters(db, seed, writers, ops, func(b gcBatch) {
+		mu.Lock()
+		acked = append(acked, b)
+		n := len(acked)
+		mu.Unlock()
+		if b.sync {
+			// A crash right after the acknowledgement.
+			points <- gcClonePoint(fs, seed, 0, n, fmt.Sprintf("ack of %d.%d", b.writer, b.op))
+		}
+	})
+	require.NoError(t, err)
 	m := db.Metrics()
 	require.NoError(t, db.Close())
 	fs.SetDurabilityHook(nil)

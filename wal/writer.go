@@ -248,15 +248,7 @@ func (w *Writer) sync() error {
 			return err
 		}
 	}
-	off := w.offset.Load()
-	if off == w.synced.Load() {
-		return nil
-	}
-	if err := w.syncFile(); err != nil {
-		return w.fail(fmt.Errorf("wal: sync through offset %d: %w", off, err))
-	}
-	w.synced.Store(off)
-	return nil
+	return w.syncWritten()
 }
 
 // SyncWritten makes durable every record already handed to the file:
@@ -271,6 +263,11 @@ func (w *Writer) SyncWritten() error {
 	if err := w.usable(); err != nil {
 		return err
 	}
+	return w.syncWritten()
+}
+
+// syncWritten syncs the file through every byte written to it.
+func (w *Writer) syncWritten() error {
 	off := w.offset.Load()
 	if off == w.synced.Load() {
 		return nil
