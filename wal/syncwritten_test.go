@@ -3,8 +3,11 @@ package wal
 import (
 	"errors"
 	"io"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -55,7 +58,7 @@ func TestSyncWrittenConcurrent(t *testing.T) {
 	var (
 		wg       sync.WaitGroup
 		done     = make(chan struct{})
-		syncs    int
+		syncs    atomic.Int64
 		syncErrs []error
 	)
 	wg.Go(func() {
@@ -77,12 +80,18 @@ func TestSyncWrittenConcurrent(t *testing.T) {
 				return
 			}
 			if off > last {
-				syncs++
+				syncs.Add(1)
 			}
 			last = off
 		}
 	})
 	for i := range n {
+		if i == n/2 {
+			// Make sure syncs happen while records are still written.
+			for deadline := time.Now().Add(10 * time.Second); syncs.Load() == 0 && time.Now().Before(deadline); {
+				runtime.Gosched()
+			}
+		}
 		if i%3 == 0 {
 			require.NoError(t, w.BufferRecord(pattern(i, 1+i%700)))
 		} else {
@@ -93,7 +102,7 @@ func TestSyncWrittenConcurrent(t *testing.T) {
 	close(done)
 	wg.Wait()
 	require.Empty(t, syncErrs)
-	require.NotZero(t, syncs, "SyncWritten never synced while records were written")
+	require.NotZero(t, syncs.Load(), "SyncWritten never synced while records were written")
 	require.NoError(t, w.Close())
 	data, synced := f.state()
 	require.Equal(t, len(data), synced)
