@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // benchKey writes a 16-byte key for i into buf.
@@ -73,6 +74,7 @@ func BenchmarkSyncWriters(b *testing.B) {
 			val := make([]byte, 100)
 			var next atomic.Uint64
 			b.ReportAllocs()
+			start := time.Now()
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for w := 0; w < writers; w++ {
@@ -96,6 +98,10 @@ func BenchmarkSyncWriters(b *testing.B) {
 			b.StopTimer()
 			m := db.Metrics()
 			b.ReportMetric(float64(b.N)/float64(max(m.WAL.Syncs, 1)), "writes/fsync")
+			// The share of the time the WAL was being fsynced (1: the
+			// disk is the bottleneck) and the mean fsync.
+			b.ReportMetric(float64(m.Commit.SyncTime)/float64(time.Since(start)), "fsync-busy")
+			b.ReportMetric(float64(m.Commit.SyncTime.Microseconds())/float64(max(m.WAL.Syncs, 1)), "µs/fsync")
 		})
 	}
 }

@@ -16,12 +16,17 @@ package sieve
 //     sketch command's read and its merge-operand write; one at a time.
 //  2. cfRegistry.createMu (CFCreate): column family creation and merger
 //     binding (OpenColumnFamily, Open).
-//  3. Commit-pipeline leadership (Commit, commit.go): the head of the
-//     writer queue. A writer ranks it from the moment it queues (it may
-//     wait for the leader), the leader until its group is applied; Flush,
-//     Close and the WAL-buffer timer take it with acquire. The leader
-//     takes db.mu (makeRoomForWrite in stall.go, rotateMemLocked) and reads
-//     (collapseMerge).
+//  3. The commit pipeline (Commit, commit.go): the head of the writer
+//     queue, and a group's place in its later stages (the fsync of the
+//     WAL, applying in WAL order). A writer ranks it from the moment it
+//     queues (it may wait for the leader), a leader until its group is
+//     applied, so several goroutines hold it at once, one per stage;
+//     Flush, Close, Checkpoint and Ingest take the head with acquire (and
+//     wait for the groups in flight), the WAL-buffer timer with
+//     acquireWrite. The write-stage leader takes db.mu (makeRoomForWrite in
+//     stall.go, rotateMemLocked; it releases db.mu before waiting for the
+//     groups in flight, which take db.mu when an fsync fails), and the
+//     apply-stage leader reads (collapseMerge).
 //  4. DB.versionMu (Version): the manifest writer, held inside
 //     logAndApply (manifest.go), the one path that writes the manifest,
 //     and by Checkpoint (under Commit) while it pins what it copies.
@@ -35,7 +40,9 @@ package sieve
 //  8. tableCache.mu (TableCache): open table readers.
 //
 // Leaves, which take no other lock while held and so are not ranked: the
-// commit queue's mutex (commitPipeline.mu), manifest.VersionSet.mu (the
+// commit pipeline's mutex (commitPipeline.mu: the queue, pending, the
+// fsync in flight; waits on its conds hold no other lock),
+// wal.Writer.errMu, manifest.VersionSet.mu (the
 // current version pointer), the block cache shards (Cache.Reserve's
 // mutex takes each shard's in turn; a Reader's pinMu is held around it),
 // a memtable's insert

@@ -16,6 +16,7 @@ import (
 // dbMetrics are the DB's cumulative counters, updated atomically.
 type dbMetrics struct {
 	walBytes, walRecords, walSyncs atomic.Int64
+	commit                         commitCounters
 
 	// reads are the point-lookup counters, in stripes: see readStripe.
 	reads                                    [readStripes]readCounters
@@ -282,6 +283,8 @@ type Metrics struct {
 	PrefixSeeks PrefixMetrics
 	// Ingest counts DB.Ingest calls and the tables they added.
 	Ingest IngestMetrics
+	// Commit counts the commit pipeline's groups and their fsyncs.
+	Commit CommitMetrics
 	// Checkpoints counts the checkpoints written and the tables they
 	// hard-linked or (where the file system cannot link) copied;
 	// ColumnFamilyDrops the column families dropped.
@@ -382,6 +385,7 @@ func (m *dbMetrics) featureTotals(out *Metrics) {
 	out.MemTable.MergesCollapsed = m.mergesCollapsed.Load()
 	out.PrefixSeeks = m.prefixTotals()
 	out.Ingest = m.ingest.load()
+	out.Commit = m.commitTotals()
 	out.Checkpoints.Count, out.Checkpoints.TablesLinked = m.checkpoints.Load(), m.checkpointLinks.Load()
 	out.Checkpoints.TablesCopied, out.ColumnFamilyDrops = m.checkpointCopies.Load(), m.cfDrops.Load()
 }
@@ -466,6 +470,7 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)
 	fmt.Fprintf(&sb, "%s\n", m.Ingest)
+	fmt.Fprintf(&sb, "%s\n", m.Commit)
 	fmt.Fprintf(&sb, "checkpoints: %d (%d tables linked, %d copied); column families dropped: %d\n",
 		m.Checkpoints.Count, m.Checkpoints.TablesLinked, m.Checkpoints.TablesCopied, m.ColumnFamilyDrops)
 	r := m.RangeDel

@@ -8,7 +8,9 @@ import "time"
 // while L0 holds too many tables.
 
 // makeRoomForWrite rotates the memtable group when the mutable one is full,
-// stalling while too many full groups wait for a flush. REQUIRES: leader.
+// stalling while too many full groups wait for a flush, and waiting for
+// the groups in flight to be applied before it rotates. REQUIRES: the
+// caller leads the write stage.
 func (db *DB) makeRoomForWrite(incoming int) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -25,6 +27,14 @@ func (db *DB) makeRoomForWrite(incoming int) error {
 		}
 		if len(db.mu.imm) >= db.opts.MaxImmutableMemTables && db.canFlush() {
 			db.stallWaitLocked("memtables")
+			continue
+		}
+		if !db.commit.idle() {
+			// Groups in flight still go to this memtable and WAL:
+			// let them land (they take db.mu on failure) first.
+			db.mu.Unlock()
+			db.commit.drain()
+			db.mu.Lock()
 			continue
 		}
 		return db.rotateMemLocked()

@@ -11,7 +11,7 @@
 //
 // Writer call order:
 //
-//	NewWriter (WriteRecord | Sync)* Close
+//	NewWriter (WriteRecord | BufferRecord | Flush | Sync | SyncWritten)* Close
 //
 // A failed write or sync is sticky: every later call returns the same
 // error, and Close then writes nothing. Close does not close the file.
@@ -26,7 +26,10 @@
 // as they are, unmarked.
 //
 // Concurrency: a Writer is used by one goroutine at a time (the commit
-// pipeline serializes WriteRecord and Sync), except Size and SyncedOffset,
-// which any goroutine may call at any time. A Reader is used by one
+// pipeline's write stage serializes WriteRecord, BufferRecord, Flush and
+// Sync), except SyncWritten, which one other goroutine may run meanwhile
+// (the pipeline's sync stage fsyncs a group's record while the next group
+// is written), and Size and SyncedOffset, which any goroutine may call at
+// any time. A Reader is used by one
 // goroutine at a time; separate Readers may read the same file at once.
 package wal

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cespare/xxhash/v2"
@@ -16,6 +17,21 @@ type WritableFile interface {
 	// Sync makes everything written so far durable.
 	Sync() error
 }
+
+// A WritableFile may also have these methods (vfs's disk files do); a
+// Writer uses them when it has them.
+type (
+	// dataSyncer syncs a file's data and the metadata needed to read it
+	// back, not its timestamps (fdatasync): cheaper than Sync for a log.
+	dataSyncer interface{ SyncData() error }
+	// preallocator reserves disk blocks for [off, off+n) without changing
+	// the file's size, so that appending there need not allocate.
+	preallocator interface{ Preallocate(off, n int64) error }
+)
+
+// preallocChunk is how far ahead of its writes a Writer reserves blocks in
+// a file that can preallocate.
+const preallocChunk = 4 << 20
 
 // ErrClosed is returned by every Writer method called after Close.
 var ErrClosed = errors.New("wal: writer is closed")
@@ -39,18 +55,27 @@ type Writer struct {
 	synced atomic.Int64
 
 	// err is sticky: once a write or sync fails, the file's contents past
-	// the synced offset are unknown and nothing more may be written.
+	// the synced offset are unknown and nothing more may be written. It is
+	// guarded by errMu because SyncWritten may fail on another goroutine
+	// than the one writing.
+	errMu  sync.Mutex
 	err    error
 	closed bool
 
 	buf    []byte // the bytes of one WriteRecord, handed to f in one Write
 	digest xxhash.Digest
+
+	// pa is f when it can preallocate (nil when not, or once it failed
+	// to); blocks are reserved through offset prealloc.
+	pa       preallocator
+	prealloc int64
 }
 
 // NewWriter starts log logNum in f, which must be empty, by writing the
 // file header. Nothing is synced until the first Sync (or Close).
 func NewWriter(f WritableFile, logNum uint64) (*Writer, error) {
 	w := &Writer{f: f, logNum: logNum}
+	w.pa, _ = f.(preallocator)
 	w.buf = appendFileHeader(&w.digest, w.buf[:0], logNum)
 	if err := w.write(); err != nil {
 		return nil, err
@@ -162,13 +187,13 @@ func (w *Writer) appendChunk(t chunkType, p []byte) {
 
 // write hands w.buf to the file in one Write and empties it.
 func (w *Writer) write() error {
+	w.preallocate(w.offset.Load() + int64(len(w.buf)))
 	n, err := w.f.Write(w.buf)
 	if err == nil && n != len(w.buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		w.err = fmt.Errorf("wal: write at offset %d: %w", w.offset.Load(), err)
-		return w.err
+		return w.fail(fmt.Errorf("wal: write at offset %d: %w", w.offset.Load(), err))
 	}
 	w.offset.Add(int64(n))
 	if cap(w.buf) > maxRetainedBuffer {
@@ -177,6 +202,29 @@ func (w *Writer) write() error {
 		w.buf = w.buf[:0]
 	}
 	return nil
+}
+
+// preallocate reserves blocks through at least end, a chunk at a time.
+// It is only an optimization: a failure turns it off, and the writes then
+// allocate (and report a full disk) as they would have.
+func (w *Writer) preallocate(end int64) {
+	if w.pa == nil || end <= w.prealloc {
+		return
+	}
+	next := max(end, w.prealloc+preallocChunk)
+	if err := w.pa.Preallocate(w.prealloc, next-w.prealloc); err != nil {
+		w.pa = nil
+		return
+	}
+	w.prealloc = next
+}
+
+// syncFile makes the file's data durable, with SyncData when f has it.
+func (w *Writer) syncFile() error {
+	if ds, ok := w.f.(dataSyncer); ok {
+		return ds.SyncData()
+	}
+	return w.f.Sync()
 }
 
 // Sync makes every record written so far durable. Chunks written after a
@@ -200,16 +248,46 @@ func (w *Writer) sync() error {
 			return err
 		}
 	}
+	return w.syncWritten()
+}
+
+// SyncWritten makes durable every record already handed to the file:
+// those of WriteRecord, and those of BufferRecord once written (not the
+// ones still buffered). It is the one method that may run while another
+// goroutine calls WriteRecord, BufferRecord or Flush: the commit pipeline
+// fsyncs one group's record while the next group is written, and the
+// fsync then covers whatever reached the file before it started. At most
+// one SyncWritten at a time, and never concurrently with Sync or Close.
+// A failure is sticky, as Sync's.
+func (w *Writer) SyncWritten() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	return w.syncWritten()
+}
+
+// syncWritten syncs the file through every byte written to it.
+func (w *Writer) syncWritten() error {
 	off := w.offset.Load()
 	if off == w.synced.Load() {
 		return nil
 	}
-	if err := w.f.Sync(); err != nil {
-		w.err = fmt.Errorf("wal: sync through offset %d: %w", off, err)
-		return w.err
+	if err := w.syncFile(); err != nil {
+		return w.fail(fmt.Errorf("wal: sync through offset %d: %w", off, err))
 	}
 	w.synced.Store(off)
 	return nil
+}
+
+// fail makes err the Writer's sticky error (keeping an earlier one) and
+// returns the sticky error.
+func (w *Writer) fail(err error) error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
 }
 
 // Close ends the log cleanly: it syncs the records, appends the end-of-log
@@ -222,8 +300,8 @@ func (w *Writer) Close() error {
 		return ErrClosed
 	}
 	w.closed = true
-	if w.err != nil {
-		return w.err
+	if err := w.stickyErr(); err != nil {
+		return err
 	}
 	if err := w.sync(); err != nil {
 		return err
@@ -248,5 +326,11 @@ func (w *Writer) usable() error {
 	if w.closed {
 		return ErrClosed
 	}
+	return w.stickyErr()
+}
+
+func (w *Writer) stickyErr() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
 	return w.err
 }
