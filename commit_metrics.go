@@ -45,17 +45,25 @@ type CommitMetrics struct {
 }
 
 // noteGroup counts a group written to the WAL as a record of n bytes.
+//
+// Only the write stage's leader calls it, one at a time, so each counter
+// is a load and a store (atomic, for Metrics readers) instead of a locked
+// read-modify-write.
 func (m *dbMetrics) noteGroup(w *writer, n int) {
-	m.walBytes.Add(int64(n))
-	m.walRecords.Add(1)
+	bump := func(c *atomic.Int64, d int64) { c.Store(c.Load() + d) }
+	bump(&m.walBytes, int64(n))
+	bump(&m.walRecords, 1)
 	c := &m.commit
 	size := int64(len(w.group))
-	c.groups.Add(1)
-	c.batches.Add(size)
-	c.syncBatches.Add(int64(w.syncWriters()))
-	for old := c.maxGroup.Load(); size > old && !c.maxGroup.CompareAndSwap(old, size); old = c.maxGroup.Load() {
+	bump(&c.groups, 1)
+	bump(&c.batches, size)
+	if s := w.syncWriters(); s > 0 {
+		bump(&c.syncBatches, int64(s))
 	}
-	c.sizes[min(bits.Len64(uint64(size))-1, groupSizeBuckets-1)].Add(1)
+	if size > c.maxGroup.Load() {
+		c.maxGroup.Store(size)
+	}
+	bump(&c.sizes[min(bits.Len64(uint64(size))-1, groupSizeBuckets-1)], 1)
 }
 
 func (m *dbMetrics) commitTotals() CommitMetrics {

@@ -58,8 +58,11 @@ type Writer struct {
 	// the synced offset are unknown and nothing more may be written. It is
 	// guarded by errMu because SyncWritten may fail on another goroutine
 	// than the one writing.
+	// failed is set (after err, under errMu) once err is: stickyErr's
+	// lock-free check on every write.
 	errMu  sync.Mutex
 	err    error
+	failed atomic.Bool
 	closed bool
 
 	buf    []byte // the bytes of one WriteRecord, handed to f in one Write
@@ -286,6 +289,7 @@ func (w *Writer) fail(err error) error {
 	defer w.errMu.Unlock()
 	if w.err == nil {
 		w.err = err
+		w.failed.Store(true)
 	}
 	return w.err
 }
@@ -330,6 +334,9 @@ func (w *Writer) usable() error {
 }
 
 func (w *Writer) stickyErr() error {
+	if !w.failed.Load() {
+		return nil
+	}
 	w.errMu.Lock()
 	defer w.errMu.Unlock()
 	return w.err
