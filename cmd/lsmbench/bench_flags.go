@@ -40,21 +40,23 @@ type config struct {
 	FingerprintBits int      `json:"fingerprint_bits"`
 	CacheSize       int64    `json:"cache_size"`
 	MemTableSize    int64    `json:"memtable_size"`
-	BlockSize       int64    `json:"block_size"`
-	Compression     string   `json:"compression"`
-	Sync            bool     `json:"sync"`
-	Threads         int      `json:"threads"`
-	SeekNexts       int      `json:"seek_nexts"`
-	SketchKeys      int      `json:"sketch_keys"`
-	SketchReply     bool     `json:"sketch_reply"`
-	UseExistingDB   bool     `json:"use_existing_db"`
-	DB              string   `json:"db,omitempty"`
-	Seed            uint64   `json:"seed"`
-	JSON            bool     `json:"-"`
-	CSV             bool     `json:"-"`
-	Stats           bool     `json:"-"`
-	Progress        string   `json:"-"`
-	CPUProfile      string   `json:"-"`
+	// Compactions is Options.MaxConcurrentCompactions (0: the default).
+	Compactions   int    `json:"max_concurrent_compactions,omitempty"`
+	BlockSize     int64  `json:"block_size"`
+	Compression   string `json:"compression"`
+	Sync          bool   `json:"sync"`
+	Threads       int    `json:"threads"`
+	SeekNexts     int    `json:"seek_nexts"`
+	SketchKeys    int    `json:"sketch_keys"`
+	SketchReply   bool   `json:"sketch_reply"`
+	UseExistingDB bool   `json:"use_existing_db"`
+	DB            string `json:"db,omitempty"`
+	Seed          uint64 `json:"seed"`
+	JSON          bool   `json:"-"`
+	CSV           bool   `json:"-"`
+	Stats         bool   `json:"-"`
+	Progress      string `json:"-"`
+	CPUProfile    string `json:"-"`
 }
 
 // newBenchFlags declares the engine benchmark's flags on a fresh FlagSet
@@ -75,6 +77,7 @@ func newBenchFlags(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.FingerprintBits, "fingerprint_bits", c.FingerprintBits, "fingerprint `bits` of the cuckoo filter (4..16)")
 	fs.Var((*sizeFlag)(&c.CacheSize), "cache_size", "block cache `size` (bytes, or 64KiB, 8MiB, 1GiB); 0 disables the cache")
 	fs.Var((*sizeFlag)(&c.MemTableSize), "memtable_size", "memtable `size` (>= 64KiB)")
+	fs.IntVar(&c.Compactions, "max_compactions", 0, "background compactions at once (Options.MaxConcurrentCompactions; 0: the default)")
 	fs.Var((*sizeFlag)(&c.BlockSize), "block_size", "target data block `size` (>= 256B)")
 	fs.StringVar(&c.Compression, "compression", c.Compression, "block `compression`: snappy or none")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "fsync the WAL on every write (sieve.Sync)")
@@ -178,6 +181,8 @@ func (c *config) options() *sieve.Options {
 		BlockCacheSize: c.CacheSize,
 		Compression:    sieve.SnappyCompression,
 		FilterPolicy:   c.policy(),
+
+		MaxConcurrentCompactions: c.Compactions,
 	}
 	if c.CacheSize == 0 {
 		o.BlockCacheSize = -1 // sieve: 0 means "default", negative disables
