@@ -361,6 +361,19 @@ func (db *DB) commitGroup(w *writer, size int) error {
 	return err
 }
 
+// insertGroup inserts w's batches into its memtable and publishes the
+// group's last sequence number: readers see the group in one step.
+// REQUIRES: w's group is the next to apply.
+func (db *DB) insertGroup(w *writer) {
+	for _, f := range w.group {
+		db.applyToMemtable(w.mem, f.batch)
+		if hooks.afterApply != nil {
+			hooks.afterApply()
+		}
+	}
+	db.visibleSeq.Store(w.last)
+}
+
 // applyDirectLocked applies w's group while it still leads the write
 // stage (so no other group is written or pending), publishes it, hands
 // the write stage on and wakes its followers. An earlier group's failure
@@ -371,13 +384,7 @@ func (db *DB) applyDirectLocked(w *writer) error {
 	err := p.failed
 	p.mu.Unlock()
 	if err == nil {
-		for _, f := range w.group {
-			db.applyToMemtable(w.mem, f.batch)
-			if hooks.afterApply != nil {
-				hooks.afterApply()
-			}
-		}
-		db.visibleSeq.Store(w.last)
+		db.insertGroup(w)
 	}
 	p.mu.Lock()
 	for _, f := range w.group[1:] {
@@ -538,13 +545,7 @@ func (db *DB) applyGroup(w *writer, err error) error {
 	}
 	p.mu.Unlock()
 	if err == nil {
-		for _, f := range w.group {
-			db.applyToMemtable(w.mem, f.batch)
-			if hooks.afterApply != nil {
-				hooks.afterApply()
-			}
-		}
-		db.visibleSeq.Store(w.last)
+		db.insertGroup(w)
 	}
 	p.mu.Lock()
 	if err != nil && p.failed == nil {

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,13 +58,9 @@ func parseScalingFlags(args []string) (scalingOptions, []int, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, nil, err
 	}
-	var counts []int
-	for _, s := range strings.Split(o.threads, ",") {
-		c, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || c < 1 {
-			return o, nil, fmt.Errorf("-threads: %q is not a positive count", s)
-		}
-		counts = append(counts, c)
+	counts, err := parseCounts(o.threads)
+	if err != nil {
+		return o, nil, err
 	}
 	if o.n < 2 || o.rounds < 1 || o.reads < 0 {
 		return o, nil, errors.New("-n must be at least 2, -rounds positive, -reads not negative")

@@ -45,13 +45,9 @@ func runSyncWriteCmd(args []string, w io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	var counts []int
-	for _, s := range strings.Split(o.threads, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return fmt.Errorf("-threads: %q is not a positive count", s)
-		}
-		counts = append(counts, n)
+	counts, err := parseCounts(o.threads)
+	if err != nil {
+		return err
 	}
 	if o.ops < 1 || o.rounds < 1 {
 		return errors.New("-ops and -rounds must be positive")
@@ -169,4 +165,17 @@ func writeSyncReport(w io.Writer, o syncOptions, infos []engineInfo, counts []in
 		t.add(calls...)
 	}
 	t.write(w)
+}
+
+// parseCounts parses -threads: a comma list of positive goroutine counts.
+func parseCounts(list string) ([]int, error) {
+	var counts []int
+	for _, s := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-threads: %q is not a positive count", s)
+		}
+		counts = append(counts, n)
+	}
+	return counts, nil
 }
