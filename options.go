@@ -98,6 +98,15 @@ type Options struct {
 	// MetadataBlockSize is the target size of an index or filter
 	// partition. Default 4096.
 	MetadataBlockSize int
+	// PartitionAbove, with CacheIndexAndFilterBlocks and without
+	// PartitionIndexAndFilters, partitions the tables written while the
+	// database's index and filter blocks would take more than that many
+	// bytes (the table bytes of every column family times the metadata
+	// share of the last table written): whole blocks probe faster while
+	// they fit the cache beside the data, partitions take over once they
+	// would crowd it out. Tables keep the form they were written in until
+	// a compaction rewrites them. 0 (the default): never.
+	PartitionAbove int64
 	// MaxOpenFiles bounds the table cache (open table readers). Default 1000.
 	MaxOpenFiles int
 	// Compression of SSTable blocks; default Snappy.
@@ -197,6 +206,7 @@ func (o *Options) withDefaults() (*Options, error) {
 		{"MemTableSize", c.MemTableSize < 0 || (c.MemTableSize > 0 && c.MemTableSize < 64<<10) || c.MemTableSize > 4<<30, c.MemTableSize},
 		{"MaxImmutableMemTables", c.MaxImmutableMemTables < 0 || c.MaxImmutableMemTables > 64, c.MaxImmutableMemTables},
 		{"BlockSize", c.BlockSize < 0 || (c.BlockSize > 0 && c.BlockSize < 256) || c.BlockSize > 16<<20, c.BlockSize},
+		{"PartitionAbove", c.PartitionAbove < 0, c.PartitionAbove},
 		{"MetadataBlockSize", c.MetadataBlockSize < 0 || (c.MetadataBlockSize > 0 && c.MetadataBlockSize < 256) || c.MetadataBlockSize > 16<<20, c.MetadataBlockSize},
 		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
 		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},

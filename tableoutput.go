@@ -7,6 +7,7 @@ import (
 	"github.com/sievedb/sieve/internal/rangedel"
 	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
+	"math"
 )
 
 // tableOutput writes the tables of a flush (one, writeTable) or of a
@@ -114,6 +115,7 @@ func (o *tableOutput) finish(last bool) error {
 	if err != nil {
 		return err
 	}
+	o.db.noteMetaShare(md)
 	meta := &manifest.FileMetadata{
 		FileNum: o.num, Size: md.Size,
 		Smallest: md.Smallest.Clone(), Largest: md.Largest.Clone(),
@@ -143,7 +145,7 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 		BlockRestartInterval: db.opts.BlockRestartInterval,
 		Compression:          db.opts.Compression,
 	}
-	if db.opts.PartitionIndexAndFilters {
+	if db.opts.PartitionIndexAndFilters || db.metadataOverBudget() {
 		o.PartitionSize = db.opts.MetadataBlockSize
 	}
 	if p := db.filterPolicyFor(cf, level, c); p != nil {
@@ -151,6 +153,29 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 	}
 	db.setPrefixOptions(cf, &o)
 	return o
+}
+
+// metadataOverBudget reports whether Options.PartitionAbove asks for
+// partitioned tables now: the live tables' index and filter bytes,
+// estimated, exceed it.
+func (db *DB) metadataOverBudget() bool {
+	if db.opts.PartitionAbove <= 0 || !db.opts.CacheIndexAndFilterBlocks {
+		return false
+	}
+	est := float64(db.tableBytes.Load()) * db.metadataShare()
+	return est > float64(db.opts.PartitionAbove)
+}
+
+// metadataShare is the last table's index and filter bytes per byte.
+func (db *DB) metadataShare() float64 { return math.Float64frombits(db.metaShare.Load()) }
+
+// noteMetaShare records the index and filter bytes per byte of a table
+// just written, for metadataOverBudget.
+func (db *DB) noteMetaShare(md *sstable.WriterMetadata) {
+	if md.Size > 0 {
+		share := float64(md.Props.IndexSize+md.Props.FilterSize) / float64(md.Size)
+		db.metaShare.Store(math.Float64bits(share))
+	}
 }
 
 // removeFiles removes the tables nums, ignoring errors (what is left is

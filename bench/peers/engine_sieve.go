@@ -13,7 +13,11 @@ func init() {
 	register("sieve", 10, true, "sievedb/sieve, filter.Bloom(bits) (blocked)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) }}
 	})
-	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache in 4 KiB partitions (CacheIndexAndFilterBlocks + PartitionIndexAndFilters)", func() Engine {
+	register("sieve-charged", 16, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache, in 4 KiB partitions once they would take over 3/4 of it (CacheIndexAndFilterBlocks + PartitionAbove)", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
+			charged: true, budgetPartitioned: true}
+	})
+	register("sieve-charged-partitioned", 18, false, "sievedb/sieve, filter.Bloom(bits) (blocked), index and filter blocks charged to the block cache in 4 KiB partitions, always (CacheIndexAndFilterBlocks + PartitionIndexAndFilters)", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			charged: true, partitioned: true}
 	})
@@ -44,8 +48,9 @@ type sieveEngine struct {
 	policy     func(bits int) filter.Policy
 	alloc      sieve.FilterAllocation
 	charged    bool // Options.CacheIndexAndFilterBlocks
-	// partitioned: Options.PartitionIndexAndFilters
-	partitioned bool
+	// partitioned: Options.PartitionIndexAndFilters; budgetPartitioned:
+	// Options.PartitionAbove at 3/4 of the cache.
+	partitioned, budgetPartitioned bool
 	cfg         Config
 	db          *sieve.DB
 }
@@ -60,6 +65,7 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 
 		CacheIndexAndFilterBlocks: e.charged,
 		PartitionIndexAndFilters:  e.partitioned,
+		PartitionAbove:            map[bool]int64{true: cfg.CacheBytes * 3 / 4}[e.budgetPartitioned],
 	})
 	if err != nil {
 		return err
@@ -114,6 +120,9 @@ func (e *sieveEngine) Describe() string {
 	where := "filters and indexes held outside it"
 	if e.charged {
 		where = "filters and indexes charged to it, L0 and upper levels pinned within it"
+	}
+	if e.budgetPartitioned {
+		where = "filters and indexes charged to it, whole while they take under 3/4 of it (L0 and upper levels pinned), else in 4 KiB partitions"
 	}
 	if e.partitioned {
 		where = "filters and indexes charged to it in 4 KiB partitions, top-level blocks resident"
