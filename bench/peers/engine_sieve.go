@@ -51,8 +51,8 @@ type sieveEngine struct {
 	// partitioned: Options.PartitionIndexAndFilters; budgetPartitioned:
 	// Options.PartitionAbove at 3/4 of the cache.
 	partitioned, budgetPartitioned bool
-	cfg         Config
-	db          *sieve.DB
+	cfg                            Config
+	db                             *sieve.DB
 }
 
 func (e *sieveEngine) Open(dir string, cfg Config) error {
