@@ -160,6 +160,14 @@ func (r *Reader) ProbeFilter(ukey []byte, h uint64, stats *ReadStats) (bool, err
 	if !r.charged {
 		return r.residentFilter.may(ukey, h), nil
 	}
+	if r.filterState == FilterLoaded && r.pinned.Load() == nil {
+		// A probe keeps nothing of the filter: a cached one needs no
+		// reference (PeekCached).
+		if v := r.hotFilter.Load(); v != nil && v.PeekCached() {
+			stats.addFilter(true)
+			return v.Object().(*filterObj).may(ukey, h), nil
+		}
+	}
 	fo, v, err := r.acquireFilter(stats)
 	if err != nil {
 		return true, err

@@ -763,11 +763,10 @@ func (r *Reader) probePartition(p int, stats *ReadStats, probe func(*filterObj) 
 	if stats != nil {
 		stats.FilterPartitions++
 	}
-	if v := r.filterHot[p].Load(); v != nil && v.TryAcquireCached() {
+	if v := r.filterHot[p].Load(); v != nil && v.PeekCached() {
+		// A probe keeps nothing of the partition: no reference.
 		stats.addFilter(true)
-		may := probe(v.Object().(*filterObj))
-		v.Release()
-		return may, nil
+		return probe(v.Object().(*filterObj)), nil
 	}
 	off := r.filterTop[p].h.offset
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, off, cache.KindFilter); ok {

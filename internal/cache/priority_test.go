@@ -90,6 +90,25 @@ func TestCacheTryAcquireCached(t *testing.T) {
 	d.Release()
 }
 
+// TestCachePeekCached: PeekCached answers as TryAcquireCached does, takes
+// no reference, and marks the Value used.
+func TestCachePeekCached(t *testing.T) {
+	c := New(1 << 20)
+	v := WrapObject(block(100, 1), "filter", 0)
+	c.SetKind(3, 0, v, KindFilter)
+	v.used.Store(false)
+	refs := v.refs.Load()
+	require.True(t, v.PeekCached())
+	require.Equal(t, refs, v.refs.Load(), "PeekCached took a reference")
+	require.True(t, v.used.Load())
+	v.Release()
+	c.EvictFile(3)
+	require.False(t, v.PeekCached(), "evicted block peeked")
+	d := Alloc(100)
+	require.False(t, d.PeekCached(), "pooled data block peeked without the lock")
+	d.Release()
+}
+
 // TestCacheRememberClearedOnEvict: the slot remembering a Value is cleared
 // when the cache lets it go, and a Value remembered after its eviction is
 // not kept.

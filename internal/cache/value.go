@@ -105,6 +105,24 @@ func WrapObject(b []byte, obj any, extra int) *Value {
 	return v
 }
 
+// PeekCached reports whether an index or filter Value (one from
+// WrapObject, never pooled) that a holder remembered is still cached, and
+// marks it used, without taking a reference: for a caller that reads its
+// object briefly and keeps nothing of it. Memory-safe for the same
+// reason as TryAcquireCached (an unpooled Value and its object are never
+// reused, the garbage collector keeps them while in use); the cache may
+// evict it meanwhile, which only means the read was of a block just let
+// go.
+func (v *Value) PeekCached() bool {
+	if v.class >= 0 || !v.cached.Load() {
+		return false
+	}
+	if !v.used.Load() {
+		v.used.Store(true)
+	}
+	return true
+}
+
 // TryAcquireCached takes a reference on an index or filter Value (one from
 // WrapObject, never pooled) that a holder remembered, if the cache still
 // holds it, and marks it used: a hit without the cache's lock. It is
