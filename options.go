@@ -187,16 +187,8 @@ type Options struct {
 	ReadOnly bool
 }
 
-// withDefaults returns a copy of o (nil allowed) with defaults filled in,
-// or an error naming the first invalid field.
-func (o *Options) withDefaults() (*Options, error) {
-	var c Options
-	if o != nil {
-		c = *o
-	}
-	if c.FS == nil {
-		c.FS = vfs.Default
-	}
+// validate returns an error naming the first field of c out of range.
+func (c *Options) validate() error {
 	type check struct {
 		name string
 		bad  bool
@@ -224,10 +216,23 @@ func (o *Options) withDefaults() (*Options, error) {
 	}
 	for _, ch := range checks {
 		if ch.bad {
-			return nil, fmt.Errorf("%w: %s = %v is out of range", ErrInvalidOptions, ch.name, ch.val)
+			return fmt.Errorf("%w: %s = %v is out of range", ErrInvalidOptions, ch.name, ch.val)
 		}
 	}
-	if err := checkPrefixOptions(c.Prefix, c.PrefixName); err != nil {
+	return checkPrefixOptions(c.Prefix, c.PrefixName)
+}
+
+// withDefaults returns a copy of o (nil allowed) with defaults filled in,
+// or an error naming the first invalid field.
+func (o *Options) withDefaults() (*Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if err := c.validate(); err != nil {
 		return nil, err
 	}
 	def := func(p *int, v int) {
