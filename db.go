@@ -49,12 +49,10 @@ type DB struct {
 	// visibleSeq is the highest sequence number whose write is fully
 	// applied; readers read as of it.
 	visibleSeq atomic.Uint64
-	// tableBytes is the size of every live table (all column families)
-	// in the current read state; metaShare the index and filter bytes per
-	// table byte of the last table written (float64 bits). Together they
-	// estimate the metadata Options.PartitionAbove is compared with.
-	tableBytes atomic.Int64
-	metaShare  atomic.Uint64
+	// metaShare is the index and filter bytes per table byte of the last
+	// table written (float64 bits): times the live table bytes, the
+	// metadata Options.PartitionAbove is compared with.
+	metaShare atomic.Uint64
 
 	// mu is lock rank DB (locks.go).
 	mu struct {
@@ -142,16 +140,9 @@ func (db *DB) updateReadStateLocked() {
 	rs := &readState{mem: db.mu.mem, imm: append([]*memGroup(nil), db.mu.imm...), version: db.versions.Current()}
 	rs.refs.Store(1)
 	n := 0
-	var bytes int64
 	for _, lv := range rs.version.CFs {
 		n = max(n, len(lv[0]))
-		for _, files := range lv {
-			for _, f := range files {
-				bytes += int64(f.Size)
-			}
-		}
 	}
-	db.tableBytes.Store(bytes)
 	db.rsMu.Lock()
 	old := db.rs
 	db.rs = rs

@@ -57,7 +57,7 @@ func TestPartitionAbove(t *testing.T) {
 	}
 	part, whole := tableForms(t, dir)
 	t.Logf("after %d flushes: %d partitioned, %d whole; metadata share %.4f of %d table bytes",
-		flushes, part, whole, db.metadataShare(), db.tableBytes.Load())
+		flushes, part, whole, db.metadataShare(), db.liveTableBytes())
 	require.Positive(t, whole, "the first tables, written under the budget, are partitioned")
 	require.Positive(t, part, "no table partitioned once the metadata outgrew PartitionAbove")
 	require.NoError(t, db.Compact(nil, nil))

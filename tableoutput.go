@@ -162,8 +162,25 @@ func (db *DB) metadataOverBudget() bool {
 	if db.opts.PartitionAbove <= 0 || !db.opts.CacheIndexAndFilterBlocks {
 		return false
 	}
-	est := float64(db.tableBytes.Load()) * db.metadataShare()
+	est := float64(db.liveTableBytes()) * db.metadataShare()
 	return est > float64(db.opts.PartitionAbove)
+}
+
+// liveTableBytes is the size of every table of the current version, all
+// column families (0 once Close has released it).
+func (db *DB) liveTableBytes() int64 {
+	rs := db.loadReadState()
+	if rs == nil {
+		return 0
+	}
+	defer rs.unref()
+	var n uint64
+	for _, lv := range rs.version.CFs {
+		for level := range lv {
+			n += lv.Size(level)
+		}
+	}
+	return int64(n)
 }
 
 // metadataShare is the last table's index and filter bytes per byte.
