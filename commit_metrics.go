@@ -14,7 +14,7 @@ const groupSizeBuckets = 6
 
 // commitCounters count the commit pipeline's groups (commit.go).
 type commitCounters struct {
-	groups, batches, syncBatches, maxGroup atomic.Int64
+	batches, syncBatches, maxGroup         atomic.Int64
 	syncNanos                              atomic.Int64
 	gatherWaits, gatherTimeouts, syncWaits atomic.Int64
 	sizes                                  [groupSizeBuckets]atomic.Int64
@@ -55,7 +55,6 @@ func (m *dbMetrics) noteGroup(w *writer, n int) {
 	bump(&m.walRecords, 1)
 	c := &m.commit
 	size := int64(len(w.group))
-	bump(&c.groups, 1)
 	bump(&c.batches, size)
 	if s := w.syncWriters(); s > 0 {
 		bump(&c.syncBatches, int64(s))
@@ -69,12 +68,13 @@ func (m *dbMetrics) noteGroup(w *writer, n int) {
 func (m *dbMetrics) commitTotals() CommitMetrics {
 	c := &m.commit
 	out := CommitMetrics{
-		Groups: c.groups.Load(), Batches: c.batches.Load(), SyncBatches: c.syncBatches.Load(),
+		Batches: c.batches.Load(), SyncBatches: c.syncBatches.Load(),
 		MaxGroup: c.maxGroup.Load(), Syncs: m.walSyncs.Load(), SyncTime: time.Duration(c.syncNanos.Load()),
 		GatherWaits: c.gatherWaits.Load(), GatherTimeouts: c.gatherTimeouts.Load(), SyncWaits: c.syncWaits.Load(),
 	}
 	for i := range c.sizes {
 		out.GroupSizes[i] = c.sizes[i].Load()
+		out.Groups += out.GroupSizes[i] // every group is in one bucket
 	}
 	return out
 }
