@@ -173,26 +173,44 @@ func readEverythingWith(data []byte, kvs []kv, charged bool) error {
 	return readEverythingOpts(data, kvs, o)
 }
 
-// BenchmarkProbeFilterRandom probes a 70,000-key table's Bloom(10) filter
-// for random absent keys: resident, charged whole, charged partitioned.
-func BenchmarkProbeFilterRandom(b *testing.B) {
+// probeTableCase is a table of a filter-probe benchmark and how it is read.
+type probeTableCase struct {
+	name    string
+	data    []byte
+	charged bool
+}
+
+// probeTableCases builds a table of perTable even keys with a Bloom(10)
+// filter, whole and partitioned: read resident, charged whole, charged
+// partitioned.
+func probeTableCases(b *testing.B, perTable int) []probeTableCase {
 	var kvs []kv
-	for i := 0; i < 70000; i++ {
+	for i := 0; i < perTable; i++ {
 		kvs = append(kvs, kv{ikey(fmt.Sprintf("key%08d", 2*i), uint64(i+1), base.KindSet), []byte("v")})
 	}
 	whole, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: filter.Bloom(10)})
 	part, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: filter.Bloom(10), PartitionSize: 4096})
-	keys := make([][]byte, 4096)
-	hashes := make([]uint64, len(keys))
+	return []probeTableCase{{"resident", whole, false}, {"charged", whole, true}, {"partitioned", part, true}}
+}
+
+// absentProbeKeys returns n random odd (absent) keys below 2*perTable and
+// their filter hashes.
+func absentProbeKeys(perTable, n int) ([][]byte, []uint64) {
+	keys := make([][]byte, n)
+	hashes := make([]uint64, n)
 	for i := range keys {
-		keys[i] = []byte(fmt.Sprintf("key%08d", 2*rand.IntN(70000)+1))
+		keys[i] = []byte(fmt.Sprintf("key%08d", 2*rand.IntN(perTable)+1))
 		hashes[i] = filter.HashKey(keys[i])
 	}
-	for _, c := range []struct {
-		name    string
-		data    []byte
-		charged bool
-	}{{"resident", whole, false}, {"charged", whole, true}, {"partitioned", part, true}} {
+	return keys, hashes
+}
+
+// BenchmarkProbeFilterRandom probes a 70,000-key table's Bloom(10) filter
+// for random absent keys: resident, charged whole, charged partitioned.
+func BenchmarkProbeFilterRandom(b *testing.B) {
+	const perTable = 70000
+	keys, hashes := absentProbeKeys(perTable, 4096)
+	for _, c := range probeTableCases(b, perTable) {
 		b.Run(c.name, func(b *testing.B) {
 			r := openTable(b, c.data, ReaderOptions{FileNum: 1, Cache: cache.New(8 << 20), CacheIndexAndFilter: c.charged})
 			defer r.Close()
@@ -305,23 +323,8 @@ func TestPartitionedPrefixFilter(t *testing.T) {
 // partitioned (all partitions cached: the cost of the indirection).
 func BenchmarkProbeFilterManyTables(b *testing.B) {
 	const tables, perTable = 32, 70000
-	var kvs []kv
-	for i := 0; i < perTable; i++ {
-		kvs = append(kvs, kv{ikey(fmt.Sprintf("key%08d", 2*i), uint64(i+1), base.KindSet), []byte("v")})
-	}
-	whole, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: filter.Bloom(10)})
-	part, _ := buildTable(b, kvs, WriterOptions{FilterPolicy: filter.Bloom(10), PartitionSize: 4096})
-	keys := make([][]byte, 1<<16)
-	hashes := make([]uint64, len(keys))
-	for i := range keys {
-		keys[i] = []byte(fmt.Sprintf("key%08d", 2*rand.IntN(perTable)+1))
-		hashes[i] = filter.HashKey(keys[i])
-	}
-	for _, c := range []struct {
-		name    string
-		data    []byte
-		charged bool
-	}{{"resident", whole, false}, {"charged", whole, true}, {"partitioned", part, true}} {
+	keys, hashes := absentProbeKeys(perTable, 1<<16)
+	for _, c := range probeTableCases(b, perTable) {
 		b.Run(c.name, func(b *testing.B) {
 			c64 := cache.New(64 << 20)
 			rs := make([]*Reader, tables)
