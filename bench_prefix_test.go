@@ -117,15 +117,12 @@ func benchPrefixL0(db *DB) error {
 	return nil
 }
 
-// waitCompactionsIdle returns once no background compaction has run for
-// 100 ms, so that a benchmark measures a settled LSM.
+// waitCompactionsIdle returns once no background flush or compaction has
+// run for 100 ms, so that a benchmark measures a settled LSM.
 func waitCompactionsIdle(db *DB) {
 	for idle := 0; idle < 5; {
 		time.Sleep(20 * time.Millisecond)
-		db.mu.Lock()
-		running := db.compact.running
-		db.mu.Unlock()
-		if running == 0 {
+		if backgroundIdle(db) {
 			idle++
 		} else {
 			idle = 0

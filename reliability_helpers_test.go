@@ -647,3 +647,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// backgroundIdle reports whether db runs no background flush or
+// compaction and has none to start: with no writes, none starts later.
+func backgroundIdle(db *DB) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return !db.flush.running && len(db.mu.imm) == 0 && db.compact.running == 0
+}
