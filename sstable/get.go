@@ -22,9 +22,6 @@ type ReadStats struct {
 	// IndexPartitions and FilterPartitions count the partitions of
 	// partitioned (charged) indexes and filters that reads went through.
 	IndexPartitions, FilterPartitions int64
-	// IndexPacked counts the index partitions read that were cached
-	// packed (packedIndex).
-	IndexPacked int64
 }
 
 // searchIndex returns the first data block of index whose separator is >=

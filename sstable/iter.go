@@ -46,6 +46,7 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	data := t.data
 	data.reset()
 	*t = tableIter{r: r, lower: lower, upper: upper, idx: -1, data: data}
+	t.cur.seeks = true
 	t.err = t.cur.init(r, nil)
 	return t
 }

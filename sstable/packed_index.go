@@ -3,14 +3,17 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+
+	"github.com/sievedb/sieve/internal/base"
 )
 
 // packedIndex is a charged index partition in packed form: what a lookup
 // needs of its entries in about a third of the memory of the stored
 // block and its word search, so that far more of a table set's index
-// fits a given cache. A partition is packed when it is read from the file
-// (packAfter), and the packed form is what the cache holds, charged at
-// its own size; the stored block goes with the read.
+// fits a given cache. An iterator packs the partitions it uses (point
+// lookups do not: see cacheIndexPart's caller, acquireIndexPartition, and
+// the note there), and the packed form replaces the stored one in the
+// cache, charged at its own size.
 //
 // Per entry it keeps the word of the word search (the 8 bytes of the
 // separator after the partition's common prefix, see topSearch), the
@@ -49,97 +52,100 @@ const packedOverhead = 256
 
 // pack builds the packed form of a lazy partition, decoding (and so
 // checking) every entry; nil when the partition does not fit the shape.
+// One pass: the separators but the last share the prefix of the first and
+// the next-to-last, the entries being sorted (a partition that is not is
+// left stored, as is one whose separator lacks that prefix).
 func (l *lazyIndex) pack() *packedIndex {
 	n := l.blk.numRestarts
 	if n == 0 {
 		return nil
 	}
-	es := make([]indexEntry, n)
-	for i := range es {
-		if l.at(i, &es[i]) != nil {
-			return nil
-		}
-	}
-	p := &packedIndex{n: n, words: newIndexWords(es), offset0: es[0].h.offset, trailer: es[0].sepTrailer}
-	if !p.packHandles(es) {
+	var first, e indexEntry
+	if l.at(0, &first) != nil || l.at(max(n-2, 0), &e) != nil {
 		return nil
 	}
-	nw := len(p.words.keys)
-	lcp := len(p.words.lcp)
+	lcp := first.sepUser[:base.SharedPrefixLen(first.sepUser, e.sepUser)]
+	if l.at(n-1, &e) != nil {
+		return nil
+	}
+	nw := n
+	p := &packedIndex{n: n, rel: make([]uint32, n+1), offset0: first.h.offset}
+	if !bytes.HasPrefix(e.sepUser, lcp) {
+		nw = n - 1 // sorted, so the last is above every key starting with lcp
+		p.last = indexEntry{sepUser: bytes.Clone(e.sepUser), sepTrailer: e.sepTrailer}
+	}
+	p.words = topSearch{lcp: bytes.Clone(lcp), keys: make([]uint64, nw)}
 	p.lens = make([]uint8, nw)
-	for i := 0; i < nw; i++ {
-		s := len(es[i].sepUser) - lcp
-		if s > 255 {
+	trailers := make([]uint64, n)
+	for i := 0; i < n; i++ {
+		if l.at(i, &e) != nil || !p.packEntry(i, nw, &e) {
 			return nil
 		}
-		p.lens[i] = uint8(s)
-		if s > 8 && p.tailEnd == nil {
-			p.tailEnd = make([]uint32, nw)
-		}
-	}
-	if p.tailEnd != nil {
-		for i := 0; i < nw; i++ {
-			if sep := es[i].sepUser[lcp:]; len(sep) > 8 {
-				p.tails = append(p.tails, sep[8:]...)
-			}
-			p.tailEnd[i] = uint32(len(p.tails))
-		}
+		trailers[i] = e.sepTrailer
 	}
 	if nw < n {
-		e := es[n-1]
-		e.sepUser = bytes.Clone(e.sepUser)
-		p.last = e
+		p.last.h = p.handle(n - 1)
 	}
-	p.packTrailers(es)
-	p.packedBytes = packedOverhead + 8*nw + lcp + len(p.lens) + len(p.tails) + 4*len(p.tailEnd) +
+	p.packTrailers(trailers)
+	p.packedBytes = packedOverhead + 8*nw + len(lcp) + len(p.lens) + len(p.tails) + 4*len(p.tailEnd) +
 		len(p.last.sepUser) + 8*len(p.trailerDict) + len(p.trailerIdx) + 8*len(p.trailers) + 4*len(p.rel)
 	return p
+}
+
+// packEntry keeps entry i's block offset and, when the word search covers
+// it (i < nw), its word, length and tail; false when it does not fit.
+func (p *packedIndex) packEntry(i, nw int, e *indexEntry) bool {
+	end, ok := e.h.end()
+	if e.h.offset != p.offset0+uint64(p.rel[i]) || !ok || end-p.offset0 > 1<<32-1 {
+		return false
+	}
+	p.rel[i+1] = uint32(end - p.offset0)
+	if i >= nw {
+		return true
+	}
+	lcp := p.words.lcp
+	if !bytes.HasPrefix(e.sepUser, lcp) || len(e.sepUser)-len(lcp) > 255 {
+		return false
+	}
+	sfx := e.sepUser[len(lcp):]
+	p.words.keys[i], p.lens[i] = word(sfx), uint8(len(sfx))
+	if len(sfx) > 8 {
+		if p.tailEnd == nil {
+			p.tailEnd = make([]uint32, nw)
+		}
+		p.tails = append(p.tails, sfx[8:]...)
+	}
+	if p.tailEnd != nil {
+		p.tailEnd[i] = uint32(len(p.tails))
+	}
+	return true
 }
 
 // packTrailers keeps the trailers: one for all, a dictionary (a table
 // written by a compaction to the bottom has sequence numbers zeroed, its
 // separators have at most two trailers: the keys' and the shortened
-// separators' SeqNumMax one), or one per entry.
-func (p *packedIndex) packTrailers(es []indexEntry) {
+// separators' SeqNumMax one), or one per entry (trailers, kept).
+func (p *packedIndex) packTrailers(trailers []uint64) {
+	p.trailer = trailers[0]
 	var dict []uint64
-	idx := make([]uint8, len(es))
-	for i := range es {
+	idx := make([]uint8, len(trailers))
+	for i, tr := range trailers {
 		j := 0
-		for j < len(dict) && dict[j] != es[i].sepTrailer {
+		for j < len(dict) && dict[j] != tr {
 			j++
 		}
 		if j == len(dict) {
 			if j == 256 {
-				p.trailers = make([]uint64, len(es))
-				for k := range es {
-					p.trailers[k] = es[k].sepTrailer
-				}
+				p.trailers = trailers
 				return
 			}
-			dict = append(dict, es[i].sepTrailer)
+			dict = append(dict, tr)
 		}
 		idx[i] = uint8(j)
 	}
 	if len(dict) > 1 {
 		p.trailerDict, p.trailerIdx = dict, idx
 	}
-}
-
-// packHandles keeps the blocks' offsets relative to the first, checking
-// the blocks are contiguous.
-func (p *packedIndex) packHandles(es []indexEntry) bool {
-	p.rel = make([]uint32, len(es)+1)
-	off := p.offset0
-	for i := range es {
-		h := es[i].h
-		end, ok := h.end()
-		if h.offset != off || !ok || end-p.offset0 > 1<<32-1 {
-			return false
-		}
-		off = end
-		p.rel[i+1] = uint32(end - p.offset0)
-	}
-	return true
 }
 
 // sep appends separator i's user key to dst.

@@ -95,10 +95,10 @@ func TestPackedIndexMatchesLazy(t *testing.T) {
 	require.Positive(t, smaller, "no packed partition is smaller than its stored form")
 }
 
-// TestPackedIndexReplacesCached: lookups pack a partition on its
-// denseAfter-th use and the cache then holds the packed form, charged
-// less; every key is still found, and a seek of every probe lands where
-// the whole index's does.
+// TestPackedIndexReplacesCached: point lookups leave partitions stored,
+// seeks pack them and the cache then holds the packed form, charged less;
+// every key is still found, and a seek of every probe lands where the
+// whole index's does.
 func TestPackedIndexReplacesCached(t *testing.T) {
 	packedAll := 0
 	for name, tk := range packedTables(t) {
@@ -106,12 +106,14 @@ func TestPackedIndexReplacesCached(t *testing.T) {
 		r := openTable(t, tk[0], ReaderOptions{FileNum: 1, Cache: c, CacheIndexAndFilter: true})
 		whole := openTable(t, tk[0], ReaderOptions{FileNum: 2})
 		stored := storedCharges(t, r)
-		for round := 0; round < denseAfter; round++ {
-			for _, k := range tk[1:] {
-				v, err := getValue(r, k, nil)
-				require.NoError(t, err)
-				require.Equal(t, "value", string(v), "%s key %q", name, k)
-			}
+		for _, k := range tk[1:] {
+			v, err := getValue(r, k, nil)
+			require.NoError(t, err)
+			require.Equal(t, "value", string(v), "%s key %q", name, k)
+		}
+		require.Zero(t, r.indexPacks.Load(), "%s: point lookups packed partitions", name)
+		for _, k := range tk[1:] {
+			seekFirst(t, r, k)
 		}
 		packed := 0
 		for p := range r.indexTop {
@@ -213,7 +215,7 @@ func TestPackedIndexConcurrentEvictions(t *testing.T) {
 		want[i] = seekFirst(t, whole, k)
 	}
 	var stop atomic.Bool
-	var evictions, packed atomic.Int64
+	var evictions atomic.Int64
 	go func() {
 		for !stop.Load() {
 			c.EvictFile(1)
@@ -242,10 +244,47 @@ func TestPackedIndexConcurrentEvictions(t *testing.T) {
 					return
 				}
 			}
-			packed.Add(st.IndexPacked)
 		}()
 	}
 	wg.Wait()
 	stop.Store(true)
-	require.Positive(t, packed.Load(), "no lookup packed a partition")
+	require.Positive(t, r.indexPacks.Load(), "no seek packed a partition")
+}
+
+// BenchmarkPackIndexPartition is the cost of packing one index partition
+// of fixed-width keys (what a charged lookup pays when it reads one).
+func BenchmarkPackIndexPartition(b *testing.B) {
+	var kvs []kv
+	for i := 0; i < 20000; i++ {
+		kvs = append(kvs, kv{ikey(fmt.Sprintf("key%013d", 2*i), 0, base.KindSet), make([]byte, 100)})
+	}
+	data, _ := buildTable(b, kvs, WriterOptions{PartitionSize: 4096})
+	r := openTable(b, data, ReaderOptions{FileNum: 1, Cache: cache.New(8 << 20), CacheIndexAndFilter: true})
+	defer r.Close()
+	raw, _, err := r.readBlockCtx(r.indexTop[0].h, "index partition")
+	if err != nil {
+		b.Fatal(err)
+	}
+	li, err := r.checkIndexPartition(0, raw, errCtx{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("pack", func(b *testing.B) {
+		for range b.N {
+			if li.pack() == nil {
+				b.Fatal("not packed")
+			}
+		}
+		b.ReportMetric(float64(li.blk.numRestarts), "entries")
+	})
+	b.Run("decode", func(b *testing.B) {
+		var e indexEntry
+		for range b.N {
+			for i := 0; i < li.blk.numRestarts; i++ {
+				if li.at(i, &e) != nil {
+					b.Fatal("corrupt")
+				}
+			}
+		}
+	})
 }

@@ -345,23 +345,28 @@ type lazyIndex struct {
 	ctx     errCtx
 	// searches counts the searches until the one that builds words.
 	searches atomic.Int32
-	// uses counts the lookups that acquired the partition, until the one
-	// that packs it (packedIndex).
-	uses  atomic.Int32
-	words atomic.Pointer[topSearch]
+	// packing is set by the lookup that packs the partition (packedIndex),
+	// or tried to.
+	packing atomic.Bool
+	words   atomic.Pointer[topSearch]
 }
 
 // denseAfter is the search of a cached index partition that builds its
 // word search.
 const denseAfter = 3
 
-// packAfter is the use of an index partition that packs it (packedIndex):
-// the first, the read from the file. Packing costs a decode of the
-// partition's ~100 entries, about what its read and checksum cost; a
-// partition left stored until a later use is mostly evicted before it:
-// with 10M keys in an 8 MiB cache, packing on the third use left 5 in 6
-// cached partitions stored, as big as the cache of unpacked ones.
-const packAfter = 1
+// An index partition is packed (packedIndex) by an iterator's cursor, on
+// its first use by one: a seek needs no filter, so with partitioned
+// indexes at 10M keys and an 8 MiB cache it finds the whole packed index
+// cached (6 MiB for what takes 13 MiB stored) and costs half of what it
+// did. Point lookups leave the partitions they read stored: packing costs
+// a decode of the partition's ~100 entries, twice its read and checksum,
+// and where a Get's filter and index partitions do not fit the cache
+// together (12 MiB of filter partitions at 10M keys) it misses its index
+// partition every other time; packing on its reads made a Get 1.1-1.4x
+// more CPU, packing on its first cache hit about as much. (A partition
+// left stored for a seek too until a later use was mostly evicted before
+// it: packing on the third use left 5 in 6 stored.)
 
 // storedCharge is what the cache charges for the partition in stored
 // form: the block and its word search.
@@ -473,21 +478,21 @@ func (r *Reader) checkIndexPartition(p int, data []byte, ctx errCtx) (*lazyIndex
 
 // acquireIndexPartition returns partition p of a charged partitioned
 // index, from the cache or read, checked and cached.
-func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, error) {
+func (r *Reader) acquireIndexPartition(p int, seeks bool, stats *ReadStats) (indexPart, error) {
 	t := &r.indexTop[p]
 	if stats != nil {
 		stats.IndexPartitions++
 	}
 	if v := r.indexHot[p].Load(); v != nil && v.TryAcquireCached() {
 		stats.addIndex(true)
-		return r.cachedIndexPart(p, v), nil
+		return r.cachedIndexPart(p, v, seeks, stats), nil
 	}
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, t.h.offset, cache.KindIndex); ok {
 		switch v.Object().(type) {
 		case *lazyIndex, *packedIndex:
 			stats.addIndex(true)
 			v.Remember(&r.indexHot[p])
-			return r.cachedIndexPart(p, v), nil
+			return r.cachedIndexPart(p, v, seeks, stats), nil
 		}
 		v.Release()
 	}
@@ -501,29 +506,26 @@ func (r *Reader) acquireIndexPartition(p int, stats *ReadStats) (indexPart, erro
 		return indexPart{}, err
 	}
 	v := cache.WrapObject(data, li, li.storedCharge()-len(data))
-	part := r.cacheIndexPart(p, v, li)
-	if part.packed != nil && stats != nil {
-		stats.IndexPacked++
-	}
-	return part, nil
+	return r.cacheIndexPart(p, v, li, true, seeks, stats), nil
 }
 
-// cacheIndexPart caches partition p's stored form v (li its object),
-// or its packed form in its place on the lookup that uses it for the
-// packAfter-th time, and returns the part holding a reference on what it
-// cached.
-func (r *Reader) cacheIndexPart(p int, v *cache.Value, li *lazyIndex) indexPart {
+// cacheIndexPart returns partition p from its stored form v (li its
+// object; fresh: just read, to be cached), holding a reference on it, or,
+// for an iterator's cursor (seeks), the packed form it caches in v's
+// place (see packedIndex).
+func (r *Reader) cacheIndexPart(p int, v *cache.Value, li *lazyIndex, fresh, seeks bool, stats *ReadStats) indexPart {
 	t := &r.indexTop[p]
-	if li.uses.Add(1) == packAfter {
+	if seeks && li.packing.CompareAndSwap(false, true) {
 		if pk := li.pack(); pk != nil && pk.packedBytes < li.storedCharge() {
 			nv := cache.WrapObject(nil, pk, pk.packedBytes)
 			r.opts.Cache.SetKind(r.opts.FileNum, t.h.offset, nv, cache.KindIndex)
 			nv.Remember(&r.indexHot[p])
 			v.Release()
+			r.indexPacks.Add(1)
 			return indexPart{packed: pk, first: t.first, num: p, val: nv}
 		}
 	}
-	if li.uses.Load() == 1 {
+	if fresh {
 		r.opts.Cache.SetKind(r.opts.FileNum, t.h.offset, v, cache.KindIndex)
 		v.Remember(&r.indexHot[p])
 	}
@@ -535,13 +537,13 @@ func (r *Reader) cacheIndexPart(p int, v *cache.Value, li *lazyIndex) indexPart 
 // denseAfter-th time packs it and caches the packed form in its place
 // (packedIndex): the stored block's memory goes when the lookups using it
 // release it.
-func (r *Reader) cachedIndexPart(p int, v *cache.Value) indexPart {
+func (r *Reader) cachedIndexPart(p int, v *cache.Value, seeks bool, stats *ReadStats) indexPart {
 	t := &r.indexTop[p]
 	switch o := v.Object().(type) {
 	case *packedIndex:
 		return indexPart{packed: o, first: t.first, num: p, val: v}
 	case *lazyIndex:
-		return r.cacheIndexPart(p, v, o)
+		return r.cacheIndexPart(p, v, o, false, seeks, stats)
 	}
 	panic("sstable: index partition cached as another kind of object")
 }
@@ -557,11 +559,14 @@ type indexCursor struct {
 	// partition's separators are rebuilt in curBuf and prevBuf.
 	curE, prevE     indexEntry
 	curBuf, prevBuf []byte
+	// seeks is set for an iterator's cursor: it packs the partitions it
+	// uses (see packedIndex).
+	seeks bool
 }
 
 // init prepares the cursor; a whole index is acquired now.
 func (c *indexCursor) init(r *Reader, stats *ReadStats) error {
-	*c = indexCursor{r: r, part: indexPart{num: -1}, curBuf: c.curBuf[:0], prevBuf: c.prevBuf[:0]}
+	*c = indexCursor{r: r, part: indexPart{num: -1}, curBuf: c.curBuf[:0], prevBuf: c.prevBuf[:0], seeks: c.seeks}
 	if r.indexTop != nil {
 		return nil
 	}
@@ -632,7 +637,7 @@ func (c *indexCursor) prevEntry() *indexEntry {
 // (-1: its last).
 func (c *indexCursor) toPartition(p, i int, stats *ReadStats) error {
 	if c.part.num != p || c.part.len() == 0 {
-		part, err := c.r.acquireIndexPartition(p, stats)
+		part, err := c.r.acquireIndexPartition(p, c.seeks, stats)
 		if err != nil {
 			return err
 		}

@@ -108,6 +108,8 @@ type Reader struct {
 	// (as hotIndex and hotFilter do for whole blocks): a hit without the
 	// cache's lock.
 	indexHot, filterHot []atomic.Pointer[cache.Value]
+	// indexPacks counts the index partitions packed (packedIndex).
+	indexPacks atomic.Int64
 	// indexSearch and filterSearch speed up the searches of indexTop and
 	// filterTop.
 	indexSearch, filterSearch topSearch
