@@ -1,6 +1,7 @@
 package sieve
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -91,6 +92,9 @@ func testChargedBudget(t *testing.T, partitioned bool) {
 			rng := rand.New(rand.NewPCG(uint64(seed), uint64(g)))
 			for j := 0; j < 5000; j++ {
 				i := rng.IntN(2 * n)
+				if j%20 == 0 && !seekCharged(t, db, i, n) {
+					return
+				}
 				v, err := db.Get(chargedKey(i))
 				if i >= n {
 					if err != ErrNotFound {
@@ -114,6 +118,24 @@ func testChargedBudget(t *testing.T, partitioned bool) {
 	checkChargedMetrics(t, m, cacheSize, partitioned)
 }
 
+// seekCharged seeks to key i and checks the iterator lands on it (or at
+// the end, i >= n) and steps to the next key: iterators pack the index
+// partitions they read, which the budget must hold with.
+func seekCharged(t *testing.T, db *DB, i, n int) bool {
+	it := db.NewIter(nil)
+	defer it.Close()
+	ok := it.SeekGE(chargedKey(i))
+	if i >= n {
+		ok = !ok
+	} else if ok = ok && bytes.Equal(it.Key(), chargedKey(i)); ok && i+1 < n {
+		ok = it.Next() && bytes.Equal(it.Key(), chargedKey(i+1))
+	}
+	if !ok {
+		t.Errorf("seek to key %d: at %q", i, it.Key())
+	}
+	return ok
+}
+
 func checkChargedMetrics(t *testing.T, m *Metrics, cacheSize int64, partitioned bool) {
 	x := m.IndexFilter
 	require.Greater(t, m.Levels[6].Size, 4*int64(cacheSize), "the workload must be larger than the cache")
@@ -126,6 +148,7 @@ func checkChargedMetrics(t *testing.T, m *Metrics, cacheSize int64, partitioned 
 		require.Greater(t, x.FilterPartitions, int64(0))
 		require.LessOrEqual(t, x.FilterPartitions, m.PointLookups.TablesProbed)
 		require.Contains(t, m.String(), "partitions: index")
+		require.Greater(t, x.IndexPartitionsPacked, int64(0), "no iterator packed an index partition")
 		require.Zero(t, x.PinnedIndexBytes+x.PinnedFilterBytes, "partitioned tables are not pinned")
 	} else {
 		require.Zero(t, x.ResidentIndexBytes+x.ResidentFilterBytes, "charged tables kept blocks resident")

@@ -152,6 +152,10 @@ type IndexFilterMetrics struct {
 	// PointLookups.Gets, the partitions loaded per Get. (Each partition
 	// access is also an index or filter hit or miss above.)
 	IndexPartitions, FilterPartitions int64
+	// IndexPartitionsPacked counts the index partitions of the open tables
+	// that iterators packed as they cached them (about a third of the
+	// stored partition's memory, searched without decoding entries).
+	IndexPartitionsPacked int64
 }
 
 // LevelMetrics describes one level of the LSM.
@@ -373,6 +377,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	f := &out.IndexFilter
 	f.ResidentIndexBytes, f.ResidentFilterBytes = tm.residentIndex, tm.residentFilter
 	f.PinnedIndexBytes, f.PinnedFilterBytes = tm.pinnedIndex, tm.pinnedFilter
+	f.IndexPartitionsPacked = tm.indexPacks
 	return out
 }
 
@@ -462,10 +467,10 @@ func (m *Metrics) String() string {
 		humanBytes(x.ResidentIndexBytes), humanBytes(x.ResidentFilterBytes), humanBytes(x.PinnedIndexBytes), humanBytes(x.PinnedFilterBytes),
 		humanBytes(c.Reserved), humanBytes(x.CachedIndexBytes), humanBytes(x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses, x.FilterFailOpen)
-	if x.IndexPartitions+x.FilterPartitions > 0 {
+	if x.IndexPartitions+x.FilterPartitions+x.IndexPartitionsPacked > 0 {
 		perGet := func(n int64) float64 { return float64(n) / float64(max(p.Gets, 1)) }
-		fmt.Fprintf(&sb, "partitions: index %d (%.2f per lookup), filter %d (%.2f per lookup)\n",
-			x.IndexPartitions, perGet(x.IndexPartitions), x.FilterPartitions, perGet(x.FilterPartitions))
+		fmt.Fprintf(&sb, "partitions: index %d (%.2f per lookup), filter %d (%.2f per lookup); %d index partitions packed by iterators\n",
+			x.IndexPartitions, perGet(x.IndexPartitions), x.FilterPartitions, perGet(x.FilterPartitions), x.IndexPartitionsPacked)
 	}
 	fmt.Fprintf(&sb, "stalls: %d, %s; slowdowns: %d\n", m.Stall.Count, m.Stall.Duration.Round(time.Millisecond), m.Stall.Slowdowns)
 	fmt.Fprintf(&sb, "%s\n", m.PrefixSeeks)

@@ -260,6 +260,7 @@ func (c *tableCache) filterStats(files []*manifest.FileMetadata) (bytes, keys in
 // (outside the block cache's budget) and pinned (reserved in it).
 type tableMemory struct {
 	residentIndex, residentFilter, pinnedIndex, pinnedFilter int64
+	indexPacks                                               int64
 }
 
 // memory sums the index and filter blocks held by open tables.
@@ -280,6 +281,7 @@ func (c *tableCache) memory() tableMemory {
 			pi, pf := e.r.PinnedSize()
 			m.pinnedIndex += pi
 			m.pinnedFilter += pf
+			m.indexPacks += e.r.IndexPacks()
 		}
 	}
 	return m

@@ -559,6 +559,10 @@ func (r *Reader) ResidentSize() (index, filter int) {
 // filter), wherever it is held.
 func (r *Reader) FilterSize() int { return r.filterSize }
 
+// IndexPacks returns the number of index partitions iterators have packed
+// into the cache (charged partitioned indexes: see packedIndex).
+func (r *Reader) IndexPacks() int64 { return r.indexPacks.Load() }
+
 // FileNum returns the file number the Reader was opened with.
 func (r *Reader) FileNum() uint64 { return r.opts.FileNum }
 
