@@ -46,11 +46,20 @@ type Iterator struct {
 	alloc *iterAlloc
 
 	key, value []byte
-	valid      bool
+	// valBuf is the iterator's own value memory (merge results, values
+	// found moving backward); value is either valBuf or, for a Set found
+	// moving forward, the internal iterator's value itself (see atKey).
+	valBuf []byte
+	valid  bool
 	// forward is the direction of the last move: when valid and forward,
-	// iter is at the first entry after the current key's entries; when
-	// valid and backward, at the last entry before them.
+	// iter is at the first entry after the current key's entries (or, with
+	// atKey, still at the current key's visible entry); when valid and
+	// backward, at the last entry before them.
 	forward bool
+	// atKey: iter was left at the current key's visible Set entry, whose
+	// value value aliases (valid until iter moves: a short scan copies no
+	// value); the next forward move first skips the key's other entries.
+	atKey bool
 	// iterPositioned records whether iter was left at an entry by the
 	// last move (false: it ran off the end in the direction of travel).
 	iterPositioned bool
@@ -148,6 +157,9 @@ func (it *Iterator) Next() bool {
 		return false
 	}
 	if it.forward {
+		if it.atKey {
+			return it.findNext(it.skipKey(it.key))
+		}
 		// iter is already past the current key's entries; a false from
 		// the last move is represented by iter being unpositioned.
 		return it.findNext(it.iterPositioned)
@@ -175,7 +187,10 @@ func (it *Iterator) Valid() bool { return it.valid }
 // Key returns the current key.
 func (it *Iterator) Key() []byte { return it.key }
 
-// Value returns the current value.
+// Value returns the current value. Moving forward, a value that needs no
+// merge is the stored one itself (a memtable's or a cached block's
+// memory), not a copy: the caller must not modify it, and must copy it to
+// keep it past the next positioning call or Close.
 func (it *Iterator) Value() []byte { return it.value }
 
 // Error returns the error that stopped the iterator, if any.
@@ -226,7 +241,7 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // whether it is positioned) to the next visible user key, and leaves iter
 // past that key's entries.
 func (it *Iterator) findNext(ok bool) bool {
-	it.forward = true
+	it.forward, it.atKey = true, false
 	for ok {
 		k := it.iter.Key()
 		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
@@ -240,10 +255,10 @@ func (it *Iterator) findNext(ok bool) bool {
 		}
 		switch k.Kind() {
 		case base.KindSet:
+			// Stay at the entry: value aliases it until the next move.
 			it.key = append(it.key[:0], k.UserKey...)
-			it.value = append(it.value[:0], it.iter.Value()...)
-			ok = it.skipKey(it.key)
-			it.iterPositioned = ok
+			it.value = it.iter.Value()
+			it.atKey, it.iterPositioned = true, true
 			return it.yield()
 		case base.KindDelete:
 			it.key = append(it.key[:0], k.UserKey...)
@@ -345,7 +360,8 @@ func (it *Iterator) mergeForward() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	it.value = append(it.value[:0], v...)
+	it.valBuf = append(it.valBuf[:0], v...)
+	it.value = it.valBuf
 	return ok, nil
 }
 
@@ -354,7 +370,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 // key's entries. Walking backward meets a key's versions oldest first, so
 // the state is rebuilt as if replaying them.
 func (it *Iterator) findPrev(ok bool) bool {
-	it.forward = false
+	it.forward, it.atKey = false, false
 	for ok {
 		k := it.iter.Key()
 		if it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
@@ -400,7 +416,8 @@ func (it *Iterator) findPrev(ok bool) bool {
 		}
 		it.iterPositioned = ok
 		if !merging {
-			it.value = append(it.value[:0], it.baseBuf...)
+			it.valBuf = append(it.valBuf[:0], it.baseBuf...)
+			it.value = it.valBuf
 			return it.yield()
 		}
 		it.setOperands(offs, false)
@@ -408,7 +425,8 @@ func (it *Iterator) findPrev(ok bool) bool {
 		if err != nil {
 			return it.fail(err)
 		}
-		it.value = append(it.value[:0], v...)
+		it.valBuf = append(it.valBuf[:0], v...)
+		it.value = it.valBuf
 		return it.yield()
 	}
 	it.iterPositioned = false
