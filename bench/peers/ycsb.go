@@ -47,7 +47,10 @@ type ycsbOptions struct {
 	// cpuprof: a CPU profile of the phases of the workloads in profWls
 	// (all when empty), each engine's clients labeled engine=<name>,
 	// workload=<name> (go tool pprof -tagfocus=engine=sieve).
-	cpuprof, profWls                       string
+	cpuprof, profWls string
+	// compactBefore lists workloads before which every engine flushes and
+	// compacts (to measure the shape's share of a workload's cost).
+	compactBefore                          string
 	n, ops, threads, rounds, bits, scanMax int
 	cacheMiB, theta                        float64
 	seed                                   uint64
@@ -73,6 +76,7 @@ func parseYCSBFlags(args []string) (ycsbOptions, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the load order and of every operation sequence")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases")
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the workload phases (see -cpuprofile-workloads) to this file; samples are labeled engine=<name> and workload=<name> (go tool pprof -tagfocus=engine=sieve)")
+	fs.StringVar(&o.compactBefore, "compact-before", "", "workloads before which every engine flushes and compacts (comma list, e.g. E: E reads what A-D left, fully compacted; the compaction counts in no workload)")
 	fs.StringVar(&o.profWls, "cpuprofile-workloads", "", "workloads whose phases -cpuprofile covers (comma list; default all): the profile starts with the first and stops after the last")
 	fs.BoolVar(&o.compact, "compact", false, "flush and compact after the load (default: the workloads see the LSM as the load left it)")
 	if err := fs.Parse(args); err != nil {
@@ -92,15 +96,18 @@ func parseYCSBFlags(args []string) (ycsbOptions, error) {
 
 // ycsbRun is one engine's state and figures in a ycsb run.
 type ycsbRun struct {
-	Name     string                 `json:"name"`
-	Describe string                 `json:"describe"`
-	Load     cost                   `json:"load"`
-	Shape    string                 `json:"shape_after_load"`
-	ShapeEnd string                 `json:"shape_at_end"`
-	Results  map[string]*ycsbResult `json:"workloads"`
-	info     engineInfo
-	eng      Engine
-	readers  []Reader
+	Name     string `json:"name"`
+	Describe string `json:"describe"`
+	Load     cost   `json:"load"`
+	Shape    string `json:"shape_after_load"`
+	ShapeEnd string `json:"shape_at_end"`
+	// ShapeBefore is the shape after the compaction -compact-before ran
+	// before each workload it names.
+	ShapeBefore map[string]string      `json:"shape_after_compact_before,omitempty"`
+	Results     map[string]*ycsbResult `json:"workloads"`
+	info        engineInfo
+	eng         Engine
+	readers     []Reader
 	// records is the number of records that may be chosen: the loaded
 	// ones and those inserted since.
 	records atomic.Int64
@@ -143,6 +150,9 @@ func runYCSBCmd(args []string, w io.Writer) error {
 	}
 	prof := &ycsbProfiler{file: o.cpuprof, only: o.profWls}
 	for _, wl := range wls {
+		if err := compactBefore(runs, wl, o); err != nil {
+			return err
+		}
 		if err := prof.around(wl.name, wls, func() error { return runYCSBWorkload(runs, wl, o, vals) }); err != nil {
 			prof.stop()
 			return err

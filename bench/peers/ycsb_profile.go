@@ -68,3 +68,22 @@ func (p *ycsbProfiler) stop() error {
 	fmt.Fprintf(os.Stderr, "cpu profile: written to %s\n", p.file)
 	return err
 }
+
+// compactBefore flushes and compacts every engine before workload wl when
+// -compact-before names it, recording the shape that results.
+func compactBefore(runs []*ycsbRun, wl ycsbWorkload, o ycsbOptions) error {
+	if o.compactBefore == "" || !(&ycsbProfiler{only: o.compactBefore}).selected(wl.name) {
+		return nil
+	}
+	for _, r := range runs {
+		fmt.Fprintf(os.Stderr, "%s: flush and compact before workload %s\n", r.Name, wl.name)
+		if err := r.eng.FlushCompact(); err != nil {
+			return fmt.Errorf("%s: flush+compact before %s: %w", r.Name, wl.name, err)
+		}
+		if r.ShapeBefore == nil {
+			r.ShapeBefore = map[string]string{}
+		}
+		r.ShapeBefore[wl.name] = r.eng.Shape()
+	}
+	return nil
+}
