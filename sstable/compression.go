@@ -75,12 +75,7 @@ func decompressInto(t blockType, stored, dst []byte) error {
 		copy(dst, stored)
 		return nil
 	case blockTypeSnappy:
-		// s2's decoder reads the Snappy format (of which S2 is a
-		// superset) at about 1.5x golang/snappy's speed on 3 KiB data
-		// blocks (BenchmarkSnappyDecode); it runs on every block-cache
-		// miss. The block's checksum was verified before, so the S2-only
-		// encodings it would also accept can only come from a writer.
-		out, err := s2.Decode(dst, stored)
+		out, err := snappy.Decode(dst, stored)
 		if err != nil {
 			return fmt.Errorf("snappy: %v", err)
 		}
