@@ -46,20 +46,11 @@ type Iterator struct {
 	alloc *iterAlloc
 
 	key, value []byte
-	// valBuf is the iterator's own value memory (merge results, values
-	// found moving backward); value is either valBuf or, for a Set found
-	// moving forward, the internal iterator's value itself (see atKey).
-	valBuf []byte
-	valid  bool
+	valid      bool
 	// forward is the direction of the last move: when valid and forward,
-	// iter is at the first entry after the current key's entries (or, with
-	// atKey, still at the current key's visible entry); when valid and
-	// backward, at the last entry before them.
+	// iter is at the first entry after the current key's entries; when
+	// valid and backward, at the last entry before them.
 	forward bool
-	// atKey: iter was left at the current key's visible Set entry, whose
-	// value value aliases (valid until iter moves: a short scan copies no
-	// value); the next forward move first skips the key's other entries.
-	atKey bool
 	// iterPositioned records whether iter was left at an entry by the
 	// last move (false: it ran off the end in the direction of travel).
 	iterPositioned bool
@@ -157,9 +148,6 @@ func (it *Iterator) Next() bool {
 		return false
 	}
 	if it.forward {
-		if it.atKey {
-			return it.findNext(it.skipKey(it.key))
-		}
 		// iter is already past the current key's entries; a false from
 		// the last move is represented by iter being unpositioned.
 		return it.findNext(it.iterPositioned)
@@ -187,10 +175,7 @@ func (it *Iterator) Valid() bool { return it.valid }
 // Key returns the current key.
 func (it *Iterator) Key() []byte { return it.key }
 
-// Value returns the current value. Moving forward, a value that needs no
-// merge is the stored one itself (a memtable's or a cached block's
-// memory), not a copy: the caller must not modify it, and must copy it to
-// keep it past the next positioning call or Close.
+// Value returns the current value.
 func (it *Iterator) Value() []byte { return it.value }
 
 // Error returns the error that stopped the iterator, if any.
@@ -241,7 +226,7 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // whether it is positioned) to the next visible user key, and leaves iter
 // past that key's entries.
 func (it *Iterator) findNext(ok bool) bool {
-	it.forward, it.atKey = true, false
+	it.forward = true
 	for ok {
 		k := it.iter.Key()
 		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
@@ -255,10 +240,10 @@ func (it *Iterator) findNext(ok bool) bool {
 		}
 		switch k.Kind() {
 		case base.KindSet:
-			// Stay at the entry: value aliases it until the next move.
 			it.key = append(it.key[:0], k.UserKey...)
-			it.value = it.iter.Value()
-			it.atKey, it.iterPositioned = true, true
+			it.value = append(it.value[:0], it.iter.Value()...)
+			ok = it.skipKey(it.key)
+			it.iterPositioned = ok
 			return it.yield()
 		case base.KindDelete:
 			it.key = append(it.key[:0], k.UserKey...)
@@ -360,8 +345,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	it.valBuf = append(it.valBuf[:0], v...)
-	it.value = it.valBuf
+	it.value = append(it.value[:0], v...)
 	return ok, nil
 }
 
@@ -370,7 +354,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 // key's entries. Walking backward meets a key's versions oldest first, so
 // the state is rebuilt as if replaying them.
 func (it *Iterator) findPrev(ok bool) bool {
-	it.forward, it.atKey = false, false
+	it.forward = false
 	for ok {
 		k := it.iter.Key()
 		if it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
@@ -416,8 +400,7 @@ func (it *Iterator) findPrev(ok bool) bool {
 		}
 		it.iterPositioned = ok
 		if !merging {
-			it.valBuf = append(it.valBuf[:0], it.baseBuf...)
-			it.value = it.valBuf
+			it.value = append(it.value[:0], it.baseBuf...)
 			return it.yield()
 		}
 		it.setOperands(offs, false)
@@ -425,8 +408,7 @@ func (it *Iterator) findPrev(ok bool) bool {
 		if err != nil {
 			return it.fail(err)
 		}
-		it.valBuf = append(it.valBuf[:0], v...)
-		it.value = it.valBuf
+		it.value = append(it.value[:0], v...)
 		return it.yield()
 	}
 	it.iterPositioned = false

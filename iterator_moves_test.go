@@ -10,22 +10,21 @@ import (
 	"github.com/sievedb/sieve/internal/testutil"
 )
 
-// atKeyCounts counts the cases TestIteratorAtKeyModel is about: moves made
-// while the iterator sat at a forward Set's entry without having skipped
-// the key's older entries (Iterator.atKey), those of them whose key had
-// older versions to skip, and such positions whose value came from a
-// table (the key's newest entry flushed).
-type atKeyCounts struct {
+// movesCounts counts the cases TestIteratorMovesModel is about: moves made
+// from a key reached moving forward (after which the internal iterator is
+// past the key's entries), the Nexts among them from a key with older
+// versions, and such positions whose value came from a table (the key's
+// newest entry flushed).
+type movesCounts struct {
 	next, nextShadowed, prev, seek, fromTable int
 }
 
-// TestIteratorAtKeyModel checks the zero-copy forward Set (the iterator
-// stays at the entry whose value it returns until the next move) against a
-// model, under every move that can follow it: Next (skipping older
-// versions first), Prev (turning around), seeks, First and Last; with
-// bounds, snapshots, merges, deletes and range deletions, over memtables
-// and flushed tables. Each case is counted and must occur.
-func TestIteratorAtKeyModel(t *testing.T) {
+// TestIteratorMovesModel checks every move that can follow a key reached
+// moving forward against a model: Next (over the key's older versions),
+// Prev (turning around), seeks, First and Last; with bounds, snapshots,
+// merges, deletes and range deletions, over memtables and flushed tables.
+// Each case is counted and must occur.
+func TestIteratorMovesModel(t *testing.T) {
 	seed := testutil.Seed(t)
 	rng := rand.New(rand.NewPCG(uint64(seed), 21))
 	db, err := Open(t.TempDir(), &Options{Merger: appendMerger{}, MemTableSize: 64 << 10})
@@ -37,10 +36,10 @@ func TestIteratorAtKeyModel(t *testing.T) {
 	model := map[string]string{}
 	versions := map[string]int{} // writes per key since it was last absent
 	inTable := map[string]bool{} // newest entry of the key flushed
-	var c atKeyCounts
+	var c movesCounts
 	for round := range 60 {
 		for range 40 + rng.IntN(80) {
-			applyAtKeyWrite(t, db, rng, model, versions, inTable, nkeys)
+			applyMovesWrite(t, db, rng, model, versions, inTable, nkeys)
 		}
 		if rng.IntN(3) == 0 {
 			if err := db.Flush(); err != nil {
@@ -50,17 +49,17 @@ func TestIteratorAtKeyModel(t *testing.T) {
 				inTable[k] = true
 			}
 		}
-		snapModel := cloneAtKeyModel(model)
+		snapModel := cloneMovesModel(model)
 		snap := db.NewSnapshot()
 		// Writes after the snapshot: a snapshot iterator must skip them.
 		for range rng.IntN(20) {
-			applyAtKeyWrite(t, db, rng, model, versions, inTable, nkeys)
+			applyMovesWrite(t, db, rng, model, versions, inTable, nkeys)
 		}
 		var o *IterOptions
 		lo, hi := "", "\xff"
 		if rng.IntN(2) == 0 {
 			a, b := rng.IntN(nkeys), rng.IntN(nkeys)
-			lo, hi = atKeyName(min(a, b)), atKeyName(max(a, b)+1)
+			lo, hi = movesKey(min(a, b)), movesKey(max(a, b)+1)
 			o = &IterOptions{LowerBound: []byte(lo), UpperBound: []byte(hi)}
 		}
 		it, m := db.NewIter(o), model
@@ -68,22 +67,22 @@ func TestIteratorAtKeyModel(t *testing.T) {
 			it, m = snap.NewIter(o), snapModel
 		}
 		keys := visibleKeys(m, lo, hi)
-		runAtKeyMoves(t, it, rng, m, keys, versions, inTable, &c, fmt.Sprintf("seed %d round %d", seed, round))
+		runModelMoves(t, it, rng, m, keys, versions, inTable, &c, fmt.Sprintf("seed %d round %d", seed, round))
 		if err := it.Close(); err != nil {
 			t.Fatal(err)
 		}
 		snap.Close()
 	}
-	t.Logf("moves from an unskipped Set: next %d (older versions to skip %d), prev %d, seek/first/last %d; from a table %d",
+	t.Logf("moves from a key reached forward: next %d (older versions to skip %d), prev %d, seek/first/last %d; from a table %d",
 		c.next, c.nextShadowed, c.prev, c.seek, c.fromTable)
 	if c.next == 0 || c.nextShadowed == 0 || c.prev == 0 || c.seek == 0 || c.fromTable == 0 {
 		t.Fatalf("a case was not reached: %+v (seed %d)", c, seed)
 	}
 }
 
-func atKeyName(i int) string { return fmt.Sprintf("k%03d", i) }
+func movesKey(i int) string { return fmt.Sprintf("k%03d", i) }
 
-func cloneAtKeyModel(m map[string]string) map[string]string {
+func cloneMovesModel(m map[string]string) map[string]string {
 	c := make(map[string]string, len(m))
 	for k, v := range m {
 		c[k] = v
@@ -91,10 +90,10 @@ func cloneAtKeyModel(m map[string]string) map[string]string {
 	return c
 }
 
-// applyAtKeyWrite makes one random write to db and to the model.
-func applyAtKeyWrite(t *testing.T, db *DB, rng *rand.Rand, model map[string]string, versions map[string]int, inTable map[string]bool, nkeys int) {
+// applyMovesWrite makes one random write to db and to the model.
+func applyMovesWrite(t *testing.T, db *DB, rng *rand.Rand, model map[string]string, versions map[string]int, inTable map[string]bool, nkeys int) {
 	ki := rng.IntN(nkeys)
-	k := atKeyName(ki)
+	k := movesKey(ki)
 	v := fmt.Sprintf("v%d", rng.Uint32())
 	var err error
 	switch r := rng.IntN(20); {
@@ -114,7 +113,7 @@ func applyAtKeyWrite(t *testing.T, db *DB, rng *rand.Rand, model map[string]stri
 		delete(model, k)
 		versions[k] = 0
 	default:
-		end := atKeyName(min(nkeys, ki+1+rng.IntN(4)))
+		end := movesKey(min(nkeys, ki+1+rng.IntN(4)))
 		err = db.DeleteRange([]byte(k), []byte(end), NoSync)
 		for key := range model {
 			if key >= k && key < end {
@@ -140,13 +139,13 @@ func visibleKeys(m map[string]string, lo, hi string) []string {
 	return keys
 }
 
-// runAtKeyMoves makes random moves with it, checking each against the
+// runModelMoves makes random moves with it, checking each against the
 // sorted visible keys of m, and counts the moves made from an unskipped
 // Set.
-func runAtKeyMoves(t *testing.T, it *Iterator, rng *rand.Rand, m map[string]string, keys []string, versions map[string]int, inTable map[string]bool, c *atKeyCounts, where string) {
+func runModelMoves(t *testing.T, it *Iterator, rng *rand.Rand, m map[string]string, keys []string, versions map[string]int, inTable map[string]bool, c *movesCounts, where string) {
 	pos := -1 // index in keys of the iterator's key; -1 invalid
 	for step := range 120 {
-		from := it.atKey
+		from := it.valid && it.forward
 		if from && pos >= 0 && inTable[keys[pos]] {
 			c.fromTable++
 		}
@@ -161,7 +160,7 @@ func runAtKeyMoves(t *testing.T, it *Iterator, rng *rand.Rand, m map[string]stri
 					c.nextShadowed++
 				}
 			}
-			pos = atKeyNext(pos, len(keys))
+			pos = movesNext(pos, len(keys))
 		case r < 7 && pos >= 0:
 			op, ok = "Prev", it.Prev()
 			if from {
@@ -170,12 +169,12 @@ func runAtKeyMoves(t *testing.T, it *Iterator, rng *rand.Rand, m map[string]stri
 			pos--
 		case r < 8:
 			op, ok = "First", it.First()
-			pos = atKeyFirst(len(keys))
+			pos = movesFirst(len(keys))
 		case r < 9 && rng.IntN(2) == 0:
 			op, ok = "Last", it.Last()
 			pos = len(keys) - 1
 		default:
-			target := atKeyName(rng.IntN(50))
+			target := movesKey(rng.IntN(50))
 			if rng.IntN(2) == 0 {
 				op, ok = "SeekGE "+target, it.SeekGE([]byte(target))
 				pos, _ = slices.BinarySearch(keys, target)
@@ -207,16 +206,16 @@ func runAtKeyMoves(t *testing.T, it *Iterator, rng *rand.Rand, m map[string]stri
 	}
 }
 
-// atKeyNext and atKeyFirst give the model's position after a Next or First (-1:
+// movesNext and movesFirst give the model's position after a Next or First (-1:
 // none).
-func atKeyNext(pos, n int) int {
+func movesNext(pos, n int) int {
 	if pos+1 < n {
 		return pos + 1
 	}
 	return -1
 }
 
-func atKeyFirst(n int) int {
+func movesFirst(n int) int {
 	if n > 0 {
 		return 0
 	}
