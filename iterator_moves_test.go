@@ -140,8 +140,8 @@ func visibleKeys(m map[string]string, lo, hi string) []string {
 }
 
 // runModelMoves makes random moves with it, checking each against the
-// sorted visible keys of m, and counts the moves made from an unskipped
-// Set.
+// sorted visible keys of m, and counts the moves made from a key reached
+// forward.
 func runModelMoves(t *testing.T, it *Iterator, rng *rand.Rand, m map[string]string, keys []string, versions map[string]int, inTable map[string]bool, c *movesCounts, where string) {
 	pos := -1 // index in keys of the iterator's key; -1 invalid
 	for step := range 120 {
