@@ -61,6 +61,39 @@ func benchNext(b *testing.B, it base.InternalIterator) {
 	}
 }
 
+// benchRunChildren spreads n distinct keys over 4 children as an LSM during
+// YCSB E has them: half the keys in the last child (the bottom level), in
+// runs of 1 to 4 consecutive keys, the rest over the three others.
+func benchRunChildren(n int) [][]entry {
+	rng := rand.New(rand.NewSource(3))
+	parts := make([][]entry, 4)
+	val := make([]byte, 100)
+	for i := 0; i < n; {
+		c := 3
+		if rng.Intn(2) == 0 {
+			c = rng.Intn(3)
+		}
+		for run := 1 + rng.Intn(4); run > 0 && i < n; run-- {
+			e := entry{key: base.MakeInternalKey([]byte(fmt.Sprintf("key%013d", i)), uint64(i+1), base.KindSet), value: val}
+			parts[c] = append(parts[c], e)
+			i++
+		}
+	}
+	return parts
+}
+
+// BenchmarkMergingIterNextRuns is BenchmarkMergingIterNext where children
+// yield runs of consecutive keys, the case MergingIter.fixTop's cached
+// successor serves (one comparison per step of a run instead of two).
+func BenchmarkMergingIterNextRuns(b *testing.B) {
+	parts := benchRunChildren(100_000)
+	children := make([]base.InternalIterator, len(parts))
+	for i, p := range parts {
+		children[i] = newSliceIter(p)
+	}
+	benchNext(b, NewMergingIter(IterOptions{}, children...))
+}
+
 // BenchmarkMergingIterSeekGE measures a SeekGE on 8 children.
 func BenchmarkMergingIterSeekGE(b *testing.B) {
 	parts := benchChildren(100_000, 8)

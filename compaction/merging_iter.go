@@ -2,6 +2,8 @@ package compaction
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -69,6 +71,11 @@ type MergingIter struct {
 	opts     IterOptions
 	children []base.InternalIterator
 	heap     []mergingItem
+	// minChild is the heap position (1 or 2) of the top's successor, the
+	// smaller of the root's children, when known; 0 when not. A run of
+	// entries from the top child leaves both root children in place, so
+	// each step of the run compares the new top with the successor only.
+	minChild int
 	dir      direction
 	err      error
 }
@@ -98,7 +105,7 @@ func (m *MergingIter) Init(opts IterOptions, children ...base.InternalIterator) 
 
 // less is the heap order: the item that should be at the top comes first.
 func (m *MergingIter) less(a, b *mergingItem) bool {
-	c := base.CompareInternal(a.key, b.key)
+	c := compareInternal(a.key, b.key)
 	if m.dir == backward {
 		return c > 0 || (c == 0 && a.index > b.index)
 	}
@@ -110,6 +117,61 @@ func (m *MergingIter) less(a, b *mergingItem) bool {
 func before(a base.InternalKey, ai int, b base.InternalKey, bi int) bool {
 	c := base.CompareInternal(a, b)
 	return c < 0 || (c == 0 && ai < bi)
+}
+
+// compareInternal is base.CompareInternal with the user keys compared by
+// compareUser.
+func compareInternal(a, b base.InternalKey) int {
+	if c := compareUser(a.UserKey, b.UserKey); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.Trailer, a.Trailer)
+}
+
+// compareUser is bytes.Compare, with up to two leading 8-byte words
+// compared inline: the heap compares keys of a few to 16 bytes on every
+// step, for which bytes.Compare's call costs more than the comparison.
+func compareUser(a, b []byte) int {
+	for range 2 {
+		if len(a) < 8 || len(b) < 8 {
+			break
+		}
+		if x, y := binary.BigEndian.Uint64(a), binary.BigEndian.Uint64(b); x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+		a, b = a[8:], b[8:]
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return cmp.Compare(len(a), len(b))
+	}
+	return bytes.Compare(a, b)
+}
+
+// fixTop restores the heap order after the top item's key moved in the
+// heap's direction: compared with its successor only (minChild, found once
+// per change of the root's children), it stays or sinks.
+func (m *MergingIter) fixTop() {
+	h := m.heap
+	if len(h) < 2 {
+		return
+	}
+	j := m.minChild
+	if j == 0 {
+		j = 1
+		if len(h) > 2 && m.less(&h[2], &h[1]) {
+			j = 2
+		}
+		m.minChild = j
+	}
+	if !m.less(&h[j], &h[0]) {
+		return
+	}
+	h[0], h[j] = h[j], h[0]
+	m.minChild = 0
+	m.siftDown(j)
 }
 
 func (m *MergingIter) siftDown(i int) {
@@ -152,7 +214,7 @@ func (m *MergingIter) build(dir direction) bool {
 	if m.err != nil {
 		return m.fail()
 	}
-	m.dir = dir
+	m.dir, m.minChild = dir, 0
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
 		m.siftDown(i)
 	}
@@ -265,7 +327,7 @@ func (m *MergingIter) step(ok bool) bool {
 	top := &m.heap[0]
 	if ok {
 		top.key = m.children[top.index].Key()
-		m.siftDown(0)
+		m.fixTop()
 		return m.checkTop()
 	}
 	if err := m.children[top.index].Error(); err != nil {
@@ -275,6 +337,7 @@ func (m *MergingIter) step(ok bool) bool {
 	last := len(m.heap) - 1
 	m.heap[0] = m.heap[last]
 	m.heap = m.heap[:last]
+	m.minChild = 0
 	m.siftDown(0)
 	return m.checkTop()
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -42,10 +44,17 @@ var ycsbWorkloads = []ycsbWorkload{
 
 type ycsbOptions struct {
 	engines, workloads, baseline, dir, jsonFile string
-	n, ops, threads, rounds, bits, scanMax      int
-	cacheMiB, theta                             float64
-	seed                                        uint64
-	keep, compact                               bool
+	// cpuprof: a CPU profile of the phases of the workloads in profWls
+	// (all when empty), each engine's clients labeled engine=<name>,
+	// workload=<name> (go tool pprof -tagfocus=engine=sieve).
+	cpuprof, profWls string
+	// compactBefore lists workloads before which every engine flushes and
+	// compacts (to measure the shape's share of a workload's cost).
+	compactBefore                          string
+	n, ops, threads, rounds, bits, scanMax int
+	cacheMiB, theta                        float64
+	seed                                   uint64
+	keep, compact                          bool
 }
 
 func parseYCSBFlags(args []string) (ycsbOptions, error) {
@@ -66,6 +75,9 @@ func parseYCSBFlags(args []string) (ycsbOptions, error) {
 	fs.Float64Var(&o.theta, "zipf", ycsbZipfianConstant, "zipfian constant of workload D's latest distribution (A-C, E, F use YCSB's scrambled zipfian at 0.99)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the load order and of every operation sequence")
 	fs.BoolVar(&o.keep, "keep", false, "keep the databases")
+	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the workload phases (see -cpuprofile-workloads) to this file; samples are labeled engine=<name> and workload=<name> (go tool pprof -tagfocus=engine=sieve)")
+	fs.StringVar(&o.compactBefore, "compact-before", "", "workloads before which every engine flushes and compacts (comma list, e.g. E: E reads what A-D left, fully compacted; the compaction counts in no workload)")
+	fs.StringVar(&o.profWls, "cpuprofile-workloads", "", "workloads whose phases -cpuprofile covers (comma list; default all): the profile starts with the first and stops after the last")
 	fs.BoolVar(&o.compact, "compact", false, "flush and compact after the load (default: the workloads see the LSM as the load left it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -84,15 +96,18 @@ func parseYCSBFlags(args []string) (ycsbOptions, error) {
 
 // ycsbRun is one engine's state and figures in a ycsb run.
 type ycsbRun struct {
-	Name     string                 `json:"name"`
-	Describe string                 `json:"describe"`
-	Load     cost                   `json:"load"`
-	Shape    string                 `json:"shape_after_load"`
-	ShapeEnd string                 `json:"shape_at_end"`
-	Results  map[string]*ycsbResult `json:"workloads"`
-	info     engineInfo
-	eng      Engine
-	readers  []Reader
+	Name     string `json:"name"`
+	Describe string `json:"describe"`
+	Load     cost   `json:"load"`
+	Shape    string `json:"shape_after_load"`
+	ShapeEnd string `json:"shape_at_end"`
+	// ShapeBefore is the shape after the compaction -compact-before ran
+	// before each workload it names.
+	ShapeBefore map[string]string      `json:"shape_after_compact_before,omitempty"`
+	Results     map[string]*ycsbResult `json:"workloads"`
+	info        engineInfo
+	eng         Engine
+	readers     []Reader
 	// records is the number of records that may be chosen: the loaded
 	// ones and those inserted since.
 	records atomic.Int64
@@ -133,10 +148,18 @@ func runYCSBCmd(args []string, w io.Writer) error {
 			return fmt.Errorf("%s: %w", info.name, err)
 		}
 	}
+	prof := &ycsbProfiler{file: o.cpuprof, only: o.profWls}
 	for _, wl := range wls {
-		if err := runYCSBWorkload(runs, wl, o, vals); err != nil {
+		if err := compactBefore(runs, wl, o); err != nil {
 			return err
 		}
+		if err := prof.around(wl.name, wls, func() error { return runYCSBWorkload(runs, wl, o, vals) }); err != nil {
+			prof.stop()
+			return err
+		}
+	}
+	if err := prof.stop(); err != nil {
+		return err
 	}
 	for _, r := range runs {
 		r.ShapeEnd = r.eng.Shape()
@@ -284,11 +307,11 @@ func (r *ycsbRun) runClients(wl ycsbWorkload, ch chooser, ops int, round uint64,
 		c := &ycsbClient{r: r, rd: r.readers[th], wl: wl, ch: ch, o: o, vals: vals, counts: map[string]int64{},
 			rng: rand.New(rand.NewPCG(o.seed^0x9c5b, round<<16|uint64(th)<<8|uint64(wl.name[0])))}
 		wg.Add(1)
-		go func() {
+		go pprof.Do(context.Background(), pprof.Labels("engine", r.Name, "workload", wl.name), func(context.Context) {
 			defer wg.Done()
 			lat[th], errs[th] = c.run(n)
 			counts[th], wrong[th] = c.counts, c.wrong
-		}()
+		})
 	}
 	wg.Wait()
 	for th := range o.threads {

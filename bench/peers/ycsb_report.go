@@ -27,7 +27,13 @@ func (rep *ycsbReport) write(w io.Writer) {
 	fmt.Fprintf(w, "keys: A-C, E, F scrambled zipfian (0.99), D skewed latest (%.2f); E scans 1..%d entries with a new iterator each; one field of %d B per record; %s\n\n",
 		o.theta, o.scanMax, valueLen, map[bool]string{true: "flushed and compacted after the load", false: "no compaction after the load (the LSM as the load left it)"}[o.compact])
 	for _, r := range rep.Engines {
-		fmt.Fprintf(w, "  %-10s %s\n  %-10s after load: %s\n  %-10s at end: %s\n", r.Name, r.Describe, "", r.Shape, "", r.ShapeEnd)
+		fmt.Fprintf(w, "  %-10s %s\n  %-10s after load: %s\n", r.Name, r.Describe, "", r.Shape)
+		for _, wl := range rep.Workloads {
+			if sh, ok := r.ShapeBefore[wl.name]; ok {
+				fmt.Fprintf(w, "  %-10s compacted before %s: %s\n", "", wl.name, sh)
+			}
+		}
+		fmt.Fprintf(w, "  %-10s at end: %s\n", "", r.ShapeEnd)
 	}
 	var base *ycsbRun
 	for _, r := range rep.Engines {
