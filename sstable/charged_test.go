@@ -156,20 +156,9 @@ func TestChargedConcurrentEvictions(t *testing.T) {
 	c := cache.New(1 << 20)
 	r, _ := openCharged(t, data, c)
 	defer r.Close()
-	var stop atomic.Bool
 	var wg sync.WaitGroup
-	var misses, evictions atomic.Int64
-	// The evictor runs first, and the readers start once it has evicted:
-	// started after them, a descheduled evictor could find them done.
-	go func() {
-		for !stop.Load() {
-			c.EvictFile(7)
-			evictions.Add(1)
-		}
-	}()
-	for evictions.Load() == 0 {
-		runtime.Gosched()
-	}
+	var misses atomic.Int64
+	stop := startEvictor(c, 7)
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
 		go func(g int) {
@@ -198,8 +187,26 @@ func TestChargedConcurrentEvictions(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
-	stop.Store(true)
+	stop()
 	require.Greater(t, misses.Load(), int64(0), "the evictions never made a lookup reload the index")
+}
+
+// startEvictor drops every block of file from c in a loop until the
+// returned stop is called. It returns once it has evicted: readers started
+// before it could be done before a descheduled evictor ran.
+func startEvictor(c *cache.Cache, file uint64) (stop func()) {
+	var done atomic.Bool
+	var evictions atomic.Int64
+	go func() {
+		for !done.Load() {
+			c.EvictFile(file)
+			evictions.Add(1)
+		}
+	}()
+	for evictions.Load() == 0 {
+		runtime.Gosched()
+	}
+	return func() { done.Store(true) }
 }
 
 // BenchmarkProbeFilter compares a filter probe of a resident and a charged

@@ -3,9 +3,7 @@ package sstable
 import (
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -214,17 +212,7 @@ func TestPackedIndexConcurrentEvictions(t *testing.T) {
 	for i, k := range probes {
 		want[i] = seekFirst(t, whole, k)
 	}
-	var stop atomic.Bool
-	var evictions atomic.Int64
-	go func() {
-		for !stop.Load() {
-			c.EvictFile(1)
-			evictions.Add(1)
-		}
-	}()
-	for evictions.Load() == 0 {
-		runtime.Gosched()
-	}
+	stop := startEvictor(c, 1)
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
@@ -247,7 +235,7 @@ func TestPackedIndexConcurrentEvictions(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	stop.Store(true)
+	stop()
 	require.Positive(t, r.indexPacks.Load(), "no seek packed a partition")
 }
 
