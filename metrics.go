@@ -268,7 +268,7 @@ type Metrics struct {
 	ReadAmp int64
 	// Stall counts the writes that waited for a flush or compaction
 	// (Count, for Duration in all) and the writes slowed down by 1 ms
-	// because L0 neared L0StopWritesTrigger (Slowdowns).
+	// because L0 held L0SlowdownWritesTrigger tables or more (Slowdowns).
 	Stall struct {
 		Count     int64
 		Duration  time.Duration

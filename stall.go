@@ -61,13 +61,11 @@ func (db *DB) roomWithoutLock(incoming int) bool {
 
 // l0SlowdownTrigger is the L0 table count from which every write group
 // is delayed.
-func (db *DB) l0SlowdownTrigger() int {
-	return max(db.opts.L0StopWritesTrigger-4, db.opts.L0CompactionTrigger+1)
-}
+func (db *DB) l0SlowdownTrigger() int { return db.opts.L0SlowdownWritesTrigger }
 
 // maybeStallForL0Locked blocks the commit leader while L0 holds
 // L0StopWritesTrigger tables or more, and slows writes down (1 ms each)
-// from L0StopWritesTrigger-4 on. REQUIRES: db.mu held.
+// from L0SlowdownWritesTrigger on. REQUIRES: db.mu held.
 func (db *DB) maybeStallForL0Locked() error {
 	slowed := false
 	for {
