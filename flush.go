@@ -106,6 +106,9 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 		db.metrics.flushBytes.Add(bytes)
 		db.metrics.levelBytesIn[0].Add(bytes)
 		db.mu.imm = db.mu.imm[1:]
+		// Set in the step that retires g: whoever sees g gone also
+		// sees that its WAL's removal is pending.
+		db.flush.removingWALs = true
 		db.mu.cond.Broadcast()
 	})
 	if err != nil {
@@ -113,7 +116,6 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 	}
 	db.mu.Lock()
 	obsolete := db.obsoleteWALsLocked()
-	db.flush.removingWALs = len(obsolete) > 0
 	db.mu.Unlock()
 	// The removals' directory sync comes before any compaction this
 	// flush starts and before Flush returns, so that it never also covers
