@@ -573,8 +573,10 @@ func (db *DB) applyGroup(w *writer, err error) error {
 // Pebble's WAL bytes-per-sync). Rotating a full memtable's WAL syncs it
 // (newWALLocked), on the leader, and a 32 MiB WAL of unsynced records
 // made that ~25 ms of every rotation in a NoSync fill; synced as it
-// grows, the rotation's fsync finds at most this much to write.
-const walBytesPerSync = 1 << 20
+// grows, the rotation's fsync finds at most this much to write. A
+// variable only so that the stress test can make the fsyncs frequent; set
+// before any DB opens, as hooks.
+var walBytesPerSync int64 = 1 << 20
 
 // maybeSyncWALInBackground starts a background fsync of w when it holds
 // walBytesPerSync unsynced bytes and no fsync runs. REQUIRES: the caller
