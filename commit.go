@@ -65,6 +65,10 @@ type commitPipeline struct {
 	gatherTimedOut bool
 	gatherCond     sync.Cond
 	gatherEpoch    uint64
+	// bgSyncing is set, with syncing, while a background fsync of
+	// unsynced records runs (syncWALInBackground); drain waits for it,
+	// since the WAL must not be closed under it.
+	bgSyncing bool
 	// failed is the error of the first group that failed after its WAL
 	// write (an fsync): every later group fails with it.
 	failed error
@@ -195,16 +199,16 @@ func (p *commitPipeline) drain() {
 }
 
 func (p *commitPipeline) drainLocked() {
-	for len(p.pending) > 0 {
+	for len(p.pending) > 0 || p.bgSyncing {
 		p.idleCond.Wait()
 	}
 }
 
-// idle reports whether no group is in flight.
+// idle reports whether no group and no background fsync is in flight.
 func (p *commitPipeline) idle() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.pending) == 0
+	return len(p.pending) == 0 && !p.bgSyncing
 }
 
 // apply commits b. It returns once b is in the WAL (and synced when sync is
@@ -437,6 +441,9 @@ func (db *DB) writeGroup(w *writer, size int) error {
 		if werr == nil && db.log.w.Buffered() > 0 {
 			db.scheduleWALFlush()
 		}
+		if werr == nil {
+			db.maybeSyncWALInBackground(db.log.w)
+		}
 	}
 	if werr != nil {
 		db.setBackgroundError(fmt.Errorf("WAL %s write: %w", base.FileName(base.FileTypeLog, db.log.num), werr))
@@ -559,6 +566,58 @@ func (db *DB) applyGroup(w *writer, err error) error {
 	}
 	p.mu.Unlock()
 	return err
+}
+
+// walBytesPerSync is how many unsynced bytes a WAL may hold before a
+// NoSync group's leader starts a background fsync of them (RocksDB's and
+// Pebble's WAL bytes-per-sync). Rotating a full memtable's WAL syncs it
+// (newWALLocked), on the leader, and a 32 MiB WAL of unsynced records
+// made that ~25 ms of every rotation in a NoSync fill; synced as it
+// grows, the rotation's fsync finds at most this much to write. A
+// variable only so that the stress test can make the fsyncs frequent; set
+// before any DB opens, as hooks.
+var walBytesPerSync int64 = 1 << 20
+
+// maybeSyncWALInBackground starts a background fsync of w when it holds
+// walBytesPerSync unsynced bytes and no fsync runs. REQUIRES: the caller
+// leads the write stage.
+func (db *DB) maybeSyncWALInBackground(w *wal.Writer) {
+	if w.Size()-w.SyncedOffset() < walBytesPerSync {
+		return
+	}
+	p := &db.commit
+	p.mu.Lock()
+	if p.syncing || p.failed != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.syncing, p.bgSyncing = true, true
+	p.mu.Unlock()
+	db.bg.Add(1)
+	go db.syncWALInBackground(w)
+}
+
+// syncWALInBackground fsyncs every record written to w, as a Sync group's
+// leader would (syncGroup), for no group: the WAL cannot be closed or
+// replaced meanwhile (drain waits for it). A failure is never retried:
+// every later group fails and the DB is read-only.
+func (db *DB) syncWALInBackground(w *wal.Writer) {
+	defer db.bg.Done()
+	p := &db.commit
+	err := w.SyncWritten()
+	if err != nil {
+		db.setBackgroundError(fmt.Errorf("WAL sync: %w", err))
+	} else {
+		db.metrics.walBackgroundSyncs.Add(1)
+	}
+	p.mu.Lock()
+	p.syncing, p.bgSyncing = false, false
+	if err != nil && p.failed == nil {
+		p.failed = err
+	}
+	p.syncCond.Broadcast()
+	p.idleCond.Broadcast()
+	p.mu.Unlock()
 }
 
 // walFlushDelay bounds how long an unsynced write may sit in the WAL

@@ -193,8 +193,8 @@ func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 }
 
 // runSubcompactions writes the output tables of compaction c, picked from
-// version v: as one run, or, for a manual compaction (its caller waits) of
-// a large enough input, as subcompactions — disjoint key ranges merged and
+// version v: as one run, or, for a large enough input of a compaction
+// writers or a caller wait for (subcompactions), as subcompactions — disjoint key ranges merged and
 // written by separate goroutines, to be installed by one edit. It returns
 // every range's output (their tables in key order; on an error, what to
 // abandon), their summed GC statistics, and the first range's error.
@@ -208,8 +208,8 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 	opts.RangeDels = rd
 	skip := db.coveredInputs(c, rd, opts.Snapshots)
 	var bounds [][]byte
-	if c.Manual && db.opts.MaxSubcompactions > 1 {
-		bounds = c.SubcompactionBounds(db.opts.MaxSubcompactions, 2*uint64(db.opts.TargetFileSize))
+	if n := db.subcompactions(c, len(lv[0])); n > 1 {
+		bounds = c.SubcompactionBounds(n, 2*uint64(db.opts.TargetFileSize))
 		if rd != nil {
 			// A range's tables take the tombstones up to its upper bound,
 			// the last of them with that bound as its largest key: cut at
@@ -263,6 +263,22 @@ func (db *DB) runSubcompactions(cf uint32, c *compaction.Compaction, v *manifest
 		}
 	}
 	return outs, gc, nil
+}
+
+// subcompactions is how many key ranges compaction c, picked while L0
+// held l0 tables, may be split into: MaxSubcompactions for a manual
+// compaction (its caller waits), and for a background compaction out of
+// an L0 that holds twice L0CompactionTrigger tables or more, which writers
+// are about to wait on (from L0SlowdownWritesTrigger each write group is
+// delayed): a long fill of random keys outruns one compaction goroutine on
+// a 2-core machine. Other background compactions, an L0 compaction that
+// is keeping up among them, stay one goroutine and leave the other cores
+// to writers and readers.
+func (db *DB) subcompactions(c *compaction.Compaction, l0 int) int {
+	if c.Manual || (c.StartLevel == 0 && l0 >= 2*db.opts.L0CompactionTrigger) {
+		return db.opts.MaxSubcompactions
+	}
+	return 1
 }
 
 // recordCompaction counts an installed compaction, which wrote metas, in

@@ -79,6 +79,9 @@ type DB struct {
 	// maxL0 is the most L0 tables of any column family in rs.version,
 	// kept with rs so that every write's stall check is one atomic load.
 	maxL0 atomic.Int32
+	// failedBG is set (under mu) when mu.bgErr is: the commit leader's
+	// fast path (makeRoomForWrite) reads it without mu.
+	failedBG atomic.Bool
 
 	versions *manifest.VersionSet
 	// versionMu (rank Version) serializes manifest writes: held only by
@@ -326,6 +329,7 @@ func (db *DB) checkOpen() error {
 func (db *DB) setBackgroundErrorLocked(err error) {
 	if db.mu.bgErr == nil {
 		db.mu.bgErr = fmt.Errorf("sieve: database is read-only after an error: %w", err)
+		db.failedBG.Store(true)
 		db.opts.Logger.Error("database is read-only after an error", "err", err)
 	}
 	db.mu.cond.Broadcast()

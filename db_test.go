@@ -163,6 +163,9 @@ func TestOptionsValidation(t *testing.T) {
 		{BlockSize: 3},
 		{LevelMultiplier: 1},
 		{L0CompactionTrigger: 8, L0StopWritesTrigger: 4},
+		{L0SlowdownWritesTrigger: -1},
+		{L0SlowdownWritesTrigger: 13, L0StopWritesTrigger: 12},
+		{L0SlowdownWritesTrigger: 37}, // above the default stop trigger
 		{Compression: Compression(99)},
 		{MaxOpenFiles: 2},
 	}

@@ -138,9 +138,12 @@ func TestMonkeyFilters(t *testing.T) {
 	if testing.Short() || relRaceEnabled {
 		t.Skip("loads 150,000 keys (not under -short or the race detector)")
 	}
+	// L0 slows writes at 8 tables and stops them at 12 (the defaults
+	// before 20 and 36): the bound below is for that backlog; with 17 L0
+	// tables at 17-18 bits each the total comes to 12.2 bits/key.
 	opts := &Options{FilterPolicy: filter.Bloom(10), FilterAllocation: MonkeyFilters,
 		MemTableSize: 256 << 10, LBaseMaxBytes: 512 << 10, LevelMultiplier: 4, TargetFileSize: 256 << 10,
-		Compression: NoCompression}
+		Compression: NoCompression, L0StopWritesTrigger: 12}
 	db, _ := openMem(t, opts)
 	const n = 150000
 	val := make([]byte, 40)

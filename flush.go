@@ -18,6 +18,9 @@ func newWALWriter(f vfs.File, num uint64) (*wal.Writer, error) { return wal.NewW
 // flushState is guarded by db.mu.
 type flushState struct {
 	running bool
+	// removingWALs is set while the flush goroutine removes the WALs a
+	// flush made obsolete (without db.mu): Flush waits for it.
+	removingWALs bool
 }
 
 func (db *DB) canFlush() bool { return !db.opts.ReadOnly }
@@ -103,13 +106,25 @@ func (db *DB) flushGroup(g *memGroup, nextLog uint64) error {
 		db.metrics.flushBytes.Add(bytes)
 		db.metrics.levelBytesIn[0].Add(bytes)
 		db.mu.imm = db.mu.imm[1:]
+		// Set in the step that retires g: whoever sees g gone also
+		// sees that its WAL's removal is pending.
+		db.flush.removingWALs = true
 		db.mu.cond.Broadcast()
 	})
 	if err != nil {
 		return err
 	}
 	db.mu.Lock()
-	db.deleteObsoleteWALsLocked()
+	obsolete := db.obsoleteWALsLocked()
+	db.mu.Unlock()
+	// The removals' directory sync comes before any compaction this
+	// flush starts and before Flush returns, so that it never also covers
+	// the tables such a compaction creates (the crash tests check each
+	// of those syncs on its own).
+	db.deleteObsoleteWALs(obsolete)
+	db.mu.Lock()
+	db.flush.removingWALs = false
+	db.mu.cond.Broadcast()
 	db.maybeScheduleCompactionLocked()
 	db.mu.Unlock()
 	db.opts.Logger.Info("flushed", "wal", g.logNum, "tables", len(created), "bytes", bytes, "took", time.Since(start))
@@ -195,9 +210,10 @@ func (db *DB) Flush() error {
 }
 
 // waitFlushedLocked waits until every immutable group older than WAL
-// target is flushed, and returns the background error. REQUIRES: db.mu.
+// target is flushed and the WALs it made obsolete are removed, and returns
+// the background error. REQUIRES: db.mu.
 func (db *DB) waitFlushedLocked(target uint64) error {
-	for len(db.mu.imm) > 0 && db.mu.imm[0].logNum < target {
+	for (len(db.mu.imm) > 0 && db.mu.imm[0].logNum < target) || db.flush.removingWALs {
 		if db.mu.bgErr != nil {
 			return db.mu.bgErr
 		}

@@ -16,6 +16,7 @@ import (
 // dbMetrics are the DB's cumulative counters, updated atomically.
 type dbMetrics struct {
 	walBytes, walRecords, walSyncs atomic.Int64
+	walBackgroundSyncs             atomic.Int64
 	commit                         commitCounters
 
 	// reads are the point-lookup counters, in stripes: see readStripe.
@@ -242,6 +243,10 @@ type Metrics struct {
 	}
 	WAL struct {
 		Bytes, Records, Syncs int64
+		// BackgroundSyncs counts the fsyncs of unsynced (NoSync) records
+		// started once a WAL held 1 MiB of them; Syncs does not count
+		// them.
+		BackgroundSyncs int64
 	}
 	MemTable struct {
 		// Size is the bytes in the mutable memtables; Immutable counts
@@ -272,7 +277,7 @@ type Metrics struct {
 	ReadAmp int64
 	// Stall counts the writes that waited for a flush or compaction
 	// (Count, for Duration in all) and the writes slowed down by 1 ms
-	// because L0 neared L0StopWritesTrigger (Slowdowns).
+	// because L0 held L0SlowdownWritesTrigger tables or more (Slowdowns).
 	Stall struct {
 		Count     int64
 		Duration  time.Duration
@@ -332,6 +337,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
 	out.PointLookups.MultiGets, out.PointLookups.MultiGetKeys = m.multiGets.Load(), m.multiGetKeys.Load()
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
+	out.WAL.BackgroundSyncs = m.walBackgroundSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
 	out.Compaction.Split = m.splitCompactions.Load()
@@ -444,8 +450,8 @@ func (m *Metrics) String() string {
 			humanBytes(l.FilterBytes), l.FilterBitsPerKey, lf.Checks, 100*lf.FalsePositiveRate(), lf.Negatives, lf.FalsePositives, lf.TruePositives)
 	}
 	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
-	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs; memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
-		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable, m.MemTable.MergesCollapsed,
+	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs (%d background); memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
+		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, m.WAL.BackgroundSyncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable, m.MemTable.MergesCollapsed,
 		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
 	f := m.Filter

@@ -81,20 +81,32 @@ func (db *DB) minLiveWALLocked() uint64 {
 	return db.mu.mem.logNum
 }
 
-// deleteObsoleteWALsLocked removes WALs older than every live group after a
-// flush made the manifest's log number durable. REQUIRES: db.mu held.
-func (db *DB) deleteObsoleteWALsLocked() {
+// obsoleteWALsLocked takes the WALs older than every live group off the
+// WAL list after a flush made the manifest's log number durable and
+// returns their names, for deleteObsoleteWALs. REQUIRES: db.mu held.
+func (db *DB) obsoleteWALsLocked() []string {
 	minLog := min(db.minLiveWALLocked(), db.versions.LogNum())
-	removed := 0
+	var names []string
 	for len(db.mu.wals) > 0 && db.mu.wals[0] < minLog {
-		name := base.MakeFilename(db.dirname, base.FileTypeLog, db.mu.wals[0])
+		names = append(names, base.MakeFilename(db.dirname, base.FileTypeLog, db.mu.wals[0]))
+		db.mu.wals = db.mu.wals[1:]
+	}
+	return names
+}
+
+// deleteObsoleteWALs removes the WALs obsoleteWALsLocked returned. It runs
+// without db.mu: unlinking a WAL of a full memtable frees tens of MiB of
+// extents and takes milliseconds, which the commit leader (it takes db.mu
+// for every group) would otherwise wait out. A WAL off the list is named
+// by nothing that reads the list (Checkpoint, Open's scan deletes it if
+// a crash leaves it).
+func (db *DB) deleteObsoleteWALs(names []string) {
+	for _, name := range names {
 		if err := db.fs.Remove(name); err != nil {
 			db.opts.Logger.Warn("removing obsolete WAL", "wal", name, "err", err)
 		}
-		db.mu.wals = db.mu.wals[1:]
-		removed++
 	}
-	if removed > 0 {
+	if len(names) > 0 {
 		db.fs.SyncDir(db.dirname)
 	}
 }

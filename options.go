@@ -147,8 +147,14 @@ type Options struct {
 	// compaction into Lbase. Default 4.
 	L0CompactionTrigger int
 	// L0StopWritesTrigger is the number of L0 tables at which writes stall
-	// until compaction catches up. Default 12.
+	// until compaction catches up. Default 36 (RocksDB's).
 	L0StopWritesTrigger int
+	// L0SlowdownWritesTrigger is the number of L0 tables from which every
+	// write group is delayed by 1 ms, so that compaction catches up before
+	// L0StopWritesTrigger stops writes. At most L0StopWritesTrigger.
+	// Default L0StopWritesTrigger − 4, at most 20 (RocksDB's default) and
+	// at least L0CompactionTrigger + 1: 20 with the default triggers.
+	L0SlowdownWritesTrigger int
 	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
 	LevelMultiplier int
 	// LBaseMaxBytes is the target size of the base level, the level L0
@@ -165,9 +171,11 @@ type Options struct {
 	// compaction, whose caller waits for it) may split one compaction of
 	// at least twice TargetFileSize into: disjoint key ranges merged and
 	// written in parallel, installed together (RocksDB's
-	// max_subcompactions). Background compactions stay one goroutine each,
-	// leaving the other cores to writers. Default GOMAXPROCS at Open, at
-	// most 4; 1 disables.
+	// max_subcompactions). So may a background compaction out of an L0
+	// that holds twice L0CompactionTrigger tables or more, which writers
+	// are about to wait on (L0SlowdownWritesTrigger); other background
+	// compactions stay one goroutine each, leaving the other cores to
+	// writers. Default GOMAXPROCS at Open, at most 4; 1 disables.
 	MaxSubcompactions int
 	// Merger resolves merge operands of the default column family; nil
 	// means Merge is refused.
@@ -208,6 +216,7 @@ func (c *Options) validate() error {
 		{"LevelFilterPolicies", len(c.LevelFilterPolicies) > manifest.NumLevels, len(c.LevelFilterPolicies)},
 		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger},
 		{"L0StopWritesTrigger", c.L0StopWritesTrigger < 0, c.L0StopWritesTrigger},
+		{"L0SlowdownWritesTrigger", c.L0SlowdownWritesTrigger < 0, c.L0SlowdownWritesTrigger},
 		{"LevelMultiplier", c.LevelMultiplier < 0 || c.LevelMultiplier == 1, c.LevelMultiplier},
 		{"LBaseMaxBytes", c.LBaseMaxBytes < 0, c.LBaseMaxBytes},
 		{"TargetFileSize", c.TargetFileSize < 0 || (c.TargetFileSize > 0 && c.TargetFileSize < 4<<10), c.TargetFileSize},
@@ -259,10 +268,15 @@ func (o *Options) withDefaults() (*Options, error) {
 		c.FilterPolicy = defaultFilterPolicy()
 	}
 	def(&c.L0CompactionTrigger, 4)
-	def(&c.L0StopWritesTrigger, 12)
+	def(&c.L0StopWritesTrigger, 36)
 	if c.L0StopWritesTrigger < c.L0CompactionTrigger {
 		return nil, fmt.Errorf("%w: L0StopWritesTrigger (%d) < L0CompactionTrigger (%d)",
 			ErrInvalidOptions, c.L0StopWritesTrigger, c.L0CompactionTrigger)
+	}
+	def(&c.L0SlowdownWritesTrigger, min(max(min(c.L0StopWritesTrigger-4, 20), c.L0CompactionTrigger+1), c.L0StopWritesTrigger))
+	if c.L0SlowdownWritesTrigger > c.L0StopWritesTrigger {
+		return nil, fmt.Errorf("%w: L0SlowdownWritesTrigger (%d) > L0StopWritesTrigger (%d)",
+			ErrInvalidOptions, c.L0SlowdownWritesTrigger, c.L0StopWritesTrigger)
 	}
 	def(&c.LevelMultiplier, 10)
 	def64(&c.LBaseMaxBytes, 64<<20)

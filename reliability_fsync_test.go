@@ -666,12 +666,14 @@ func (r *mutantRun) writeAfterOpen(label string, e relEntry) {
 	r.step("wait for the flush of recovered data", r.waitFlushes)
 }
 
-// waitFlushes waits until no memtable waits for a flush.
+// waitFlushes waits until no memtable waits for a flush and the WALs the
+// flushes made obsolete are removed (their directory sync is the flush's
+// last).
 func (r *mutantRun) waitFlushes() error {
 	db := r.db
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	for len(db.mu.imm) > 0 && db.mu.bgErr == nil {
+	for (len(db.mu.imm) > 0 || db.flush.removingWALs) && db.mu.bgErr == nil {
 		db.mu.cond.Wait()
 	}
 	return db.mu.bgErr

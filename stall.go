@@ -12,6 +12,9 @@ import "time"
 // the groups in flight to be applied before it rotates. REQUIRES: the
 // caller leads the write stage.
 func (db *DB) makeRoomForWrite(incoming int) error {
+	if db.roomWithoutLock(incoming) {
+		return nil
+	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for {
@@ -41,9 +44,28 @@ func (db *DB) makeRoomForWrite(incoming int) error {
 	}
 }
 
+// roomWithoutLock reports whether the group fits the mutable memtable and
+// no stall, slowdown or background error applies: the common case, decided
+// without db.mu (a flush deleting files or installing a version holds it
+// for milliseconds). Only the commit leader replaces db.mu.mem
+// (rotateMemLocked; leadership passes under commit.mu, which orders it),
+// so the leader may read it unlocked; the memtable's size is atomic.
+// REQUIRES: the caller leads the write stage.
+func (db *DB) roomWithoutLock(incoming int) bool {
+	if db.failedBG.Load() || db.closed.Load() || db.maxL0Files() >= db.l0SlowdownTrigger() {
+		return false
+	}
+	mem := db.mu.mem
+	return mem.size()+int64(incoming) <= db.opts.MemTableSize
+}
+
+// l0SlowdownTrigger is the L0 table count from which every write group
+// is delayed.
+func (db *DB) l0SlowdownTrigger() int { return db.opts.L0SlowdownWritesTrigger }
+
 // maybeStallForL0Locked blocks the commit leader while L0 holds
 // L0StopWritesTrigger tables or more, and slows writes down (1 ms each)
-// from L0StopWritesTrigger-4 on. REQUIRES: db.mu held.
+// from L0SlowdownWritesTrigger on. REQUIRES: db.mu held.
 func (db *DB) maybeStallForL0Locked() error {
 	slowed := false
 	for {
@@ -64,7 +86,7 @@ func (db *DB) maybeStallForL0Locked() error {
 			db.stallWaitLocked("L0 tables")
 			continue
 		}
-		if !slowed && n >= max(db.opts.L0StopWritesTrigger-4, db.opts.L0CompactionTrigger+1) {
+		if !slowed && n >= db.l0SlowdownTrigger() {
 			slowed = true
 			db.metrics.slowdowns.Add(1)
 			db.mu.Unlock()

@@ -284,6 +284,7 @@ type stressRun struct {
 	pendingCkpts                                   []stressCheckpoint
 	rangeDels                                      atomic.Int64
 	flushes, compactions, reopens                  int64
+	fill                                           stressFill
 }
 
 func (r *stressRun) violation(format string, args ...any) {
@@ -895,6 +896,7 @@ func (r *stressRun) verifyExact(when string) {
 }
 
 func TestStress(t *testing.T) {
+	defer stressFillSetup()()
 	cfg := stressConfigFor(t)
 	seed := uint64(testutil.Seed(t))
 	fs := vfs.NewMem()
@@ -945,6 +947,7 @@ func TestStress(t *testing.T) {
 		m := r.db.Metrics()
 		r.flushes += m.Flush.Count
 		r.compactions += m.Compaction.Count
+		r.fill.add(m)
 		require.NoError(t, r.db.Close())
 		r.db = nil
 		// Rounds alternate memtable merge collapsing (which writes what
@@ -984,4 +987,5 @@ func (r *stressRun) report(seed uint64) {
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 	require.Positive(t, r.ingests.Load(), "no Ingest")
 	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
+	r.fill.report(t)
 }

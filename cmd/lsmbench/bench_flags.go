@@ -41,7 +41,14 @@ type config struct {
 	CacheSize       int64    `json:"cache_size"`
 	MemTableSize    int64    `json:"memtable_size"`
 	// Compactions is Options.MaxConcurrentCompactions (0: the default).
-	Compactions   int    `json:"max_concurrent_compactions,omitempty"`
+	Compactions int `json:"max_concurrent_compactions,omitempty"`
+	// L0Compaction, L0Slowdown and L0Stop are Options.L0CompactionTrigger,
+	// L0SlowdownWritesTrigger and L0StopWritesTrigger (0: the defaults).
+	L0Compaction int `json:"l0_compaction_trigger,omitempty"`
+	L0Slowdown   int `json:"l0_slowdown_writes_trigger,omitempty"`
+	L0Stop       int `json:"l0_stop_writes_trigger,omitempty"`
+	// LBaseMaxBytes is Options.LBaseMaxBytes (0: the default).
+	LBaseMaxBytes int64  `json:"lbase_max_bytes,omitempty"`
 	BlockSize     int64  `json:"block_size"`
 	Compression   string `json:"compression"`
 	Sync          bool   `json:"sync"`
@@ -78,6 +85,10 @@ func newBenchFlags(c *config, out io.Writer) *flag.FlagSet {
 	fs.Var((*sizeFlag)(&c.CacheSize), "cache_size", "block cache `size` (bytes, or 64KiB, 8MiB, 1GiB); 0 disables the cache")
 	fs.Var((*sizeFlag)(&c.MemTableSize), "memtable_size", "memtable `size` (>= 64KiB)")
 	fs.IntVar(&c.Compactions, "max_compactions", 0, "background compactions at once (Options.MaxConcurrentCompactions; 0: the default)")
+	fs.IntVar(&c.L0Compaction, "l0_compaction_trigger", 0, "L0 `tables` that start a compaction into the base level (Options.L0CompactionTrigger; 0: the default)")
+	fs.IntVar(&c.L0Slowdown, "l0_slowdown_writes_trigger", 0, "L0 `tables` from which writes are delayed (Options.L0SlowdownWritesTrigger; 0: the default)")
+	fs.Var((*sizeFlag)(&c.LBaseMaxBytes), "lbase_max_bytes", "target `size` of the base level, the level L0 compacts into (Options.LBaseMaxBytes; 0: the default)")
+	fs.IntVar(&c.L0Stop, "l0_stop_writes_trigger", 0, "L0 `tables` at which writes stop (Options.L0StopWritesTrigger; 0: the default)")
 	fs.Var((*sizeFlag)(&c.BlockSize), "block_size", "target data block `size` (>= 256B)")
 	fs.StringVar(&c.Compression, "compression", c.Compression, "block `compression`: snappy or none")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "fsync the WAL on every write (sieve.Sync)")
@@ -183,6 +194,10 @@ func (c *config) options() *sieve.Options {
 		FilterPolicy:   c.policy(),
 
 		MaxConcurrentCompactions: c.Compactions,
+		L0CompactionTrigger:      c.L0Compaction,
+		L0SlowdownWritesTrigger:  c.L0Slowdown,
+		L0StopWritesTrigger:      c.L0Stop,
+		LBaseMaxBytes:            c.LBaseMaxBytes,
 	}
 	if c.CacheSize == 0 {
 		o.BlockCacheSize = -1 // sieve: 0 means "default", negative disables
