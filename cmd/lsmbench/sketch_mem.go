@@ -60,21 +60,28 @@ func (l *sketchLab) memory() []memoryRow {
 }
 
 // measureMapBytes returns the heap bytes per entry of a map[string]struct{}
-// holding n IDs of keySize bytes.
+// holding n IDs of keySize bytes: the larger of what building it added to
+// the live heap and what dropping it took away, so that memory something
+// else releases meanwhile (the lab's earlier stages) does not hide it.
 func measureMapBytes(n, keySize int) float64 {
 	ks := keyspace{num: n, keySize: keySize}
 	key := make([]byte, keySize)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	live := func() float64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return float64(m.HeapAlloc)
+	}
+	before := live()
 	set := make(map[string]struct{})
 	for i := range n {
 		set[string(ks.present(key, uint64(i)))] = struct{}{}
 	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
+	built := live()
 	runtime.KeepAlive(set)
-	return math.Max(0, float64(after.HeapAlloc)-float64(before.HeapAlloc)) / float64(n)
+	set = nil
+	dropped := live()
+	return math.Max(0, math.Max(built-before, built-dropped)) / float64(n)
 }
 
 // measureHLLBytes returns the size of the Redis encoding of an HLL that
