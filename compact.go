@@ -25,6 +25,9 @@ type compactState struct {
 	// holds new ones back while an Ingest places its tables (ingest.go).
 	active    map[*compaction.Compaction]uint32
 	ingesting bool
+	// seekWanted is set by a table whose seeks asked for an L0
+	// compaction (seekcompact.go).
+	seekWanted atomic.Bool
 }
 
 // pickerLocked returns column family cf's picker, creating it.
@@ -78,6 +81,9 @@ func (db *DB) maybeScheduleCompactionLocked() {
 			if c := db.pickerLocked(id).Pick(lv); c != nil && (picked == nil || c.Score > picked.Score) {
 				picked, cf = c, id
 			}
+		}
+		if picked == nil {
+			picked, cf = db.pickSeekCompactionLocked(v)
 		}
 		if picked == nil {
 			v.Unref()

@@ -127,6 +127,7 @@ func (it *Iterator) SeekGE(key []byte) bool {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
+	it.chargeSeek(key)
 	return it.findNext(it.iter.SeekGE(key))
 }
 
@@ -139,6 +140,7 @@ func (it *Iterator) SeekLT(key []byte) bool {
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}
+	it.chargeSeek(key)
 	return it.findPrev(it.iter.SeekLT(key))
 }
 

@@ -28,6 +28,7 @@ type dbMetrics struct {
 
 	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
+	seekCompactions                                                             atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
@@ -266,6 +267,9 @@ type Metrics struct {
 		// Split counts compactions that ran as subcompactions (see
 		// Options.MaxSubcompactions).
 		Split int64
+		// SeekTriggered counts L0 compactions that iterator seeks asked
+		// for (seekcompact.go), before L0 reached its trigger.
+		SeekTriggered int64
 		// MergeErrors counts keys whose operands compaction copied
 		// through because the merger failed on them.
 		MergeErrors int64
@@ -341,6 +345,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
 	out.Compaction.Split = m.splitCompactions.Load()
+	out.Compaction.SeekTriggered = m.seekCompactions.Load()
 	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
 	out.Compaction.MergeErrors = m.mergeErrors.Load()
 	if out.WAL.Bytes > 0 {
@@ -450,9 +455,9 @@ func (m *Metrics) String() string {
 			humanBytes(l.FilterBytes), l.FilterBitsPerKey, lf.Checks, 100*lf.FalsePositiveRate(), lf.Negatives, lf.FalsePositives, lf.TruePositives)
 	}
 	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
-	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs (%d background); memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, read %s, wrote %s)\n",
+	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs (%d background); memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, %d seek-triggered, read %s, wrote %s)\n",
 		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, m.WAL.BackgroundSyncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable, m.MemTable.MergesCollapsed,
-		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split,
+		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split, m.Compaction.SeekTriggered,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
 	f := m.Filter
 	fmt.Fprintf(&sb, "filter: %d checks, %d negatives, %d false positives (FPR %.3f%%), %d true positives, %d unknown-type tables; resident %s; %d build retries, %d fallbacks\n",

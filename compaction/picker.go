@@ -178,6 +178,20 @@ func (p *Picker) Pick(levels *manifest.Levels) *Compaction {
 	return nil
 }
 
+// PickL0 picks a compaction of L0 into the base level whatever L0's
+// score (a seek-triggered compaction), or nil when every L0 table is
+// compacting or the output would conflict with a running compaction.
+func (p *Picker) PickL0(levels *manifest.Levels) *Compaction {
+	if len(levels[0]) == 0 {
+		return nil
+	}
+	c := p.pickL0(levels, p.Targets(levels).BaseLevel)
+	if c != nil {
+		c.Score = 0
+	}
+	return c
+}
+
 // pickL0 takes the oldest L0 table that is not compacting and every L0
 // table overlapping it transitively, into the first level down to the
 // base level that holds overlapping data (normally the base level itself,

@@ -32,6 +32,10 @@ type FileMetadata struct {
 	// known (not persisted): RangeDelsUnknown until the DB has opened the
 	// table or wrote it.
 	RangeDels atomic.Uint32
+	// Seeks counts the iterator seeks that had to position in this L0
+	// table beside other sources at the key (not persisted; see the root
+	// package's seekcompact.go).
+	Seeks atomic.Int64
 }
 
 // Values of FileMetadata.RangeDels.

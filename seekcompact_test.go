@@ -1,0 +1,97 @@
+package sieve
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/sievedb/sieve/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+func seekTestKey(i int) []byte { return []byte(fmt.Sprintf("k%06d", i)) }
+
+// seekShape loads n keys, compacts them to the bottom, then overwrites
+// every third key in l0 flushed L0 tables (below the L0 trigger).
+func seekShape(t *testing.T, n, l0 int) *DB {
+	db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, L0CompactionTrigger: 4})
+	require.NoError(t, err)
+	for i := 0; i < n; i++ {
+		require.NoError(t, db.Put(seekTestKey(i), []byte("v0"), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	for r := 1; r <= l0; r++ {
+		for i := r; i < n; i += 3 {
+			require.NoError(t, db.Put(seekTestKey(i), []byte(fmt.Sprintf("v%d", r)), NoSync))
+		}
+		require.NoError(t, db.Flush())
+	}
+	return db
+}
+
+// TestSeekCompaction: iterator seeks into L0 tables that overlap the
+// bottom level compact L0 once a table's seek budget runs out, with no
+// write, and every key reads the same before and after.
+func TestSeekCompaction(t *testing.T) {
+	const n = 3000
+	db := seekShape(t, n, 2)
+	defer db.Close()
+	want := map[string]string{}
+	it := db.NewIter(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		want[string(it.Key())] = string(it.Value())
+	}
+	require.NoError(t, it.Close())
+	require.Len(t, want, n)
+	m := db.Metrics()
+	require.Equal(t, int64(2), m.Levels[0].NumFiles, "the shape: two L0 tables")
+	require.Zero(t, m.Compaction.SeekTriggered)
+	seeks := 0
+	for i := 0; db.Metrics().Levels[0].NumFiles > 0; i++ {
+		require.Less(t, i, 100000, "100,000 seeks compacted nothing")
+		it := db.NewIter(nil)
+		k := seekTestKey((i * 7919) % n)
+		require.True(t, it.SeekGE(k))
+		require.Equal(t, want[string(k)], string(it.Value()))
+		require.NoError(t, it.Close())
+		seeks++
+		if i%50 == 0 {
+			waitCompactionsIdle(db)
+		}
+	}
+	m = db.Metrics()
+	t.Logf("L0 compacted after %d seeks\n%s", seeks, m)
+	require.GreaterOrEqual(t, seeks, 100, "compacted before any table's budget ran out")
+	require.Positive(t, m.Compaction.SeekTriggered)
+	require.Contains(t, m.String(), "seek-triggered")
+	it = db.NewIter(nil)
+	got := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		require.Equal(t, want[string(it.Key())], string(it.Value()), "key %s", it.Key())
+		got++
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, n, got)
+}
+
+// TestSeekCompactionNeedsOverlap: seeks into an L0 table that is the only
+// source at the key charge nothing, and Gets never do.
+func TestSeekCompactionNeedsOverlap(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, L0CompactionTrigger: 4})
+	require.NoError(t, err)
+	defer db.Close()
+	for i := 0; i < 1000; i++ {
+		require.NoError(t, db.Put(seekTestKey(i), []byte("v"), NoSync))
+	}
+	require.NoError(t, db.Flush())
+	for i := 0; i < 2000; i++ {
+		it := db.NewIter(nil)
+		require.True(t, it.SeekGE(seekTestKey(i%1000)))
+		require.NoError(t, it.Close())
+		_, err := db.Get(seekTestKey(i % 1000))
+		require.NoError(t, err)
+	}
+	waitCompactionsIdle(db)
+	m := db.Metrics()
+	require.Equal(t, int64(1), m.Levels[0].NumFiles)
+	require.Zero(t, m.Compaction.SeekTriggered)
+}
