@@ -22,7 +22,7 @@ import (
 // reuse of a recycled stack. After Close an iterator answers nothing.
 func TestIterAllocReuse(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
-	db := openDB(t, &Options{FS: vfs.NewMem(), L0CompactionTrigger: 100, L0StopWritesTrigger: 200})
+	db := openDB(t, &Options{FS: vfs.NewMem(), L0CompactionTrigger: 100, L0StopWritesTrigger: 200, DisableSeekCompactions: true})
 	model := map[string]string{}
 	seen := map[*iterAlloc]bool{}
 	var reused, overflow int

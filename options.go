@@ -155,6 +155,13 @@ type Options struct {
 	// Default L0StopWritesTrigger − 4, at most 20 (RocksDB's default) and
 	// at least L0CompactionTrigger + 1: 20 with the default triggers.
 	L0SlowdownWritesTrigger int
+	// DisableSeekCompactions turns off seek-triggered compactions: by
+	// default an L0 table that iterator seeks keep positioning in beside
+	// other sources (max(100, size/16 KiB) seeks, LevelDB's allowance)
+	// gets L0 compacted into the base level before L0CompactionTrigger
+	// tables accumulate, so that a read-mostly database does not keep
+	// overlapping L0 tables for good.
+	DisableSeekCompactions bool
 	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
 	LevelMultiplier int
 	// LBaseMaxBytes is the target size of the base level, the level L0

@@ -34,7 +34,7 @@ func seekBudget(f *manifest.FileMetadata) int64 {
 // chargeSeek charges the L0 tables of the iterator's column family that
 // hold key, when they are not the only source there.
 func (it *Iterator) chargeSeek(key []byte) {
-	if it.rs == nil || it.db.opts.ReadOnly {
+	if it.rs == nil || it.db.opts.ReadOnly || it.db.opts.DisableSeekCompactions {
 		return
 	}
 	lv := it.rs.version.Levels(it.cf)

@@ -73,6 +73,24 @@ func TestSeekCompaction(t *testing.T) {
 	require.Equal(t, n, got)
 }
 
+// TestSeekCompactionDisabled: with DisableSeekCompactions the same seeks
+// leave L0 as it is.
+func TestSeekCompactionDisabled(t *testing.T) {
+	const n = 3000
+	db := seekShape(t, n, 2)
+	defer db.Close()
+	db.opts.DisableSeekCompactions = true
+	for i := 0; i < 1000; i++ {
+		it := db.NewIter(nil)
+		require.True(t, it.SeekGE(seekTestKey((i*7919)%n)))
+		require.NoError(t, it.Close())
+	}
+	waitCompactionsIdle(db)
+	m := db.Metrics()
+	require.Equal(t, int64(2), m.Levels[0].NumFiles)
+	require.Zero(t, m.Compaction.SeekTriggered)
+}
+
 // TestSeekCompactionNeedsOverlap: seeks into an L0 table that is the only
 // source at the key charge nothing, and Gets never do.
 func TestSeekCompactionNeedsOverlap(t *testing.T) {
