@@ -41,18 +41,20 @@ func (it *Iterator) chargeSeek(key []byte) {
 	if lv == nil || len(lv[0]) == 0 {
 		return
 	}
-	var hold [8]*manifest.FileMetadata
-	in := hold[:0]
+	holds := func(f *manifest.FileMetadata) bool {
+		return bytes.Compare(key, f.Smallest.UserKey) >= 0 && bytes.Compare(key, f.Largest.UserKey) <= 0
+	}
+	n := 0
 	for _, f := range lv[0] {
-		if bytes.Compare(key, f.Largest.UserKey) <= 0 && bytes.Compare(key, f.Smallest.UserKey) >= 0 {
-			in = append(in, f)
+		if holds(f) {
+			n++
 		}
 	}
-	if len(in) == 0 || (len(in) == 1 && !it.otherSources(lv)) {
+	if n == 0 || (n == 1 && !it.otherSources(lv)) {
 		return
 	}
-	for _, f := range in {
-		if f.Seeks.Add(1) == seekBudget(f) {
+	for _, f := range lv[0] {
+		if holds(f) && f.Seeks.Add(1) == seekBudget(f) {
 			it.db.requestSeekCompaction()
 		}
 	}

@@ -52,16 +52,12 @@ func (db *DB) makeRoomForWrite(incoming int) error {
 // so the leader may read it unlocked; the memtable's size is atomic.
 // REQUIRES: the caller leads the write stage.
 func (db *DB) roomWithoutLock(incoming int) bool {
-	if db.failedBG.Load() || db.closed.Load() || db.maxL0Files() >= db.l0SlowdownTrigger() {
+	if db.failedBG.Load() || db.closed.Load() || db.maxL0Files() >= db.opts.L0SlowdownWritesTrigger {
 		return false
 	}
 	mem := db.mu.mem
 	return mem.size()+int64(incoming) <= db.opts.MemTableSize
 }
-
-// l0SlowdownTrigger is the L0 table count from which every write group
-// is delayed.
-func (db *DB) l0SlowdownTrigger() int { return db.opts.L0SlowdownWritesTrigger }
 
 // maybeStallForL0Locked blocks the commit leader while L0 holds
 // L0StopWritesTrigger tables or more, and slows writes down (1 ms each)
@@ -86,7 +82,7 @@ func (db *DB) maybeStallForL0Locked() error {
 			db.stallWaitLocked("L0 tables")
 			continue
 		}
-		if !slowed && n >= db.l0SlowdownTrigger() {
+		if !slowed && n >= db.opts.L0SlowdownWritesTrigger {
 			slowed = true
 			db.metrics.slowdowns.Add(1)
 			db.mu.Unlock()

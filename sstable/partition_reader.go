@@ -485,14 +485,14 @@ func (r *Reader) acquireIndexPartition(p int, seeks bool, stats *ReadStats) (ind
 	}
 	if v := r.indexHot[p].Load(); v != nil && v.TryAcquireCached() {
 		stats.addIndex(true)
-		return r.cachedIndexPart(p, v, seeks, stats), nil
+		return r.cachedIndexPart(p, v, seeks), nil
 	}
 	if v, ok := r.opts.Cache.GetKind(r.opts.FileNum, t.h.offset, cache.KindIndex); ok {
 		switch v.Object().(type) {
 		case *lazyIndex, *packedIndex:
 			stats.addIndex(true)
 			v.Remember(&r.indexHot[p])
-			return r.cachedIndexPart(p, v, seeks, stats), nil
+			return r.cachedIndexPart(p, v, seeks), nil
 		}
 		v.Release()
 	}
@@ -506,14 +506,14 @@ func (r *Reader) acquireIndexPartition(p int, seeks bool, stats *ReadStats) (ind
 		return indexPart{}, err
 	}
 	v := cache.WrapObject(data, li, li.storedCharge()-len(data))
-	return r.cacheIndexPart(p, v, li, true, seeks, stats), nil
+	return r.cacheIndexPart(p, v, li, true, seeks), nil
 }
 
 // cacheIndexPart returns partition p from its stored form v (li its
 // object; fresh: just read, to be cached), holding a reference on it, or,
 // for an iterator's cursor (seeks), the packed form it caches in v's
 // place (see packedIndex).
-func (r *Reader) cacheIndexPart(p int, v *cache.Value, li *lazyIndex, fresh, seeks bool, stats *ReadStats) indexPart {
+func (r *Reader) cacheIndexPart(p int, v *cache.Value, li *lazyIndex, fresh, seeks bool) indexPart {
 	t := &r.indexTop[p]
 	if seeks && li.packing.CompareAndSwap(false, true) {
 		if pk := li.pack(); pk != nil && pk.packedBytes < li.storedCharge() {
@@ -533,17 +533,16 @@ func (r *Reader) cacheIndexPart(p int, v *cache.Value, li *lazyIndex, fresh, see
 }
 
 // cachedIndexPart is partition p from its cached Value v, whose reference
-// the part takes over. The lookup that uses a stored partition for the
-// denseAfter-th time packs it and caches the packed form in its place
-// (packedIndex): the stored block's memory goes when the lookups using it
-// release it.
-func (r *Reader) cachedIndexPart(p int, v *cache.Value, seeks bool, stats *ReadStats) indexPart {
+// the part takes over; an iterator's cursor (seeks) packs a stored one in
+// its place (cacheIndexPart), the stored block's memory going when the
+// lookups using it release it.
+func (r *Reader) cachedIndexPart(p int, v *cache.Value, seeks bool) indexPart {
 	t := &r.indexTop[p]
 	switch o := v.Object().(type) {
 	case *packedIndex:
 		return indexPart{packed: o, first: t.first, num: p, val: v}
 	case *lazyIndex:
-		return r.cacheIndexPart(p, v, o, false, seeks, stats)
+		return r.cacheIndexPart(p, v, o, false, seeks)
 	}
 	panic("sstable: index partition cached as another kind of object")
 }
