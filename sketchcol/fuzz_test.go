@@ -110,6 +110,11 @@ func FuzzMerge(f *testing.F) {
 		}
 		var m Merger
 		full, err := m.FullMerge(nil, base, hasBase, ops)
+		if fast, ok := fullMergeSparseHLL(base, hasBase, ops); ok {
+			general, gerr := fullMergeGeneral(nil, base, hasBase, ops)
+			require.NoError(t, gerr, "the sparse path accepted what the general path refuses")
+			require.Equal(t, general, fast, "the sparse path's value differs from the general path's")
+		}
 		if err == nil {
 			_, verr := ValidateValue(full)
 			require.NoError(t, verr, "FullMerge wrote a value it cannot read")

@@ -26,6 +26,14 @@ func (Merger) Name() string { return MergerName }
 // error wrapping ErrCorruption. An operand for another kind of sketch
 // than the key holds is dropped (see doc.go, "Wrong types").
 func (Merger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
+	if v, ok := fullMergeSparseHLL(base, hasBase, operands); ok {
+		return v, nil // PFADDs' keys, the common case
+	}
+	return fullMergeGeneral(key, base, hasBase, operands)
+}
+
+// fullMergeGeneral is FullMerge by decoding the base and every operand.
+func fullMergeGeneral(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
 	var s sketch
 	if hasBase {
 		var err error
