@@ -338,7 +338,7 @@ func (s *Server) infoPersistence() []string {
 func (s *Server) infoStats() []string {
 	return []string{
 		"total_connections_received:" + strconv.FormatInt(s.conns.Load(), 10),
-		"total_commands_processed:" + strconv.FormatInt(s.cmds.Load(), 10),
+		"total_commands_processed:" + strconv.FormatInt(s.commands(), 10),
 		"rejected_connections:" + strconv.FormatInt(s.rejected.Load(), 10),
 		"protocol_errors:" + strconv.FormatInt(s.protoErrs.Load(), 10),
 		"auth_failures:" + strconv.FormatInt(s.authFails.Load(), 10),

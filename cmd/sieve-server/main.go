@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -21,6 +22,19 @@ import (
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
+
+// writeAllocProfile writes the allocation profile to path (-memprofile).
+func writeAllocProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: -memprofile: %v\n", err)
+		return
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: -memprofile: %v\n", err)
+	}
+	_ = f.Close()
+}
 
 func run(argv []string) int {
 	cfg := DefaultConfig()
@@ -36,8 +50,14 @@ func run(argv []string) int {
 	fs.Int64Var(&cfg.MaxInline, "max-inline", cfg.MaxInline, "maximum length of an inline command line, bytes")
 	fs.Int64Var(&cfg.OutputLimit, "output-limit", cfg.OutputLimit, "a client with more unread reply bytes than this is dropped")
 	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs and PFADDs of one pipeline as one batch")
+	fs.IntVar(&cfg.MemTableMiB, "memtable-mib", cfg.MemTableMiB, "memtable size, MiB (0: the engine's default, 32)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at shutdown")
 	if err := fs.Parse(argv); err != nil {
+		return 2
+	}
+	if cfg.MemTableMiB < 0 || cfg.MemTableMiB > 4096 {
+		fmt.Fprintf(os.Stderr, "sieve-server: -memtable-mib %d: want 0 (the engine's default) to 4096\n", cfg.MemTableMiB)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -67,6 +87,10 @@ func run(argv []string) int {
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
+	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096
+		defer writeAllocProfile(*memprofile)
 	}
 	// The server's garbage is short-lived (requests, replies): collect
 	// less often than Go's default, at the cost of a larger heap.
