@@ -35,6 +35,10 @@ type deferState struct {
 	meta    [][]byte  // keys whose cache bytes changed in the batch
 	replies int
 	mark    int // the reply buffer's length before the first pending reply
+	// prefetched: prefetchStripes ran for the pending batch; sink keeps
+	// its loads from being optimized away.
+	prefetched bool
+	sink       uint8
 }
 
 // deferrable reports whether a command joins the pipeline's batch.
@@ -59,12 +63,33 @@ type pendKey struct {
 	key    []byte
 }
 
+// prefetchStripes reads, for every deferrable command pipelined after
+// the current one, a byte of its key's stripe, once per batch: the
+// stripes of a pipeline's random keys are cache misses, and independent
+// loads issued back to back overlap where the locking that follows,
+// key by key, would take them one at a time.
+func (s *Server) prefetchStripes(r *reply) {
+	ds := &r.cl.ds
+	if ds.prefetched {
+		return
+	}
+	ds.prefetched = true
+	var sink uint8
+	for _, c := range r.PeekPipeline() {
+		if len(c.Args) >= 2 {
+			sink += s.ks.stripes[s.ks.stripe(c.Args[1])].touch
+		}
+	}
+	ds.sink = sink
+}
+
 // deferKey readies key for a deferred command of kind ('s' or 'p'): if the
 // batch wrote key by the other kind it is committed first (a PFADD's
 // registers come from the cache, a SET's value from the batch), then the
 // key's stripe is taken.
 func (s *Server) deferKey(r *reply, key []byte, kind byte) {
 	ds := &r.cl.ds
+	s.prefetchStripes(r)
 	i := s.ks.stripe(key)
 	if slices.Contains(ds.stripes, i) {
 		for _, k := range ds.keys {
@@ -143,6 +168,7 @@ func (s *Server) commitDeferred(r *reply) {
 	}
 	clear(ds.keys) // drop the references to the requests
 	ds.stripes, ds.all, ds.replies, ds.meta, ds.keys = ds.stripes[:0], false, 0, ds.meta[:0], ds.keys[:0]
+	ds.prefetched = false
 }
 
 func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
