@@ -8,6 +8,10 @@
 # sieve-server (default flags), each measured with
 #   redis-benchmark -P 16 -n 1000000 -r 100000 -q -t set,get
 #   redis-benchmark -P 16 -n 1000000 -r 100000 -q PFADD hll:__rand_int__ e:__rand_int__
+#   redis-benchmark -P 16 -n 1000000 -q PFADD hll:__rand_int__ e:__rand_int__
+# (the last is the issue's command as written: without -r redis-benchmark
+# leaves __rand_int__ as it is, one key and one element, so every PFADD
+# after the first changes nothing)
 # (and the CPU seconds each server process used for the PFADDs), then
 # on sieve-server: PFCOUNT of 1,000 HLL keys and a digest of GET of
 # every key, SIGTERM, a restart on the same directory, and the same again:
@@ -31,6 +35,7 @@ bench() {
 	a=$(cpu "$2")
 	redis-benchmark -p "$1" -P 16 -n 1000000 -r 100000 -q PFADD hll:__rand_int__ e:__rand_int__ | tr '\r' '\n' | grep 'per second'
 	echo "PFADD server CPU seconds: $(echo "$(cpu "$2") - $a" | bc)"
+	redis-benchmark -p "$1" -P 16 -n 1000000 -q PFADD hll:__rand_int__ e:__rand_int__ | tr '\r' '\n' | grep 'per second' | sed 's/^PFADD/PFADD (no -r, one key)/'
 }
 
 # state prints the PFCOUNT of the first 1,000 HLL keys (sorted), then an
