@@ -142,17 +142,29 @@ const maxFoldPairs = 1024
 func foldHLLPairOperands(operands [][]byte) ([]byte, bool) {
 	var buf [64]hllPair
 	f := hllOp{pairs: buf[:0]}
-	for _, raw := range operands {
-		if len(raw) < 3 || raw[0] != kindHLLOp || raw[1] != version1 || raw[2] != hllOpFormPairs {
-			return nil, false
-		}
-		var err error
-		if f.pairs, err = appendHLLOpPairs(f.pairs, raw[3:]); err != nil || len(f.pairs) > maxFoldPairs {
-			return nil, false
-		}
+	var ok bool
+	if f.pairs, ok = appendPairOperands(f.pairs, operands); !ok {
+		return nil, false
 	}
 	sortHLLPairs(&f)
 	return appendHLLOp(nil, &f), true
+}
+
+// appendPairOperands appends to dst the pairs of operands, each an HLL
+// operand of the pairs form (their concatenation: not sorted across
+// operands). ok=false on any other operand, a malformed one, or more than
+// maxFoldPairs pairs in all.
+func appendPairOperands(dst []hllPair, operands [][]byte) ([]hllPair, bool) {
+	for _, raw := range operands {
+		if len(raw) < 3 || raw[0] != kindHLLOp || raw[1] != version1 || raw[2] != hllOpFormPairs {
+			return dst, false
+		}
+		var err error
+		if dst, err = appendHLLOpPairs(dst, raw[3:]); err != nil || len(dst) > maxFoldPairs {
+			return dst, false
+		}
+	}
+	return dst, true
 }
 
 // foldHLLOps is the partial merge of HLL ops: the max of their registers.

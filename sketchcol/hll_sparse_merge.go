@@ -32,14 +32,9 @@ func fullMergeSparseHLL(base []byte, hasBase bool, operands [][]byte) ([]byte, b
 	}
 	var opBuf [64]hllPair
 	ops := hllOp{pairs: opBuf[:0]}
-	for _, raw := range operands {
-		if len(raw) < 3 || raw[0] != kindHLLOp || raw[1] != version1 || raw[2] != hllOpFormPairs {
-			return nil, false
-		}
-		var err error
-		if ops.pairs, err = appendHLLOpPairs(ops.pairs, raw[3:]); err != nil || len(ops.pairs) > maxFoldPairs {
-			return nil, false
-		}
+	var ok bool
+	if ops.pairs, ok = appendPairOperands(ops.pairs, operands); !ok {
+		return nil, false
 	}
 	if len(operands) > 1 {
 		sortHLLPairs(&ops)
@@ -47,7 +42,6 @@ func fullMergeSparseHLL(base []byte, hasBase bool, operands [][]byte) ([]byte, b
 	var baseBuf [128]hllPair
 	regs := baseBuf[:0]
 	if hasBase {
-		var ok bool
 		if regs, ok = sparsePairs(regs, base); !ok {
 			return nil, false
 		}
