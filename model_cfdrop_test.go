@@ -38,6 +38,14 @@ func (r *modelRun) cfOp(i int) {
 	t, m := r.t, &r.cf
 	if m.h == nil {
 		m.name = fmt.Sprintf("m%d", r.rng.Intn(2))
+		if m.recreated == 0 { // reach the reuse of a dropped name once for sure
+			for _, g := range []string{"m0", "m1"} {
+				if m.gone[g] {
+					m.name = g
+					break
+				}
+			}
+		}
 		if m.gone[m.name] {
 			m.recreated++ // the new family must be empty
 		}
@@ -55,7 +63,11 @@ func (r *modelRun) cfOp(i int) {
 		m.reopened++
 		r.checkCF(i)
 	}
-	switch x := r.rng.Intn(10); {
+	x := r.rng.Intn(10)
+	if m.dropped == 0 && m.reads+m.writes >= 12 {
+		x = 9 // a drop once for sure (one op in ten by chance alone)
+	}
+	switch {
 	case x < 6:
 		for j := r.rng.Intn(20); j >= 0; j-- {
 			k := r.key()
