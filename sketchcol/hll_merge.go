@@ -146,7 +146,7 @@ func foldHLLPairOperands(operands [][]byte) ([]byte, bool) {
 	if f.pairs, ok = appendPairOperands(f.pairs, operands); !ok {
 		return nil, false
 	}
-	sortHLLPairs(&f)
+	f.pairs = sortedHLLPairs(f.pairs)
 	return appendHLLOp(nil, &f), true
 }
 
@@ -205,12 +205,16 @@ func hllOpOf(elems [][]byte) *hllOp {
 }
 
 // sortHLLPairs sorts o's pairs by index and keeps the highest rank of each.
-func sortHLLPairs(o *hllOp) {
-	slices.SortFunc(o.pairs, func(a, b hllPair) int {
+func sortHLLPairs(o *hllOp) { o.pairs = sortedHLLPairs(o.pairs) }
+
+// sortedHLLPairs is sortHLLPairs of a slice (which it reorders in place):
+// a caller's stack buffer stays on the stack.
+func sortedHLLPairs(p []hllPair) []hllPair {
+	slices.SortFunc(p, func(a, b hllPair) int {
 		if a.index != b.index {
 			return int(a.index) - int(b.index)
 		}
 		return int(b.rank) - int(a.rank)
 	})
-	o.pairs = slices.CompactFunc(o.pairs, func(a, b hllPair) bool { return a.index == b.index })
+	return slices.CompactFunc(p, func(a, b hllPair) bool { return a.index == b.index })
 }

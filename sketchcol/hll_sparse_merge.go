@@ -37,7 +37,7 @@ func fullMergeSparseHLL(base []byte, hasBase bool, operands [][]byte) ([]byte, b
 		return nil, false
 	}
 	if len(operands) > 1 {
-		sortHLLPairs(&ops)
+		ops.pairs = sortedHLLPairs(ops.pairs)
 	}
 	var baseBuf [128]hllPair
 	regs := baseBuf[:0]

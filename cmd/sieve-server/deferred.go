@@ -35,7 +35,9 @@ type deferState struct {
 	meta    [][]byte  // keys whose cache bytes changed in the batch
 	replies int
 	mark    int // the reply buffer's length before the first pending reply
-	// prefetched: prefetchStripes ran for the pending batch; sink keeps
+	// prefetched: prefetchStripes ran for the pipeline (reset at its end,
+	// afterCommand, not at every commit: a pipeline of SETs and GETs
+	// commits at every GET, and would rescan its rest each time); sink keeps
 	// its loads from being optimized away.
 	prefetched bool
 	sink       uint8
@@ -63,8 +65,8 @@ type pendKey struct {
 	key    []byte
 }
 
-// prefetchStripes reads, for every deferrable command pipelined after
-// the current one, a byte of its key's stripe, once per batch: the
+// prefetchStripes reads, for every command with a key pipelined after
+// the current one, a byte of its key's stripe, once per pipeline: the
 // stripes of a pipeline's random keys are cache misses, and independent
 // loads issued back to back overlap where the locking that follows,
 // key by key, would take them one at a time.
@@ -168,7 +170,6 @@ func (s *Server) commitDeferred(r *reply) {
 	}
 	clear(ds.keys) // drop the references to the requests
 	ds.stripes, ds.all, ds.replies, ds.meta, ds.keys = ds.stripes[:0], false, 0, ds.meta[:0], ds.keys[:0]
-	ds.prefetched = false
 }
 
 func cmdSetDeferred(s *Server, r *reply, args [][]byte) {

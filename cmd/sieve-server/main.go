@@ -25,6 +25,7 @@ func main() { os.Exit(run(os.Args[1:])) }
 
 // writeAllocProfile writes the allocation profile to path (-memprofile).
 func writeAllocProfile(path string) {
+	runtime.GC() // the profile covers allocations up to the last GC
 	f, err := os.Create(path)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sieve-server: -memprofile: %v\n", err)
@@ -64,6 +65,10 @@ func run(argv []string) int {
 		fmt.Fprintf(os.Stderr, "sieve-server: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 4096 // before the DB's goroutines start allocating
+		defer writeAllocProfile(*memprofile)
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
 		return 1
@@ -87,10 +92,6 @@ func run(argv []string) int {
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
-	}
-	if *memprofile != "" {
-		runtime.MemProfileRate = 4096
-		defer writeAllocProfile(*memprofile)
 	}
 	// The server's garbage is short-lived (requests, replies): collect
 	// less often than Go's default, at the cost of a larger heap.

@@ -83,6 +83,7 @@ type Server struct {
 	// cmds counts the commands served, sharded by client so that the two
 	// cores do not write one cache line per command (nor the line of the
 	// read-mostly fields above).
+	_    [64]byte // off the line of the fields above
 	cmds [cmdShards]struct {
 		n atomic.Int64
 		_ [56]byte
@@ -360,6 +361,7 @@ func (s *Server) afterCommand(r *reply) {
 	cl := r.cl
 	if len(r.PeekPipeline()) == 0 {
 		s.commitDeferred(r) // before redcon sends the replies
+		cl.ds.prefetched = false
 		if cl.pending > s.cfg.OutputLimit {
 			redcon.BaseWriter(r.Conn).SetBuffer(nil)
 			r.Close()
