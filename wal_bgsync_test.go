@@ -41,8 +41,11 @@ func TestWALBackgroundSync(t *testing.T) {
 	require.NotZero(t, m.WAL.BackgroundSyncs, "no background fsync:\n%s", m)
 	require.Zero(t, m.WAL.Syncs, "NoSync writes counted as synced")
 	// size counts the records written to the file and those still in
-	// the WAL writer's buffer: all n of them.
+	// the WAL writer's buffer: all n of them. Read holding the commit
+	// pipeline: the delayed buffer flush (scheduleWALFlush) may run now.
+	db.commit.acquireWrite()
 	synced, size := db.log.w.SyncedOffset(), db.log.w.Size()+int64(db.log.w.Buffered())
+	db.commit.release()
 	require.GreaterOrEqual(t, synced, int64(walBytesPerSync))
 	crashed := mem.CrashClone(vfs.CrashOptions{Unsynced: vfs.DropUnsynced})
 	require.NoError(t, db.Close())
