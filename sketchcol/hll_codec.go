@@ -221,12 +221,7 @@ func (h *HLL) Bytes() []byte {
 // appendHLL appends the canonical encoding of reg with the given cache.
 func appendHLL(dst []byte, reg *[hllRegisters]uint8, card int64, cardValid bool) []byte {
 	start := len(dst)
-	dst = append(dst, 'H', 'Y', 'L', 'L', hllEncSparse, 0, 0, 0)
-	c := uint64(card)
-	if !cardValid {
-		c = uint64(hllCardInvalid) << 56
-	}
-	dst = binary.LittleEndian.AppendUint64(dst, c)
+	dst = appendSparseHeader(dst, card, cardValid)
 	if sparse, ok := appendSparse(dst, reg, start+hllSparseMaxBytes); ok {
 		return sparse
 	}
@@ -255,15 +250,10 @@ func appendSparse(dst []byte, reg *[hllRegisters]uint8, limit int) ([]byte, bool
 		switch {
 		case v > hllSparseValMax:
 			return dst, false
-		case v == 0 && n <= opZeroMaxLen:
-			dst = append(dst, byte(n-1))
 		case v == 0:
-			dst = append(dst, 0x40|byte((n-1)>>8), byte(n-1))
+			dst = appendZeroRun(dst, n)
 		default:
-			for ; n > 0; n -= opValMaxLen {
-				l := min(n, opValMaxLen)
-				dst = append(dst, 0x80|(v-1)<<2|byte(l-1))
-			}
+			dst = appendValRun(dst, v, n)
 		}
 		if len(dst) > limit {
 			return dst, false
@@ -271,6 +261,35 @@ func appendSparse(dst []byte, reg *[hllRegisters]uint8, limit int) ([]byte, bool
 		i = j
 	}
 	return dst, true
+}
+
+// appendSparseHeader appends the 16-byte header of a sparse value with
+// the given cache.
+func appendSparseHeader(dst []byte, card int64, cardValid bool) []byte {
+	dst = append(dst, 'H', 'Y', 'L', 'L', hllEncSparse, 0, 0, 0)
+	c := uint64(card)
+	if !cardValid {
+		c = uint64(hllCardInvalid) << 56
+	}
+	return binary.LittleEndian.AppendUint64(dst, c)
+}
+
+// appendZeroRun appends the opcode of n (1..16384) zero registers: one
+// ZERO up to 64, else one XZERO.
+func appendZeroRun(dst []byte, n int) []byte {
+	if n <= opZeroMaxLen {
+		return append(dst, byte(n-1))
+	}
+	return append(dst, 0x40|byte((n-1)>>8), byte(n-1))
+}
+
+// appendValRun appends the opcodes of n registers of value v (1..32):
+// VALs of 4, the rest last.
+func appendValRun(dst []byte, v uint8, n int) []byte {
+	for ; n > 0; n -= opValMaxLen {
+		dst = append(dst, 0x80|(v-1)<<2|byte(min(n, opValMaxLen)-1))
+	}
+	return dst
 }
 
 // appendDense appends the 12288 bytes of packed registers.

@@ -1,9 +1,6 @@
 package sketchcol
 
-import (
-	"encoding/binary"
-	"slices"
-)
+import "slices"
 
 // The full merge of the keys PFADDs write: a sparse HLL (or none) and a
 // few operands of the pairs form. The general path (Merger.FullMerge)
@@ -55,10 +52,7 @@ func fullMergeSparseHLL(base []byte, hasBase bool, operands [][]byte) ([]byte, b
 // value, as sorted pairs; ok=false if v is anything else, is malformed or
 // has more than maxSparseMergePairs of them.
 func sparsePairs(dst []hllPair, v []byte) ([]hllPair, bool) {
-	if len(v) == 0 || v[0] != kindHLLValue {
-		return dst, false
-	}
-	hdr, err := parseHLLHeader(v)
+	hdr, err := parseHLLHeader(v) // its "HYLL" is the kind byte too
 	if err != nil || hdr.encoding != hllEncSparse {
 		return dst, false
 	}
@@ -115,8 +109,10 @@ func appendSparseHLLPairs(dst []byte, pairs []hllPair) ([]byte, bool) {
 		histo[p.rank]++
 	}
 	start := len(dst)
-	dst = append(dst, 'H', 'Y', 'L', 'L', hllEncSparse, 0, 0, 0)
-	dst = binary.LittleEndian.AppendUint64(dst, uint64(histo.estimate()))
+	// At most a zero run (2 bytes) and a VAL before each pair, a zero run
+	// after the last: one allocation for the value.
+	dst = slices.Grow(dst, min(hllHeaderLen+3*len(pairs)+2, hllSparseMaxBytes+1))
+	dst = appendSparseHeader(dst, histo.estimate(), true)
 	next := 0 // the first register not yet encoded
 	for k := 0; k < len(pairs); {
 		at, v := int(pairs[k].index), pairs[k].rank
@@ -127,9 +123,7 @@ func appendSparseHLLPairs(dst []byte, pairs []hllPair) ([]byte, bool) {
 		for k+n < len(pairs) && int(pairs[k+n].index) == at+n && pairs[k+n].rank == v {
 			n++
 		}
-		for l := n; l > 0; l -= opValMaxLen {
-			dst = append(dst, 0x80|(v-1)<<2|byte(min(l, opValMaxLen)-1))
-		}
+		dst = appendValRun(dst, v, n)
 		k += n
 		next = at + n
 	}
@@ -140,12 +134,4 @@ func appendSparseHLLPairs(dst []byte, pairs []hllPair) ([]byte, bool) {
 		return dst[:start], false
 	}
 	return dst, true
-}
-
-// appendZeroRun appends the opcode of n (1..16384) zero registers.
-func appendZeroRun(dst []byte, n int) []byte {
-	if n <= opZeroMaxLen {
-		return append(dst, byte(n-1))
-	}
-	return append(dst, 0x40|byte((n-1)>>8), byte(n-1))
 }
