@@ -424,7 +424,6 @@ var configParams = map[string]configParam{
 				return fmt.Errorf("argument couldn't be parsed into an integer")
 			}
 			s.idle.Store(n * int64(time.Second))
-			s.rc.SetIdleClose(time.Duration(n) * time.Second) // new connections
 			return nil
 		},
 	},

@@ -5,12 +5,11 @@ import (
 	"slices"
 
 	"github.com/sievedb/sieve/sketchcol"
-	"github.com/tidwall/redcon"
 )
 
 // Pipelined writes. Over RESP every PFADD has a reply, and a client that
 // pipelines sends many before reading any. The plain SETs and PFADDs of
-// one pipeline (the commands redcon parsed from one read) are written as
+// one pipeline (the commands parsed from one read) are written as
 // one batch, committed before any of their replies is sent: one WAL
 // write (one fsync with -sync) per pipeline instead of one per command.
 //
@@ -135,7 +134,7 @@ func (s *Server) deferLock(r *reply, i int) {
 func (s *Server) beginReply(r *reply) {
 	ds := &r.cl.ds
 	if ds.replies == 0 {
-		ds.mark = len(redcon.BaseWriter(r.Conn).Buffer())
+		ds.mark = len(r.out)
 	}
 	ds.replies++
 }
@@ -153,11 +152,9 @@ func (s *Server) commitDeferred(r *reply) {
 	ds := &r.cl.ds
 	if ds.d != nil && (ds.d.Pending() || ds.replies > 0) {
 		if err := ds.d.Commit(); err != nil {
-			w := redcon.BaseWriter(r.Conn)
-			buf := w.Buffer()
-			w.SetBuffer(buf[:min(ds.mark, len(buf))])
+			r.out = r.out[:min(ds.mark, len(r.out))]
 			for range ds.replies {
-				w.WriteError("ERR " + err.Error())
+				r.WriteError("ERR " + err.Error())
 			}
 			s.ks.reloadMeta(ds.meta)
 		}
@@ -178,8 +175,14 @@ func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 	d := s.deferred(r)
 	s.deferKey(r, key, 's')
 	b := d.Batch()
-	ds.scratch = appendString(ds.scratch[:0], args[2]) // PutCF copies it
-	_ = b.PutCF(s.ks.cf, key, ds.scratch)
+	// appendString returns an HLL's bytes as they are: args[2] itself, a
+	// slice of the connection's read buffer, which scratch must not keep
+	// (the next SET would append into that buffer).
+	v := appendString(ds.scratch[:0], args[2])
+	if !isHLLString(args[2]) {
+		ds.scratch = v
+	}
+	_ = b.PutCF(s.ks.cf, key, v) // PutCF copies it
 	if s.ks.dropMeta(b, key) {
 		s.ks.forgetMeta(key)
 		ds.meta = append(ds.meta, key)

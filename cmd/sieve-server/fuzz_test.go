@@ -2,14 +2,13 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 var fuzzSeeds = []string{
@@ -27,8 +26,53 @@ var fuzzSeeds = []string{
 	"\x00\xff*\r\n",
 }
 
-// FuzzGuardParse: whatever the bytes, the guard and redcon's parser do not
-// panic, and every command that reaches a handler is within the limits.
+// chunkConn is a net.Conn whose reads return data in chunks of the given
+// sizes (cycled); only Read is used.
+type chunkConn struct {
+	net.Conn
+	data   []byte
+	chunks []int
+	i      int
+}
+
+func (c *chunkConn) Read(p []byte) (int, error) {
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(c.data)
+	if len(c.chunks) > 0 {
+		n = max(1, c.chunks[c.i%len(c.chunks)])
+		c.i++
+	}
+	n = min(n, len(p), len(c.data))
+	copy(p, c.data[:n])
+	c.data = c.data[n:]
+	return n, nil
+}
+
+// readAll parses every command of data read in chunks, copying each, and
+// returns them and the error that ended the reading.
+func readAll(data []byte, chunks []int) ([][][]byte, error) {
+	c := newRESPConn(&chunkConn{data: data, chunks: chunks})
+	c.buf = make([]byte, 16) // small, so that commands span reads and the buffer grows
+	var out [][][]byte
+	for {
+		if err := c.readCommands(); err != nil {
+			return out, err
+		}
+		for _, cmd := range c.PeekPipeline() {
+			var args [][]byte
+			for _, a := range cmd.Args {
+				args = append(args, bytes.Clone(a))
+			}
+			out = append(out, args)
+		}
+	}
+}
+
+// FuzzGuardParse: whatever the bytes, the guard and the request reader do
+// not panic, and every command that reaches a handler is within the
+// limits.
 func FuzzGuardParse(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
@@ -43,21 +87,40 @@ func FuzzGuardParse(f *testing.F) {
 		if verr == nil && ok != len(data) {
 			t.Fatalf("scan accepted %d of %d bytes without an error", ok, len(data))
 		}
-		rd := redcon.NewReader(bytes.NewReader(data[:ok]))
-		for {
-			cmds, err := rd.ReadCommands()
-			if err != nil {
-				break
+		cmds, _ := readAll(data[:ok], nil)
+		for _, c := range cmds {
+			if int64(len(c)) > lim.maxArgs.Load() {
+				t.Fatalf("a command of %d args passed the guard", len(c))
 			}
-			for _, c := range cmds {
-				if int64(len(c.Args)) > lim.maxArgs.Load() {
-					t.Fatalf("a command of %d args passed the guard", len(c.Args))
+			for _, a := range c {
+				if int64(len(a)) > max(lim.maxBulk.Load(), lim.maxInline.Load()) {
+					t.Fatalf("an argument of %d bytes passed the guard", len(a))
 				}
-				for _, a := range c.Args {
-					if int64(len(a)) > max(lim.maxBulk.Load(), lim.maxInline.Load()) {
-						t.Fatalf("an argument of %d bytes passed the guard", len(a))
-					}
-				}
+			}
+		}
+	})
+}
+
+// FuzzRESPReader: the request reader on any bytes, without the guard,
+// does not panic, and reading them in small chunks (commands split
+// across reads, the buffer shifted and grown) gives the same commands
+// and the same end as reading them at once.
+func FuzzRESPReader(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), uint8(3), uint8(7))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, c1, c2 uint8) {
+		whole, werr := readAll(data, nil)
+		parts, perr := readAll(data, []int{int(c1), int(c2)})
+		if fmt.Sprint(whole) != fmt.Sprint(parts) {
+			t.Fatalf("at once %q, in chunks %q", whole, parts)
+		}
+		if fmt.Sprint(werr) != fmt.Sprint(perr) {
+			t.Fatalf("at once ends with %v, in chunks with %v", werr, perr)
+		}
+		for _, c := range whole {
+			if len(c) == 0 {
+				t.Fatal("a command without arguments")
 			}
 		}
 	})

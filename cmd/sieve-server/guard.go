@@ -7,18 +7,17 @@ import (
 )
 
 // The request guard: every connection's bytes pass through a streaming
-// check of the RESP framing before redcon parses them, which enforces the
-// limits redcon lacks and keeps redcon away from the inputs it mishandles.
+// check of the RESP framing before the request reader (resp.go) parses
+// them, which enforces Redis's limits (proto-max-bulk-len, arguments per
+// command, inline line length, and the smaller limits of a client that
+// has not authenticated) before any buffer is sized by a declared length.
 //
-// redcon (v1.6.4) has no maximum bulk length, argument count or inline
-// line length; a declared bulk length near MaxInt overflows its bounds
-// check (i+size+2) and indexes out of range — a panic that kills the
-// whole server — and it re-enters its parser recursively once per Read
-// of an incomplete command, so a command trickled in tiny segments grows
-// the goroutine stack without bound. The guard refuses oversized lengths
-// before redcon sees them, and returns bytes to redcon only at command
-// boundaries or when redcon's buffer is full, so redcon's recursion is
-// bounded by the doublings of its buffer.
+// It was written in front of redcon (v1.6.4), which had none of these
+// limits, overflowed its bounds check on a bulk length near MaxInt (an
+// index out of range that killed the server) and recursed once per Read
+// of an incomplete command. The guard returns bytes to the reader only
+// at command boundaries or when the reader's buffer is full; the reader
+// checks what it parses on its own as well (FuzzRESPReader).
 //
 // A violation is reported to the client ("-ERR Protocol error: ...",
 // after the replies to the complete commands before it) and closes the
@@ -212,7 +211,7 @@ func (g *guardConn) countEnd(c byte, maxArgs int64) error {
 	}
 	switch {
 	case g.neg || g.num == 0:
-		g.st = gStart // redcon refuses these itself
+		g.st = gStart // the reader refuses these itself
 	case g.num > maxArgs:
 		if g.authed != nil && !g.authed() {
 			return &protoError{"unauthenticated multibulk length"}
@@ -276,18 +275,4 @@ func printable(c byte) string {
 		return string(rune(c))
 	}
 	return "\\x" + strconv.FormatUint(uint64(c)|0x100, 16)[1:]
-}
-
-// guardListener wraps accepted connections in guards.
-type guardListener struct {
-	net.Listener
-	wrap func(net.Conn) net.Conn
-}
-
-func (l *guardListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return l.wrap(c), nil
 }

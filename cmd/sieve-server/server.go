@@ -14,7 +14,6 @@ import (
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/sketchcol"
-	"github.com/tidwall/redcon"
 )
 
 // Config is the server's configuration (flags, and CONFIG SET).
@@ -64,7 +63,6 @@ type Server struct {
 	db      *sieve.DB
 	ks      *keyspace
 	lim     protoLimits
-	rc      *redcon.Server
 	ln      net.Listener
 	started time.Time
 
@@ -88,6 +86,10 @@ type Server struct {
 		n atomic.Int64
 		_ [56]byte
 	}
+
+	connMu sync.Mutex
+	live   map[*respConn]struct{} // the open connections
+	done   bool                   // Close ran: no connection is added
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -161,8 +163,6 @@ func (s *Server) Listen() error {
 		return err
 	}
 	s.ln = ln
-	s.rc = redcon.NewServer(s.cfg.Addr, s.handle, s.accept, s.closed)
-	s.rc.SetIdleClose(time.Duration(s.idle.Load()))
 	return nil
 }
 
@@ -171,18 +171,35 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Serve serves until Close (or SHUTDOWN).
 func (s *Server) Serve() error {
-	gl := &guardListener{Listener: s.ln, wrap: func(c net.Conn) net.Conn {
-		cl := &client{id: s.nextID.Add(1), addr: c.RemoteAddr().String(), created: time.Now()}
-		g := &guardConn{Conn: c, lim: &s.lim}
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			s.connMu.Lock()
+			done := s.done
+			s.connMu.Unlock()
+			if done || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			// Out of descriptors and the like: wait, as net/http does.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		cl := &client{id: s.nextID.Add(1), addr: nc.RemoteAddr().String(), created: time.Now()}
+		g := &guardConn{Conn: nc, lim: &s.lim}
 		g.authed = func() bool { return !s.hasPass.Load() || cl.authed.Load() }
 		cl.conn = &clientConn{guardConn: g, cl: cl}
-		return cl.conn
-	}}
-	err := s.rc.Serve(gl)
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
+		c := newRESPConn(cl.conn)
+		cl.r = reply{respConn: c, cl: cl, s: s}
+		if !s.accept(c, cl) {
+			_ = nc.Close()
+			continue
+		}
+		go s.serveConn(c, cl)
 	}
-	return err
 }
 
 // clientConn carries the client state from the listener to accept.
@@ -198,9 +215,13 @@ func (s *Server) Shutdown() <-chan struct{} { return s.shutdown }
 // syncs the WAL: every acknowledged write is on disk).
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		if s.rc != nil {
-			_ = s.rc.Close()
-		} else if s.ln != nil {
+		s.connMu.Lock()
+		s.done = true
+		for c := range s.live {
+			_ = c.nc.Close()
+		}
+		s.connMu.Unlock()
+		if s.ln != nil {
 			_ = s.ln.Close()
 		}
 		s.ks.quiesce()
@@ -209,35 +230,46 @@ func (s *Server) Close() error {
 	return s.closeErr
 }
 
-func (s *Server) accept(conn redcon.Conn) bool {
-	cc, _ := conn.NetConn().(*clientConn)
-	if cc == nil {
-		return false
-	}
+// accept admits a new connection (or refuses it past maxclients, with
+// Redis's error) and registers it for Close.
+func (s *Server) accept(c *respConn, cl *client) bool {
 	if s.clients.Load() >= s.maxClient.Load() {
 		s.rejected.Add(1)
-		_, _ = cc.guardConn.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
+		_, _ = cl.conn.(*clientConn).guardConn.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
 		return false
 	}
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.done {
+		return false
+	}
+	if s.live == nil {
+		s.live = make(map[*respConn]struct{})
+	}
+	s.live[c] = struct{}{}
 	s.clients.Add(1)
 	s.conns.Add(1)
-	conn.SetContext(cc.cl)
 	return true
 }
 
-func (s *Server) closed(conn redcon.Conn, err error) {
-	if conn.Context() != nil {
-		s.clients.Add(-1)
-	}
+// forget unregisters a closed connection.
+func (s *Server) forget(c *respConn) {
+	s.connMu.Lock()
+	delete(s.live, c)
+	s.connMu.Unlock()
+}
+
+func (s *Server) closed(_ *client, err error) {
+	s.clients.Add(-1)
 	var pe *protoError
 	if errors.As(err, &pe) {
 		s.protoErrs.Add(1)
 	}
 }
 
-// reply is what a command writes: redcon's conn plus the client.
+// reply is what a command writes: the connection plus the client.
 type reply struct {
-	redcon.Conn
+	*respConn
 	cl *client
 	s  *Server
 }
@@ -309,14 +341,8 @@ func lookupCommand(name []byte) *command {
 // noAuthOK are the commands a client may send before AUTH.
 var noAuthOK = map[string]bool{"auth": true, "hello": true, "quit": true}
 
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
-	cl, _ := conn.Context().(*client)
-	if cl == nil {
-		conn.Close()
-		return
-	}
+func (s *Server) handle(cl *client, cmd Command) {
 	r := &cl.r
-	r.Conn, r.cl, r.s = conn, cl, s
 	s.cmds[cl.id%cmdShards].n.Add(1)
 	c := lookupCommand(cmd.Args[0])
 	name := ""
@@ -360,14 +386,14 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 func (s *Server) afterCommand(r *reply) {
 	cl := r.cl
 	if len(r.PeekPipeline()) == 0 {
-		s.commitDeferred(r) // before redcon sends the replies
+		s.commitDeferred(r) // before serveConn sends the replies
 		cl.ds.prefetched = false
 		if cl.pending > s.cfg.OutputLimit {
-			redcon.BaseWriter(r.Conn).SetBuffer(nil)
+			r.out = r.out[:0]
 			r.Close()
 		}
-		// redcon flushes after the last command read: a client that does
-		// not read its replies is dropped after WriteTimeout.
+		// serveConn flushes after the last command read: a client that
+		// does not read its replies is dropped after WriteTimeout.
 		_ = cl.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 		cl.pending = 0
 		return
@@ -379,27 +405,24 @@ func (s *Server) afterCommand(r *reply) {
 	if cl.pending < 64<<10 {
 		return
 	}
-	w := redcon.BaseWriter(r.Conn)
 	if cl.pending > s.cfg.OutputLimit {
-		w.SetBuffer(nil)
+		r.out = r.out[:0]
 		r.Close()
 		return
 	}
 	_ = cl.conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-	if err := w.Flush(); err != nil {
+	if err := r.flush(); err != nil {
 		r.Close()
 	}
 	_ = cl.conn.SetWriteDeadline(time.Time{})
 	cl.pending = 0
 }
 
-// flushAndClose sends what is pending and closes the connection (redcon
-// does not flush a connection closed by a handler).
+// flushAndClose sends what is pending and closes the connection (a
+// connection closed by a handler sends nothing more).
 func (r *reply) flushAndClose() {
-	if w := redcon.BaseWriter(r.Conn); w != nil {
-		_ = r.cl.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_ = w.Flush()
-	}
+	_ = r.cl.conn.SetWriteDeadline(time.Now().Add(time.Second))
+	_ = r.flush()
 	r.Close()
 }
 
