@@ -1,6 +1,11 @@
 package sketchcol
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/sievedb/sieve/internal/prefetch"
+)
 
 // The decoded-value cache of the reply paths of PFAdd and BFAdd (the Bloom
 // filters of BFAdd, BFMAdd and BFInsert are cached the same way).
@@ -142,24 +147,25 @@ func hllRegsOf(v []byte) (*hllRegs, error) {
 
 type hllCacheEntry struct {
 	// The fields a lookup reads first, together.
-	regs   *hllRegs // an HLL's registers (often own), or
-	stripe uint64   // the stripe's epoch the entry is current for
-	global uint64   // the Store's global epoch likewise
-	klen   int      // the key: its length and its bytes, inline
-	kinl   [hllCacheInlineKey]byte
-	own    hllRegs                     // regs, when newHLLEntry made them
-	inl    [hllCacheInlinePairs]uint32 // own's first pairs
-
-	h     uint64         // Store.keyHash of the key: the stripe's map key
-	kstr  string         // a key longer than kinl
-	bloom *ScalableBloom // a Bloom filter (BFAdd's entries)
-	bytes int
+	hinted atomic.Uint64 // the hash it is published in the hint table under (cacheHints)
+	regs   *hllRegs      // an HLL's registers (often own), or
+	stripe uint64        // the stripe's epoch the entry is current for
+	global uint64        // the Store's global epoch likewise
+	klen   int           // the key: its length and its bytes, inline
 	// cached reports that the entry is its stripe's map's (so a holder
 	// of the entry needs no second lookup to know). Guarded like the map.
 	cached bool
 	// mark is the caller's bit of Deferred.PFAddMarked: set by a PFAdd
 	// that changed registers, lost with the entry.
 	mark bool
+	kinl [hllCacheInlineKey]byte
+	own  hllRegs                     // regs, when newHLLEntry made them
+	inl  [hllCacheInlinePairs]uint32 // own's first pairs
+
+	h     uint64         // Store.keyHash of the key: the stripe's map key
+	kstr  string         // a key longer than kinl
+	bloom *ScalableBloom // a Bloom filter (BFAdd's entries)
+	bytes int
 }
 
 // hllCacheInlinePairs is how many register pairs an entry holds in
@@ -211,11 +217,78 @@ func (e *hllCacheEntry) isKey(key []byte) bool {
 type hllCacheStripe struct {
 	m     map[uint64]*hllCacheEntry
 	bytes int
+	hint  *cacheHints // the Store's (shared by its stripes)
+}
+
+// cacheHints is a direct-mapped table in front of the stripes' maps: slot
+// h%len holds the last entry cached for a key of hash h (or nil). A
+// lookup that finds its key there skips the map, whose random probes are
+// cache misses, and Prefetch can load a pipeline's entries ahead of their
+// commands without any lock.
+//
+// Slots are written by the holders of different stripes (two keys of one
+// slot may hash onto different stripes), hence atomics, and read without
+// a lock by Prefetch. An entry's hinted field is the key hash it was
+// published under, set (atomically) before the slot store and never
+// changed while the entry is in a slot: a reader that finds hinted equal
+// to its h knows the entry is its stripe's, whose lock it holds, before
+// touching any other field. A dropped entry leaves its slot (so that the
+// table keeps no dropped entry alive); a slot overwritten by another key
+// costs that key one map lookup.
+type cacheHints [1 << 19]atomic.Pointer[hllCacheEntry]
+
+func (t *cacheHints) slot(h uint64) *atomic.Pointer[hllCacheEntry] {
+	return &t[h%uint64(len(t))]
+}
+
+// publish makes e the hint of its hash. REQUIRES: e's stripe lock.
+func (t *cacheHints) publish(e *hllCacheEntry) {
+	e.hinted.Store(e.h)
+	t.slot(e.h).Store(e)
+}
+
+// unpublish empties e's slot if e is there. REQUIRES: e's stripe lock.
+func (t *cacheHints) unpublish(e *hllCacheEntry) {
+	t.slot(e.h).CompareAndSwap(e, nil)
+}
+
+// find returns the entry of key (hash h) if its slot has it, cached.
+// REQUIRES: the stripe lock of h.
+func (t *cacheHints) find(h uint64, key []byte) *hllCacheEntry {
+	e := t.slot(h).Load()
+	if e == nil || e.hinted.Load() != h || !e.cached || !e.isKey(key) {
+		return nil
+	}
+	return e
+}
+
+// PrefetchKeys asks the CPU to load what PFAdds of keys will read first
+// from the Store's cache — the keys' hint slots, then the entries they
+// hold (their leading lines and inline registers) — without locking and
+// without waiting: a server calls it with a pipeline's keys before
+// running its commands, so that their cache misses overlap instead of
+// coming one command at a time. It changes nothing. At most 32 keys are
+// prefetched.
+func (s *Store) PrefetchKeys(keys [][]byte) {
+	var slots [32]*atomic.Pointer[hllCacheEntry]
+	n := min(len(keys), len(slots))
+	for i := range n {
+		slots[i] = s.hint.slot(s.keyHash(keys[i]))
+		prefetch.Read(unsafe.Slice((*byte)(unsafe.Pointer(slots[i])), 8))
+	}
+	for i := range n {
+		if e := slots[i].Load(); e != nil {
+			prefetch.Read(unsafe.Slice((*byte)(unsafe.Pointer(e)), unsafe.Sizeof(*e)))
+		}
+	}
 }
 
 // get returns key's entry (current or not), nil if none. h is
 // Store.keyHash(key).
 func (c *hllCacheStripe) get(h uint64, key []byte) *hllCacheEntry {
+	if e := c.hint.find(h, key); e != nil {
+		return e
+	}
 	if e := c.m[h]; e != nil && e.isKey(key) {
 		return e
 	}
@@ -298,6 +371,7 @@ func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 		c.m = make(map[uint64]*hllCacheEntry)
 	}
 	if e.klen == 0 || !e.isKey(key) {
+		c.hint.unpublish(e) // before its hash changes
 		e.setKey(s.keyHash(key), key)
 	}
 	if old := c.m[e.h]; old != nil {
@@ -306,6 +380,7 @@ func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 	e.bytes = len(key) + e.size() + hllCacheEntryBytes
 	c.m[e.h] = e
 	e.cached = true
+	c.hint.publish(e)
 	c.bytes += e.bytes
 	c.evict(e)
 }
@@ -329,6 +404,7 @@ func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
 }
 
 func (c *hllCacheStripe) drop(e *hllCacheEntry) {
+	c.hint.unpublish(e)
 	delete(c.m, e.h)
 	e.cached = false
 	c.bytes -= e.bytes
@@ -344,6 +420,7 @@ func (c *hllCacheStripe) evict(keep *hllCacheEntry) {
 			return
 		}
 		if e != keep {
+			c.hint.unpublish(e)
 			delete(c.m, k)
 			e.cached = false
 			c.bytes -= e.bytes
@@ -351,6 +428,7 @@ func (c *hllCacheStripe) evict(keep *hllCacheEntry) {
 	}
 	if c.bytes > hllCacheStripeBytes { // keep alone is over budget
 		for k, e := range c.m {
+			c.hint.unpublish(e)
 			delete(c.m, k)
 			e.cached = false
 			c.bytes -= e.bytes

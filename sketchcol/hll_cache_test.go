@@ -31,7 +31,11 @@ func TestHLLCacheExact(t *testing.T) {
 	}
 	var replies, cached atomic.Int64
 	// compaction and reads race with everything
-	stop := raceCompaction(t, s, 20, func(i int) { _, _ = s.PFCount(k(fmt.Sprintf("g0:%d", i%keysEach))) })
+	// (and lock-free prefetches of the cache's hint slots)
+	stop := raceCompaction(t, s, 20, func(i int) {
+		_, _ = s.PFCount(k(fmt.Sprintf("g0:%d", i%keysEach)))
+		s.PrefetchKeys([][]byte{k(fmt.Sprintf("g1:%d", i%keysEach)), k(fmt.Sprintf("g2:%d", i%keysEach))})
+	})
 	runParallel(goroutines, func(g int) {
 		w := &hllWorker{t: t, s: s, g: g, rng: rand.New(rand.NewPCG(uint64(seed), uint64(g))),
 			models: make([]hllOracle, keysEach), replies: &replies}
@@ -44,7 +48,37 @@ func TestHLLCacheExact(t *testing.T) {
 	for i := range s.hllCache {
 		cached.Add(int64(len(s.hllCache[i].m)))
 	}
-	t.Logf("%d PFAdd replies checked; %d entries cached at the end", replies.Load(), cached.Load())
+	hinted := checkHints(t, s.Store)
+	t.Logf("%d PFAdd replies checked; %d entries cached at the end, %d of them in the hint table", replies.Load(), cached.Load(), hinted)
+	if hinted == 0 {
+		t.Fatal("no entry is in the hint table: the hint path was not exercised")
+	}
+}
+
+// checkHints checks that every entry in s's hint table is cached, in its
+// stripe's map under its hash, and in the slot of that hash (dropped
+// entries leave the table), and returns how many there are. REQUIRES:
+// nothing running on s.
+func checkHints(t *testing.T, s *Store) int {
+	t.Helper()
+	n := 0
+	for i := range s.hint {
+		e := s.hint[i].Load()
+		if e == nil {
+			continue
+		}
+		n++
+		h := e.hinted.Load()
+		switch {
+		case h != e.h || s.hint.slot(h) != &s.hint[i]:
+			t.Fatalf("hint slot %d holds an entry hinted under %x, hash %x", i, h, e.h)
+		case !e.cached:
+			t.Fatalf("hint slot %d holds a dropped entry", i)
+		case s.hllCache[h%lockStripes].m[h] != e:
+			t.Fatalf("hint slot %d holds an entry its stripe's map does not", i)
+		}
+	}
+	return n
 }
 
 // raceCompaction runs a goroutine that compacts s every every-th turn and
@@ -293,7 +327,7 @@ func TestBloomCacheExact(t *testing.T) {
 		w.checkValues()
 	})
 	stop()
-	t.Logf("%d BF replies checked", replies.Load())
+	t.Logf("%d BF replies checked; %d entries in the hint table", replies.Load(), checkHints(t, s.Store))
 }
 
 var (

@@ -55,6 +55,7 @@ type Store struct {
 	// The decoded-value cache of PFAdd (hll_cache.go).
 	epochs   cacheEpochs
 	hllCache [lockStripes]hllCacheStripe
+	hint     *cacheHints
 }
 
 // StoreOptions configure a Store. The zero value (and nil) is the default.
@@ -104,7 +105,10 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", ColumnFamilyName, err)
 	}
-	s := &Store{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed()}
+	s := &Store{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed(), hint: new(cacheHints)}
+	for i := range s.hllCache {
+		s.hllCache[i].hint = s.hint
+	}
 	for i := range s.locks {
 		s.locks[i].Init(lockrank.SketchKey)
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"slices"
+	"unsafe"
 
+	"github.com/sievedb/sieve/internal/prefetch"
 	"github.com/sievedb/sieve/sketchcol"
 )
 
@@ -36,10 +38,9 @@ type deferState struct {
 	mark    int // the reply buffer's length before the first pending reply
 	// prefetched: prefetchStripes ran for the pipeline (reset at its end,
 	// afterCommand, not at every commit: a pipeline of SETs and GETs
-	// commits at every GET, and would rescan its rest each time); sink keeps
-	// its loads from being optimized away.
+	// commits at every GET, and would rescan its rest each time).
 	prefetched bool
-	sink       uint8
+	pf         [][]byte // prefetchStripes' PFADD keys (scratch)
 }
 
 // deferrable reports whether a command joins the pipeline's batch.
@@ -64,24 +65,30 @@ type pendKey struct {
 	key    []byte
 }
 
-// prefetchStripes reads, for every command with a key pipelined after
-// the current one, a byte of its key's stripe, once per pipeline: the
-// stripes of a pipeline's random keys are cache misses, and independent
-// loads issued back to back overlap where the locking that follows,
-// key by key, would take them one at a time.
+// prefetchStripes asks the CPU, once per pipeline, for the stripe of
+// every key of the commands pipelined after the current one, and for the
+// Store's cached registers of every PFADD's key: those of a pipeline's
+// random keys are cache misses, and prefetches issued back to back
+// overlap (internal/prefetch) where the locking and lookups that follow,
+// key by key, would wait for them one at a time.
 func (s *Server) prefetchStripes(r *reply) {
 	ds := &r.cl.ds
 	if ds.prefetched {
 		return
 	}
 	ds.prefetched = true
-	var sink uint8
+	ds.pf = ds.pf[:0]
 	for _, c := range r.PeekPipeline() {
 		if len(c.Args) >= 2 {
-			sink += s.ks.stripes[s.ks.stripe(c.Args[1])].touch
+			st := &s.ks.stripes[s.ks.stripe(c.Args[1])]
+			prefetch.Read(unsafe.Slice((*byte)(unsafe.Pointer(st)), unsafe.Sizeof(*st)))
+			if len(c.Args[0]) == 5 && eq(c.Args[0], "pfadd") {
+				ds.pf = append(ds.pf, c.Args[1])
+			}
 		}
 	}
-	ds.sink = sink
+	s.ks.st.PrefetchKeys(ds.pf) // the Store's cached registers
+	clear(ds.pf)
 }
 
 // deferKey readies key for a deferred command of kind ('s' or 'p'): if the

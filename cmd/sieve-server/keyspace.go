@@ -69,9 +69,6 @@ type keyspace struct {
 // cache bytes kept for them.
 type ksStripe struct {
 	sync.Mutex
-	// touch is never written: reading it brings the stripe's first cache
-	// line in without a lock (prefetchStripes).
-	touch  uint8
 	metaMu sync.Mutex
 	meta   metaSet
 	_      [8]byte // two cache lines a stripe
