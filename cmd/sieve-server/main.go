@@ -52,6 +52,7 @@ func run(argv []string) int {
 	fs.Int64Var(&cfg.OutputLimit, "output-limit", cfg.OutputLimit, "a client with more unread reply bytes than this is dropped")
 	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs and PFADDs of one pipeline as one batch")
 	fs.IntVar(&cfg.MemTableMiB, "memtable-mib", cfg.MemTableMiB, "memtable size, MiB (0: the engine's default, 32)")
+	fs.IntVar(&cfg.L0Trigger, "l0-compaction-trigger", cfg.L0Trigger, "L0 tables that trigger a compaction (0: the engine's default, 4)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at shutdown")
 	if err := fs.Parse(argv); err != nil {
@@ -59,6 +60,10 @@ func run(argv []string) int {
 	}
 	if cfg.MemTableMiB < 0 || cfg.MemTableMiB > 4096 {
 		fmt.Fprintf(os.Stderr, "sieve-server: -memtable-mib %d: want 0 (the engine's default) to 4096\n", cfg.MemTableMiB)
+		return 2
+	}
+	if cfg.L0Trigger < 0 || cfg.L0Trigger > 32 {
+		fmt.Fprintf(os.Stderr, "sieve-server: -l0-compaction-trigger %d: want 0 (the engine's default) to 32\n", cfg.L0Trigger)
 		return 2
 	}
 	if fs.NArg() > 0 {
