@@ -144,6 +144,9 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 		BlockSize:            db.opts.BlockSize,
 		BlockRestartInterval: db.opts.BlockRestartInterval,
 		Compression:          db.opts.Compression,
+		// A flush's L0 table is soon rewritten by a compaction: the
+		// faster encoder (the later tables get the denser one).
+		FastCompression: c == nil,
 	}
 	if db.opts.PartitionIndexAndFilters || db.metadataOverBudget() {
 		o.PartitionSize = db.opts.MetadataBlockSize

@@ -31,13 +31,19 @@ func (c Compression) String() string {
 	return base.EnumName(c, compressionNames[:], "Compression")
 }
 
-// compressBlock returns the stored form of raw and its type. buf is scratch
-// space the result may live in.
-func compressBlock(c Compression, raw, buf []byte) ([]byte, blockType) {
+// compressBlock returns the stored form of raw and its type (fast: s2's
+// fast Snappy encoder rather than "better"). buf is scratch space the
+// result may live in.
+func compressBlock(c Compression, fast bool, raw, buf []byte) ([]byte, blockType) {
 	if c != SnappyCompression {
 		return raw, blockTypeNone
 	}
-	out := s2.EncodeSnappyBetter(buf[:cap(buf)], raw)
+	var out []byte
+	if fast {
+		out = s2.EncodeSnappy(buf[:cap(buf)], raw)
+	} else {
+		out = s2.EncodeSnappyBetter(buf[:cap(buf)], raw)
+	}
 	if len(out) > len(raw)-len(raw)/8 {
 		return raw, blockTypeNone
 	}

@@ -123,7 +123,7 @@ func (w *Writer) finishFilter() (h blockHandle, top bool, ok bool) {
 func (w *Writer) finishIndex() (stored []byte, t blockType) {
 	p := &w.parts
 	if len(p.indexParts) == 0 {
-		stored, t = compressBlock(w.opts.Compression, w.index.finish(), nil)
+		stored, t = compressBlock(w.opts.Compression, w.opts.FastCompression, w.index.finish(), nil)
 		w.props.IndexSize = uint64(len(stored))
 		return stored, t
 	}
@@ -144,7 +144,7 @@ func (w *Writer) finishIndex() (stored []byte, t blockType) {
 		topBlock.add(part.sep, binary.AppendUvarint(v, uint64(part.n)))
 	}
 	w.props.IndexPartitions = uint64(len(p.indexParts))
-	stored, t = compressBlock(w.opts.Compression, topBlock.finish(), nil)
+	stored, t = compressBlock(w.opts.Compression, w.opts.FastCompression, topBlock.finish(), nil)
 	w.props.IndexSize += uint64(len(stored))
 	return stored, t
 }

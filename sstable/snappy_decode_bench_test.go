@@ -33,7 +33,7 @@ func benchBlockContents(size int) []byte {
 // took a larger share than golang/snappy, so the reader keeps golang/snappy.
 func BenchmarkSnappyDecode(b *testing.B) {
 	raw := benchBlockContents(DefaultBlockSize)
-	stored, _ := compressBlock(SnappyCompression, raw, make([]byte, s2.MaxEncodedLen(len(raw))))
+	stored, _ := compressBlock(SnappyCompression, false, raw, make([]byte, s2.MaxEncodedLen(len(raw))))
 	dst := make([]byte, len(raw))
 	b.Run("golang-snappy", func(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
@@ -63,7 +63,7 @@ func BenchmarkSnappyDecodeCold(b *testing.B) {
 	dsts := make([][]byte, n)
 	for i := range stored {
 		copy(raw[3:], fmt.Sprintf("key%013d", i)) // distinct blocks
-		out, _ := compressBlock(SnappyCompression, raw, make([]byte, s2.MaxEncodedLen(len(raw))))
+		out, _ := compressBlock(SnappyCompression, false, raw, make([]byte, s2.MaxEncodedLen(len(raw))))
 		stored[i], dsts[i] = append([]byte(nil), out...), make([]byte, len(raw))
 	}
 	perm := rand.New(rand.NewPCG(3, 4)).Perm(n)
@@ -79,6 +79,28 @@ func BenchmarkSnappyDecodeCold(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkSnappyEncode: the two encoders compressBlock chooses between on
+// one 3 KiB data block (flushes use the fast one), with the stored size.
+func BenchmarkSnappyEncode(b *testing.B) {
+	raw := benchBlockContents(DefaultBlockSize)
+	buf := make([]byte, s2.MaxEncodedLen(len(raw)))
+	for _, fast := range []bool{false, true} {
+		name := "better"
+		if fast {
+			name = "fast"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(raw)))
+			var n int
+			for range b.N {
+				out, _ := compressBlock(SnappyCompression, fast, raw, buf)
+				n = len(out)
+			}
+			b.ReportMetric(float64(n), "stored-bytes")
 		})
 	}
 }

@@ -146,13 +146,21 @@ func TestTableRoundTrip(t *testing.T) {
 		kvs := sh.make(rand.New(rand.NewPCG(seed, 2)))
 		big := sh.scale
 		for _, pc := range policyCases() {
-			for _, comp := range []Compression{NoCompression, SnappyCompression} {
-				if big && (comp == NoCompression || pc.name != filter.Bloom(10).Name()) {
+			for _, cm := range []struct {
+				comp Compression
+				fast bool
+			}{{NoCompression, false}, {SnappyCompression, false}, {SnappyCompression, true}} {
+				comp := cm.comp
+				if big && (comp == NoCompression || cm.fast || pc.name != filter.Bloom(10).Name()) {
 					continue // the big shape runs once, with the default filter: it is about scale, not options
 				}
-				t.Run(fmt.Sprintf("%s/%s/%s", sh.name, pc.name, comp), func(t *testing.T) {
+				name := comp.String()
+				if cm.fast {
+					name += "-fast"
+				}
+				t.Run(fmt.Sprintf("%s/%s/%s", sh.name, pc.name, name), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(seed, 3))
-					o := WriterOptions{BlockSize: sh.blockSize, Compression: comp, FilterPolicy: pc.policy}
+					o := WriterOptions{BlockSize: sh.blockSize, Compression: comp, FastCompression: cm.fast, FilterPolicy: pc.policy}
 					data, meta := buildTable(t, kvs, o)
 					c := cache.New(1 << 20)
 					r := openTable(t, data, ReaderOptions{FileNum: 7, Cache: c})
