@@ -53,8 +53,8 @@ func (c *chunkConn) Read(p []byte) (int, error) {
 // readAll parses every command of data read in chunks, copying each, and
 // returns them and the error that ended the reading.
 func readAll(data []byte, chunks []int) ([][][]byte, error) {
-	c := newRESPConn(&chunkConn{data: data, chunks: chunks})
-	c.buf = make([]byte, 16) // small, so that commands span reads and the buffer grows
+	// a small buffer, so that commands span reads and the buffer grows
+	c := &respConn{nc: &chunkConn{data: data, chunks: chunks}, buf: make([]byte, 16)}
 	var out [][][]byte
 	for {
 		if err := c.readCommands(); err != nil {

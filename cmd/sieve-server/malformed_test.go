@@ -92,7 +92,7 @@ func TestMalformedInput(t *testing.T) {
 }
 
 // TestSlowTrickle: a command sent one byte per write is parsed once
-// complete (the guard hands redcon whole commands).
+// complete (the guard hands the reader whole commands).
 func TestSlowTrickle(t *testing.T) {
 	s := startServer(t, "", nil)
 	c, err := net.Dial("tcp", s.Addr())

@@ -95,6 +95,9 @@ type Server struct {
 		_ [56]byte
 	}
 
+	// connMu guards live and done. A leaf of the lock order: held only
+	// to register, unregister or close connections, never while taking
+	// another lock or running a command.
 	connMu sync.Mutex
 	live   map[*respConn]struct{} // the open connections
 	done   bool                   // Close ran: no connection is added
