@@ -159,7 +159,7 @@ func (db *DB) flushTable(cf uint32, t *memtable.MemTable) (*manifest.FileMetadat
 // returns its metadata. The caller syncs the directory before the manifest
 // names the table.
 func (db *DB) writeTable(cf uint32, it forwardIter, rd *rangedel.List) (*manifest.FileMetadata, error) {
-	out := &tableOutput{db: db, cf: cf, rd: rd}
+	out := &tableOutput{db: db, cf: cf, rd: rd, flush: true}
 	err := out.start()
 	for ok := err == nil && it.First(); ok && err == nil; ok = it.Next() {
 		err = out.add(it.Key(), it.Value())

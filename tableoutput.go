@@ -21,6 +21,7 @@ type tableOutput struct {
 	cf    uint32
 	level int                    // the level the tables are written into
 	c     *compaction.Compaction // nil for a flush
+	flush bool                   // a flush's output (FastCompression)
 	num   uint64
 	f     vfs.File
 	w     *sstable.Writer
@@ -92,7 +93,11 @@ func (o *tableOutput) start() error {
 	}
 	o.files = append(o.files, o.num)
 	o.f = f
-	o.w = sstable.NewWriter(f, db.writerOptions(o.cf, o.level, o.c))
+	wo := db.writerOptions(o.cf, o.level, o.c)
+	// A flush's L0 table is soon rewritten by a compaction: the faster
+	// encoder (compactions and ingested tables get the denser one).
+	wo.FastCompression = o.flush
+	o.w = sstable.NewWriter(f, wo)
 	return nil
 }
 
@@ -144,9 +149,6 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 		BlockSize:            db.opts.BlockSize,
 		BlockRestartInterval: db.opts.BlockRestartInterval,
 		Compression:          db.opts.Compression,
-		// A flush's L0 table is soon rewritten by a compaction: the
-		// faster encoder (the later tables get the denser one).
-		FastCompression: c == nil,
 	}
 	if db.opts.PartitionIndexAndFilters || db.metadataOverBudget() {
 		o.PartitionSize = db.opts.MetadataBlockSize

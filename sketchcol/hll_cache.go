@@ -226,16 +226,22 @@ type hllCacheStripe struct {
 // cache misses, and Prefetch can load a pipeline's entries ahead of their
 // commands without any lock.
 //
-// Slots are written by the holders of different stripes (two keys of one
-// slot may hash onto different stripes), hence atomics, and read without
-// a lock by Prefetch. An entry's hinted field is the key hash it was
-// published under, set (atomically) before the slot store and never
-// changed while the entry is in a slot: a reader that finds hinted equal
-// to its h knows the entry is its stripe's, whose lock it holds, before
-// touching any other field. A dropped entry leaves its slot (so that the
+// The table's length is a multiple of lockStripes, so the keys of one
+// slot share a stripe and a slot is written only under that stripe's
+// lock; slots are atomics for PrefetchKeys, which reads them without a
+// lock. An entry's hinted field is the key hash it was published under,
+// set (atomically) before the slot store and never changed while the
+// entry is in a slot: a reader that finds hinted equal to its h knows the
+// entry is its own key's stripe's, whose lock it holds, before touching
+// any other field (an entry is never moved to another stripe's key: the
+// unpublish before setKey, under the old key's stripe lock, keeps that
+// so). A dropped entry leaves its slot (so that the
 // table keeps no dropped entry alive); a slot overwritten by another key
 // costs that key one map lookup.
 type cacheHints [1 << 19]atomic.Pointer[hllCacheEntry]
+
+// The slot of hash h is h%len; its stripe is h%lockStripes.
+var _ = [1]struct{}{}[len(cacheHints{})%lockStripes]
 
 func (t *cacheHints) slot(h uint64) *atomic.Pointer[hllCacheEntry] {
 	return &t[h%uint64(len(t))]

@@ -213,6 +213,7 @@ func (d *Deferred) Commit() error {
 	d.b.Reset() // Apply copied what it needed (WAL buffer, memtable arena)
 	clear(d.pend)
 	d.pend, d.keys, d.index = d.pend[:0], d.keys[:0], nil
+	clear(d.wrote) // drop the references to the caller's keys
 	d.wrote = d.wrote[:0]
 	return err
 }

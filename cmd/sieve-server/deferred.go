@@ -173,6 +173,7 @@ func (s *Server) commitDeferred(r *reply) {
 		s.ks.all.RUnlock()
 	}
 	clear(ds.keys) // drop the references to the requests
+	clear(ds.meta)
 	ds.stripes, ds.all, ds.replies, ds.meta, ds.keys = ds.stripes[:0], false, 0, ds.meta[:0], ds.keys[:0]
 }
 

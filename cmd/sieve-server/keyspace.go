@@ -71,7 +71,7 @@ type ksStripe struct {
 	sync.Mutex
 	metaMu sync.Mutex
 	meta   metaSet
-	_      [8]byte // two cache lines a stripe
+	_      [16]byte // two cache lines a stripe (TestStripeSize)
 }
 
 const (

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+	"unsafe"
 
 	"github.com/sievedb/sieve/internal/testutil"
 	"github.com/stretchr/testify/require"
@@ -61,5 +62,13 @@ func TestMetaSetModel(t *testing.T) {
 	t.Logf("representations reached: %v", reached)
 	for _, r := range []string{"first", "slice", "map"} {
 		require.NotZero(t, reached[r], "seed %d: %s never reached", seed, r)
+	}
+}
+
+// TestStripeSize: a keyspace stripe is two cache lines, so that
+// neighbouring stripes, locked by different connections, share none.
+func TestStripeSize(t *testing.T) {
+	if n := unsafe.Sizeof(ksStripe{}); n != 128 {
+		t.Fatalf("ksStripe is %d bytes, want 128 (fix its padding)", n)
 	}
 }

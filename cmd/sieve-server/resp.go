@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"strconv"
@@ -69,6 +70,10 @@ func newRESPConn(nc net.Conn) *respConn {
 // readCommands returns when c.cmds holds at least one command, reading as
 // needed, or with the error that ends the connection.
 func (c *respConn) readCommands() error {
+	// The last read's commands are done: drop their references into the
+	// read buffer (so that a grown buffer can go) and reuse the arrays.
+	clear(c.cmds)
+	clear(c.argv)
 	c.cmds, c.next, c.argv, c.inl = c.cmds[:0], 0, c.argv[:0], c.inl[:0]
 	for {
 		if c.perr != nil {
@@ -238,6 +243,9 @@ func (c *respConn) parseInline(b []byte) (int, error) {
 	if len(line) > 0 && line[len(line)-1] == '\r' {
 		line = line[:len(line)-1]
 	}
+	if z := bytes.IndexByte(line, 0); z >= 0 {
+		line = line[:z] // Redis splits the line as a C string: it ends at a NUL
+	}
 	first := len(c.argv)
 	if err := c.splitArgs(line); err != nil {
 		return 0, err
@@ -338,8 +346,8 @@ func (c *respConn) splitArgs(line []byte) error {
 				}
 			default:
 				switch {
-				case isSpace(ch):
-					break arg
+				case ch == ' ' || ch == '\n' || ch == '\r' || ch == '\t':
+					break arg // sdssplitargs's ends (not \v or \f, which it skips only between arguments)
 				case ch == '"':
 					inq = true
 				case ch == '\'':

@@ -22,6 +22,9 @@ func TestRESPReader(t *testing.T) {
 		{`SET k 'it\'s' "\xZZ\q"` + "\r\n", "[[SET k it's xZZq]]", ""},
 		{`SET k a"b c"d` + "\r\n", "", "Protocol error: unbalanced quotes in request"},
 		{`SET k ab"c d"` + "\r\n", "[[SET k abc d]]", ""},
+		{"SET a\vb c\r\n", "[[SET a\vb c]]", ""},             // \v splits only between arguments
+		{"SET \v\fk v\r\n", "[[SET k v]]", ""},               // (where it is skipped)
+		{"SET a\x00b c\r\nPING\r\n", "[[SET a] [PING]]", ""}, // the line ends at a NUL
 		{"SET k \"oops\r\n", "", "Protocol error: unbalanced quotes in request"},
 		{"SET k 'oops\r\n", "", "Protocol error: unbalanced quotes in request"},
 		{"*1\r\n$4\r\nPING\r\n*x\r\n", "[[PING]]", "Protocol error: invalid multibulk length"},

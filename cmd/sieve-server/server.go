@@ -142,7 +142,8 @@ func Open(cfg Config) (*Server, error) {
 	if opts.MemTableSize == 0 && cfg.MemTableMiB > 0 {
 		opts.MemTableSize = int64(cfg.MemTableMiB) << 20
 	}
-	if opts.L0CompactionTrigger == 0 && cfg.L0Trigger > 0 {
+	if opts.L0CompactionTrigger == 0 && cfg.L0Trigger > 0 &&
+		(opts.L0StopWritesTrigger == 0 || opts.L0StopWritesTrigger >= cfg.L0Trigger) {
 		opts.L0CompactionTrigger = cfg.L0Trigger
 	}
 	db, err := sieve.Open(cfg.Dir, &opts)
