@@ -223,7 +223,7 @@ type hllCacheStripe struct {
 // cacheHints is a direct-mapped table in front of the stripes' maps: slot
 // h%len holds the last entry cached for a key of hash h (or nil). A
 // lookup that finds its key there skips the map, whose random probes are
-// cache misses, and Prefetch can load a pipeline's entries ahead of their
+// cache misses, and PrefetchKeys can load a pipeline's entries ahead of their
 // commands without any lock.
 //
 // The table's length is a multiple of lockStripes, so the keys of one
@@ -280,12 +280,10 @@ func (s *Store) PrefetchKeys(keys [][]byte) {
 	n := min(len(keys), len(slots))
 	for i := range n {
 		slots[i] = s.hint.slot(s.keyHash(keys[i]))
-		prefetch.Read(unsafe.Slice((*byte)(unsafe.Pointer(slots[i])), 8))
+		prefetch.Object(unsafe.Pointer(slots[i]), unsafe.Sizeof(*slots[i]))
 	}
 	for i := range n {
-		if e := slots[i].Load(); e != nil {
-			prefetch.Read(unsafe.Slice((*byte)(unsafe.Pointer(e)), unsafe.Sizeof(*e)))
-		}
+		prefetch.Object(unsafe.Pointer(slots[i].Load()), unsafe.Sizeof(hllCacheEntry{}))
 	}
 }
 
@@ -421,23 +419,17 @@ func (c *hllCacheStripe) evict(keep *hllCacheEntry) {
 	if c.bytes <= hllCacheStripeBytes {
 		return // without starting a map iteration (not free)
 	}
-	for k, e := range c.m {
+	for _, e := range c.m { // each is c.m[e.h]
 		if c.bytes <= hllCacheStripeBytes {
 			return
 		}
 		if e != keep {
-			c.hint.unpublish(e)
-			delete(c.m, k)
-			e.cached = false
-			c.bytes -= e.bytes
+			c.drop(e)
 		}
 	}
 	if c.bytes > hllCacheStripeBytes { // keep alone is over budget
-		for k, e := range c.m {
-			c.hint.unpublish(e)
-			delete(c.m, k)
-			e.cached = false
-			c.bytes -= e.bytes
+		for _, e := range c.m {
+			c.drop(e)
 		}
 	}
 }

@@ -80,8 +80,7 @@ func (s *Server) prefetchStripes(r *reply) {
 	ds.pf = ds.pf[:0]
 	for _, c := range r.PeekPipeline() {
 		if len(c.Args) >= 2 {
-			st := &s.ks.stripes[s.ks.stripe(c.Args[1])]
-			prefetch.Read(unsafe.Slice((*byte)(unsafe.Pointer(st)), unsafe.Sizeof(*st)))
+			prefetch.Object(unsafe.Pointer(&s.ks.stripes[s.ks.stripe(c.Args[1])]), unsafe.Sizeof(ksStripe{}))
 			if len(c.Args[0]) == 5 && eq(c.Args[0], "pfadd") {
 				ds.pf = append(ds.pf, c.Args[1])
 			}

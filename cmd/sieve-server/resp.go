@@ -76,12 +76,11 @@ func (c *respConn) readCommands() error {
 	clear(c.argv)
 	c.cmds, c.next, c.argv, c.inl = c.cmds[:0], 0, c.argv[:0], c.inl[:0]
 	for {
-		if c.perr != nil {
-			return c.perr
+		if c.perr == nil {
+			c.parse()
 		}
-		c.parse()
 		if len(c.cmds) > 0 {
-			return nil
+			return nil // a protocol error after them ends the next call
 		}
 		if c.perr != nil {
 			return c.perr
@@ -366,19 +365,13 @@ func (c *respConn) splitArgs(line []byte) error {
 
 // The reply methods the commands use.
 
-func (c *respConn) WriteError(msg string) {
-	c.out = append(c.out, '-')
-	c.out = appendLine(c.out, msg)
-}
+func (c *respConn) WriteError(msg string)  { c.out = appendLine(c.out, '-', msg) }
+func (c *respConn) WriteString(msg string) { c.out = appendLine(c.out, '+', msg) }
 
-func (c *respConn) WriteString(msg string) {
-	c.out = append(c.out, '+')
-	c.out = appendLine(c.out, msg)
-}
-
-// appendLine appends s with its CR and LF bytes made spaces (a simple
-// string or error is one line), and the CRLF.
-func appendLine(b []byte, s string) []byte {
+// appendLine appends a simple string or error: the type byte, s with its
+// CR and LF bytes made spaces (it is one line), and the CRLF.
+func appendLine(b []byte, typ byte, s string) []byte {
+	b = append(b, typ)
 	for i := 0; i < len(s); i++ {
 		ch := s[i]
 		if ch == '\r' || ch == '\n' {
@@ -460,7 +453,7 @@ func (c *respConn) setIdle(idle time.Duration) {
 func (s *Server) serveConn(c *respConn, cl *client) {
 	var err error
 	defer func() {
-		s.commitDeferred(&cl.r) // a pipeline cut short by a panic
+		s.commitDeferred(&cl.r) // defensive: a connection never leaves holding stripe locks
 		_ = c.Close()
 		s.forget(c)
 		s.closed(cl, err)

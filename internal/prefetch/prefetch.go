@@ -13,6 +13,8 @@
 // redundant).
 package prefetch
 
+import "unsafe"
+
 // Read hints that b will be read soon. Safe on any slice, including an
 // empty one.
 func Read(b []byte) {
@@ -30,4 +32,14 @@ func Write(b []byte) {
 		return
 	}
 	linesW(&b[0], len(b))
+}
+
+// Object hints that the *p value of size n (unsafe.Sizeof) will be read
+// soon: a struct the caller reaches through a pointer, such as a hash
+// table entry.
+func Object(p unsafe.Pointer, n uintptr) {
+	if p == nil || n == 0 {
+		return
+	}
+	lines((*byte)(p), int(n))
 }

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -35,5 +36,18 @@ func BenchmarkRead2KiB(b *testing.B) {
 	buf := make([]byte, 2048)
 	for b.Loop() {
 		Read(buf)
+	}
+}
+
+// TestObject: Object on a struct, on nil and on a zero size changes
+// nothing and does not fault.
+func TestObject(t *testing.T) {
+	v := struct{ a, b [40]uint64 }{}
+	v.a[0] = 7
+	Object(unsafe.Pointer(&v), unsafe.Sizeof(v))
+	Object(nil, 64)
+	Object(unsafe.Pointer(&v), 0)
+	if v.a[0] != 7 {
+		t.Fatal("Object changed memory")
 	}
 }
