@@ -462,7 +462,7 @@ func (s *Server) serveConn(c *respConn, cl *client) {
 		c.setIdle(time.Duration(s.idle.Load()))
 		if err = c.readCommands(); err != nil {
 			var pe *protoError
-			if errors.As(err, &pe) && err != c.nc.(*clientConn).guardConn.pending {
+			if errors.As(err, &pe) && err != cl.conn.guardConn.pending {
 				// The parser's own find (the guard has written its own).
 				c.WriteError("ERR " + err.Error())
 				_ = c.nc.SetWriteDeadline(time.Now().Add(time.Second))

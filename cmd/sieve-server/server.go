@@ -127,7 +127,7 @@ type client struct {
 	addr    string
 	created time.Time
 	pending int64 // reply bytes written since the last flush (approximate)
-	conn    net.Conn
+	conn    *clientConn
 	ds      deferState
 	r       reply // reused by every command of the connection
 }
@@ -250,7 +250,7 @@ func (s *Server) Close() error {
 func (s *Server) accept(c *respConn, cl *client) bool {
 	if s.clients.Load() >= s.maxClient.Load() {
 		s.rejected.Add(1)
-		_, _ = cl.conn.(*clientConn).guardConn.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
+		_, _ = cl.conn.guardConn.Conn.Write([]byte("-ERR max number of clients reached\r\n"))
 		return false
 	}
 	s.connMu.Lock()
