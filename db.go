@@ -74,8 +74,10 @@ type DB struct {
 	flush   flushState   // guarded by mu
 	compact compactState // guarded by mu
 
-	rsMu lockrank.RWMutex // rank ReadState; guards rs
-	rs   *readState       // nil after Close
+	// rsMu (rank ReadState) serializes publishing rs; readers load rs
+	// without it (loadReadState).
+	rsMu lockrank.Mutex
+	rs   atomic.Pointer[readState] // nil after Close
 	// maxL0 is the most L0 tables of any column family in rs.version,
 	// kept with rs so that every write's stall check is one atomic load.
 	maxL0 atomic.Int32
@@ -122,16 +124,35 @@ func (rs *readState) unref() {
 	}
 }
 
+// tryRef takes a reference unless the last one is gone (a released read
+// state is never revived).
+func (rs *readState) tryRef() bool {
+	for {
+		n := rs.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if rs.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
 // loadReadState returns the current read state with a reference, or nil
 // once Close has released it.
+//
+// Lock-free: one load and one compare-and-swap, where a read lock around
+// the load and an increment cost four atomic updates of two shared cache
+// lines per Get. A state whose last reference went between the load and
+// the swap has already been replaced (the publisher stores the new state
+// before it drops the old one's reference), so the retry finds the new one.
 func (db *DB) loadReadState() *readState {
-	db.rsMu.RLock()
-	rs := db.rs
-	if rs != nil {
-		rs.refs.Add(1)
+	for {
+		rs := db.rs.Load()
+		if rs == nil || rs.tryRef() {
+			return rs
+		}
 	}
-	db.rsMu.RUnlock()
-	return rs
 }
 
 // updateReadStateLocked publishes a new read state from db.mu's memtables
@@ -147,8 +168,7 @@ func (db *DB) updateReadStateLocked() {
 		n = max(n, len(lv[0]))
 	}
 	db.rsMu.Lock()
-	old := db.rs
-	db.rs = rs
+	old := db.rs.Swap(rs)
 	db.maxL0.Store(int32(n))
 	db.rsMu.Unlock()
 	if old != nil {
@@ -305,9 +325,8 @@ func (db *DB) Close() error {
 		}
 	}
 	db.rsMu.Lock()
-	if db.rs != nil {
-		db.rs.unref()
-		db.rs = nil
+	if rs := db.rs.Swap(nil); rs != nil {
+		rs.unref()
 	}
 	db.rsMu.Unlock()
 	errs = append(errs, db.versions.Close())

@@ -245,16 +245,31 @@ func (db *DB) pinBelow(lv *manifest.Levels) int {
 // getFromTable probes the filter of one table of level and, if it may hold
 // key, its data blocks. A table of a level below pinBelow gets its index
 // and filter pinned first.
+//
+// One deferred call (the table's release, which must run even when a
+// panic is recovered by getCF) and two returns keep the defer open-coded:
+// with searchTable's returns in this function, the three defers it had
+// went through the runtime's defer chain on every probe.
 func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pinBelow int, key []byte, seq uint64, st *getState) error {
 	e, err := db.tables.get(f)
 	if err != nil {
 		return err
 	}
 	defer db.tables.release(e)
-	r := e.r
 	rc.tablesProbed.Add(1)
+	var rstats sstable.ReadStats
+	err = db.searchTable(rc, e.r, f, level, pinBelow, key, seq, st, &rstats)
+	st.endSource()
+	rc.addReadStats(&rstats)
+	return err
+}
+
+// searchTable is getFromTable's work on the open table r. The filter's
+// outcomes are counted per level (negatives, false and true positives;
+// their sum is the checks, Metrics derives it), so a negative probe, the
+// common case, adds to one counter besides the table's.
+func (db *DB) searchTable(rc *readCounters, r *sstable.Reader, f *manifest.FileMetadata, level, pinBelow int, key []byte, seq uint64, st *getState, rstats *sstable.ReadStats) error {
 	st.coverBy(r.RangeDels(), seq)
-	defer st.endSource()
 	if level < pinBelow && !r.PinTried() {
 		if err := r.Pin(); err != nil {
 			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
@@ -262,11 +277,8 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pi
 	}
 	hasFilter := r.FilterState() == sstable.FilterLoaded
 	lm := &rc.level[level]
-	var rstats sstable.ReadStats
-	defer rc.addReadStats(&rstats)
 	if hasFilter {
-		lm.checks.Add(1)
-		may, err := r.ProbeFilter(key, st.hash, &rstats)
+		may, err := r.ProbeFilter(key, st.hash, rstats)
 		if err != nil {
 			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 		}
@@ -276,8 +288,7 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pi
 		}
 	}
 	st.seen = false
-	err = r.Get(key, seq, &rstats, st.visit)
-	if err != nil {
+	if err := r.Get(key, seq, rstats, st.visit); err != nil {
 		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
 	}
 	if hasFilter {

@@ -36,7 +36,8 @@ package sieve
 //     under it (logAndApply), so that a read state built from it is
 //     always one some serial history produced.
 //  6. cfRegistry.mu (CFRegistry): the column family maps.
-//  7. DB.rsMu (ReadState): the published read state.
+//  7. DB.rsMu (ReadState): publishing the read state (readers load it
+//     lock-free, loadReadState).
 //  8. tableCache.mu (TableCache): open table readers.
 //
 // Leaves, which take no other lock while held and so are not ranked: the

@@ -81,14 +81,18 @@ func (m *dbMetrics) readTotals() (gets, probed int64, levels [manifest.NumLevels
 	return gets, probed, levels, blocks
 }
 
-// levelFilterCounters are the filter probes of one level's tables.
+// levelFilterCounters are the filter probes of one level's tables, by
+// outcome: every check ends in exactly one (a probe that fails with an
+// error counts in none), so the checks are their sum and a negative probe
+// updates one counter.
 type levelFilterCounters struct {
-	checks, negatives, falsePositives, truePositives atomic.Int64
+	negatives, falsePositives, truePositives atomic.Int64
 }
 
 func (c *levelFilterCounters) load() FilterMetrics {
-	return FilterMetrics{Checks: c.checks.Load(), Negatives: c.negatives.Load(),
-		FalsePositives: c.falsePositives.Load(), TruePositives: c.truePositives.Load()}
+	f := FilterMetrics{Negatives: c.negatives.Load(), FalsePositives: c.falsePositives.Load(), TruePositives: c.truePositives.Load()}
+	f.Checks = f.Negatives + f.FalsePositives + f.TruePositives
+	return f
 }
 
 func (r *readCounters) addReadStats(s *sstable.ReadStats) {
@@ -184,7 +188,9 @@ type LevelMetrics struct {
 
 // FilterMetrics count table-filter probes made by point lookups.
 type FilterMetrics struct {
-	// Checks is the number of table filters probed.
+	// Checks is the number of table filters probed that gave an answer
+	// (Negatives + FalsePositives + TruePositives; a probe or search that
+	// failed with an error is in none).
 	Checks int64
 	// Negatives is how many probes ruled a table out: data-block reads
 	// the filter saved.

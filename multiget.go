@@ -295,7 +295,8 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 }
 
 // probe probes r's filter for the candidates and returns those it lets
-// through (in mg.kept, valid until the next probe), counting checks and negatives.
+// through (in mg.kept, valid until the next probe), counting the negatives
+// (the positives are counted once searched: the checks are their sum).
 func (mg *multiGet) probe(r *sstable.Reader, cands []int, rstats *sstable.ReadStats, lm *levelFilterCounters) ([]int, error) {
 	mg.keys, mg.hashes, mg.may = mg.keys[:0], mg.hashes[:0], mg.may[:0]
 	for _, u := range cands {
@@ -303,7 +304,6 @@ func (mg *multiGet) probe(r *sstable.Reader, cands []int, rstats *sstable.ReadSt
 		mg.hashes = append(mg.hashes, mg.states[u].hash)
 		mg.may = append(mg.may, false)
 	}
-	lm.checks.Add(int64(len(cands)))
 	if err := r.ProbeFilterBatch(mg.keys, mg.hashes, mg.may, rstats); err != nil {
 		return nil, err
 	}

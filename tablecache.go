@@ -78,7 +78,11 @@ func newTableCache(db *DB) *tableCache {
 // call release.
 func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
 	if e, _ := meta.TableCache.Load().(*tableEntry); e != nil && e.tryRef() {
-		e.used.Store(true)
+		if !e.used.Load() {
+			// Only a change writes: Gets on other cores keep sharing
+			// the line.
+			e.used.Store(true)
+		}
 		return e, nil
 	}
 	c.mu.Lock()

@@ -35,7 +35,8 @@ const (
 	// CFRegistry is the column family registry's lock, held only to read
 	// or swap a map entry.
 	CFRegistry
-	// ReadState is DB.rsMu: publishing and loading the read state.
+	// ReadState is DB.rsMu: publishing the read state (loading it takes
+	// no lock).
 	ReadState
 	// TableCache is the table cache's lock.
 	TableCache
