@@ -55,6 +55,9 @@ type ycsbOptions struct {
 	cacheMiB, theta                        float64
 	seed                                   uint64
 	keep, compact                          bool
+	// roundsDetail: print each round's throughput and CPU, and the
+	// engine's shape before it, to stderr.
+	roundsDetail bool
 }
 
 func parseYCSBFlags(args []string) (ycsbOptions, error) {
@@ -78,6 +81,7 @@ func parseYCSBFlags(args []string) (ycsbOptions, error) {
 	fs.StringVar(&o.cpuprof, "cpuprofile", "", "write a CPU profile of the workload phases (see -cpuprofile-workloads) to this file; samples are labeled engine=<name> and workload=<name> (go tool pprof -tagfocus=engine=sieve)")
 	fs.StringVar(&o.compactBefore, "compact-before", "", "workloads before which every engine flushes and compacts (comma list, e.g. E: E reads what A-D left, fully compacted; the compaction counts in no workload)")
 	fs.StringVar(&o.profWls, "cpuprofile-workloads", "", "workloads whose phases -cpuprofile covers (comma list; default all): the profile starts with the first and stops after the last")
+	fs.BoolVar(&o.roundsDetail, "rounds-detail", false, "print each engine's shape before every round and the round's ops/s and CPU µs/op to stderr (how a workload's cost moves as compactions run: E's first round pays the seek-triggered compaction of what A-D left in L0)")
 	fs.BoolVar(&o.compact, "compact", false, "flush and compact after the load (default: the workloads see the LSM as the load left it)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -271,6 +275,9 @@ func runYCSBWorkload(runs []*ycsbRun, wl ycsbWorkload, o ycsbOptions, vals *valu
 				ch = skewedLatest{latest, &r.records}
 			}
 			runtime.GC()
+			if o.roundsDetail {
+				fmt.Fprintf(os.Stderr, "  %s %s round %d: before: %s\n", r.Name, wl.name, round, r.eng.Shape())
+			}
 			before := r.eng.Stats()
 			a := takeSample()
 			l, err := r.runClients(wl, ch, ops, uint64(round), o, vals)
@@ -279,6 +286,11 @@ func runYCSBWorkload(runs []*ycsbRun, wl ycsbWorkload, o ycsbOptions, vals *valu
 				return fmt.Errorf("%s: workload %s: %w", r.Name, wl.name, err)
 			}
 			res := r.Results[wl.name]
+			if o.roundsDetail {
+				var c cost
+				c.add(a, b)
+				fmt.Fprintf(os.Stderr, "  %s %s round %d: %d ops, %.1fk ops/s, cpu %.2f µs/op\n", r.Name, wl.name, round, ops, float64(ops)/c.Seconds/1e3, c.CPUSeconds*1e6/float64(ops))
+			}
 			res.Cost.add(a, b)
 			res.Ops += int64(ops)
 			for name, v := range r.eng.Stats() {
