@@ -201,7 +201,7 @@ func (db *DB) multiGetLevel(rc *readCounters, files []*manifest.FileMetadata, le
 	k := 0
 	for k < len(pend) {
 		key := mg.key(pend[k])
-		fi := sort.Search(len(files), func(i int) bool { return bytes.Compare(files[i].Largest.UserKey, key) >= 0 })
+		fi := searchLargest(files, key)
 		if fi == len(files) {
 			return
 		}
