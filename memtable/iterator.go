@@ -2,8 +2,10 @@ package memtable
 
 import (
 	"bytes"
+	"encoding/binary"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/prefetch"
 )
 
 // An iterator copies a run of entries out of the tree per descent: minRun
@@ -35,6 +37,12 @@ type Iterator struct {
 	// small backs buf for runs of up to minRun entries, so that an
 	// iterator that only seeks allocates nothing beyond itself.
 	small [minRun]entry
+	// keys[i] holds buf[i]'s user key when it is at most 16 bytes long,
+	// rebuilt from the entry's two key words: Key returns these bytes,
+	// just written, instead of the arena's, which lie wherever the key's
+	// insert put them (a cache miss in the first comparison the merging
+	// iterator makes with each memtable key).
+	keys [maxRun][16]byte
 }
 
 var _ base.InternalIterator = (*Iterator)(nil)
@@ -78,7 +86,15 @@ func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool, n int
 			it.exhausted = true
 			return false
 		}
+		if e.klen <= 16 {
+			k := &it.keys[len(it.buf)]
+			binary.BigEndian.PutUint64(k[:8], e.p0)
+			binary.BigEndian.PutUint64(k[8:], e.p1)
+		}
 		it.buf = append(it.buf, *e)
+		// The run's keys and values are read soon (longer keys compared,
+		// values copied out): their arena lines are fetched meanwhile.
+		prefetch.Object(e.data, uintptr(e.klen)+uintptr(e.vlen))
 		return len(it.buf) < n
 	}
 	var p *entry
@@ -165,7 +181,10 @@ func (it *Iterator) Valid() bool { return it.pos < len(it.buf) }
 
 // Key implements base.InternalIterator.
 func (it *Iterator) Key() base.InternalKey {
-	e := it.buf[it.pos]
+	e := &it.buf[it.pos]
+	if e.klen <= 16 {
+		return base.InternalKey{UserKey: it.keys[it.pos][:e.klen:e.klen], Trailer: e.trailer}
+	}
 	return base.InternalKey{UserKey: e.ukey(), Trailer: e.trailer}
 }
 

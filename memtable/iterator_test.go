@@ -130,3 +130,68 @@ func BenchmarkIterSeekNext(b *testing.B) {
 		}
 	}
 }
+
+// TestIteratorKeyLengths: keys of 0 to 24 bytes, zero bytes among them, so
+// that keys up to 16 bytes (which Key rebuilds from the entry's two key
+// words, zero-padded) sit next to longer ones and to their own
+// zero-extended forms; full walks both ways and seeks to every key return
+// the exact bytes and trailers of the sorted model.
+func TestIteratorKeyLengths(t *testing.T) {
+	rng := rand.New(rand.NewSource(testutil.Seed(t)))
+	alphabet := []byte{0, 0, 1, 'a', 0xff}
+	m := New()
+	var model []modelEntry
+	short, long := 0, 0
+	for seq := uint64(1); seq <= 3000; seq++ {
+		k := make([]byte, rng.Intn(25))
+		for i := range k {
+			k[i] = alphabet[rng.Intn(len(alphabet))]
+		}
+		if len(k) <= 16 {
+			short++
+		} else {
+			long++
+		}
+		v := []byte(fmt.Sprintf("v%d", seq))
+		m.Add(seq, base.KindSet, k, v)
+		model = append(model, modelEntry{base.MakeInternalKey(k, seq, base.KindSet), v})
+	}
+	require.NotZero(t, short)
+	require.NotZero(t, long)
+	model = sortedModel(model)
+	check := func(it *Iterator, i int) {
+		t.Helper()
+		k := it.Key()
+		require.True(t, bytes.Equal(model[i].k.UserKey, k.UserKey), "entry %d: key %x, want %x", i, k.UserKey, model[i].k.UserKey)
+		require.Equal(t, model[i].k.Trailer, k.Trailer, "entry %d", i)
+		require.True(t, bytes.Equal(model[i].v, it.Value()), "entry %d", i)
+	}
+	it := m.NewIter(nil, nil)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		check(it, i)
+		i++
+	}
+	require.Equal(t, len(model), i)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		i--
+		check(it, i)
+	}
+	require.Zero(t, i)
+	for trial := 0; trial < 300; trial++ {
+		j := rng.Intn(len(model))
+		ukey := model[j].k.UserKey
+		for j > 0 && bytes.Equal(model[j-1].k.UserKey, ukey) {
+			j--
+		}
+		require.True(t, it.SeekGE(ukey))
+		for s := 0; s < 20 && j < len(model); s++ {
+			check(it, j)
+			j++
+			if !it.Next() {
+				break
+			}
+		}
+	}
+	require.NoError(t, it.Close())
+}
