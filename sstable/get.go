@@ -3,9 +3,11 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
+	"github.com/sievedb/sieve/internal/prefetch"
 )
 
 // ReadStats counts the data-block accesses of reads. The caller owns it;
@@ -55,6 +57,13 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats) (block, *cache
 		}
 		return trustedBlock(v.Bytes()), v, nil
 	}
+	// checkBlockRange reads the separators around the block once it is
+	// decoded; the index search may have compared only their words, so
+	// their bytes are fetched while the block is read.
+	prefetchKey(e.sepUser)
+	if prev != nil {
+		prefetchKey(prev.sepUser)
+	}
 	v, err := r.loadBlock(h, "data", true)
 	if stats != nil {
 		stats.BlocksRead++
@@ -75,6 +84,13 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats) (block, *cache
 	}
 	r.opts.Cache.Set(r.opts.FileNum, h.offset, v)
 	return blk, v, nil
+}
+
+// prefetchKey asks for the cache lines of k.
+func prefetchKey(k []byte) {
+	if len(k) > 0 {
+		prefetch.Object(unsafe.Pointer(unsafe.SliceData(k)), uintptr(len(k)))
+	}
 }
 
 // checkBlockRange checks that the first key of data block e lies between
