@@ -132,6 +132,11 @@ func BenchmarkFillRandomCompact(b *testing.B) {
 	m := db.Metrics()
 	b.ReportMetric(m.WriteAmp, "write-amp")
 	b.ReportMetric(float64(m.Stall.Duration.Milliseconds()), "stall-ms")
+	var sz int64
+	for _, l := range m.Levels {
+		sz += l.Size
+	}
+	b.ReportMetric(float64(sz)/(1<<20), "MiB")
 }
 
 // BenchmarkMergeVsPut: blind NoSync merge operands against NoSync puts of
