@@ -126,17 +126,7 @@ func (rs *readState) unref() {
 
 // tryRef takes a reference unless the last one is gone (a released read
 // state is never revived).
-func (rs *readState) tryRef() bool {
-	for {
-		n := rs.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if rs.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
+func (rs *readState) tryRef() bool { return refUnlessZero(&rs.refs) }
 
 // loadReadState returns the current read state with a reference, or nil
 // once Close has released it.

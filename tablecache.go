@@ -53,13 +53,18 @@ type tableEntry struct {
 }
 
 // tryRef takes a reference unless the count has reached zero.
-func (e *tableEntry) tryRef() bool {
+func (e *tableEntry) tryRef() bool { return refUnlessZero(&e.refs) }
+
+// refUnlessZero increments a reference count unless it has reached zero
+// (an object whose last reference went is never revived), reporting
+// whether it did.
+func refUnlessZero(refs *atomic.Int32) bool {
 	for {
-		n := e.refs.Load()
+		n := refs.Load()
 		if n <= 0 {
 			return false
 		}
-		if e.refs.CompareAndSwap(n, n+1) {
+		if refs.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
