@@ -19,6 +19,10 @@ const (
 	maxRun = 64
 )
 
+// prefetchSpan bounds the bytes of an entry a fill prefetches: a 16-byte
+// key and a 100-byte value span two cache lines.
+const prefetchSpan = 128
+
 // Iterator is a base.InternalIterator over a memtable. Entries added after
 // the iterator was created may or may not be seen; callers filter by
 // sequence number. Bounds are on user keys: lower inclusive, upper
@@ -43,6 +47,9 @@ type Iterator struct {
 	// insert put them (a cache miss in the first comparison the merging
 	// iterator makes with each memtable key).
 	keys [maxRun][16]byte
+	// seekKey holds a seek's key of up to 16 bytes for the fill: the key
+	// may be one Key returned, in keys, which the fill overwrites.
+	seekKey [16]byte
 }
 
 var _ base.InternalIterator = (*Iterator)(nil)
@@ -93,8 +100,10 @@ func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool, n int
 		}
 		it.buf = append(it.buf, *e)
 		// The run's keys and values are read soon (longer keys compared,
-		// values copied out): their arena lines are fetched meanwhile.
-		prefetch.Object(e.data, uintptr(e.klen)+uintptr(e.vlen))
+		// values copied out): their first arena lines are fetched
+		// meanwhile (at most prefetchSpan bytes an entry, so a run of
+		// large values does not flush the CPU caches under the lock).
+		prefetch.Object(e.data, min(uintptr(e.klen)+uintptr(e.vlen), prefetchSpan))
 		return len(it.buf) < n
 	}
 	var p *entry
@@ -137,7 +146,7 @@ func (it *Iterator) SeekGE(ukey []byte) bool {
 		ukey = it.lower
 	}
 	// The smallest internal key for ukey has the largest trailer.
-	return it.fill(true, makeEntry(ukey, ^uint64(0)), true, false, minRun)
+	return it.fill(true, makeEntry(it.ownSeekKey(ukey), ^uint64(0)), true, false, minRun)
 }
 
 // SeekLT implements base.InternalIterator.
@@ -147,7 +156,17 @@ func (it *Iterator) SeekLT(ukey []byte) bool {
 	}
 	// Every internal key of ukey is greater than (ukey, max trailer)...
 	// except that one itself, which no real entry has; descend strictly.
-	return it.fill(false, makeEntry(ukey, ^uint64(0)), true, true, minRun)
+	return it.fill(false, makeEntry(it.ownSeekKey(ukey), ^uint64(0)), true, true, minRun)
+}
+
+// ownSeekKey returns ukey, copied into it.seekKey when it is short enough
+// to be (or be inside) one of it.keys, which the coming fill overwrites.
+func (it *Iterator) ownSeekKey(ukey []byte) []byte {
+	if len(ukey) > len(it.seekKey) {
+		return ukey
+	}
+	n := copy(it.seekKey[:], ukey)
+	return it.seekKey[:n:n]
 }
 
 // Next implements base.InternalIterator.

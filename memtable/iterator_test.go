@@ -195,3 +195,30 @@ func TestIteratorKeyLengths(t *testing.T) {
 	}
 	require.NoError(t, it.Close())
 }
+
+// TestIteratorSeekToOwnKey seeks with the slice Key returned (which lies in
+// the iterator's run buffer, rewritten by the seek's fill), next to longer
+// keys that share the sought key's 16 bytes.
+func TestIteratorSeekToOwnKey(t *testing.T) {
+	m := New()
+	var seq uint64
+	for i := 0; i < 200; i++ {
+		k := []byte(fmt.Sprintf("key%013d", i)) // 16 bytes
+		seq++
+		m.Add(seq, base.KindSet, k, k)
+		seq++
+		long := append(append([]byte{}, k...), 'x')
+		m.Add(seq, base.KindSet, long, long)
+	}
+	it := m.NewIter(nil, nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		want := append([]byte(nil), it.Key().UserKey...)
+		own := it.Key().UserKey
+		require.True(t, it.SeekGE(own))
+		require.Equal(t, want, it.Key().UserKey)
+		require.True(t, it.SeekLT(it.Key().UserKey) || string(want) == "key0000000000000")
+		require.True(t, it.SeekGE(want))
+		require.Equal(t, want, it.Key().UserKey)
+	}
+	require.NoError(t, it.Close())
+}

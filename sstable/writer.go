@@ -32,7 +32,7 @@ type WriterOptions struct {
 	// FastCompression encodes Snappy blocks with s2's fast Snappy encoder
 	// instead of its denser "better" one: same format, blocks a few
 	// percent larger, about a third of the encoding CPU. The DB uses it
-	// for flushes, whose L0 tables are soon rewritten by a compaction.
+	// for flushes and compactions (ingested tables get the denser one).
 	FastCompression bool
 	// FilterPolicy builds the table's filter over its user keys; nil
 	// writes no filter block.
