@@ -216,7 +216,7 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := lv[level]
-		i := searchLargest(files, key)
+		i := manifest.SearchLargest(files, key)
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
 			continue
 		}
@@ -225,22 +225,6 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		}
 	}
 	return nil
-}
-
-// searchLargest returns the index of the first of files (sorted, disjoint)
-// whose largest key is >= key, or len(files): sort.Search's answer without
-// its closure call per step, on every Get's every level.
-func searchLargest(files []*manifest.FileMetadata, key []byte) int {
-	lo, hi := 0, len(files)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(files[m].Largest.UserKey, key) < 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // pinBelow returns the level above which tables' index and filter blocks

@@ -201,7 +201,7 @@ func (db *DB) multiGetLevel(rc *readCounters, files []*manifest.FileMetadata, le
 	k := 0
 	for k < len(pend) {
 		key := mg.key(pend[k])
-		fi := searchLargest(files, key)
+		fi := manifest.SearchLargest(files, key)
 		if fi == len(files) {
 			return
 		}

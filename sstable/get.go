@@ -3,7 +3,6 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
-	"unsafe"
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/cache"
@@ -60,9 +59,9 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats) (block, *cache
 	// checkBlockRange reads the separators around the block once it is
 	// decoded; the index search may have compared only their words, so
 	// their bytes are fetched while the block is read.
-	prefetchKey(e.sepUser)
+	prefetch.Read(e.sepUser)
 	if prev != nil {
-		prefetchKey(prev.sepUser)
+		prefetch.Read(prev.sepUser)
 	}
 	v, err := r.loadBlock(h, "data", true)
 	if stats != nil {
@@ -84,13 +83,6 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats) (block, *cache
 	}
 	r.opts.Cache.Set(r.opts.FileNum, h.offset, v)
 	return blk, v, nil
-}
-
-// prefetchKey asks for the cache lines of k.
-func prefetchKey(k []byte) {
-	if len(k) > 0 {
-		prefetch.Object(unsafe.Pointer(unsafe.SliceData(k)), uintptr(len(k)))
-	}
 }
 
 // checkBlockRange checks that the first key of data block e lies between

@@ -209,6 +209,23 @@ func (v *Version) String() string {
 	return sb.String()
 }
 
+// SearchLargest returns the index of the first of files (sorted by key,
+// disjoint: a level below L0) whose largest user key is >= key, or
+// len(files): sort.Search's answer without a closure call per step, for
+// the search every Get makes in every level.
+func SearchLargest(files []*FileMetadata, key []byte) int {
+	lo, hi := 0, len(files)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(files[m].Largest.UserKey, key) < 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
 // Overlapping returns the tables of level that overlap the user-key range
 // [start, end] (inclusive; nil = unbounded). For L0 the range is expanded
 // transitively, as a compaction of those tables must take all of them.
@@ -216,9 +233,10 @@ func (lv *Levels) Overlapping(level int, start, end []byte) []*FileMetadata {
 	var out []*FileMetadata
 	files := lv[level]
 	if level > 0 {
-		i := sort.Search(len(files), func(i int) bool {
-			return start == nil || bytes.Compare(files[i].Largest.UserKey, start) >= 0
-		})
+		i := 0
+		if start != nil {
+			i = SearchLargest(files, start)
+		}
 		for ; i < len(files) && files[i].Overlaps(start, end); i++ {
 			out = append(out, files[i])
 		}
