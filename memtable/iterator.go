@@ -41,15 +41,15 @@ type Iterator struct {
 	// small backs buf for runs of up to minRun entries, so that an
 	// iterator that only seeks allocates nothing beyond itself.
 	small [minRun]entry
-	// keys[i] holds buf[i]'s user key when it is at most 16 bytes long,
+	// keys[i] holds buf[i]'s user key when it is at most wordKeyBytes long,
 	// rebuilt from the entry's two key words: Key returns these bytes,
 	// just written, instead of the arena's, which lie wherever the key's
 	// insert put them (a cache miss in the first comparison the merging
 	// iterator makes with each memtable key).
-	keys [maxRun][16]byte
-	// seekKey holds a seek's key of up to 16 bytes for the fill: the key
+	keys [maxRun][wordKeyBytes]byte
+	// seekKey holds a seek's key of up to wordKeyBytes for the fill: the key
 	// may be one Key returned, in keys, which the fill overwrites.
-	seekKey [16]byte
+	seekKey [wordKeyBytes]byte
 }
 
 var _ base.InternalIterator = (*Iterator)(nil)
@@ -93,7 +93,7 @@ func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool, n int
 			it.exhausted = true
 			return false
 		}
-		if e.klen <= 16 {
+		if e.klen <= wordKeyBytes {
 			k := &it.keys[len(it.buf)]
 			binary.BigEndian.PutUint64(k[:8], e.p0)
 			binary.BigEndian.PutUint64(k[8:], e.p1)
@@ -201,7 +201,7 @@ func (it *Iterator) Valid() bool { return it.pos < len(it.buf) }
 // Key implements base.InternalIterator.
 func (it *Iterator) Key() base.InternalKey {
 	e := &it.buf[it.pos]
-	if e.klen <= 16 {
+	if e.klen <= wordKeyBytes {
 		return base.InternalKey{UserKey: it.keys[it.pos][:e.klen:e.klen], Trailer: e.trailer}
 	}
 	return base.InternalKey{UserKey: e.ukey(), Trailer: e.trailer}

@@ -51,6 +51,10 @@ type entry struct {
 	klen, vlen uint32
 }
 
+// wordKeyBytes is the key length p0 and p1 hold whole: an entry's key of
+// at most this many bytes is its two words, zero-padded, and its length.
+const wordKeyBytes = 16
+
 // ukey returns the entry's user key (non-nil, possibly empty).
 func (e *entry) ukey() []byte {
 	if e.klen == 0 {
@@ -95,7 +99,7 @@ func lessEntryTail(a, b *entry) bool {
 	if a.p1 != b.p1 {
 		return a.p1 < b.p1
 	}
-	if a.klen > 16 || b.klen > 16 {
+	if a.klen > wordKeyBytes || b.klen > wordKeyBytes {
 		// Both keys' first 16 bytes are equal (keys no longer than 16
 		// bytes are wholly in their words, up to trailing zero bytes).
 		if c := bytes.Compare(a.ukey(), b.ukey()); c != 0 {
