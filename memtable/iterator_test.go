@@ -159,6 +159,16 @@ func TestIteratorKeyLengths(t *testing.T) {
 	require.NotZero(t, short)
 	require.NotZero(t, long)
 	model = sortedModel(model)
+	// The case the words alone cannot order: a short key next to a
+	// longer one it is a prefix of.
+	prefixPairs := 0
+	for i := 1; i < len(model); i++ {
+		a, b := model[i-1].k.UserKey, model[i].k.UserKey
+		if len(a) <= 16 && len(b) > 16 && bytes.HasPrefix(b, a) {
+			prefixPairs++
+		}
+	}
+	require.NotZero(t, prefixPairs, "no short key next to a longer key it prefixes")
 	check := func(it *Iterator, i int) {
 		t.Helper()
 		k := it.Key()
