@@ -144,6 +144,7 @@ func (e *sieveEngine) Shape() string {
 		m.ReadAmp, mib(m.MemTable.Size), m.MemTable.Immutable, mib(m.Filter.ResidentBytes), mib(m.IndexResidentBytes),
 		mib(x.PinnedIndexBytes+x.PinnedFilterBytes), mib(x.CachedIndexBytes+x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses)
+	fmt.Fprintf(&b, "; block cache %s in %d blocks, %d/%d hits/misses", mib(m.BlockCache.Size), m.BlockCache.Count, m.BlockCache.Hits, m.BlockCache.Misses)
 	fmt.Fprintf(&b, "; %d flushes, %d compactions (%d seek-triggered)", m.Flush.Count, m.Compaction.Count, m.Compaction.SeekTriggered)
 	return b.String()
 }

@@ -262,15 +262,17 @@ func runYCSBWorkload(runs []*ycsbRun, wl ycsbWorkload, o ycsbOptions, vals *valu
 	scrambled := newZipfianZeta(scrambledItems, ycsbZipfianConstant, scrambledZeta)
 	latest := newZipfian(o.n, o.theta)
 	lat := make([][][]int64, len(runs))
-	for _, r := range runs {
+	scrambledFor := make([]scrambledZipfian, len(runs))
+	for i, r := range runs {
 		r.Results[wl.name] = &ycsbResult{Counts: map[string]int64{}, Stats: map[string]int64{}}
+		scrambledFor[i] = newScrambledZipfian(scrambled, &r.records, int(float64(o.ops)*wl.insert))
 	}
 	for round := 0; round < o.rounds; round++ {
 		ops := o.ops*(round+1)/o.rounds - o.ops*round/o.rounds
 		for k := range runs {
 			i := (k + round) % len(runs)
 			r := runs[i]
-			var ch chooser = scrambledZipfian{scrambled, &r.records}
+			var ch chooser = scrambledFor[i]
 			if wl.latest {
 				ch = skewedLatest{latest, &r.records}
 			}

@@ -82,17 +82,33 @@ type chooser interface {
 	next(r *rand.Rand) int
 }
 
-// scrambledZipfian is YCSB's ScrambledZipfianGenerator: a zipfian item
-// over a fixed large space, hashed (FNV) onto the current record count, so
-// the popular records are scattered over the key space rather than being
-// the first keys. The count grows with inserts.
+// scrambledZipfian is YCSB's ScrambledZipfianGenerator as CoreWorkload
+// uses it: a zipfian item over a fixed large space, hashed (FNV) onto a
+// keyspace of items records, so the popular records are scattered over
+// the key space rather than being the first keys. The keyspace is fixed
+// for the whole workload — the records present at its start plus twice
+// the inserts it expects (CoreWorkload's expectednewkeys) — and a draw of
+// a record not inserted yet is drawn again: hashing onto the current
+// record count instead would move every popular record at each insert,
+// and a workload with inserts (E) would read uniformly.
 type scrambledZipfian struct {
 	z       *zipfian
+	items   uint64
 	records *atomic.Int64
 }
 
+// newScrambledZipfian returns the chooser of a workload that starts with
+// records.Load() records and expects to insert about inserts more.
+func newScrambledZipfian(z *zipfian, records *atomic.Int64, inserts int) scrambledZipfian {
+	return scrambledZipfian{z: z, items: uint64(records.Load()) + 2*uint64(max(0, inserts)), records: records}
+}
+
 func (s scrambledZipfian) next(r *rand.Rand) int {
-	return int(fnv64(uint64(s.z.next(r))) % uint64(s.records.Load()))
+	for {
+		if v := fnv64(uint64(s.z.next(r))) % s.items; v < uint64(s.records.Load()) {
+			return int(v)
+		}
+	}
 }
 
 // skewedLatest is YCSB's SkewedLatestGenerator (workload D's "latest"):
