@@ -206,12 +206,23 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	rc := db.metrics.readStripe()
 	rc.gets.Add(1)
 	pinBelow := db.pinBelow(lv)
+	// passed is the first L0 table the Get consulted without an answer;
+	// it is charged (chargeGetSeek) once the Get consults another table.
+	var passed *manifest.FileMetadata
+	charged := false
 	for _, f := range lv[0] {
 		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
 			continue
 		}
+		if passed != nil {
+			db.chargeGetSeek(passed)
+			passed, charged = nil, true
+		}
 		if err := db.getFromTable(rc, f, 0, pinBelow, key, seq, st); err != nil || st.done {
 			return err
+		}
+		if !charged {
+			passed = f
 		}
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
@@ -219,6 +230,10 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		i := manifest.SearchLargest(files, key)
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
 			continue
+		}
+		if passed != nil {
+			db.chargeGetSeek(passed)
+			passed = nil
 		}
 		if err := db.getFromTable(rc, files[i], level, pinBelow, key, seq, st); err != nil || st.done {
 			return err

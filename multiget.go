@@ -174,6 +174,11 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 	rc := db.metrics.readStripe()
 	pinBelow := db.pinBelow(lv)
 	var pend []int
+	// first is the first L0 table consulted and owed the number of its
+	// keys it left pending: each charges it once another table is
+	// consulted, as a Get does (chargeGetSeek).
+	var first *manifest.FileMetadata
+	owed := 0
 	for _, f := range lv[0] {
 		if pend = mg.pending(pend); len(pend) == 0 {
 			return
@@ -181,11 +186,26 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 		if f.SmallestSeq > seq {
 			continue
 		}
-		lo := sort.Search(len(pend), func(i int) bool { return bytes.Compare(mg.key(pend[i]), f.Smallest.UserKey) >= 0 })
-		hi := sort.Search(len(pend), func(i int) bool { return bytes.Compare(mg.key(pend[i]), f.Largest.UserKey) > 0 })
-		if lo < hi {
-			db.multiGetFromTable(rc, f, 0, pinBelow, seq, mg, pend[lo:hi])
+		lo, hi := keysWithin(mg, pend, f)
+		if lo == hi {
+			continue
 		}
+		if owed > 0 {
+			db.chargeGetSeeks(first, owed)
+			owed = 0
+		}
+		db.multiGetFromTable(rc, f, 0, pinBelow, seq, mg, pend[lo:hi])
+		if first == nil {
+			first = f
+			for _, u := range pend[lo:hi] {
+				if !mg.states[u].done && mg.errs[u] == nil {
+					owed++
+				}
+			}
+		}
+	}
+	if owed > 0 && tablesBelowL0(lv) {
+		db.chargeGetSeeks(first, owed)
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		if pend = mg.pending(pend); len(pend) == 0 {
@@ -193,6 +213,14 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 		}
 		db.multiGetLevel(rc, lv[level], level, pinBelow, seq, mg, pend)
 	}
+}
+
+// keysWithin returns the run pend[lo:hi] of the pending keys (ascending)
+// that lie in f's key range.
+func keysWithin(mg *multiGet, pend []int, f *manifest.FileMetadata) (lo, hi int) {
+	lo = sort.Search(len(pend), func(i int) bool { return bytes.Compare(mg.key(pend[i]), f.Smallest.UserKey) >= 0 })
+	hi = sort.Search(len(pend), func(i int) bool { return bytes.Compare(mg.key(pend[i]), f.Largest.UserKey) > 0 })
+	return lo, hi
 }
 
 // multiGetLevel searches one sorted level for the pending keys pend

@@ -157,10 +157,11 @@ type Options struct {
 	L0SlowdownWritesTrigger int
 	// DisableSeekCompactions turns off seek-triggered compactions: by
 	// default an L0 table that iterator seeks keep positioning in beside
-	// other sources (max(100, size/16 KiB) seeks, LevelDB's allowance)
-	// gets L0 compacted into the base level before L0CompactionTrigger
-	// tables accumulate, so that a read-mostly database does not keep
-	// overlapping L0 tables for good.
+	// other sources (max(100, size/16 KiB) seeks, LevelDB's allowance;
+	// 64 Gets that consulted it in vain before another table count as
+	// one seek) gets L0 compacted into the base level before
+	// L0CompactionTrigger tables accumulate, so that a read-mostly
+	// database does not keep overlapping L0 tables for good.
 	DisableSeekCompactions bool
 	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
 	LevelMultiplier int

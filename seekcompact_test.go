@@ -92,7 +92,7 @@ func TestSeekCompactionDisabled(t *testing.T) {
 }
 
 // TestSeekCompactionNeedsOverlap: seeks into an L0 table that is the only
-// source at the key charge nothing, and Gets never do.
+// source at the key charge nothing, and neither do Gets it answers.
 func TestSeekCompactionNeedsOverlap(t *testing.T) {
 	db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20, L0CompactionTrigger: 4})
 	require.NoError(t, err)
@@ -112,4 +112,86 @@ func TestSeekCompactionNeedsOverlap(t *testing.T) {
 	m := db.Metrics()
 	require.Equal(t, int64(1), m.Levels[0].NumFiles)
 	require.Zero(t, m.Compaction.SeekTriggered)
+}
+
+// getUntilL0Compacted reads keys (via get, which checks each value) until
+// L0 is empty, and returns how many reads that took.
+func getUntilL0Compacted(t *testing.T, db *DB, keys [][]byte, get func(k [][]byte)) int {
+	reads := 0
+	for i := 0; db.Metrics().Levels[0].NumFiles > 0; i++ {
+		require.Less(t, reads, 1000000, "a million reads compacted nothing")
+		batch := keys[(i*16)%len(keys):]
+		batch = batch[:min(16, len(batch))]
+		get(batch)
+		reads += len(batch)
+		if i%50 == 0 {
+			waitCompactionsIdle(db)
+		}
+	}
+	return reads
+}
+
+// TestGetSeekCompaction: Gets that pass through both L0 tables to the
+// bottom level charge them (one Get in getSeekWeight) until L0 is compacted,
+// with no write; Gets answered by the newest L0 table charge nothing.
+func TestGetSeekCompaction(t *testing.T) {
+	const n = 3000
+	db := seekShape(t, n, 2)
+	defer db.Close()
+	var inNewest, inBottom [][]byte
+	for i := 0; i < n; i++ {
+		switch i % 3 {
+		case 2:
+			inNewest = append(inNewest, seekTestKey(i))
+		case 0:
+			inBottom = append(inBottom, seekTestKey(i))
+		}
+	}
+	get := func(want string) func([][]byte) {
+		return func(keys [][]byte) {
+			for _, k := range keys {
+				v, err := db.Get(k)
+				require.NoError(t, err)
+				require.Equal(t, want, string(v), "key %s", k)
+			}
+		}
+	}
+	for range 200 * getSeekWeight / len(inNewest) {
+		get("v2")(inNewest)
+	}
+	waitCompactionsIdle(db)
+	m := db.Metrics()
+	require.Equal(t, int64(2), m.Levels[0].NumFiles, "Gets the newest L0 table answers charged it")
+	require.Zero(t, m.Compaction.SeekTriggered)
+
+	reads := getUntilL0Compacted(t, db, inBottom, get("v0"))
+	m = db.Metrics()
+	t.Logf("L0 compacted after %d Gets\n%s", reads, m)
+	require.GreaterOrEqual(t, reads, 100*getSeekWeight/4, "compacted long before a table's budget (100 charged Gets) ran out")
+	require.Positive(t, m.Compaction.SeekTriggered)
+	get("v0")(inBottom)
+	get("v2")(inNewest)
+}
+
+// TestMultiGetSeekCompaction: MultiGet charges the first L0 table for each
+// key of its range that goes on to another table, as Get does.
+func TestMultiGetSeekCompaction(t *testing.T) {
+	const n = 3000
+	db := seekShape(t, n, 2)
+	defer db.Close()
+	var inBottom [][]byte
+	for i := 0; i < n; i += 3 {
+		inBottom = append(inBottom, seekTestKey(i))
+	}
+	reads := getUntilL0Compacted(t, db, inBottom, func(keys [][]byte) {
+		vals, errs := db.MultiGet(keys)
+		for i := range keys {
+			require.NoError(t, errs[i])
+			require.Equal(t, "v0", string(vals[i]), "key %s", keys[i])
+		}
+	})
+	m := db.Metrics()
+	t.Logf("L0 compacted after %d MultiGet keys", reads)
+	require.GreaterOrEqual(t, reads, 100*getSeekWeight/4)
+	require.Positive(t, m.Compaction.SeekTriggered)
 }
