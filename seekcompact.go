@@ -22,9 +22,11 @@ import (
 // the key when another source (a memtable, another table, a lower level)
 // may too. A table that has been charged seekBudget times (LevelDB's
 // allowance: one seek per 16 KiB of table, at least 100) asks for a
-// compaction, and the next scheduling with nothing else to do compacts
-// L0 into the base level as the L0 trigger would. Metrics.SeekCompactions
-// counts them.
+// compaction — if the reads it was charged outnumber the writes since it
+// was written readMostlyRatio to one; otherwise it asks again at the next
+// multiple of its budget — and the next scheduling with nothing else to
+// do compacts L0 into the base level as the L0 trigger would.
+// Metrics.Compaction.SeekTriggered counts them.
 //
 // Gets charge too, at a weight (chargeGetSeek): a read-mostly database
 // whose reads are Gets otherwise keeps its L0 tables as well, and every
@@ -61,9 +63,32 @@ func (it *Iterator) chargeSeek(key []byte) {
 		return
 	}
 	for _, f := range lv[0] {
-		if holds(f) && f.Seeks.Add(1) == seekBudget(f) {
-			it.db.requestSeekCompaction()
+		if holds(f) {
+			it.db.chargeL0(f)
 		}
+	}
+}
+
+// readMostlyRatio is how many reads (a seek or getSeekWeight Gets per
+// charge) an L0 table must have been charged per write since it was
+// written before its budget asks for a compaction. Under a mix of reads
+// and writes the L0 trigger compacts the table soon anyway, and a seek
+// compaction would only rewrite the base level once more (in a reader
+// beside a loading writer, four seek compactions of L6 in a few seconds
+// tripled the reader's p99).
+const readMostlyRatio = 8
+
+// chargeL0 charges L0 table f one seek and asks for a seek compaction at
+// each multiple of its budget once the database is read-mostly since f was
+// written.
+func (db *DB) chargeL0(f *manifest.FileMetadata) {
+	n := f.Seeks.Add(1)
+	if n%seekBudget(f) != 0 {
+		return
+	}
+	writes := db.visibleSeq.Load() - min(f.LargestSeq, db.visibleSeq.Load())
+	if uint64(n)*getSeekWeight >= readMostlyRatio*writes {
+		db.requestSeekCompaction()
 	}
 }
 
@@ -86,9 +111,7 @@ func (db *DB) chargeGetSeek(f *manifest.FileMetadata) {
 	if rand.Uint32()&(getSeekWeight-1) != 0 || db.opts.ReadOnly || db.opts.DisableSeekCompactions {
 		return
 	}
-	if f.Seeks.Add(1) == seekBudget(f) {
-		db.requestSeekCompaction()
-	}
+	db.chargeL0(f)
 }
 
 // chargeGetSeeks is chargeGetSeek for n keys of a MultiGet.

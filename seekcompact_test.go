@@ -195,3 +195,41 @@ func TestMultiGetSeekCompaction(t *testing.T) {
 	require.GreaterOrEqual(t, reads, 100*getSeekWeight/4)
 	require.Positive(t, m.Compaction.SeekTriggered)
 }
+
+// TestGetSeekCompactionWaitsUnderWrites: Gets that pass through the L0
+// tables while as many writes land elsewhere do not compact L0 for them
+// (the L0 trigger will), though they charge the tables many budgets' worth.
+func TestGetSeekCompactionWaitsUnderWrites(t *testing.T) {
+	const n = 3000
+	db := seekShape(t, n, 2)
+	defer db.Close()
+	var inBottom [][]byte
+	for i := 0; i < n; i += 3 {
+		inBottom = append(inBottom, seekTestKey(i))
+	}
+	// Five budgets' worth of Gets, one write per two Gets (a quarter of
+	// the read-mostly ratio) to keys above the tables' (a flush of them
+	// adds an L0 table no Get consults).
+	gets, writes := 5*100*getSeekWeight, 0
+	for i := 0; i < gets; i++ {
+		k := inBottom[i%len(inBottom)]
+		v, err := db.Get(k)
+		require.NoError(t, err)
+		require.Equal(t, "v0", string(v), "key %s", k)
+		if i%2 == 0 {
+			// Outside every table's range: the Gets' path stays the same.
+			require.NoError(t, db.Put([]byte(fmt.Sprintf("z%07d", i)), []byte("w"), NoSync))
+			writes++
+		}
+	}
+	waitCompactionsIdle(db)
+	m := db.Metrics()
+	var charged int64
+	for _, f := range db.versions.Current().Levels(0)[0] {
+		charged += f.Seeks.Load()
+	}
+	t.Logf("%d Gets beside %d writes: L0 tables charged %d seeks\n%s", gets, writes, charged, m)
+	require.Zero(t, m.Compaction.SeekTriggered)
+	require.Greater(t, charged, int64(2*100), "the Gets did not charge the L0 tables")
+	require.GreaterOrEqual(t, m.Levels[0].NumFiles, int64(2), "L0 was compacted")
+}
