@@ -206,23 +206,9 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	rc := db.metrics.readStripe()
 	rc.gets.Add(1)
 	pinBelow := db.pinBelow(lv)
-	// passed is the first L0 table the Get consulted without an answer;
-	// it is charged (chargeGetSeek) once the Get consults another table.
-	var passed *manifest.FileMetadata
-	charged := false
-	for _, f := range lv[0] {
-		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
-			continue
-		}
-		if passed != nil {
-			db.chargeGetSeek(passed)
-			passed, charged = nil, true
-		}
-		if err := db.getFromTable(rc, f, 0, pinBelow, key, seq, st); err != nil || st.done {
+	if len(lv[0]) > 0 {
+		if err := db.getFromL0(rc, lv, pinBelow, key, seq, st); err != nil || st.done {
 			return err
-		}
-		if !charged {
-			passed = f
 		}
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
@@ -231,13 +217,37 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
 			continue
 		}
-		if passed != nil {
-			db.chargeGetSeek(passed)
-			passed = nil
-		}
 		if err := db.getFromTable(rc, files[i], level, pinBelow, key, seq, st); err != nil || st.done {
 			return err
 		}
+	}
+	return nil
+}
+
+// getFromL0 searches the L0 tables holding key, newest first. The first
+// one that did not answer is charged (chargeGetSeek) when the Get goes on
+// to another table: a later L0 table here, or the levels below (which
+// chargeGetSeek checks hold a table).
+func (db *DB) getFromL0(rc *readCounters, lv *manifest.Levels, pinBelow int, key []byte, seq uint64, st *getState) error {
+	var passed *manifest.FileMetadata
+	charged := false
+	for _, f := range lv[0] {
+		if !f.Overlaps(key, key) || f.SmallestSeq > seq {
+			continue
+		}
+		if passed != nil && !charged {
+			db.chargeGetSeek(passed, nil)
+			charged = true
+		}
+		if err := db.getFromTable(rc, f, 0, pinBelow, key, seq, st); err != nil || st.done {
+			return err
+		}
+		if passed == nil {
+			passed = f
+		}
+	}
+	if passed != nil && !charged {
+		db.chargeGetSeek(passed, lv)
 	}
 	return nil
 }

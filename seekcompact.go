@@ -109,17 +109,23 @@ const getSeekWeight = 64
 // consult another table (LevelDB's Version::UpdateStats, weighted by
 // getSeekWeight): a read-mostly database whose reads are Gets gets its L0
 // compacted too.
-func (db *DB) chargeGetSeek(f *manifest.FileMetadata) {
+// With lv non-nil the Get goes on below L0, and f is charged only if a
+// level there holds a table.
+func (db *DB) chargeGetSeek(f *manifest.FileMetadata, lv *manifest.Levels) {
 	if rand.Uint32()&(getSeekWeight-1) != 0 || db.opts.ReadOnly || db.opts.DisableSeekCompactions {
+		return
+	}
+	if lv != nil && !tablesBelowL0(lv) {
 		return
 	}
 	db.chargeL0(f)
 }
 
-// chargeGetSeeks is chargeGetSeek for n keys of a MultiGet.
+// chargeGetSeeks is chargeGetSeek for n keys of a MultiGet (that go on to
+// another table).
 func (db *DB) chargeGetSeeks(f *manifest.FileMetadata, n int) {
 	for range n {
-		db.chargeGetSeek(f)
+		db.chargeGetSeek(f, nil)
 	}
 }
 
