@@ -173,16 +173,24 @@ func TestGetSeekCompaction(t *testing.T) {
 	get("v2")(inNewest)
 }
 
-// TestMultiGetSeekCompaction: MultiGet charges the first L0 table for each
-// key of its range that goes on to another table, as Get does.
-func TestMultiGetSeekCompaction(t *testing.T) {
+// seekShapeBottom is seekShape(3000 keys, 2 L0 tables) and the keys only
+// the bottom level holds (every third): a Get of one passes through both
+// L0 tables.
+func seekShapeBottom(t *testing.T) (*DB, [][]byte) {
 	const n = 3000
 	db := seekShape(t, n, 2)
-	defer db.Close()
 	var inBottom [][]byte
 	for i := 0; i < n; i += 3 {
 		inBottom = append(inBottom, seekTestKey(i))
 	}
+	return db, inBottom
+}
+
+// TestMultiGetSeekCompaction: MultiGet charges the first L0 table for each
+// key of its range that goes on to another table, as Get does.
+func TestMultiGetSeekCompaction(t *testing.T) {
+	db, inBottom := seekShapeBottom(t)
+	defer db.Close()
 	reads := getUntilL0Compacted(t, db, inBottom, func(keys [][]byte) {
 		vals, errs := db.MultiGet(keys)
 		for i := range keys {
@@ -200,15 +208,10 @@ func TestMultiGetSeekCompaction(t *testing.T) {
 // tables while as many writes land elsewhere do not compact L0 for them
 // (the L0 trigger will), though they charge the tables many budgets' worth.
 func TestGetSeekCompactionWaitsUnderWrites(t *testing.T) {
-	const n = 3000
-	db := seekShape(t, n, 2)
+	db, inBottom := seekShapeBottom(t)
 	defer db.Close()
-	var inBottom [][]byte
-	for i := 0; i < n; i += 3 {
-		inBottom = append(inBottom, seekTestKey(i))
-	}
-	// Five budgets' worth of Gets, one write per two Gets (a quarter of
-	// the read-mostly ratio) to keys above the tables' (a flush of them
+	// Five budgets' worth of Gets, one write per two Gets (two thirds of
+	// readMostlyRatio's reads a write) to keys above the tables' (a flush of them
 	// adds an L0 table no Get consults).
 	gets, writes := 5*100*getSeekWeight, 0
 	for i := 0; i < gets; i++ {
