@@ -98,12 +98,15 @@ func newMultiGet(keys [][]byte) *multiGet {
 func (mg *multiGet) pending(dst []int) []int {
 	dst = dst[:0]
 	for u := range mg.states {
-		if !mg.states[u].done && mg.errs[u] == nil {
+		if mg.isPending(u) {
 			dst = append(dst, u)
 		}
 	}
 	return dst
 }
+
+// isPending reports whether key u is still to be searched.
+func (mg *multiGet) isPending(u int) bool { return !mg.states[u].done && mg.errs[u] == nil }
 
 func (mg *multiGet) key(u int) []byte { return mg.states[u].key }
 
@@ -198,7 +201,7 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 		if first == nil {
 			first = f
 			for _, u := range pend[lo:hi] {
-				if !mg.states[u].done && mg.errs[u] == nil {
+				if mg.isPending(u) {
 					owed++
 				}
 			}
