@@ -2,7 +2,10 @@ package sieve
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
@@ -235,4 +238,77 @@ func TestGetSeekCompactionWaitsUnderWrites(t *testing.T) {
 	require.Zero(t, m.Compaction.SeekTriggered)
 	require.Greater(t, charged, int64(2*100), "the Gets did not charge the L0 tables")
 	require.GreaterOrEqual(t, m.Levels[0].NumFiles, int64(2), "L0 was compacted")
+}
+
+// TestGetSeekCompactionConcurrent: four goroutines Get and MultiGet keys
+// that pass through both L0 tables (every value checked) while a writer
+// adds keys above the tables' range and flushes once, so the charges,
+// the budget's request and the compaction run beside reads and a flush
+// (run with -race). L0's two tables must be compacted by the reads.
+func TestGetSeekCompactionConcurrent(t *testing.T) {
+	db, inBottom := seekShapeBottom(t)
+	defer db.Close()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; !stop.Load(); i++ {
+				if g == 0 {
+					keys := inBottom[i%len(inBottom):]
+					vals, kerrs := db.MultiGet(keys[:min(8, len(keys))])
+					for j := range vals {
+						if kerrs[j] != nil || string(vals[j]) != "v0" {
+							errs <- fmt.Errorf("MultiGet %s: %q, %v", keys[j], vals[j], kerrs[j])
+							return
+						}
+					}
+					continue
+				}
+				k := inBottom[(i*7919)%len(inBottom)]
+				if v, err := db.Get(k); err != nil || string(v) != "v0" {
+					errs <- fmt.Errorf("Get %s: %q, %v", k, v, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 200 && !stop.Load(); i++ {
+			if err := db.Put([]byte(fmt.Sprintf("z%07d", i)), []byte("w"), NoSync); err != nil {
+				errs <- err
+				return
+			}
+			if i == 100 {
+				if err := db.Flush(); err != nil {
+					errs <- err
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for db.Metrics().Compaction.SeekTriggered == 0 && time.Now().Before(deadline) && len(errs) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	waitCompactionsIdle(db)
+	m := db.Metrics()
+	t.Logf("%s", m)
+	require.Positive(t, m.Compaction.SeekTriggered, "the concurrent reads compacted nothing")
+	for _, k := range inBottom {
+		v, err := db.Get(k)
+		require.NoError(t, err)
+		require.Equal(t, "v0", string(v))
+	}
 }
