@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/sievedb/sieve/internal/base"
+	"github.com/sievedb/sieve/internal/prefetch"
 	"github.com/sievedb/sieve/internal/rangedel"
 )
 
@@ -215,18 +216,31 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 		m.addRangeDel(seq, ukey, value)
 		return
 	}
-	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
-	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
 	var h uint64
 	if m.filter != nil || kind == base.KindMerge {
 		h = keyHash(ukey)
 	}
+	// The filter word is random in a table-sized array, a cache miss: its
+	// load is started here and the bits set after the B-tree insert, so
+	// that the miss overlaps the copy into the arena and the descent's own
+	// misses instead of stalling the writer on its own. Readers see the
+	// entry only once the DB publishes its sequence number, after Add.
+	var fw *atomic.Uint64
+	var fmask uint64
 	if m.filter != nil {
-		m.filter.add(h)
+		fw, fmask = m.filter.slot(h)
+		prefetch.Object(unsafe.Pointer(fw), 8)
+	}
+	e := makeEntry(ukey, base.MakeTrailer(seq, kind))
+	e.data, e.vlen = m.alloc(ukey, value), uint32(len(value))
+	if m.filter != nil {
 		m.addPrefix(ukey)
 	}
 	m.mu.Lock()
 	m.tree.insert(e)
+	if fw != nil && fw.Load()&fmask != fmask {
+		fw.Or(fmask)
+	}
 	m.mu.Unlock()
 	m.size.Add(int64(len(ukey) + len(value) + entryOverhead))
 	m.count.Add(1)
