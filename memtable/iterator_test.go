@@ -131,6 +131,28 @@ func BenchmarkIterSeekNext(b *testing.B) {
 	}
 }
 
+// BenchmarkIterSeekNextRandom is BenchmarkIterSeekNext on the shape of
+// YCSB E's memtable: 200k 16-byte decimal keys with 100-byte values,
+// inserted in random order.
+func BenchmarkIterSeekNextRandom(b *testing.B) {
+	m := New()
+	const n = 200000
+	val := make([]byte, 100)
+	for _, i := range rand.New(rand.NewSource(1)).Perm(n) {
+		m.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "%016d", 2*i), val)
+	}
+	it := m.NewIter(nil, nil)
+	key := make([]byte, 0, 16)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		key = fmt.Appendf(key[:0], "%016d", 2*((i*104729)%n)+1)
+		ok := it.SeekGE(key)
+		for j := 0; ok && j < 3; j++ {
+			ok = it.Next()
+		}
+	}
+}
+
 // TestIteratorKeyLengths: keys of 0 to 24 bytes, zero bytes among them, so
 // that keys up to 16 bytes (which Key rebuilds from the entry's two key
 // words, zero-padded) sit next to longer ones and to their own
