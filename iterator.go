@@ -19,7 +19,11 @@ type IterOptions struct {
 // Iterator walks the user keys of a consistent view (the moment it was
 // created, or its snapshot) in order, forward or backward, resolving merge
 // operands and hiding deleted keys. It pins the memtables and tables it
-// reads: they are not freed or deleted until Close.
+// reads: they are not freed or deleted until Close, or until First, Last,
+// SeekGE, SeekLT or SeekPrefixGE moves it onto the current ones, which
+// they do when a flush or compaction has changed them and nothing has been
+// written since the iterator's view (the view stays the same; see
+// iterrefresh.go).
 //
 // Positioning methods (First, Last, SeekGE, SeekLT, SeekPrefixGE, Next,
 // Prev) report
@@ -104,6 +108,7 @@ func (it *Iterator) First() bool {
 		return false
 	}
 	it.leavePrefix()
+	it.maybeRefresh()
 	ok := it.iter.First()
 	return it.findNext(ok)
 }
@@ -114,6 +119,7 @@ func (it *Iterator) Last() bool {
 		return false
 	}
 	it.leavePrefix()
+	it.maybeRefresh()
 	ok := it.iter.Last()
 	return it.findPrev(ok)
 }
@@ -124,6 +130,7 @@ func (it *Iterator) SeekGE(key []byte) bool {
 		return false
 	}
 	it.leavePrefix()
+	it.maybeRefresh()
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -137,6 +144,7 @@ func (it *Iterator) SeekLT(key []byte) bool {
 		return false
 	}
 	it.leavePrefix()
+	it.maybeRefresh()
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
 		key = it.upper
 	}

@@ -28,7 +28,7 @@ type dbMetrics struct {
 
 	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
-	seekCompactions                                                             atomic.Int64
+	seekCompactions, iterRefreshes                                              atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                                                          atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
@@ -311,6 +311,10 @@ type Metrics struct {
 		Count, TablesLinked, TablesCopied int64
 	}
 	ColumnFamilyDrops int64
+	// IteratorRefreshes counts the seeks that moved a long-lived iterator
+	// onto the current memtables and tables because it pinned an older
+	// state and nothing had been written since its view (iterrefresh.go).
+	IteratorRefreshes int64
 }
 
 // Metrics returns a snapshot of the database's metrics (of the default
@@ -352,6 +356,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
 	out.Compaction.Split = m.splitCompactions.Load()
 	out.Compaction.SeekTriggered = m.seekCompactions.Load()
+	out.IteratorRefreshes = m.iterRefreshes.Load()
 	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
 	out.Compaction.MergeErrors = m.mergeErrors.Load()
 	if out.WAL.Bytes > 0 {

@@ -268,6 +268,7 @@ func (it *Iterator) SeekPrefixGE(key []byte) bool {
 		return false
 	}
 	it.leavePrefix()
+	it.maybeRefresh()
 	st := it.db.cfs.get(it.cf)
 	if st == nil || st.prefix.fn == nil {
 		return it.fail(ErrNoPrefix)
