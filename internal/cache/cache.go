@@ -3,9 +3,7 @@
 // length of the blocks it holds.
 //
 // Concurrency: a *Cache is safe for concurrent use by any number of
-// goroutines. Each shard has its own mutex; the counters are atomics, each
-// shard's its own (Size and Count add them up), so that two cores missing
-// in different shards do not pass one counter's cache line back and forth.
+// goroutines. Each shard has its own mutex; the counters are atomics.
 //
 // Lifetime of cached blocks: blocks are reference-counted Values (see
 // Value). Get returns one with a reference for the caller; it stays valid
@@ -66,9 +64,6 @@ type shard struct {
 	capacity int64
 	hits     atomic.Int64
 	misses   atomic.Int64
-	// bytes and blocks mirror size and len(m), written under mu, for the
-	// lock-free Size and Count.
-	bytes, blocks atomic.Int64
 	// free is a list (through next) of removed entries for reuse, so that
 	// a steady stream of misses does not allocate an entry per block.
 	free  *entry
@@ -79,10 +74,9 @@ type shard struct {
 // Cache is a sharded LRU block cache. Create it with New.
 type Cache struct {
 	capacity int64
-	// metaSize is the bytes of the meta pool's index and filter blocks
-	// (data blocks are counted in their shards). Every data block's insert
-	// reads it (limit); only the meta pool's changes write it.
-	metaSize [numKinds]atomic.Int64
+	size     atomic.Int64
+	count    atomic.Int64
+	kindSize [numKinds]atomic.Int64
 	// reserved is what Reserve granted; pending what a Reserve in progress
 	// is evicting room for (already taken out of the shards' capacities).
 	reserved, pending atomic.Int64
@@ -285,17 +279,15 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		v.cached.Store(true)
 	}
 	s.size += charge
-	s.bytes.Store(s.size)
-	s.blocks.Add(1)
-	if kind.high() {
-		c.metaSize[kind].Add(charge)
-	}
+	c.size.Add(charge)
+	c.kindSize[kind].Add(charge)
+	c.count.Add(1)
 }
 
 // limit is data shard s's capacity less its share of the reservations
 // and of the meta pool.
 func (c *Cache) limit(s *shard) int64 {
-	meta := c.metaSize[KindIndex].Load() + c.metaSize[KindFilter].Load()
+	meta := c.kindSize[KindIndex].Load() + c.kindSize[KindFilter].Load()
 	return s.capacity - (c.reserved.Load()+c.pending.Load()+meta)/numShards
 }
 
@@ -377,7 +369,7 @@ func (c *Cache) Usage() (size, reserved int64) {
 	}
 	for {
 		r := c.reserved.Load()
-		size = c.Size()
+		size = c.size.Load()
 		if c.reserved.Load() == r {
 			return size, r
 		}
@@ -389,10 +381,7 @@ func (c *Cache) KindSize(k Kind) int64 {
 	if c == nil || k >= numKinds {
 		return 0
 	}
-	if k == KindData {
-		return c.sum(func(s *shard) *atomic.Int64 { return &s.bytes }) - c.meta.bytes.Load()
-	}
-	return c.metaSize[k].Load()
+	return c.kindSize[k].Load()
 }
 
 // EvictFile drops every block of the given file. Call it when the table is
@@ -433,12 +422,10 @@ func (c *Cache) remove(s *shard, e *entry) {
 	e.fprev, e.fnext = nil, nil
 	charge := e.val.Charge()
 	s.size -= charge
-	s.bytes.Store(s.size)
-	s.blocks.Add(-1)
-	if e.kind.high() {
-		c.metaSize[e.kind].Add(-charge)
-	}
+	c.size.Add(-charge)
+	c.kindSize[e.kind].Add(-charge)
 	e.val.forget()
+	c.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {
 		*e = entry{next: s.free}
@@ -478,12 +465,18 @@ func (c *Cache) Capacity() int64 {
 
 // Size returns the total length of the cached blocks.
 func (c *Cache) Size() int64 {
-	return c.sum(func(s *shard) *atomic.Int64 { return &s.bytes })
+	if c == nil {
+		return 0
+	}
+	return c.size.Load()
 }
 
 // Count returns the number of cached blocks.
 func (c *Cache) Count() int64 {
-	return c.sum(func(s *shard) *atomic.Int64 { return &s.blocks })
+	if c == nil {
+		return 0
+	}
+	return c.count.Load()
 }
 
 // Hits returns the number of Get calls that found their block.

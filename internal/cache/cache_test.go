@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -215,28 +214,6 @@ func BenchmarkGetHit(b *testing.B) {
 				v.Release()
 			}
 			off++
-		}
-	})
-}
-
-// BenchmarkMissParallel is the block cache under point reads that mostly
-// miss (as sieve's Gets on a database 8 times the cache): from each
-// goroutine, a Get that misses, then the block's insert into a full 8 MiB
-// cache, which evicts one. -cpu=1,2 shows what the shared state costs two
-// cores (go test -bench MissParallel -cpu=1,2 ./internal/cache).
-func BenchmarkMissParallel(b *testing.B) {
-	c := New(8 << 20)
-	var next atomic.Uint64
-	b.RunParallel(func(pb *testing.PB) {
-		file := next.Add(1) << 32
-		for off := uint64(0); pb.Next(); off++ {
-			if v, ok := c.Get(file, off); ok {
-				v.Release()
-				continue
-			}
-			v := Alloc(3000)
-			c.Set(file, off, v)
-			v.Release()
 		}
 	})
 }
