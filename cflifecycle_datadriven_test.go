@@ -109,6 +109,7 @@ func TestColumnFamilyLifecycle(t *testing.T) {
 			require.NoError(t, db.Close())
 			db = openDB(t, opts(false))
 			cfs = map[string]*ColumnFamily{}
+			waitRecoveryFlushed(t, db)
 		case "lsm":
 		default:
 			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
@@ -199,4 +200,16 @@ func lsmOf(t *testing.T, dir string, o *Options, get []string) string {
 		return cfGets(cf, get[1:])
 	}
 	return strings.TrimRight(lsmString(db), "\n") + "\nfamilies: " + strings.Join(db.ColumnFamilies(), " ")
+}
+
+// waitRecoveryFlushed waits for the flush that Open schedules in the
+// background for what it replayed from the WAL, so that the tree printed
+// after a reopen does not depend on whether that flush won the race with
+// the print (CI once saw it win; locally it never did).
+func waitRecoveryFlushed(t *testing.T, db *DB) {
+	t.Helper()
+	db.mu.Lock()
+	err := db.waitFlushedLocked(db.mu.mem.logNum)
+	db.mu.Unlock()
+	require.NoError(t, err)
 }
