@@ -3,7 +3,9 @@ package sieve
 import (
 	"fmt"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
@@ -116,9 +118,18 @@ func TestCheckpointCrash(t *testing.T) {
 	fillForCheckpoint(t, db, cf, 0)
 	require.NoError(t, db.Put([]byte("last"), []byte("synced"), Sync)) // every write so far durable
 	want := dbContents(t, db, "cf")
+	// The fill's flushes and compactions finish first, so that the clones
+	// are taken at the checkpoint's own events (the hook would also run on
+	// their goroutines, concurrently; it locks for that all the same).
+	for !backgroundIdle(db) {
+		time.Sleep(time.Millisecond)
+	}
+	var mu sync.Mutex
 	var clones []*vfs.MemFS
 	events := map[string]int{}
 	fs.SetDurabilityHook(func(op vfs.Op, name string) {
+		mu.Lock()
+		defer mu.Unlock()
 		for _, mode := range []vfs.UnsyncedMode{vfs.DropUnsynced, vfs.KeepUnsyncedPrefix, vfs.GarbageUnsynced} {
 			clones = append(clones, fs.CrashClone(vfs.CrashOptions{Unsynced: mode}))
 		}

@@ -207,6 +207,11 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Fatalf("%v (seed %d)", err, seed)
 	}
+	// A rotated memtable's flush runs in the background: wait for it, so
+	// that the flush count says whether the memtable rotated.
+	db.mu.Lock()
+	require.NoError(t, db.waitFlushedLocked(db.mu.mem.logNum))
+	db.mu.Unlock()
 	m := db.Metrics()
 	counts.requireReached(t, m)
 	require.NotZero(t, m.Flush.Count, "the memtable never rotated")

@@ -44,15 +44,33 @@ func TestRecoveredWALSyncedBeforeNewWrites(t *testing.T) {
 	db.flushWALBuffer() // in the OS, not synced
 	killDB(db)
 
-	db, err = Open("/db", &Options{FS: fs})
+	// Hold the flush of the recovered memtable back (Open schedules it in
+	// the background): the window is until the recovered writes are
+	// durable in a table, and a flush that won the race — 12% of runs,
+	// 27% under -race — left nothing for the test to check. The flush's
+	// table create waits until the crash clone is taken.
+	reached, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	efs := vfs.NewErrorFS(fs, vfs.ErrorOptions{Ops: vfs.OpsOf(vfs.OpCreate), Match: func(_ vfs.Op, name string) bool {
+		if fileKind(name) == "table" {
+			once.Do(func() { close(reached) })
+			<-release
+		}
+		return false
+	}})
+	db, err = Open("/db", &Options{FS: efs})
 	require.NoError(t, err)
 	v, err := db.Get([]byte("b"))
 	require.NoError(t, err)
 	require.Equal(t, "2", string(v))
-	// Hold the flush of the recovered memtable back: the window is until
-	// it is durable in a table.
+	select {
+	case <-reached:
+	case <-time.After(time.Minute):
+		t.Fatal("the recovered memtable's flush never started")
+	}
 	require.NoError(t, db.Put([]byte("c"), []byte("3"), Sync))
 	crashed := fs.CrashClone(vfs.CrashOptions{})
+	close(release)
 	killDB(db)
 
 	db = openDB(t, &Options{FS: crashed})
