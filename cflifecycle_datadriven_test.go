@@ -109,7 +109,7 @@ func TestColumnFamilyLifecycle(t *testing.T) {
 			require.NoError(t, db.Close())
 			db = openDB(t, opts(false))
 			cfs = map[string]*ColumnFamily{}
-			waitRecoveryFlushed(t, db)
+			waitImmutablesFlushed(t, db)
 		case "lsm":
 		default:
 			t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
@@ -202,11 +202,12 @@ func lsmOf(t *testing.T, dir string, o *Options, get []string) string {
 	return strings.TrimRight(lsmString(db), "\n") + "\nfamilies: " + strings.Join(db.ColumnFamilies(), " ")
 }
 
-// waitRecoveryFlushed waits for the flush that Open schedules in the
-// background for what it replayed from the WAL, so that the tree printed
-// after a reopen does not depend on whether that flush won the race with
-// the print (CI once saw it win; locally it never did).
-func waitRecoveryFlushed(t *testing.T, db *DB) {
+// waitImmutablesFlushed waits until every immutable memtable is flushed:
+// those Open replayed from the WAL (flushed in the background, so that
+// the tree printed after a reopen would otherwise depend on whether that
+// flush won the race with the print; CI once saw it win) or a rotation
+// left.
+func waitImmutablesFlushed(t *testing.T, db *DB) {
 	t.Helper()
 	db.mu.Lock()
 	err := db.waitFlushedLocked(db.mu.mem.logNum)

@@ -209,9 +209,7 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	}
 	// A rotated memtable's flush runs in the background: wait for it, so
 	// that the flush count says whether the memtable rotated.
-	db.mu.Lock()
-	require.NoError(t, db.waitFlushedLocked(db.mu.mem.logNum))
-	db.mu.Unlock()
+	waitImmutablesFlushed(t, db)
 	m := db.Metrics()
 	counts.requireReached(t, m)
 	require.NotZero(t, m.Flush.Count, "the memtable never rotated")
