@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"unsafe"
 
 	"github.com/sievedb/sieve/internal/base"
 )
@@ -26,10 +27,10 @@ type IterOptions struct {
 // iterrefresh.go).
 //
 // Positioning methods (First, Last, SeekGE, SeekLT, SeekPrefixGE, Next,
-// Prev) report
-// whether the iterator is at a key; Key and Value are valid until the next
-// positioning call or Close. When one returns false check Error. An Iterator
-// is not safe for concurrent use.
+// Prev) report whether the iterator is at a key; Key and Value are valid
+// until the next positioning call or Close, and must not be modified (a
+// Value may be the bytes of a cached block or of the memtable). When one
+// returns false check Error. An Iterator is not safe for concurrent use.
 type Iterator struct {
 	db    *DB
 	cf    uint32
@@ -49,12 +50,23 @@ type Iterator struct {
 	// at Close; nil when the iterator failed at creation.
 	alloc *iterAlloc
 
+	// key is the current key (the iterator's copy); value the current
+	// value: valueBuf, which the iterator owns, or, for a key whose
+	// newest visible entry is a Set while moving forward, that entry's
+	// value in iter, borrowed (atKey) — a cached block's or the
+	// memtable's bytes, valid while iter stays there.
 	key, value []byte
+	valueBuf   []byte
 	valid      bool
 	// forward is the direction of the last move: when valid and forward,
-	// iter is at the first entry after the current key's entries; when
-	// valid and backward, at the last entry before them.
+	// iter is at the first entry after the current key's entries (at the
+	// key's Set itself when atKey: Next skips the key's entries first, so
+	// that the value need not be copied); when valid and backward, at the
+	// last entry before them.
 	forward bool
+	atKey   bool
+	// seekBuf holds a seek key that aliased a borrowed value (ownSeekKey).
+	seekBuf []byte
 	// iterPositioned records whether iter was left at an entry by the
 	// last move (false: it ran off the end in the direction of travel).
 	iterPositioned bool
@@ -129,6 +141,7 @@ func (it *Iterator) SeekGE(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
+	key = it.ownSeekKey(key)
 	it.leavePrefix()
 	it.maybeRefresh()
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
@@ -143,6 +156,7 @@ func (it *Iterator) SeekLT(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
+	key = it.ownSeekKey(key)
 	it.leavePrefix()
 	it.maybeRefresh()
 	if it.upper != nil && bytes.Compare(key, it.upper) > 0 {
@@ -158,6 +172,11 @@ func (it *Iterator) Next() bool {
 		return false
 	}
 	if it.forward {
+		if it.atKey {
+			// iter is still at the current key's Set, whose value Value
+			// returned: step past the key's entries now.
+			return it.findNext(it.skipKey(it.key))
+		}
 		// iter is already past the current key's entries; a false from
 		// the last move is represented by iter being unpositioned.
 		return it.findNext(it.iterPositioned)
@@ -177,6 +196,23 @@ func (it *Iterator) Prev() bool {
 		return it.findPrev(it.iterPositioned)
 	}
 	return it.findPrev(it.iter.SeekLT(it.key))
+}
+
+// ownSeekKey returns key, or a copy of it when it lies in the value the
+// iterator borrowed (a caller seeking to bytes of its own Value, a
+// secondary index's pointer, say): the move releases the block that
+// memory belongs to, which another goroutine may then evict and reuse.
+func (it *Iterator) ownSeekKey(key []byte) []byte {
+	if !it.atKey || len(key) == 0 || len(it.value) == 0 {
+		return key
+	}
+	k := uintptr(unsafe.Pointer(unsafe.SliceData(key)))
+	v := uintptr(unsafe.Pointer(unsafe.SliceData(it.value)))
+	if k < v || k >= v+uintptr(cap(it.value)) {
+		return key
+	}
+	it.seekBuf = append(it.seekBuf[:0], key...)
+	return it.seekBuf
 }
 
 // Valid reports whether the iterator is at a key.
@@ -236,7 +272,7 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // whether it is positioned) to the next visible user key, and leaves iter
 // past that key's entries.
 func (it *Iterator) findNext(ok bool) bool {
-	it.forward = true
+	it.forward, it.atKey = true, false
 	for ok {
 		k := it.iter.Key()
 		if it.upper != nil && bytes.Compare(k.UserKey, it.upper) >= 0 {
@@ -250,10 +286,11 @@ func (it *Iterator) findNext(ok bool) bool {
 		}
 		switch k.Kind() {
 		case base.KindSet:
+			// The value is borrowed from iter, which stays at this entry
+			// until the next move (Next skips the key's older entries).
 			it.key = append(it.key[:0], k.UserKey...)
-			it.value = append(it.value[:0], it.iter.Value()...)
-			ok = it.skipKey(it.key)
-			it.iterPositioned = ok
+			it.value = it.iter.Value()
+			it.atKey, it.iterPositioned = true, true
 			return it.yield()
 		case base.KindDelete:
 			it.key = append(it.key[:0], k.UserKey...)
@@ -355,7 +392,8 @@ func (it *Iterator) mergeForward() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	it.value = append(it.value[:0], v...)
+	it.valueBuf = append(it.valueBuf[:0], v...)
+	it.value = it.valueBuf
 	return ok, nil
 }
 
@@ -364,7 +402,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 // key's entries. Walking backward meets a key's versions oldest first, so
 // the state is rebuilt as if replaying them.
 func (it *Iterator) findPrev(ok bool) bool {
-	it.forward = false
+	it.forward, it.atKey = false, false
 	for ok {
 		k := it.iter.Key()
 		if it.lower != nil && bytes.Compare(k.UserKey, it.lower) < 0 {
@@ -410,7 +448,8 @@ func (it *Iterator) findPrev(ok bool) bool {
 		}
 		it.iterPositioned = ok
 		if !merging {
-			it.value = append(it.value[:0], it.baseBuf...)
+			it.valueBuf = append(it.valueBuf[:0], it.baseBuf...)
+			it.value = it.valueBuf
 			return it.yield()
 		}
 		it.setOperands(offs, false)
@@ -418,7 +457,8 @@ func (it *Iterator) findPrev(ok bool) bool {
 		if err != nil {
 			return it.fail(err)
 		}
-		it.value = append(it.value[:0], v...)
+		it.valueBuf = append(it.valueBuf[:0], v...)
+		it.value = it.valueBuf
 		return it.yield()
 	}
 	it.iterPositioned = false

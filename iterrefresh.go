@@ -51,7 +51,7 @@ func (it *Iterator) maybeRefresh() {
 	it.rs, n.rs = n.rs, it.rs
 	it.release, n.release = n.release, it.release
 	it.alloc, n.alloc = n.alloc, it.alloc
-	n.key, n.value = nil, nil // it keeps its buffers; none are shared
+	n.key, n.value, n.valueBuf = nil, nil, nil // it keeps its buffers; none are shared
 	it.valid = false
 	db.metrics.iterRefreshes.Add(1)
 	if err := n.Close(); err != nil && it.err == nil {

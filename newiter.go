@@ -60,7 +60,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 	}
 	copts := compaction.IterOptions{LowerBound: lower, UpperBound: upper}
 	it := &Iterator{db: db, cf: cf, seq: seq, lower: lower, upper: upper, rs: rs, alloc: a}
-	it.key, it.value = a.key[:0], a.value[:0]
+	it.key, it.valueBuf = a.key[:0], a.value[:0]
 	if lv := rs.version.Levels(cf); lv != nil {
 		children = compaction.AppendLevelIters(children, a.levels[:], lv, a.open, copts)
 	}
@@ -112,10 +112,10 @@ func (a *iterAlloc) free(it *Iterator) {
 	if cap(it.key) <= maxPooledBuf {
 		a.key = it.key[:0]
 	}
-	if cap(it.value) <= maxPooledBuf {
-		a.value = it.value[:0]
+	if cap(it.valueBuf) <= maxPooledBuf {
+		a.value = it.valueBuf[:0]
 	}
-	it.key, it.value = nil, nil
+	it.key, it.value, it.valueBuf = nil, nil, nil
 	a.db, a.lower, a.upper = nil, nil, nil
 	clear(a.children[:])
 	clear(a.levels[:])

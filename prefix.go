@@ -267,6 +267,7 @@ func (it *Iterator) SeekPrefixGE(key []byte) bool {
 	if !it.usable() {
 		return false
 	}
+	key = it.ownSeekKey(key)
 	it.leavePrefix()
 	it.maybeRefresh()
 	st := it.db.cfs.get(it.cf)
