@@ -201,16 +201,3 @@ func lsmOf(t *testing.T, dir string, o *Options, get []string) string {
 	}
 	return strings.TrimRight(lsmString(db), "\n") + "\nfamilies: " + strings.Join(db.ColumnFamilies(), " ")
 }
-
-// waitImmutablesFlushed waits until every immutable memtable is flushed:
-// those Open replayed from the WAL (flushed in the background, so that
-// the tree printed after a reopen would otherwise depend on whether that
-// flush won the race with the print; CI once saw it win) or a rotation
-// left.
-func waitImmutablesFlushed(t *testing.T, db *DB) {
-	t.Helper()
-	db.mu.Lock()
-	err := db.waitFlushedLocked(db.mu.mem.logNum)
-	db.mu.Unlock()
-	require.NoError(t, err)
-}

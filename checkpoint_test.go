@@ -5,7 +5,6 @@ import (
 	"os"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sievedb/sieve/vfs"
 	"github.com/stretchr/testify/require"
@@ -121,9 +120,7 @@ func TestCheckpointCrash(t *testing.T) {
 	// The fill's flushes and compactions finish first, so that the clones
 	// are taken at the checkpoint's own events (the hook would also run on
 	// their goroutines, concurrently; it locks for that all the same).
-	for !backgroundIdle(db) {
-		time.Sleep(time.Millisecond)
-	}
+	waitCompactionsIdle(db)
 	var mu sync.Mutex
 	var clones []*vfs.MemFS
 	events := map[string]int{}

@@ -12,10 +12,12 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"testing"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 // relLong reports whether the long versions of the reliability tests were
@@ -646,6 +648,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// waitImmutablesFlushed waits until every immutable memtable is flushed:
+// those Open replayed from the WAL (flushed in the background, so that
+// the tree printed after a reopen would otherwise depend on whether that
+// flush won the race with the print; CI once saw it win) or a rotation
+// left.
+func waitImmutablesFlushed(t *testing.T, db *DB) {
+	t.Helper()
+	db.mu.Lock()
+	err := db.waitFlushedLocked(db.mu.mem.logNum)
+	db.mu.Unlock()
+	require.NoError(t, err)
 }
 
 // backgroundIdle reports whether db runs no background flush or
