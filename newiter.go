@@ -119,7 +119,9 @@ func (a *iterAlloc) free(it *Iterator) {
 	a.db, a.lower, a.upper = nil, nil, nil
 	clear(a.children[:])
 	clear(a.levels[:])
-	clear(a.mems[:])
+	for i := range a.mems {
+		a.mems[i].Recycle() // keeps its run buffer, drops the memtable
+	}
 	iterAllocPool.Put(a)
 }
 

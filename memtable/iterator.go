@@ -50,6 +50,10 @@ type Iterator struct {
 	// seekKey holds a seek's key of up to wordKeyBytes for the fill: the key
 	// may be one Key returned, in keys, which the fill overwrites.
 	seekKey [wordKeyBytes]byte
+	// spare is the maxRun buffer a fill beyond minRun entries allocated,
+	// kept (emptied) by InitIter and Recycle so that a recycled iterator
+	// does not allocate it again for each scan past minRun entries.
+	spare []entry
 }
 
 var _ base.InternalIterator = (*Iterator)(nil)
@@ -65,8 +69,18 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
 // InitIter makes it, a zero or closed Iterator, an iterator over the
 // memtable as NewIter does (for callers that recycle their iterators).
 func (m *MemTable) InitIter(it *Iterator, lower, upper []byte) {
-	*it = Iterator{m: m, lower: lower, upper: upper}
+	spare := it.spare
+	*it = Iterator{m: m, lower: lower, upper: upper, spare: spare}
 	it.buf = it.small[:0]
+}
+
+// Recycle resets a closed (or never used) Iterator for a later InitIter,
+// dropping every reference into its memtable but keeping its run buffer's
+// memory.
+func (it *Iterator) Recycle() {
+	spare := it.spare
+	clear(spare[:cap(spare)])
+	*it = Iterator{spare: spare[:0]}
 }
 
 func (it *Iterator) inUpper(e *entry) bool {
@@ -82,7 +96,10 @@ func (it *Iterator) inLower(e *entry) bool {
 // ahead.
 func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool, n int) bool {
 	if cap(it.buf) < n {
-		it.buf = make([]entry, 0, maxRun)
+		if cap(it.spare) < maxRun {
+			it.spare = make([]entry, 0, maxRun)
+		}
+		it.buf = it.spare
 	}
 	it.buf, it.pos, it.forward, it.exhausted, it.run = it.buf[:0], 0, forward, false, n
 	visit := func(e *entry) bool {

@@ -254,3 +254,45 @@ func TestIteratorSeekToOwnKey(t *testing.T) {
 	}
 	require.NoError(t, it.Close())
 }
+
+// TestIteratorRecycleKeepsRunBuffer: a recycled iterator scans past minRun
+// entries without allocating its maxRun buffer again, sees the memtable it
+// is next initialized on (not the one before), and Recycle leaves no
+// pointer into the old memtable's arena.
+func TestIteratorRecycleKeepsRunBuffer(t *testing.T) {
+	fill := func(prefix string) *MemTable {
+		m := New()
+		for i := 0; i < 500; i++ {
+			k := []byte(fmt.Sprintf("%s%012d", prefix, i))
+			m.Add(uint64(i+1), base.KindSet, k, k)
+		}
+		return m
+	}
+	a, b := fill("aaaa"), fill("bbbb")
+	var it Iterator
+	scan := func(m *MemTable) (first [16]byte, n int) {
+		m.InitIter(&it, nil, nil)
+		for ok := it.First(); ok && n < 3*maxRun; ok = it.Next() {
+			if n == 0 {
+				copy(first[:], it.Key().UserKey)
+			}
+			n++
+		}
+		require.NoError(t, it.Close())
+		it.Recycle()
+		return first, n
+	}
+	first, n := scan(a)
+	require.Equal(t, "aaaa000000000000", string(first[:]))
+	require.Equal(t, 3*maxRun, n)
+	require.Equal(t, maxRun, cap(it.spare), "the scan past minRun entries used the spare buffer")
+	for _, e := range it.spare[:cap(it.spare)] {
+		require.Nil(t, e.data, "Recycle left a pointer into the arena")
+	}
+	allocs := testing.AllocsPerRun(20, func() {
+		if first, _ := scan(b); string(first[:]) != "bbbb000000000000" {
+			t.Fatal("the recycled iterator read the memtable it was on before")
+		}
+	})
+	require.Zero(t, allocs)
+}
