@@ -37,6 +37,10 @@ func init() {
 	register("sieve-ribbon", 14, false, "sievedb/sieve, filter.Ribbon(0.7 x bits) (Bloom(bits)'s rate in 30% less space)", func() Engine {
 		return &sieveEngine{policyName: "filter.Ribbon(0.7 x %d)", policy: func(b int) filter.Policy { return filter.Ribbon(0.7 * float64(b)) }}
 	})
+	register("sieve-mem4", 19, false, "sievedb/sieve, filter.Bloom(bits) (blocked), 4 MiB memtables (Pebble's and goleveldb's default size) instead of sieve's 32 MiB", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), 4 MiB memtables", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
+			memTableSize: 4 << 20}
+	})
 	register("sieve-monkey", 15, false, "sievedb/sieve, filter.Bloom(bits) with MonkeyFilters allocation", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), MonkeyFilters (bits/key per level, same total)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			alloc: sieve.MonkeyFilters}
@@ -51,6 +55,7 @@ type sieveEngine struct {
 	// partitioned: Options.PartitionIndexAndFilters; budgetPartitioned:
 	// Options.PartitionAbove at 3/4 of the cache.
 	partitioned, budgetPartitioned bool
+	memTableSize                   int64 // Options.MemTableSize; 0: sieve's default
 	cfg                            Config
 	db                             *sieve.DB
 }
@@ -59,6 +64,7 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 	e.cfg = cfg
 	db, err := sieve.Open(dir, &sieve.Options{
 		BlockCacheSize:   cfg.CacheBytes,
+		MemTableSize:     e.memTableSize,
 		FilterPolicy:     e.policy(cfg.BitsPerKey),
 		FilterAllocation: e.alloc,
 		Compression:      sieve.SnappyCompression,
