@@ -242,6 +242,7 @@ func readCosts(prow costRow, name string) {
 		}
 	}
 	prow(name+": cpu us/op", per(func(res *readResult) float64 { return res.Cost.CPUSeconds * 1e6 }), "%.2f")
+	prow(name+": CPU steal % (host)", func(r *engineRun) (float64, bool) { res := r.Reads[name]; return res.Cost.StealPercent(), res.Ops > 0 }, "%.1f")
 	prow(name+": read syscalls/op", per(func(res *readResult) float64 { return float64(res.Cost.ReadCalls) }), "%.2f")
 	prow(name+": read syscall KiB/op", per(func(res *readResult) float64 { return float64(res.Cost.ReadBytes) / 1024 }), "%.2f")
 	prow(name+": page faults/op", per(func(res *readResult) float64 { return float64(res.Cost.Faults) }), "%.3f")

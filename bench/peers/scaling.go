@@ -294,6 +294,7 @@ func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases
 	for _, q := range []string{"p50", "p99", "p99.9"} {
 		add(q+" us", func(s *scalingResult) float64 { return s.Lat[q] }, f1, false)
 	}
+	add("CPU steal % (host)", func(s *scalingResult) float64 { return s.Cost.StealPercent() }, f1, false)
 	add("wrong results", func(s *scalingResult) float64 { return float64(s.Wrong) }, f0, false)
 	for _, row := range scalingSummary(runs, phases, results, opsPerSec) {
 		t.add(row...)

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,10 +94,11 @@ type sample struct {
 	syscr, rchr int64         // read syscalls, bytes they returned (/proc/self/io)
 	syscw, wchr int64         // write syscalls, bytes
 	writeBytes  int64         // bytes sent to the block layer
+	steal       time.Duration // machine-wide CPU time the hypervisor gave to others (/proc/stat)
 }
 
 func takeSample() sample {
-	s := sample{wall: time.Now()}
+	s := sample{wall: time.Now(), steal: stealTime()}
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -136,16 +138,53 @@ type cost struct {
 	ReadCalls  int64   `json:"read_syscalls"`
 	ReadBytes  int64   `json:"read_syscall_bytes"`
 	WriteBytes int64   `json:"write_syscall_bytes"`
+	// StealSeconds is the CPU time the hypervisor ran other guests on
+	// this VM's vCPUs meanwhile, summed over all vCPUs: a phase with
+	// steal ran on less than the machine it reports.
+	StealSeconds float64 `json:"steal_seconds"`
+}
+
+// StealPercent is the stolen share of the machine's CPU time over the
+// phase: StealSeconds / (Seconds × the vCPUs).
+func (c cost) StealPercent() float64 {
+	if c.Seconds <= 0 {
+		return 0
+	}
+	return 100 * c.StealSeconds / (c.Seconds * float64(runtime.NumCPU()))
 }
 
 func (c *cost) add(a, b sample) {
 	c.Seconds += b.wall.Sub(a.wall).Seconds()
 	c.CPUSeconds += (b.cpu - a.cpu).Seconds()
+	c.StealSeconds += (b.steal - a.steal).Seconds()
 	c.Faults += b.faults - a.faults
 	// Subtract our own read of /proc/self/io (one syscall or two).
 	c.ReadCalls += b.syscr - a.syscr
 	c.ReadBytes += b.rchr - a.rchr
 	c.WriteBytes += b.wchr - a.wchr
+}
+
+// stealTime reads the steal column of /proc/stat's "cpu" line (all vCPUs,
+// in USER_HZ ticks of 10 ms); 0 where there is none.
+func stealTime() time.Duration {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if !sc.Scan() {
+		return 0
+	}
+	fields := strings.Fields(sc.Text())
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0
+	}
+	ticks, err := strconv.ParseInt(fields[8], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 // diskUsage returns the allocated bytes under dir and the apparent size of
