@@ -152,6 +152,29 @@ func benchGets(b *testing.B, db *DB, odd uint64) {
 	}
 }
 
+// BenchmarkReadRandomParallel is ReadRandom from GOMAXPROCS goroutines on
+// the compacted database, each walking its own scattered key sequence (no
+// shared counter between them): -cpu=1,2 gives peers scaling's 2 readers ÷
+// 1 in-process.
+func BenchmarkReadRandomParallel(b *testing.B) {
+	db := benchReadDB(b)
+	var worker atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	b.RunParallel(func(pb *testing.PB) {
+		key := make([]byte, 16)
+		i := worker.Add(1) << 40
+		for pb.Next() {
+			i++
+			if _, err := db.Get(putBenchKey(key, 2*scatter(i*7919, benchReadN))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
 func BenchmarkSeekRandom(b *testing.B) { benchSeeks(b, benchReadDB(b)) }
 
 // benchSeeks is peerbench's seekrandom on db: one iterator, a seek and 10
