@@ -51,19 +51,8 @@ func benchReadDB(b *testing.B) *DB {
 				return
 			}
 		}
-		db, err := Open(filepath.Join(benchReadDir, "db"), benchReadOptions())
+		db, err := buildCompactedBenchDB(filepath.Join(benchReadDir, "db"))
 		if err != nil {
-			benchReadErr = err
-			return
-		}
-		if benchReadErr = loadBenchKeys(db); benchReadErr != nil {
-			return
-		}
-		if err := db.Flush(); err != nil {
-			benchReadErr = err
-			return
-		}
-		if err := db.Compact(nil, nil); err != nil {
 			benchReadErr = err
 			return
 		}
@@ -78,6 +67,28 @@ func benchReadDB(b *testing.B) *DB {
 	}
 	b.Cleanup(func() { db.Close() })
 	return db
+}
+
+// buildCompactedBenchDB opens a new database in dir with benchReadOptions,
+// loads the benchReadN keys, flushes and compacts them into one level, and
+// returns it open.
+func buildCompactedBenchDB(dir string) (*DB, error) {
+	db, err := Open(dir, benchReadOptions())
+	if err != nil {
+		return nil, err
+	}
+	err = loadBenchKeys(db)
+	if err == nil {
+		err = db.Flush()
+	}
+	if err == nil {
+		err = db.Compact(nil, nil)
+	}
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // loadBenchKeys puts the benchReadN keys (the even numbers 2i, in a

@@ -28,20 +28,11 @@ func BenchmarkGetWithWriter(b *testing.B) {
 }
 
 func benchGetWithWriter(b *testing.B, writer bool) {
-	db, err := Open(filepath.Join(b.TempDir(), "db"), benchReadOptions())
+	db, err := buildCompactedBenchDB(filepath.Join(b.TempDir(), "db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	if err := loadBenchKeys(db); err != nil {
-		b.Fatal(err)
-	}
-	if err := db.Flush(); err != nil {
-		b.Fatal(err)
-	}
-	if err := db.Compact(nil, nil); err != nil {
-		b.Fatal(err)
-	}
 	vals := benchValues()
 	var stop atomic.Bool
 	var puts atomic.Int64

@@ -66,8 +66,9 @@ func (m *MemTable) NewIter(lower, upper []byte) *Iterator {
 	return it
 }
 
-// InitIter makes it, a zero or closed Iterator, an iterator over the
-// memtable as NewIter does (for callers that recycle their iterators).
+// InitIter makes it, a zero or recycled Iterator, an iterator over the
+// memtable as NewIter does (for callers that recycle their iterators),
+// keeping the run buffer a recycled one still has.
 func (m *MemTable) InitIter(it *Iterator, lower, upper []byte) {
 	spare := it.spare
 	*it = Iterator{m: m, lower: lower, upper: upper, spare: spare}
@@ -96,7 +97,7 @@ func (it *Iterator) inLower(e *entry) bool {
 // ahead.
 func (it *Iterator) fill(forward bool, pivot entry, hasPivot, strict bool, n int) bool {
 	if cap(it.buf) < n {
-		if cap(it.spare) < maxRun {
+		if it.spare == nil {
 			it.spare = make([]entry, 0, maxRun)
 		}
 		it.buf = it.spare
