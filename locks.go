@@ -46,9 +46,8 @@ package sieve
 // wal.Writer.errMu, manifest.VersionSet.mu (the
 // current version pointer), the block cache shards (Cache.Reserve's
 // mutex takes each shard's in turn; a Reader's pinMu is held around it),
-// a memtable's insert
-// mutex, the metrics' histogram mutex, and the in-memory file system's
-// locks.
+// a memtable's B-tree lock (memtable/rwlock.go: it spins, never parks),
+// the metrics' histogram mutex, and the in-memory file system's locks.
 //
 // Ingest (ingest.go) holds Commit throughout, takes versionMu and then
 // db.mu as logAndApply does, and may wait on db.mu's cond for its flush

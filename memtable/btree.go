@@ -21,7 +21,7 @@ import (
 // in key order. All leaves are at the same depth. Inserts split full nodes on the way down
 // (the root first), so an insert never walks back up.
 //
-// Concurrency: none inside; MemTable's RWMutex makes inserts exclusive and
+// Concurrency: none inside; MemTable's rwLock makes inserts exclusive and
 // lets any number of traversals run together.
 
 // maxItems is a node's capacity: 63 entries of 40 bytes, about 2.5 KiB, in

@@ -18,7 +18,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -121,7 +120,7 @@ func makeEntry(ukey []byte, trailer uint64) entry {
 // MemTable is a sorted table of internal keys. The zero value is not usable;
 // call New.
 type MemTable struct {
-	mu     sync.RWMutex
+	mu     rwLock
 	tree   btree
 	filter *keyFilter // nil: none
 	// prefix puts the keys' prefixes in filter too (prefix.go).
