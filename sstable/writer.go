@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/sievedb/sieve/filter"
@@ -64,6 +65,13 @@ type WriterOptions struct {
 	// outside a database, for ingestion) with this unique ID, recorded as
 	// sieve.external.id.
 	ExternalID []byte
+	// YieldEvery, when positive, makes the writer yield its processor
+	// (runtime.Gosched) after every YieldEvery data blocks. The DB sets it
+	// for flushes and compactions: Go's scheduler gives every runnable
+	// goroutine an equal turn and preempts only after 10 ms, so a table
+	// being written would otherwise hold a P for whole slices while a
+	// reader's Get, runnable behind it, waits.
+	YieldEvery int
 }
 
 func (o WriterOptions) withDefaults() (WriterOptions, error) {
@@ -205,6 +213,9 @@ func (w *Writer) flushDataBlock() {
 	w.props.DataSize += h.length + blockTrailerLen
 	w.data.reset()
 	w.pendingH, w.pendingIndex = h, true
+	if y := w.opts.YieldEvery; y > 0 && w.props.NumDataBlocks%uint64(y) == 0 {
+		runtime.Gosched()
+	}
 }
 
 // writeBlock compresses raw per the options and writes it with its trailer.
