@@ -92,6 +92,7 @@ func (db *DB) maybeScheduleCompactionLocked() {
 		setCompacting(picked, true)
 		db.compact.track(cf, picked)
 		db.compact.running++
+		db.metrics.compactionsRunning.Store(int64(db.compact.running))
 		db.bg.Add(1)
 		go func() {
 			defer db.bg.Done()
@@ -126,6 +127,7 @@ func (db *DB) finishCompactionLocked(c *compaction.Compaction, err error) {
 	setCompacting(c, false)
 	delete(db.compact.active, c)
 	db.compact.running--
+	db.metrics.compactionsRunning.Store(int64(db.compact.running))
 	if err != nil && !errors.Is(err, ErrClosed) {
 		if !c.Manual {
 			// A manual compaction's error goes to its caller; a
@@ -487,6 +489,7 @@ func (db *DB) pickManual(cf uint32, level int, start, end []byte) (*compaction.C
 		setCompacting(c, true)
 		db.compact.track(cf, c)
 		db.compact.running++
+		db.metrics.compactionsRunning.Store(int64(db.compact.running))
 		return c, v, nil
 	}
 }

@@ -29,12 +29,14 @@ type dbMetrics struct {
 	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
 	seekCompactions, iterRefreshes                                              atomic.Int64
-	levelBytesIn, levelBytesRead, levelBytesWritten                             [manifest.NumLevels]atomic.Int64
-	stalls, stallNanos                                                          atomic.Int64
-	mergesCollapsed, mergeErrors, slowdowns                                     atomic.Int64
-	multiGets, multiGetKeys, cfDrops                                            atomic.Int64
-	checkpoints, checkpointLinks, checkpointCopies                              atomic.Int64
-	rangeDel                                                                    rangeDelCounters
+	// compactionsRunning mirrors db.compact.running (stored under db.mu).
+	compactionsRunning                              atomic.Int64
+	levelBytesIn, levelBytesRead, levelBytesWritten [manifest.NumLevels]atomic.Int64
+	stalls, stallNanos                              atomic.Int64
+	mergesCollapsed, mergeErrors, slowdowns         atomic.Int64
+	multiGets, multiGetKeys, cfDrops                atomic.Int64
+	checkpoints, checkpointLinks, checkpointCopies  atomic.Int64
+	rangeDel                                        rangeDelCounters
 }
 
 // readStripes is how many copies of the point-lookup counters there are.
@@ -279,6 +281,10 @@ type Metrics struct {
 		// MergeErrors counts keys whose operands compaction copied
 		// through because the merger failed on them.
 		MergeErrors int64
+		// Running is the number of compactions in progress now,
+		// background and manual (with MemTable.Immutable, queued
+		// flushes: whether the database is busy in the background).
+		Running int64
 	}
 	// WriteAmp is (flush bytes + compaction bytes written) / WAL bytes.
 	WriteAmp float64
@@ -359,6 +365,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.IteratorRefreshes = m.iterRefreshes.Load()
 	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
 	out.Compaction.MergeErrors = m.mergeErrors.Load()
+	out.Compaction.Running = m.compactionsRunning.Load()
 	if out.WAL.Bytes > 0 {
 		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)
 	}

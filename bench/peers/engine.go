@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Config is what every engine is asked to honour.
@@ -158,4 +159,32 @@ func engineNames() string {
 		names = append(names, e.name)
 	}
 	return strings.Join(names, ",")
+}
+
+// busyEngine is an engine that can tell whether it is flushing or
+// compacting in the background.
+type busyEngine interface{ Busy() bool }
+
+// settle waits until e's background flushes and compactions are done (seen
+// idle twice, 10 ms apart; at most a minute) and returns how long that
+// took, so that the work one engine's writes left behind does not run
+// during the next engine's round. An engine that cannot tell returns at
+// once.
+func settle(e Engine) time.Duration {
+	b, ok := e.(busyEngine)
+	if !ok {
+		return 0
+	}
+	start := time.Now()
+	for idle := 0; idle < 2 && time.Since(start) < time.Minute; {
+		if b.Busy() {
+			idle = 0
+		} else {
+			idle++
+		}
+		if idle < 2 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return time.Since(start)
 }

@@ -147,6 +147,12 @@ func (e *pebbleEngine) Close() error {
 	return e.db.Close()
 }
 
+// Busy implements busyEngine.
+func (e *pebbleEngine) Busy() bool {
+	m := e.db.Metrics()
+	return m.Compact.NumInProgress > 0 || m.Flush.NumInProgress > 0
+}
+
 func (e *pebbleEngine) Stats() map[string]int64 {
 	m := e.db.Metrics()
 	return map[string]int64{

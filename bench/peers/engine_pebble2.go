@@ -130,6 +130,12 @@ func (e *pebble2Engine) Close() error {
 	return e.db.Close()
 }
 
+// Busy implements busyEngine.
+func (e *pebble2Engine) Busy() bool {
+	m := e.db.Metrics()
+	return m.Compact.NumInProgress > 0 || m.Flush.NumInProgress > 0
+}
+
 func (e *pebble2Engine) Stats() map[string]int64 {
 	m := e.db.Metrics()
 	s := map[string]int64{

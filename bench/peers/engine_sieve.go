@@ -104,6 +104,12 @@ func (e *sieveEngine) FlushCompact() error { return e.db.Compact(nil, nil) }
 
 func (e *sieveEngine) Close() error { return e.db.Close() }
 
+// Busy implements busyEngine.
+func (e *sieveEngine) Busy() bool {
+	m := e.db.Metrics()
+	return m.Compaction.Running > 0 || m.MemTable.Immutable > 0
+}
+
 func (e *sieveEngine) Stats() map[string]int64 {
 	m := e.db.Metrics()
 	return map[string]int64{

@@ -20,11 +20,14 @@ import (
 // on the same database in the same run (read scaling), then one reader
 // while one writer goroutine rewrites the loaded keys as fast as it can
 // (read latency under a write load), engines taking turns in rotating
-// rounds.
+// rounds; and again with the writer paced at -writer-rate Puts a second,
+// the same load for every engine (an engine whose writer is faster also
+// makes more flush and compaction work compete with its reader on the
+// flat-out phase, which the paced one factors out).
 
 type scalingOptions struct {
 	engines, baseline, dir, threads string
-	n, reads, rounds                int
+	n, reads, rounds, writerRate    int
 	cacheMiB                        float64
 	compact                         bool
 	seed                            uint64
@@ -38,8 +41,12 @@ type scalingResult struct {
 	Cost    cost               `json:"cost"`
 	Lat     map[string]float64 `json:"read_latency_us"`
 	Writes  int64              `json:"writes"`
-	Wrong   int64              `json:"wrong_results"`
-	lat     [][]int64
+	// Settle is the time the engine's background flushes and
+	// compactions ran on after the writer's rounds (settle), outside
+	// every phase's figures.
+	Settle float64 `json:"settle_seconds"`
+	Wrong  int64   `json:"wrong_results"`
+	lat    [][]int64
 }
 
 func parseScalingFlags(args []string) (scalingOptions, []int, error) {
@@ -51,6 +58,7 @@ func parseScalingFlags(args []string) (scalingOptions, []int, error) {
 	fs.StringVar(&o.threads, "threads", "1,2", "reader goroutine counts")
 	fs.IntVar(&o.n, "n", 1000000, "number of keys loaded")
 	fs.IntVar(&o.reads, "reads", 0, "Gets per phase and engine (0: n/2)")
+	fs.IntVar(&o.writerRate, "writer-rate", 100000, "Puts per second of the paced writer's phase (0: no such phase)")
 	fs.IntVar(&o.rounds, "rounds", 5, "chunks each phase is split into, run in rotating engine order")
 	fs.Float64Var(&o.cacheMiB, "cache-mib", 8, "block cache MiB per engine")
 	fs.BoolVar(&o.compact, "compact", true, "flush and compact after the load (false: the reads see the LSM as the load left it)")
@@ -62,8 +70,8 @@ func parseScalingFlags(args []string) (scalingOptions, []int, error) {
 	if err != nil {
 		return o, nil, err
 	}
-	if o.n < 2 || o.rounds < 1 || o.reads < 0 {
-		return o, nil, errors.New("-n must be at least 2, -rounds positive, -reads not negative")
+	if o.n < 2 || o.rounds < 1 || o.reads < 0 || o.writerRate < 0 {
+		return o, nil, errors.New("-n must be at least 2, -rounds positive, -reads and -writer-rate not negative")
 	}
 	if o.reads == 0 {
 		o.reads = o.n / 2
@@ -115,6 +123,9 @@ func runScalingCmd(args []string, w io.Writer) error {
 		phases = append(phases, scalingPhase{name: fmt.Sprintf("readrandom, %d reader(s)", c), threads: c})
 	}
 	phases = append(phases, scalingPhase{name: "readrandom, 1 reader + 1 writer", threads: 1, writer: true})
+	if o.writerRate > 0 {
+		phases = append(phases, scalingPhase{name: fmt.Sprintf("readrandom, 1 reader + 1 writer at %s Puts/s", fmtCount(o.writerRate)), threads: 1, writer: true, rate: o.writerRate})
+	}
 	for _, ph := range phases {
 		idx := make([]int, o.reads)
 		for i := range idx {
@@ -137,6 +148,7 @@ type scalingPhase struct {
 	name    string
 	threads int
 	writer  bool
+	rate    int // the writer's Puts per second; 0: as fast as it can
 }
 
 // runScalingPhase runs ph's reads (idx) on every engine in o.rounds
@@ -184,7 +196,13 @@ func scalingRound(r *engineRun, ph scalingPhase, idx []int, n int, vals *values,
 			first := true
 			var key []byte
 			wrng := rand.New(rand.NewPCG(uint64(len(idx)), uint64(idx[0])))
+			t0 := time.Now()
 			for !stop.Load() {
+				if w := writes.Load(); ph.rate > 0 {
+					if ahead := time.Duration(w)*time.Second/time.Duration(ph.rate) - time.Since(t0); ahead > 0 {
+						time.Sleep(ahead)
+					}
+				}
 				i := wrng.IntN(n)
 				key = presentKey(key, i)
 				if werr = r.eng.Put(key, vals.value(i)); werr != nil {
@@ -220,6 +238,9 @@ func scalingRound(r *engineRun, ph scalingPhase, idx []int, n int, vals *values,
 	stop.Store(true)
 	wg.Wait()
 	b := takeSample()
+	if ph.writer {
+		res.Settle += settle(r.eng).Seconds()
+	}
 	res.Cost.add(a, b)
 	res.Ops += int64(len(idx))
 	res.Writes += writes.Load()
@@ -306,20 +327,39 @@ func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases
 // count over one reader) and the writer's effect on the reader's p99.
 func scalingSummary(runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, opsPerSec func(*scalingResult) float64) [][]string {
 	var rows [][]string
-	for p := 1; p < len(phases)-1; p++ {
+	for p := 1; p < len(phases) && !phases[p].writer; p++ {
 		row := []string{fmt.Sprintf("Gets/s, %d readers / 1 reader", phases[p].threads)}
 		for _, r := range runs {
 			row = append(row, f2(opsPerSec(results[r.Name][p])/opsPerSec(results[r.Name][0])))
 		}
 		rows = append(rows, row)
 	}
-	w := len(phases) - 1
-	row := []string{"p99, with the writer / without"}
-	wrow := []string{"writer Puts/s beside the reader"}
-	for _, r := range runs {
-		res := results[r.Name]
-		row = append(row, f2(res[w].Lat["p99"]/res[0].Lat["p99"]))
-		wrow = append(wrow, fmt.Sprintf("%.1fk", float64(res[w].Writes)/res[w].Cost.Seconds/1e3))
+	for w, ph := range phases {
+		if !ph.writer {
+			continue
+		}
+		what := "the writer"
+		if ph.rate > 0 {
+			what = "the paced writer (" + fmtCount(ph.rate) + " Puts/s)"
+		}
+		row := []string{"p99, with " + what + " / without"}
+		wrow := []string{"Puts/s of " + what + " beside the reader"}
+		srow := []string{"background work after " + what + "'s rounds, s"}
+		for _, r := range runs {
+			res := results[r.Name]
+			row = append(row, f2(res[w].Lat["p99"]/res[0].Lat["p99"]))
+			wrow = append(wrow, fmt.Sprintf("%.1fk", float64(res[w].Writes)/res[w].Cost.Seconds/1e3))
+			srow = append(srow, f2(res[w].Settle))
+		}
+		rows = append(rows, row, wrow, srow)
 	}
-	return append(rows, row, wrow)
+	return rows
+}
+
+// fmtCount writes n as 100k when it is a whole number of thousands.
+func fmtCount(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,12 +13,12 @@ import (
 // writer phase really wrote.
 func TestScalingSmall(t *testing.T) {
 	var out bytes.Buffer
-	err := runScalingCmd([]string{"-n=3000", "-reads=2000", "-rounds=2", "-threads=1,2", "-engines=sieve,pebble", "-baseline=pebble", "-dir=" + t.TempDir()}, &out)
+	err := runScalingCmd([]string{"-n=3000", "-reads=20000", "-rounds=2", "-writer-rate=5000", "-threads=1,2", "-engines=sieve,pebble", "-baseline=pebble", "-dir=" + t.TempDir()}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"readrandom, 1 reader(s): Gets/s", "readrandom, 2 reader(s): Gets/s", "readrandom, 1 reader + 1 writer: p99 us", "Gets/s, 2 readers / 1 reader", "p99, with the writer / without"} {
+	for _, want := range []string{"readrandom, 1 reader(s): Gets/s", "readrandom, 2 reader(s): Gets/s", "readrandom, 1 reader + 1 writer: p99 us", "Gets/s, 2 readers / 1 reader", "p99, with the writer / without", "p99, with the paced writer (5k Puts/s) / without"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
@@ -27,8 +28,19 @@ func TestScalingSmall(t *testing.T) {
 			t.Errorf("wrong results: %s", m[0])
 		}
 	}
-	m := regexp.MustCompile(`writer Puts/s beside the reader +(\S+)k +(\S+)k`).FindStringSubmatch(text)
+	m := regexp.MustCompile(`Puts/s of the writer beside the reader +(\S+)k +(\S+)k`).FindStringSubmatch(text)
 	if m == nil || m[1] == "0.0" || m[2] == "0.0" {
 		t.Errorf("the writer phase wrote nothing: %v\n%s", m, text)
+	}
+	// The paced writer wrote, and no faster than its rate (one Put of
+	// slack per round).
+	m = regexp.MustCompile(`Puts/s of the paced writer \(5k Puts/s\) beside the reader +(\S+)k +(\S+)k`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no paced writer row:\n%s", text)
+	}
+	for _, v := range m[1:] {
+		if r, err := strconv.ParseFloat(v, 64); err != nil || r <= 0 || r > 5.5 {
+			t.Errorf("paced writer at %sk Puts/s, want (0, 5.5k]:\n%s", v, text)
+		}
 	}
 }

@@ -124,6 +124,10 @@ type ycsbResult struct {
 	Wrong   int64              `json:"wrong_results"`
 	Latency map[string]float64 `json:"latency_us"`
 	Stats   map[string]int64   `json:"engine_counters"`
+	// Settle is the time the engine's background flushes and
+	// compactions ran on after the workload's rounds (settle), outside
+	// every figure.
+	Settle float64 `json:"settle_seconds"`
 }
 
 func runYCSBCmd(args []string, w io.Writer) error {
@@ -288,6 +292,9 @@ func runYCSBWorkload(runs []*ycsbRun, wl ycsbWorkload, o ycsbOptions, vals *valu
 				return fmt.Errorf("%s: workload %s: %w", r.Name, wl.name, err)
 			}
 			res := r.Results[wl.name]
+			// The flushes and compactions the round's writes started
+			// finish before the next engine's round, outside both.
+			res.Settle += settle(r.eng).Seconds()
 			if o.roundsDetail {
 				var c cost
 				c.add(a, b)

@@ -64,6 +64,7 @@ func (rep *ycsbReport) write(w io.Writer) {
 		for _, q := range []string{"p50", "p99", "p99.9"} {
 			t.add(rep.row(name+": "+q+" us", nil, func(r *ycsbRun) float64 { return r.Results[name].Latency[q] }, f1, false)...)
 		}
+		t.add(rep.row(name+": background work after the rounds, s", nil, func(r *ycsbRun) float64 { return r.Results[name].Settle }, f2, false)...)
 		t.add(rep.row(name+": CPU steal % (host)", nil, func(r *ycsbRun) float64 { return r.Results[name].Cost.StealPercent() }, f1, false)...)
 		t.add(rep.row(name+": wrong results", nil, func(r *ycsbRun) float64 { return float64(r.Results[name].Wrong) }, f0, false)...)
 	}
