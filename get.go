@@ -1,7 +1,6 @@
 package sieve
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 
@@ -211,10 +210,14 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 			return err
 		}
 	}
+	ls, kw := v.LevelSearch(cf), manifest.MakeKeyWords(key)
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := lv[level]
-		i := manifest.SearchLargest(files, key)
-		if i == len(files) || bytes.Compare(files[i].Smallest.UserKey, key) > 0 || files[i].SmallestSeq > seq {
+		if len(files) == 0 {
+			continue
+		}
+		i := ls.Find(level, files, key, kw)
+		if i < 0 || files[i].SmallestSeq > seq {
 			continue
 		}
 		if err := db.getFromTable(rc, files[i], level, pinBelow, key, seq, st); err != nil || st.done {

@@ -27,6 +27,10 @@ type Version struct {
 	// inside; see the root package's versionRangeDels).
 	RangeDels sync.Map
 
+	// search holds each column family's LevelSearch, built by Apply
+	// (nil in a version made otherwise).
+	search map[uint32]*LevelSearch
+
 	refs atomic.Int32
 	// onZero is called, once, when the last reference is dropped, with the
 	// files whose reference count reached zero.
@@ -124,6 +128,10 @@ func (v *Version) Apply(e *VersionEdit, onZero func([]*FileMetadata)) (*Version,
 	}
 	if err := nv.CheckLevels(); err != nil {
 		return nil, err
+	}
+	nv.search = make(map[uint32]*LevelSearch, len(nv.CFs))
+	for id, lv := range nv.CFs {
+		nv.search[id] = newLevelSearch(lv)
 	}
 	for _, lv := range nv.CFs {
 		for _, files := range lv {
