@@ -188,9 +188,7 @@ func (l *LevelIter) SeekGE(ukey []byte) bool {
 	if l.opts.belowLower(ukey) {
 		ukey = l.opts.LowerBound
 	}
-	i := sort.Search(len(l.files), func(i int) bool {
-		return bytes.Compare(l.files[i].Largest.UserKey, ukey) >= 0
-	})
+	i := manifest.SearchLargest(l.files, ukey)
 	if i == len(l.files) || l.opts.aboveUpper(l.files[i].Smallest.UserKey) {
 		return false
 	}
