@@ -155,7 +155,9 @@ func (o *tableOutput) abandon() {
 // 425-504k a second); yields every block or every 16 blocks measured the
 // same within the noise.
 //
-// Only compactions yield. A flush is on the writers' path: while
+// Only compactions yield (c != nil in writerOptions); flushes and the
+// rewrite of an ingested table (also c == nil; it runs in the caller's
+// goroutine) do not. A flush is on the writers' path: while
 // MaxImmutableMemTables memtables wait for it, writes stall, and a flush
 // that gave its turn away every 12 KiB fell behind a flat-out writer and
 // a compaction on 2 cores. lsmbench's 10M-key fill (AMD EPYC) stalled 6,

@@ -43,7 +43,7 @@ func (a KeyWords) cmp(b KeyWords) int {
 // in the level's order: a point lookup's binary search then reads
 // consecutive words instead of following each probed table's pointer to
 // its metadata and from there to its key. It belongs to one Version (its
-// levels never change) and is built by Apply.
+// levels never change) and is built at the version's first lookup.
 type LevelSearch struct {
 	levels [NumLevels]levelWords
 }
@@ -73,10 +73,21 @@ func newLevelSearch(lv *Levels) *LevelSearch {
 }
 
 // LevelSearch returns the search index of column family cf's sorted
-// levels, or nil (a version not made by Apply, or an unknown family): Find
-// then searches the tables themselves.
+// levels, or nil for a family the version does not have (Find then
+// searches the tables themselves). The first call builds the indexes of
+// every family: a version's levels never change once it is in use, so two
+// callers racing to build them build the same, and either may be kept.
 func (v *Version) LevelSearch(cf uint32) *LevelSearch {
-	return v.search[cf]
+	m := v.search.Load()
+	if m == nil {
+		built := make(map[uint32]*LevelSearch, len(v.CFs))
+		for id, lv := range v.CFs {
+			built[id] = newLevelSearch(lv)
+		}
+		v.search.CompareAndSwap(nil, &built)
+		m = v.search.Load()
+	}
+	return (*m)[cf]
 }
 
 // Find returns the index in files (level's tables, sorted, of the version

@@ -27,9 +27,10 @@ type Version struct {
 	// inside; see the root package's versionRangeDels).
 	RangeDels sync.Map
 
-	// search holds each column family's LevelSearch, built by Apply
-	// (nil in a version made otherwise).
-	search map[uint32]*LevelSearch
+	// search holds each column family's LevelSearch, built at the first
+	// LevelSearch call (levelsearch.go), not for the intermediate versions
+	// of a manifest replay that no read sees.
+	search atomic.Pointer[map[uint32]*LevelSearch]
 
 	refs atomic.Int32
 	// onZero is called, once, when the last reference is dropped, with the
@@ -128,10 +129,6 @@ func (v *Version) Apply(e *VersionEdit, onZero func([]*FileMetadata)) (*Version,
 	}
 	if err := nv.CheckLevels(); err != nil {
 		return nil, err
-	}
-	nv.search = make(map[uint32]*LevelSearch, len(nv.CFs))
-	for id, lv := range nv.CFs {
-		nv.search[id] = newLevelSearch(lv)
 	}
 	for _, lv := range nv.CFs {
 		for _, files := range lv {
