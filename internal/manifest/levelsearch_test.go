@@ -133,10 +133,10 @@ func TestLevelSearchFind(t *testing.T) {
 	t.Logf("%d word ties, %d first-word ties, %d keys in a table, %d in none", ties, secondWord, hits, misses)
 }
 
-// TestApplyBuildsLevelSearch checks that a version made by Apply has a
-// search index that agrees with its levels, and that an unknown family has
-// none (Find then searches the tables).
-func TestApplyBuildsLevelSearch(t *testing.T) {
+// TestVersionLevelSearch checks that a version made by Apply has a
+// search index (built at its first lookup) that agrees with its levels,
+// and that an unknown family has none (Find then searches the tables).
+func TestVersionLevelSearch(t *testing.T) {
 	v := &Version{CFs: map[uint32]*Levels{DefaultCFID: {}}}
 	if v.LevelSearch(7) != nil {
 		t.Fatal("a family the version does not have has a search index")
