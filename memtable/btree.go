@@ -94,6 +94,22 @@ func (x *node) reshare() {
 type btree struct {
 	root *node
 	len  int
+	// slab holds the zero nodes newNode hands out next, allocated
+	// slabNodes at a time and faulted in ahead (ahead.go).
+	slab  []node
+	slabs ahead[[]node]
+}
+
+// newNode returns a zero node from the slab. The nodes of a slab share
+// one allocation, which a memtable keeps whole for its life anyway (its
+// B-tree never frees a node).
+func (t *btree) newNode() *node {
+	if len(t.slab) == 0 {
+		t.slab = t.slabs.take(newSlab)
+	}
+	x := &t.slab[0]
+	t.slab = t.slab[1:]
+	return x
 }
 
 // searchRange returns the word of p that x's words hold and the range of
@@ -145,9 +161,10 @@ func (x *node) upperBound(p *entry) int {
 // split moves the upper half of a full node into a new right sibling and
 // returns the middle item, which the caller puts in the parent between x
 // and the sibling. Both halves come out with their items in key order.
-func (x *node) split() (entry, *node) {
+func (x *node) split(t *btree) (entry, *node) {
 	const mid = maxItems / 2
-	r := &node{n: maxItems - mid - 1, shared: x.shared, sh: x.sh}
+	r := t.newNode()
+	r.n, r.shared, r.sh = maxItems-mid-1, x.shared, x.sh
 	copy(r.words[:], x.words[mid+1:])
 	for i := range r.n {
 		r.items[i] = *x.item(mid + 1 + i)
@@ -198,11 +215,12 @@ func (x *node) insertAt(i int, e entry, right *node) {
 // insert adds e, which must not equal an entry already in the tree.
 func (t *btree) insert(e entry) {
 	if t.root == nil {
-		t.root = &node{}
+		t.root = t.newNode()
 	}
 	if t.root.n == maxItems {
-		m, r := t.root.split()
-		root := &node{n: 1, shared: true, sh: m.p0, children: new([maxItems + 1]*node)}
+		m, r := t.root.split(t)
+		root := t.newNode()
+		root.n, root.shared, root.sh, root.children = 1, true, m.p0, new([maxItems + 1]*node)
 		root.words[0], root.items[0], root.slot[0] = m.p1, m, 0
 		root.children[0], root.children[1] = t.root, r
 		t.root = root
@@ -217,7 +235,7 @@ func (t *btree) insert(e entry) {
 		}
 		c := x.children[i]
 		if c.n == maxItems {
-			m, r := c.split()
+			m, r := c.split(t)
 			x.insertAt(i, m, r)
 			if lessEntry(&m, &e) {
 				c = r
