@@ -19,9 +19,9 @@ import (
 // and touches one byte of each page, so that the faults are taken there, on
 // the other core, while the writer fills the current one. The writer takes
 // the prepared one when it needs it, or allocates inline if it is not ready
-// yet. At most aheadDepth preparations are in flight per ahead; they start at the second
-// allocation, so a memtable that fits in its first chunk (the small
-// memtables of tests) never pays for a spare one.
+// yet. At most aheadDepth preparations are in flight per ahead; they start
+// at the second allocation, so a memtable that fits in its first chunk (the
+// small memtables of tests) never pays for a spare one.
 
 // pageSize is the stride of the touches.
 var pageSize = os.Getpagesize()
@@ -55,9 +55,9 @@ type ahead[T any] struct {
 // faulted in inline. Two give it time to.
 const aheadDepth = 2
 
-// take returns a new T: the prepared one if it is ready, else one made
-// inline by alloc; then starts preparing the next (from the second
-// allocation on) if none is in flight.
+// take returns a new T: a prepared one if one is ready, else one made
+// inline by alloc; then, from the second allocation on, starts
+// preparations until aheadDepth are in flight.
 func (a *ahead[T]) take(alloc func() T) T {
 	var v T
 	got := false

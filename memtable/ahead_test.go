@@ -73,6 +73,13 @@ func TestAheadAllocations(t *testing.T) {
 	if small.chunks.pending != 0 || small.chunks.taken != 1 {
 		t.Fatalf("a 100-entry memtable took %d chunks with %d prepared ahead, want 1 and 0", small.chunks.taken, small.chunks.pending)
 	}
+	tiny := New()
+	for i := range maxItems {
+		tiny.Add(uint64(i+1), base.KindSet, fmt.Appendf(nil, "key%04d", i), nil)
+	}
+	if tiny.tree.slabs.taken != 0 {
+		t.Fatalf("a %d-entry memtable (one node) took %d slabs, want none", maxItems, tiny.tree.slabs.taken)
+	}
 	big := New()
 	n := 3 * arenaChunkSize / 100
 	for i := range n {

@@ -215,7 +215,10 @@ func (x *node) insertAt(i int, e entry, right *node) {
 // insert adds e, which must not equal an entry already in the tree.
 func (t *btree) insert(e entry) {
 	if t.root == nil {
-		t.root = t.newNode()
+		// The first node is allocated alone: a memtable of at most
+		// maxItems entries (one per column family a write touched) takes
+		// no slab.
+		t.root = new(node)
 	}
 	if t.root.n == maxItems {
 		m, r := t.root.split(t)
