@@ -327,3 +327,52 @@ func benchShortScans(b *testing.B, db *DB) {
 // BenchmarkSteadySeekRandom is peerbench's seekrandom on the steady-state
 // database.
 func BenchmarkSteadySeekRandom(b *testing.B) { benchSeeks(b, benchSteadyDB(b)) }
+
+// BenchmarkCachedShortScan is YCSB E's scan (a new iterator, a seek and 50
+// entries, closed) on data the block cache holds whole: 100k keys
+// compacted, a fifth of them updated since in the memtable. What is left
+// is the iterator stack's own cost and the CPU-cache misses of reading
+// cached blocks and memtable entries.
+func BenchmarkCachedShortScan(b *testing.B) {
+	db, err := Open(b.TempDir(), &Options{BlockCacheSize: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	vals := benchValues()
+	key := make([]byte, 16)
+	const n = 100000
+	for i := uint64(0); i < n; i++ {
+		if err := db.Put(putBenchKey(key, 2*i), vals[i%uint64(len(vals))], NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	for i := uint64(0); i < n/5; i++ {
+		if err := db.Put(putBenchKey(key, 2*scatter(i, n)), vals[(i+7)%uint64(len(vals))], NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+	scan := func(i int) {
+		it := db.NewIter(nil)
+		ok := it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, n)))
+		for j := 0; ok && j < 50; j++ {
+			_ = it.Value()
+			ok = it.Next()
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 20000; i++ { // every block into the cache
+		scan(i)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	defer cpuTimer(b)()
+	for i := 0; i < b.N; i++ {
+		scan(i)
+	}
+}

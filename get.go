@@ -202,7 +202,7 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	if lv == nil {
 		return nil
 	}
-	rc := db.metrics.readStripe()
+	rc := db.metrics.readStripe(st.hash)
 	rc.gets.Add(1)
 	pinBelow := db.pinBelow(lv)
 	if len(lv[0]) > 0 {

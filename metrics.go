@@ -2,7 +2,6 @@ package sieve
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,7 +41,9 @@ type dbMetrics struct {
 // readStripes is how many copies of the point-lookup counters there are.
 // A Get adds to a few counters per table it probes; with one copy, Gets on
 // different cores would contend for its cache lines on every probe.
-const readStripes = 16
+const readStripes = 1 << readStripeBits
+
+const readStripeBits = 4
 
 // readCounters is one stripe of the point-lookup counters; Metrics sums
 // the stripes. The filter totals are the sums of the levels'.
@@ -55,11 +56,15 @@ type readCounters struct {
 	_                                                          [64]byte // keeps stripes off each other's cache lines
 }
 
-// readStripe returns the stripe a Get counts into: a random one (the
-// runtime's per-thread generator, a few ns), so concurrent Gets rarely
-// share one.
-func (m *dbMetrics) readStripe() *readCounters {
-	return &m.reads[rand.Uint32()%readStripes]
+// readStripe returns the stripe a Get of a key of hash h (memtable.KeyHash,
+// which the lookup has computed anyway) counts into: concurrent Gets of
+// different keys rarely share one. It was a random stripe, from the
+// runtime's per-thread generator; that cost 3% of an absent Get
+// (BenchmarkReadMissing's profile), the hash's bits nothing. The bits are
+// the hash's top ones multiplied through, so that the stripe does not
+// follow the bits the filters and the memtable's key filter use.
+func (m *dbMetrics) readStripe(h uint64) *readCounters {
+	return &m.reads[(h*0x9e3779b97f4a7c15)>>(64-readStripeBits)]
 }
 
 // readTotals sums the stripes.

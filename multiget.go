@@ -174,7 +174,8 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 	if lv == nil {
 		return
 	}
-	rc := db.metrics.readStripe()
+	// One stripe for the batch, by its first key's hash.
+	rc := db.metrics.readStripe(mg.states[0].hash)
 	pinBelow := db.pinBelow(lv)
 	var pend []int
 	// first is the first L0 table consulted and owed the number of its

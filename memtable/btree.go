@@ -133,6 +133,7 @@ func (x *node) searchRange(p *entry) (pw uint64, lo, hi int) {
 // a shared node, p1 again: equal).
 func (x *node) lowerBound(p *entry) int {
 	pw, lo, hi := x.searchRange(p)
+	x.prefetchWords(lo, hi)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if w := x.words[m]; w < pw || (w == pw && lessEntryTail(x.item(m), p)) {
@@ -144,9 +145,29 @@ func (x *node) lowerBound(p *entry) int {
 	return lo
 }
 
+// prefetchWords asks for the lines of words[lo:hi] at once. A binary
+// search over them reads about four of a node's eight lines, each
+// depending on the last: in a memtable larger than the CPU caches (a
+// 32 MiB one, say) every level of a descent waited on four memory
+// round trips one after another, where the lines fetched together cost
+// about one (BenchmarkIterSeekNextRandom, BenchmarkAddFullTable).
+func (x *node) prefetchWords(lo, hi int) {
+	if hi-lo > wordsPerLine {
+		prefetch.Object(unsafe.Pointer(&x.words[lo]), uintptr(hi-lo)*8)
+		if x.children != nil {
+			prefetch.Object(unsafe.Pointer(&x.children[lo]), uintptr(hi-lo+1)*8)
+		}
+	}
+}
+
+// wordsPerLine is how many words a cache line holds: a range within one
+// line needs no prefetch.
+const wordsPerLine = 8
+
 // upperBound returns the index of the first item > p (n if none).
 func (x *node) upperBound(p *entry) int {
 	pw, lo, hi := x.searchRange(p)
+	x.prefetchWords(lo, hi)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		if w := x.words[m]; pw < w || (pw == w && lessEntryTail(p, x.item(m))) {

