@@ -104,7 +104,10 @@ func (l *LevelIter) exhausted() bool {
 func (l *LevelIter) settle(ok bool, dir direction) bool {
 	for {
 		if ok {
-			if l.beyondBound(l.iter.Key().UserKey, dir) {
+			// The table's key is fetched only when the table straddles
+			// the bound: an argument is evaluated even when beyondBound
+			// would not look at it, and this runs on every Next.
+			if (l.checkUpper || l.checkLower) && l.beyondBound(l.iter.Key().UserKey, dir) {
 				return l.exhausted()
 			}
 			l.valid = true

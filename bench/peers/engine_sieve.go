@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"github.com/sievedb/sieve"
@@ -56,15 +58,27 @@ type sieveEngine struct {
 	// Options.PartitionAbove at 3/4 of the cache.
 	partitioned, budgetPartitioned bool
 	memTableSize                   int64 // Options.MemTableSize; 0: sieve's default
+	blockSize                      int   // Options.BlockSize; 0: sieve's default (SIEVE_BLOCK_SIZE sets it)
 	cfg                            Config
 	db                             *sieve.DB
 }
 
 func (e *sieveEngine) Open(dir string, cfg Config) error {
 	e.cfg = cfg
+	// SIEVE_BLOCK_SIZE sets every sieve engine's data-block size (bytes),
+	// to measure a workload's sensitivity to it in the same run as the
+	// peers; Describe reports it.
+	if v := os.Getenv("SIEVE_BLOCK_SIZE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 256 {
+			return fmt.Errorf("SIEVE_BLOCK_SIZE=%q: want a size in bytes of at least 256", v)
+		}
+		e.blockSize = n
+	}
 	db, err := sieve.Open(dir, &sieve.Options{
 		BlockCacheSize:   cfg.CacheBytes,
 		MemTableSize:     e.memTableSize,
+		BlockSize:        e.blockSize,
 		FilterPolicy:     e.policy(cfg.BitsPerKey),
 		FilterAllocation: e.alloc,
 		Compression:      sieve.SnappyCompression,
@@ -139,8 +153,12 @@ func (e *sieveEngine) Describe() string {
 	if e.partitioned {
 		where = "filters and indexes charged to it in 4 KiB partitions, top-level blocks resident"
 	}
-	return fmt.Sprintf("%s, snappy, default block size, block cache %s (%s), Get = db.Get, Put = db.Put(NoSync)",
-		p, mib(e.cfg.CacheBytes), where)
+	bs := "default block size"
+	if e.blockSize > 0 {
+		bs = fmt.Sprintf("%d-byte blocks (SIEVE_BLOCK_SIZE)", e.blockSize)
+	}
+	return fmt.Sprintf("%s, snappy, %s, block cache %s (%s), Get = db.Get, Put = db.Put(NoSync)",
+		p, bs, mib(e.cfg.CacheBytes), where)
 }
 
 func (e *sieveEngine) Shape() string {
