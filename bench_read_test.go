@@ -328,11 +328,12 @@ func benchShortScans(b *testing.B, db *DB) {
 // database.
 func BenchmarkSteadySeekRandom(b *testing.B) { benchSeeks(b, benchSteadyDB(b)) }
 
-// BenchmarkCachedShortScan is YCSB E's scan (a new iterator, a seek and 50
-// entries, closed) on data the block cache holds whole: 100k keys
-// compacted, a fifth of them updated since in the memtable. What is left
-// is the iterator stack's own cost and the CPU-cache misses of reading
-// cached blocks and memtable entries.
+// BenchmarkCachedShortScan is YCSB E's scan (a new iterator, a seek and
+// entries=N entries, closed) on data the block cache holds whole: 100k
+// keys compacted, a fifth of them updated since in the memtable. What is
+// left is the iterator stack's own cost and the CPU-cache misses of
+// reading cached blocks and memtable entries; entries=1 is a scan's fixed
+// cost, the slope to entries=200 the cost of an entry.
 func BenchmarkCachedShortScan(b *testing.B) {
 	db, err := Open(b.TempDir(), &Options{BlockCacheSize: 64 << 20})
 	if err != nil {
@@ -355,10 +356,10 @@ func BenchmarkCachedShortScan(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	scan := func(i int) {
+	scan := func(b *testing.B, i, entries int) {
 		it := db.NewIter(nil)
 		ok := it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, n)))
-		for j := 0; ok && j < 50; j++ {
+		for j := 0; ok && j < entries; j++ {
 			_ = it.Value()
 			ok = it.Next()
 		}
@@ -367,12 +368,15 @@ func BenchmarkCachedShortScan(b *testing.B) {
 		}
 	}
 	for i := 0; i < 20000; i++ { // every block into the cache
-		scan(i)
+		scan(b, i, 50)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	defer cpuTimer(b)()
-	for i := 0; i < b.N; i++ {
-		scan(i)
+	for _, entries := range []int{1, 50, 200} {
+		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
+			b.ReportAllocs()
+			defer cpuTimer(b)()
+			for i := 0; i < b.N; i++ {
+				scan(b, i, entries)
+			}
+		})
 	}
 }
