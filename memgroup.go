@@ -20,6 +20,14 @@ type memGroup struct {
 	// tables is indexed by column family ID. It is replaced (copy on write)
 	// by the commit leader, the only writer; readers load it atomically.
 	tables atomic.Pointer[[]*memtable.MemTable]
+	// seeks counts the iterator seeks that merged the group while it was
+	// mutable, beside other sources; windowSeq is the visible sequence
+	// number at the start of the current window of memSeekWindow of
+	// them (0: none started); flushAsked is set once a window asked for
+	// the group's rotation (seekcompact.go).
+	seeks      atomic.Int64
+	windowSeq  atomic.Uint64
+	flushAsked atomic.Bool
 }
 
 func newMemGroup(logNum uint64, filterBits int64, prefix func(cf uint32) prefixFunc) *memGroup {

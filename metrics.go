@@ -27,7 +27,7 @@ type dbMetrics struct {
 
 	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
-	seekCompactions, iterRefreshes                                              atomic.Int64
+	seekCompactions, seekFlushes, iterRefreshes                                              atomic.Int64
 	// compactionsRunning mirrors db.compact.running (stored under db.mu).
 	compactionsRunning                              atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten [manifest.NumLevels]atomic.Int64
@@ -274,6 +274,10 @@ type Metrics struct {
 	}
 	Flush struct {
 		Count, Bytes int64
+		// SeekTriggered counts the memtable rotations that iterator
+		// seeks asked for (seekcompact.go): a large memtable that
+		// read-mostly scans kept merging.
+		SeekTriggered int64
 	}
 	Compaction struct {
 		Count, Moves, BytesRead, BytesWritten int64
@@ -364,6 +368,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
 	out.WAL.BackgroundSyncs = m.walBackgroundSyncs.Load()
 	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
+	out.Flush.SeekTriggered = m.seekFlushes.Load()
 	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
 	out.Compaction.Split = m.splitCompactions.Load()
 	out.Compaction.SeekTriggered = m.seekCompactions.Load()

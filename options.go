@@ -161,7 +161,11 @@ type Options struct {
 	// 64 Gets that consulted it in vain before another table count as
 	// one seek) gets L0 compacted into the base level before
 	// L0CompactionTrigger tables accumulate, so that a read-mostly
-	// database does not keep overlapping L0 tables for good.
+	// database does not keep overlapping L0 tables for good. It also
+	// turns off seek-triggered flushes: by default a mutable memtable
+	// holding at least a quarter of MemTableSize is rotated and flushed
+	// when, over 1024 iterator seeks that merged it beside tables, there
+	// was less than one write for every three seeks.
 	DisableSeekCompactions bool
 	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
 	LevelMultiplier int

@@ -312,3 +312,134 @@ func TestGetSeekCompactionConcurrent(t *testing.T) {
 		require.Equal(t, "v0", string(v))
 	}
 }
+
+// TestSeekTriggeredFlush: a memtable holding more than a quarter of
+// MemTableSize beside the bottom level is rotated and flushed once
+// iterator seeks that merge it outnumber the writes three to one over a
+// window, and every key reads the same before and after; seeks with a
+// write each leave it in place.
+func TestSeekTriggeredFlush(t *testing.T) {
+	const n = 20000
+	open := func(t *testing.T) *DB {
+		db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20})
+		require.NoError(t, err)
+		for i := 0; i < n; i++ {
+			require.NoError(t, db.Put(seekTestKey(i), []byte("v0"), NoSync))
+		}
+		require.NoError(t, db.Compact(nil, nil))
+		// About 570 KB into the memtable (a quarter of MemTableSize is
+		// 262 KB): every fifth key, a value of 64 bytes, about 143 bytes
+		// of B-tree and arena each.
+		val := make([]byte, 64)
+		for i := 0; i < n; i += 5 {
+			copy(val, fmt.Sprintf("v1-%d", i))
+			require.NoError(t, db.Put(seekTestKey(i), val, NoSync))
+		}
+		m := db.Metrics()
+		require.GreaterOrEqual(t, m.MemTable.Size, int64(1<<20)/4, "the memtable must hold a quarter of MemTableSize")
+		require.Zero(t, m.Flush.SeekTriggered)
+		return db
+	}
+	read := func(t *testing.T, db *DB) map[string]string {
+		out := map[string]string{}
+		it := db.NewIter(nil)
+		for ok := it.First(); ok; ok = it.Next() {
+			out[string(it.Key())] = string(it.Value())
+		}
+		require.NoError(t, it.Close())
+		return out
+	}
+	seek := func(t *testing.T, db *DB, i int, want map[string]string) {
+		it := db.NewIter(nil)
+		k := seekTestKey((i * 7919) % n)
+		require.True(t, it.SeekGE(k))
+		require.Equal(t, want[string(k)], string(it.Value()))
+		require.NoError(t, it.Close())
+	}
+
+	t.Run("read-mostly", func(t *testing.T) {
+		db := open(t)
+		defer db.Close()
+		want := read(t, db)
+		require.Len(t, want, n)
+		i := 0
+		for ; db.Metrics().Flush.SeekTriggered == 0; i++ {
+			require.Less(t, i, 10*memSeekWindow, "no seek-triggered flush")
+			seek(t, db, i, want)
+			if i%100 == 0 { // a few writes, well under one per three seeks
+				require.NoError(t, db.Put(seekTestKey(i%n), []byte(want[string(seekTestKey(i%n))]), NoSync))
+			}
+		}
+		// The first window starts the count, the second decides.
+		require.GreaterOrEqual(t, i, 2*memSeekWindow-1)
+		require.NoError(t, db.Flush()) // waits for the rotated group's flush
+		m := db.Metrics()
+		require.Equal(t, int64(1), m.Flush.SeekTriggered)
+		require.Less(t, m.MemTable.Size, int64(1<<20)/4)
+		require.Equal(t, want, read(t, db))
+	})
+
+	t.Run("write-heavy", func(t *testing.T) {
+		db := open(t)
+		defer db.Close()
+		want := read(t, db)
+		for i := 0; i < 3*memSeekWindow; i++ {
+			seek(t, db, i, want)
+			k := seekTestKey(n + i) // one new key per seek
+			require.NoError(t, db.Put(k, []byte("w"), NoSync))
+			want[string(k)] = "w"
+		}
+		require.Zero(t, db.Metrics().Flush.SeekTriggered)
+	})
+}
+
+// TestSeekTriggeredFlushRacesClose: readers seeking from several
+// goroutines ask for the rotation while writers write and Close runs;
+// Close must not deadlock with the rotation's goroutine (which takes the
+// commit pipeline Close also takes), and a seek after Close fails cleanly.
+func TestSeekTriggeredFlushRacesClose(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 1 << 20})
+		require.NoError(t, err)
+		for i := 0; i < 4000; i++ {
+			require.NoError(t, db.Put(seekTestKey(i), []byte("v0"), NoSync))
+		}
+		require.NoError(t, db.Compact(nil, nil))
+		val := make([]byte, 64)
+		for i := 0; i < 4000; i += 2 { // about 286 KB: over a quarter of MemTableSize
+			require.NoError(t, db.Put(seekTestKey(i), val, NoSync))
+		}
+		require.GreaterOrEqual(t, db.Metrics().MemTable.Size, int64(1<<20)/4)
+		var wg sync.WaitGroup
+		var stop atomic.Bool
+		for g := 0; g < 4; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; !stop.Load(); i += 4 {
+					it := db.NewIter(nil)
+					it.SeekGE(seekTestKey((i * 7919) % 4000))
+					_ = it.Close()
+					if g == 0 && i%400 == 0 {
+						_ = db.Put(seekTestKey(i%4000), []byte("w"), NoSync)
+					}
+				}
+			}()
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for db.Metrics().Flush.SeekTriggered == 0 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		require.NotZero(t, db.Metrics().Flush.SeekTriggered, "round %d: no seek-triggered flush", round)
+		done := make(chan error, 1)
+		go func() { done <- db.Close() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("Close did not return")
+		}
+		stop.Store(true)
+		wg.Wait()
+	}
+}
