@@ -27,7 +27,7 @@ type dbMetrics struct {
 
 	flushes, flushBytes                                                         atomic.Int64
 	compactions, compactBytesRead, compactBytesWritten, moves, splitCompactions atomic.Int64
-	seekCompactions, seekFlushes, iterRefreshes                                              atomic.Int64
+	seekCompactions, seekFlushes, iterRefreshes                                 atomic.Int64
 	// compactionsRunning mirrors db.compact.running (stored under db.mu).
 	compactionsRunning                              atomic.Int64
 	levelBytesIn, levelBytesRead, levelBytesWritten [manifest.NumLevels]atomic.Int64
