@@ -483,9 +483,9 @@ func (m *Metrics) String() string {
 			humanBytes(l.FilterBytes), l.FilterBitsPerKey, lf.Checks, 100*lf.FalsePositiveRate(), lf.Negatives, lf.FalsePositives, lf.TruePositives)
 	}
 	fmt.Fprintf(&sb, "total | %6d | %8s | read-amp %d, write-amp %.2f\n", files, humanBytes(size), m.ReadAmp, m.WriteAmp)
-	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs (%d background); memtable %s, %d immutable, %d merges collapsed; flushes %d (%s); compactions %d (%d moves, %d split, %d seek-triggered, read %s, wrote %s)\n",
+	fmt.Fprintf(&sb, "WAL: %s in %d records, %d syncs (%d background); memtable %s, %d immutable, %d merges collapsed; flushes %d (%s, %d seek-triggered); compactions %d (%d moves, %d split, %d seek-triggered, read %s, wrote %s)\n",
 		humanBytes(m.WAL.Bytes), m.WAL.Records, m.WAL.Syncs, m.WAL.BackgroundSyncs, humanBytes(m.MemTable.Size), m.MemTable.Immutable, m.MemTable.MergesCollapsed,
-		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split, m.Compaction.SeekTriggered,
+		m.Flush.Count, humanBytes(m.Flush.Bytes), m.Flush.SeekTriggered, m.Compaction.Count, m.Compaction.Moves, m.Compaction.Split, m.Compaction.SeekTriggered,
 		humanBytes(m.Compaction.BytesRead), humanBytes(m.Compaction.BytesWritten))
 	f := m.Filter
 	fmt.Fprintf(&sb, "filter: %d checks, %d negatives, %d false positives (FPR %.3f%%), %d true positives, %d unknown-type tables; resident %s; %d build retries, %d fallbacks\n",

@@ -175,7 +175,7 @@ func (e *sieveEngine) Shape() string {
 		mib(x.PinnedIndexBytes+x.PinnedFilterBytes), mib(x.CachedIndexBytes+x.CachedFilterBytes),
 		x.IndexHits, x.IndexMisses, x.FilterHits, x.FilterMisses)
 	fmt.Fprintf(&b, "; block cache %s in %d blocks, %d/%d hits/misses", mib(m.BlockCache.Size), m.BlockCache.Count, m.BlockCache.Hits, m.BlockCache.Misses)
-	fmt.Fprintf(&b, "; %d flushes, %d compactions (%d seek-triggered); %d iterator refreshes", m.Flush.Count, m.Compaction.Count, m.Compaction.SeekTriggered, m.IteratorRefreshes)
+	fmt.Fprintf(&b, "; %d flushes (%d seek-triggered), %d compactions (%d seek-triggered); %d iterator refreshes", m.Flush.Count, m.Flush.SeekTriggered, m.Compaction.Count, m.Compaction.SeekTriggered, m.IteratorRefreshes)
 	return b.String()
 }
 
