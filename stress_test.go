@@ -284,7 +284,7 @@ type stressRun struct {
 	pendingCkpts                                   []stressCheckpoint
 	rangeDels                                      atomic.Int64
 	flushes, compactions, reopens                  int64
-	seekCompactions                                int64
+	seekCompactions, seekFlushes                   int64
 	fill                                           stressFill
 }
 
@@ -949,6 +949,7 @@ func TestStress(t *testing.T) {
 		r.flushes += m.Flush.Count
 		r.compactions += m.Compaction.Count
 		r.seekCompactions += m.Compaction.SeekTriggered
+		r.seekFlushes += m.Flush.SeekTriggered
 		r.fill.add(m)
 		require.NoError(t, r.db.Close())
 		r.db = nil
@@ -985,8 +986,8 @@ func (r *stressRun) report(seed uint64) {
 	require.Positive(t, r.cfDropped.Load(), "no column family dropped")
 	require.Positive(t, r.ckptsVerified.Load(), "no checkpoint verified")
 	require.Positive(t, r.reopens)
-	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests, %d DeleteRanges, %d seek-triggered compactions",
-		r.prefixReads.Load(), r.ingests.Load(), r.rangeDels.Load(), r.seekCompactions)
+	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests, %d DeleteRanges, %d seek-triggered compactions, %d seek-triggered flushes",
+		r.prefixReads.Load(), r.ingests.Load(), r.rangeDels.Load(), r.seekCompactions, r.seekFlushes)
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 	require.Positive(t, r.ingests.Load(), "no Ingest")
 	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
