@@ -15,6 +15,9 @@ func (r *stressRun) maybeIngest(id, n int, rng *rand.Rand) bool {
 	if rng.IntN(1000) != 0 && (id != 0 || n%100 != 1) {
 		return false
 	}
+	if r.quietMaint.Load() {
+		return false // an ingestion flushes the memtable it overlaps (see quiet)
+	}
 	cf := rng.IntN(r.ncf())
 	picked := map[int]bool{}
 	for len(picked) < 1+rng.IntN(12) {

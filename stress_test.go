@@ -269,6 +269,13 @@ type stressRun struct {
 	cfNames []string
 	oracle  *stressOracle
 	stop    atomic.Bool
+	// In every odd round, quietMaint pauses the maintainer for the last
+	// 3/8 of the round, and quiet the writers for the last quarter: the
+	// writers leave a memtable that no Flush or Compact empties, then the
+	// readers' seeks alone merge it and ask for a seek-triggered flush,
+	// whose rotation races the readers, the background flushes and
+	// compactions, and the round's end (Close).
+	quiet, quietMaint atomic.Bool
 
 	errMu  sync.Mutex
 	errs   []string
@@ -389,6 +396,10 @@ func (r *stressRun) writer(id int, rng *rand.Rand) {
 	n := 0
 	pad := strings.Repeat("x", 200)
 	for !r.stop.Load() {
+		if r.quiet.Load() {
+			time.Sleep(time.Millisecond)
+			continue
+		}
 		n++
 		if r.maybeIngest(id, n, rng) || r.maybeWriteRange(rng) {
 			continue
@@ -799,6 +810,9 @@ func step(it *Iterator, reverse bool) bool {
 func (r *stressRun) maintainer(rng *rand.Rand) {
 	for n := 0; !r.stop.Load(); n++ {
 		time.Sleep(time.Duration(rng.IntN(20)) * time.Millisecond)
+		if r.quietMaint.Load() {
+			continue // its flushes and compactions would empty the memtable
+		}
 		ncf := r.ncf()
 		switch p := maintainerPick(n, rng); {
 		case p < 4:
@@ -928,10 +942,17 @@ func TestStress(t *testing.T) {
 		mrng := rand.New(rand.NewPCG(seed, uint64(round*1000+999)))
 		wg.Go(func() { r.maintainer(mrng) })
 		deadline := time.Now().Add(cfg.roundTime)
+		quietMaintAt, quietAt := deadline.Add(-cfg.roundTime*3/8), deadline.Add(-cfg.roundTime/4)
 		for time.Now().Before(deadline) && !r.failed.Load() {
+			if round%2 == 1 {
+				r.quietMaint.Store(time.Now().After(quietMaintAt))
+				r.quiet.Store(time.Now().After(quietAt))
+			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		r.stop.Store(true)
+		r.quiet.Store(false)
+		r.quietMaint.Store(false)
 		waited := make(chan struct{})
 		go func() { wg.Wait(); close(waited) }()
 		select {
@@ -991,5 +1012,10 @@ func (r *stressRun) report(seed uint64) {
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 	require.Positive(t, r.ingests.Load(), "no Ingest")
 	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
+	if cfg.rounds >= 4 {
+		// Four quiet phases (the short runs have one, and may end it
+		// below a quarter of MemTableSize).
+		require.Positive(t, r.seekFlushes, "no seek-triggered flush in the quiet phases")
+	}
 	r.fill.report(t)
 }
