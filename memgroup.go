@@ -77,6 +77,13 @@ func (g *memGroup) size() int64 {
 	return n
 }
 
+// merges reports whether the group holds entries of column family cf (an
+// iterator over cf merges its memtable).
+func (g *memGroup) merges(cf uint32) bool {
+	t := g.table(cf)
+	return t != nil && !t.Empty()
+}
+
 // empty reports whether no write went into the group.
 func (g *memGroup) empty() bool {
 	for _, t := range *g.tables.Load() {

@@ -47,7 +47,7 @@ func (it *Iterator) chargeSeek(key []byte) {
 		return
 	}
 	lv := it.rs.version.Levels(it.cf)
-	if g := it.rs.mem; g != nil && !g.flushAsked.Load() && (len(it.rs.imm) > 0 || (lv != nil && hasTables(lv))) {
+	if g := it.rs.mem; g != nil && !g.flushAsked.Load() && g.merges(it.cf) && (len(it.rs.imm) > 0 || (lv != nil && hasTables(lv))) {
 		it.db.chargeMem(g)
 	}
 	if lv == nil || len(lv[0]) == 0 {
