@@ -99,10 +99,10 @@ type DB struct {
 	metrics dbMetrics
 
 	bg sync.WaitGroup // background goroutines
-	// seekFlushes counts the goroutines rotating a memtable for seeks
+	// seekFlushWG counts the goroutines rotating a memtable for seeks
 	// (seekcompact.go). They take the commit pipeline, so Close waits for
 	// them before it takes it, not with bg.
-	seekFlushes sync.WaitGroup
+	seekFlushWG sync.WaitGroup
 }
 
 // walHandle is the WAL being appended to.
@@ -291,7 +291,7 @@ func (db *DB) Close() error {
 	// that no write is in flight.
 	db.mu.cond.Broadcast()
 	db.mu.Unlock()
-	db.seekFlushes.Wait()
+	db.seekFlushWG.Wait()
 	db.commit.acquire()
 	defer db.commit.release()
 	db.bg.Wait()

@@ -60,7 +60,7 @@ package sieve
 // (db.bg) while holding Commit, so no background job may take Commit
 // (flushes and compactions do not write). The one goroutine that does,
 // a seek-triggered memtable rotation (seekcompact.go: Commit, then
-// db.mu, as Flush), is counted in db.seekFlushes instead, which Close
+// db.mu, as Flush), is counted in db.seekFlushWG instead, which Close
 // waits for after setting closed and before it takes Commit; it is
 // started only under db.mu with closed unset. A version's last Unref deletes
 // obsolete tables (file removal, directory sync) on whatever goroutine

@@ -47,7 +47,7 @@ func (it *Iterator) chargeSeek(key []byte) {
 		return
 	}
 	lv := it.rs.version.Levels(it.cf)
-	if g := it.rs.mem; g != nil && !g.flushAsked.Load() && g.merges(it.cf) && (len(it.rs.imm) > 0 || (lv != nil && hasTables(lv))) {
+	if g := it.rs.mem; g != nil && !g.flushAsked.Load() && g.merges(it.cf) && (len(it.rs.imm) > 0 || (lv != nil && (len(lv[0]) > 0 || tablesBelowL0(lv)))) {
 		it.db.chargeMem(g)
 	}
 	if lv == nil || len(lv[0]) == 0 {
@@ -207,16 +207,6 @@ func (db *DB) pickSeekCompactionLocked(v *manifest.Version) (*compaction.Compact
 // counted.
 const memSeekWindow = 1024
 
-// hasTables reports whether any level (L0 included) holds a table.
-func hasTables(lv *manifest.Levels) bool {
-	for l := range manifest.NumLevels {
-		if len(lv[l]) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // chargeMem charges the mutable group g one seek and, at the end of each
 // window, asks for its rotation if the window was read-mostly.
 func (db *DB) chargeMem(g *memGroup) {
@@ -245,9 +235,9 @@ func (db *DB) requestSeekFlush(g *memGroup) {
 	if db.closed.Load() || db.mu.bgErr != nil || db.mu.mem != g {
 		return
 	}
-	db.seekFlushes.Add(1)
+	db.seekFlushWG.Add(1)
 	go func() {
-		defer db.seekFlushes.Done()
+		defer db.seekFlushWG.Done()
 		db.commit.acquire()
 		defer db.commit.release()
 		db.mu.Lock()
