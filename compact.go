@@ -324,7 +324,7 @@ func (db *DB) compactRange(c *compaction.Compaction, opts compaction.GCOptions, 
 	if len(opts.Snapshots) > 0 {
 		earliestSnap = opts.Snapshots[0]
 	}
-	it := compaction.NewIter(c.NewInputIterRange(out.opener(db.tableOpener(nil, nil)), lower, upper), opts)
+	it := compaction.NewIter(c.NewInputIterRange(out.opener(db.compactionTableOpener()), lower, upper), opts)
 	splitter := c.NewSplitter()
 	var err error
 	for ok := it.First(); ok && err == nil; ok = it.Next() {

@@ -134,6 +134,19 @@ func (db *DB) tableOpener(lower, upper []byte) compaction.TableOpener {
 	}
 }
 
+// compactionTableOpener opens a compaction's input tables through the table
+// cache, each read with sstable.Reader.NewCompactionIter: the inputs pass
+// through the block cache without filling it.
+func (db *DB) compactionTableOpener() compaction.TableOpener {
+	return func(f *manifest.FileMetadata) (base.InternalIterator, error) {
+		e, err := db.tables.get(f)
+		if err != nil {
+			return nil, err
+		}
+		return newTableIter(db, e, e.r.NewCompactionIter(nil, nil)), nil
+	}
+}
+
 // openTableIter opens table f through the table cache, bounded by [lower,
 // upper), releasing the cache's reference on Close.
 func (db *DB) openTableIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {

@@ -170,3 +170,43 @@ func BenchmarkIterScan(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(kvs)), "ns/key")
 	})
 }
+
+// TestCompactionIterLeavesCache: a compaction's input iterator uses the
+// blocks the cache holds (without counting hits or promoting them) and
+// adds none it reads from the file, while a reader's iterator fills the
+// cache.
+func TestCompactionIterLeavesCache(t *testing.T) {
+	kvs := benchKVs(5000)
+	data, _ := buildTable(t, kvs, WriterOptions{})
+	c := cache.New(64 << 20)
+	r := openTable(t, data, ReaderOptions{FileNum: 1, Cache: c, Policies: benchPolicies()})
+	scan := func(it base.InternalIterator) int {
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			require.Equal(t, kvs[n].key.UserKey, it.Key().UserKey)
+			require.Equal(t, kvs[n].value, it.Value())
+			n++
+		}
+		require.NoError(t, it.Close())
+		return n
+	}
+	blocks := int64(r.Properties().NumDataBlocks)
+	require.Greater(t, blocks, int64(10))
+
+	// Cold: every block is read from the file and none is cached.
+	require.Equal(t, len(kvs), scan(r.NewCompactionIter(nil, nil)))
+	require.Zero(t, c.KindSize(cache.KindData))
+	require.Zero(t, c.Hits())
+
+	// A reader's scan fills the cache with every block.
+	require.Equal(t, len(kvs), scan(r.NewIter(nil, nil)))
+	require.EqualValues(t, blocks, c.Count())
+	hits, misses := c.Hits(), c.Misses()
+
+	// Warm: the compaction iterator reads the cached blocks and leaves
+	// the counters alone.
+	require.Equal(t, len(kvs), scan(r.NewCompactionIter(nil, nil)))
+	require.EqualValues(t, blocks, c.Count())
+	require.Equal(t, hits, c.Hits())
+	require.Equal(t, misses, c.Misses())
+}

@@ -43,20 +43,46 @@ func searchIndex(index []indexEntry, ukey []byte, trailer uint64) int {
 	return lo
 }
 
+// readMode says who reads a data block, which sets how dataBlock uses the
+// block cache.
+type readMode uint8
+
+const (
+	// readPoint: a point lookup, which reads the restarts and one
+	// restart interval of the block.
+	readPoint readMode = iota
+	// readScan: an iterator, which reads most of the block.
+	readScan
+	// readCompaction: a compaction's input, read once from first block
+	// to last and deleted when the compaction commits. A cached block is
+	// used (Peek: neither promoted nor counted as a hit); a block read
+	// from the file is not added, so that streaming a compaction's inputs
+	// through the cache does not evict the blocks readers keep there (as
+	// RocksDB's compactions read with fill_cache off).
+	readCompaction
+)
+
 // dataBlock returns data block i, from the cache when it is there, else read
-// from the file, verified and added to the cache. The block lives in the
-// returned Value, whose reference the caller must Release when it no longer
-// uses the block (or any key or value in it). scan says an iterator is
-// loading the block (it will read most of it), not a point lookup.
-func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, scan bool) (block, *cache.Value, error) {
+// from the file, verified and (unless mode is readCompaction) added to the
+// cache. The block lives in the returned Value, whose reference the caller
+// must Release when it no longer uses the block (or any key or value in
+// it).
+func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, mode readMode) (block, *cache.Value, error) {
 	h := e.h
-	if v, ok := r.opts.Cache.Get(r.opts.FileNum, h.offset); ok {
+	var v *cache.Value
+	var ok bool
+	if mode == readCompaction {
+		v, ok = r.opts.Cache.Peek(r.opts.FileNum, h.offset)
+	} else {
+		v, ok = r.opts.Cache.Get(r.opts.FileNum, h.offset)
+	}
+	if ok {
 		if stats != nil {
 			stats.BlocksRead++
 			stats.CacheHits++
 		}
 		b := v.Bytes()
-		if scan {
+		if mode != readPoint {
 			// A cached block is usually in no CPU cache either (the
 			// block cache is larger than they are). An iterator reads
 			// most of its block: ask for all its lines at once, as
@@ -94,7 +120,9 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, scan bool) (bl
 		v.Release()
 		return block{}, nil, err
 	}
-	r.opts.Cache.Set(r.opts.FileNum, h.offset, v)
+	if mode != readCompaction {
+		r.opts.Cache.Set(r.opts.FileNum, h.offset, v)
+	}
 	return blk, v, nil
 }
 
@@ -191,7 +219,7 @@ func (r *Reader) Get(ukey []byte, seq uint64, stats *ReadStats, fn func(k base.I
 // more reports whether the key's entries may continue in the next block.
 func (r *Reader) getInBlock(it *blockIter, e, prev *indexEntry, ukey []byte, trailer uint64, stats *ReadStats,
 	fn func(k base.InternalKey, v []byte) bool) (more bool, err error) {
-	blk, v, err := r.dataBlock(e, prev, stats, false)
+	blk, v, err := r.dataBlock(e, prev, stats, readPoint)
 	if err != nil {
 		return false, err
 	}

@@ -28,6 +28,9 @@ type tableIter struct {
 	val    *cache.Value
 	blk    block
 	valIdx int
+	// mode is how load reads data blocks: readScan, or readCompaction
+	// for a NewCompactionIter.
+	mode readMode
 }
 
 var errIterClosed = errors.New("sstable: iterator closed")
@@ -45,9 +48,20 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 	}
 	data := t.data
 	data.reset()
-	*t = tableIter{r: r, lower: lower, upper: upper, idx: -1, data: data}
+	*t = tableIter{r: r, lower: lower, upper: upper, idx: -1, data: data, mode: readScan}
 	t.cur.seeks = true
 	t.err = t.cur.init(r, nil)
+	return t
+}
+
+// NewCompactionIter is NewIter for a compaction's input, which passes
+// through the table once: it uses data blocks the block cache holds
+// without promoting them, and does not add the blocks it reads from the
+// file to the cache (where they would evict the blocks readers use, for a
+// table about to be deleted).
+func (r *Reader) NewCompactionIter(lower, upper []byte) base.InternalIterator {
+	t := r.NewIter(lower, upper).(*tableIter)
+	t.mode = readCompaction
 	return t
 }
 
@@ -75,7 +89,7 @@ func (t *tableIter) load(ok bool, err error, dir int) bool {
 	t.idx = i
 	if t.val == nil || t.valIdx != i {
 		t.release()
-		blk, v, err := t.r.dataBlock(t.cur.entry(), t.cur.prevEntry(), nil, true)
+		blk, v, err := t.r.dataBlock(t.cur.entry(), t.cur.prevEntry(), nil, t.mode)
 		if err != nil {
 			t.err = err
 			return false

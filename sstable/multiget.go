@@ -151,7 +151,7 @@ func (b *batchBlock) load(i int, e, prev *indexEntry) (block, error) {
 		return b.blk, nil
 	}
 	b.release()
-	blk, v, err := b.r.dataBlock(e, prev, b.stats, false)
+	blk, v, err := b.r.dataBlock(e, prev, b.stats, readPoint)
 	if err != nil {
 		return block{}, err
 	}

@@ -168,6 +168,29 @@ func (c *Cache) GetKind(file, off uint64, kind Kind) (*Value, bool) {
 	return v, true
 }
 
+// Peek returns the data block cached for (file, off) with a reference for
+// the caller, like Get, but leaves the block's place in the LRU order and
+// the hit and miss counters alone: for a reader that passes through a
+// table once (a compaction's input, soon deleted), whose visit says
+// nothing about what readers will want next.
+func (c *Cache) Peek(file, off uint64) (*Value, bool) {
+	if c == nil {
+		return nil, false
+	}
+	k := key{file, off}
+	s := c.shard(k)
+	s.mu.Lock()
+	e := s.m[k]
+	if e == nil {
+		s.mu.Unlock()
+		return nil, false
+	}
+	v := e.val
+	v.acquire()
+	s.mu.Unlock()
+	return v, true
+}
+
 // Set caches v as the data block at (file, off): SetKind with KindData.
 func (c *Cache) Set(file, off uint64, v *Value) { c.SetKind(file, off, v, KindData) }
 

@@ -284,3 +284,36 @@ func BenchmarkMissChurn(b *testing.B) {
 		v.Release()
 	}
 }
+
+// TestPeek: Peek returns a cached block with a reference, like Get, but
+// neither counts a hit or miss nor makes the block most recently used.
+func TestPeek(t *testing.T) {
+	c := New(numShards * 1000)
+	target := c.shard(key{7, 0})
+	var offs []uint64
+	for off := uint64(0); len(offs) < 11; off++ {
+		if c.shard(key{7, off}) == target {
+			offs = append(offs, off)
+		}
+	}
+	for _, off := range offs[:10] {
+		set(c, 7, off, 100, byte(off))
+	}
+	_, ok := c.Peek(7, 12345678)
+	require.False(t, ok)
+	v, ok := c.Peek(7, offs[0])
+	require.True(t, ok)
+	require.Equal(t, block(100, byte(offs[0])), v.Bytes())
+	require.EqualValues(t, 0, c.Hits())
+	require.EqualValues(t, 0, c.Misses())
+	// The peeked block is still the least recently used: the next insert
+	// evicts it, and the reference Peek gave keeps its memory valid.
+	set(c, 7, offs[10], 100, 1)
+	_, ok = get(c, 7, offs[0])
+	require.False(t, ok, "Peek promoted the block")
+	require.Equal(t, block(100, byte(offs[0])), v.Bytes())
+	v.Release()
+	var nilCache *Cache
+	_, ok = nilCache.Peek(1, 0)
+	require.False(t, ok)
+}
