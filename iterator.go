@@ -7,6 +7,7 @@ import (
 	"iter"
 	"unsafe"
 
+	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/internal/base"
 )
 
@@ -272,6 +273,40 @@ func (it *Iterator) All() iter.Seq2[[]byte, []byte] {
 // whether it is positioned) to the next visible user key, and leaves iter
 // past that key's entries.
 func (it *Iterator) findNext(ok bool) bool {
+	if m, isMerging := it.iter.(*compaction.MergingIter); isMerging {
+		return it.findNextMerging(m, ok)
+	}
+	return it.findNextAny(ok)
+}
+
+// findNextMerging is findNext over the merging iterator itself (the stack
+// of every iterator without range deletions), calling it directly: a
+// forward scan's steady state, the visible Set of the next key, makes no
+// interface call here. Any other case is findNextAny's.
+func (it *Iterator) findNextMerging(m *compaction.MergingIter, ok bool) bool {
+	if ok {
+		k := m.Key()
+		if k.SeqNum() <= it.seq && k.Kind() == base.KindSet &&
+			(it.upper == nil || bytes.Compare(k.UserKey, it.upper) < 0) {
+			it.forward = true
+			it.key = append(it.key[:0], k.UserKey...)
+			it.value = m.Value()
+			it.atKey, it.iterPositioned = true, true
+			if it.err != nil {
+				return false
+			}
+			if m.Error() != nil {
+				return it.fail(m.Error())
+			}
+			it.valid = true
+			return true
+		}
+	}
+	return it.findNextAny(ok)
+}
+
+// findNextAny is findNext through the InternalIterator interface.
+func (it *Iterator) findNextAny(ok bool) bool {
 	it.forward, it.atKey = true, false
 	for ok {
 		k := it.iter.Key()
@@ -325,6 +360,16 @@ func (it *Iterator) yield() bool {
 
 // skipKey advances iter past every entry of ukey.
 func (it *Iterator) skipKey(ukey []byte) bool {
+	if m, isMerging := it.iter.(*compaction.MergingIter); isMerging {
+		for {
+			if !m.Next() {
+				return false
+			}
+			if !bytes.Equal(m.Key().UserKey, ukey) {
+				return true
+			}
+		}
+	}
 	for {
 		if !it.iter.Next() {
 			return false

@@ -143,44 +143,17 @@ func (db *DB) compactionTableOpener() compaction.TableOpener {
 		if err != nil {
 			return nil, err
 		}
-		return newTableIter(db, e, e.r.NewCompactionIter(nil, nil)), nil
+		return e.r.NewIterReleasing(nil, nil, true, e), nil
 	}
 }
 
 // openTableIter opens table f through the table cache, bounded by [lower,
-// upper), releasing the cache's reference on Close.
+// upper), releasing the cache's reference on Close (the table entry is
+// the iterator's sstable.Releaser).
 func (db *DB) openTableIter(f *manifest.FileMetadata, lower, upper []byte) (base.InternalIterator, error) {
 	e, err := db.tables.get(f)
 	if err != nil {
 		return nil, err
 	}
-	return newTableIter(db, e, e.r.NewIter(lower, upper)), nil
-}
-
-// tableIter releases its table-cache reference on Close.
-type tableIter struct {
-	base.InternalIterator
-	db     *DB
-	e      *tableEntry
-	closed bool
-}
-
-var tableIterPool = sync.Pool{New: func() any { return new(tableIter) }}
-
-func newTableIter(db *DB, e *tableEntry, it base.InternalIterator) *tableIter {
-	t := tableIterPool.Get().(*tableIter)
-	*t = tableIter{InternalIterator: it, db: db, e: e}
-	return t
-}
-
-func (t *tableIter) Close() error {
-	if t.closed {
-		return nil
-	}
-	err := t.InternalIterator.Close()
-	t.closed = true
-	t.db.tables.release(t.e)
-	*t = tableIter{closed: true}
-	tableIterPool.Put(t)
-	return err
+	return e.r.NewIterReleasing(lower, upper, false, e), nil
 }

@@ -35,7 +35,8 @@ type tableCache struct {
 }
 
 type tableEntry struct {
-	num uint64
+	num   uint64
+	cache *tableCache // the cache the entry belongs to (ReleaseIter)
 	// refs counts the users and, until eviction, the cache itself. Taken
 	// under mu while the entry is in entries (so it is at least 1), or
 	// by tryRef from a published entry; at 0 the reader is closed.
@@ -51,6 +52,10 @@ type tableEntry struct {
 	evicted bool
 	metas   []*manifest.FileMetadata
 }
+
+// ReleaseIter implements sstable.Releaser: a table iterator opened on the
+// entry's reader gives back the reference its opener took.
+func (e *tableEntry) ReleaseIter() { e.cache.release(e) }
 
 // tryRef takes a reference unless the count has reached zero.
 func (e *tableEntry) tryRef() bool { return refUnlessZero(&e.refs) }
@@ -104,7 +109,7 @@ func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
 		c.publish(e, meta)
 		return e, nil
 	}
-	e = &tableEntry{num: meta.FileNum, ready: make(chan struct{})}
+	e = &tableEntry{num: meta.FileNum, cache: c, ready: make(chan struct{})}
 	e.refs.Store(2)
 	e.elem = c.lru.PushFront(e)
 	c.entries[meta.FileNum] = e

@@ -308,7 +308,19 @@ func (m *MergingIter) Next() bool {
 	case backward:
 		return m.switchTo(forward)
 	}
-	return m.step(m.children[m.heap[0].index].Next())
+	top := &m.heap[0]
+	if l, ok := m.children[top.index].(*LevelIter); ok {
+		// A level (an SSTable's entries, the bulk of a scan) is called
+		// directly: the interface calls to Next and Key were a good part
+		// of the cost of each entry (BenchmarkCachedShortScan).
+		if l.Next() {
+			top.key = l.Key()
+			m.fixTop()
+			return m.checkTop()
+		}
+		return m.step(false)
+	}
+	return m.step(m.children[top.index].Next())
 }
 
 // Prev implements base.InternalIterator.
@@ -403,7 +415,11 @@ func (m *MergingIter) Value() []byte {
 	if m.dir == unpositioned {
 		return nil
 	}
-	return m.children[m.heap[0].index].Value()
+	c := m.children[m.heap[0].index]
+	if l, ok := c.(*LevelIter); ok {
+		return l.Value()
+	}
+	return c.Value()
 }
 
 // Error implements base.InternalIterator.

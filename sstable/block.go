@@ -69,18 +69,30 @@ func uvarintAt(data []byte, off, end int) (uint64, int, bool) {
 // decodeEntry decodes the entry at off, whose predecessor's key has length
 // prevLen. Every length is checked against the entries region.
 func (b *block) decodeEntry(off, prevLen int) (entry, error) {
+	shared, p, k, v, err := b.entryAt(off, prevLen)
+	if err != nil {
+		return entry{}, err
+	}
+	return entry{shared: shared, delta: b.data[p:k:k], value: b.data[k:v:v], next: v}, nil
+}
+
+// entryAt is decodeEntry returning offsets: the key delta is data[p:k],
+// the value data[k:next]. Its results fit in registers (an entry and an
+// error do not), so the hot paths (blockIter.step, restartKey) read them
+// without a round trip through memory, whose wide reloads of narrow
+// stores stall the CPU's store forwarding on every entry.
+func (b *block) entryAt(off, prevLen int) (shared, p, k, next int, err error) {
 	end := b.restartsOff
 	if off < 0 || off >= end {
-		return entry{}, fmt.Errorf("entry offset %d outside entries [0,%d)", off, end)
+		return 0, 0, 0, 0, fmt.Errorf("entry offset %d outside entries [0,%d)", off, end)
 	}
-	var shared, unshared, vlen uint64
-	var p int
+	var sh, unshared, vlen uint64
 	if h := b.data[off:min(off+3, end)]; len(h) == 3 && h[0]|h[1]|h[2] < 0x80 {
 		// Fast path: all three lengths fit one byte each (most entries).
-		shared, unshared, vlen, p = uint64(h[0]), uint64(h[1]), uint64(h[2]), off+3
+		sh, unshared, vlen, p = uint64(h[0]), uint64(h[1]), uint64(h[2]), off+3
 	} else {
 		var ok1, ok2, ok3 bool
-		shared, p, ok1 = uvarintAt(b.data, off, end)
+		sh, p, ok1 = uvarintAt(b.data, off, end)
 		if ok1 {
 			unshared, p, ok2 = uvarintAt(b.data, p, end)
 		}
@@ -88,20 +100,26 @@ func (b *block) decodeEntry(off, prevLen int) (entry, error) {
 			vlen, p, ok3 = uvarintAt(b.data, p, end)
 		}
 		if !ok3 {
-			return entry{}, fmt.Errorf("entry at offset %d: malformed header", off)
+			return 0, 0, 0, 0, fmt.Errorf("entry at offset %d: malformed header", off)
 		}
 	}
-	if shared > uint64(prevLen) {
-		return entry{}, fmt.Errorf("entry at offset %d shares %d bytes of a %d-byte key", off, shared, prevLen)
+	if sh > uint64(prevLen) {
+		return 0, 0, 0, 0, fmt.Errorf("entry at offset %d shares %d bytes of a %d-byte key", off, sh, prevLen)
 	}
 	rest := uint64(end - p)
 	if unshared > rest || vlen > rest-unshared {
-		return entry{}, fmt.Errorf("entry at offset %d: key %d + value %d bytes overrun the entries (%d left)",
+		return 0, 0, 0, 0, fmt.Errorf("entry at offset %d: key %d + value %d bytes overrun the entries (%d left)",
 			off, unshared, vlen, rest)
 	}
-	k := p + int(unshared)
-	v := k + int(vlen)
-	return entry{shared: int(shared), delta: b.data[p:k:k], value: b.data[k:v:v], next: v}, nil
+	k = p + int(unshared)
+	return int(sh), p, k, k + int(vlen), nil
+}
+
+// validInternalKey is checkInternalKey's verdict, inlined on the hot paths
+// (the error is built only for a key that fails).
+func validInternalKey(key []byte) bool {
+	n := len(key)
+	return n >= base.TrailerLen && base.Kind(key[n-base.TrailerLen]) <= base.KindMax
 }
 
 // checkInternalKey reports whether key is a well-formed encoded internal key.
@@ -118,14 +136,13 @@ func checkInternalKey(key []byte) error {
 // restartKey returns the key stored at restart point i, aliasing the block.
 func (b *block) restartKey(i int, internal bool) ([]byte, error) {
 	off := b.restart(i)
-	e, err := b.decodeEntry(off, 0)
+	_, p, k, _, err := b.entryAt(off, 0)
 	if err != nil {
 		return nil, err
 	}
-	if internal {
-		if err := checkInternalKey(e.delta); err != nil {
-			return nil, fmt.Errorf("restart point %d: %w", i, err)
-		}
+	key := b.data[p:k:k]
+	if internal && !validInternalKey(key) {
+		return nil, fmt.Errorf("restart point %d: %w", i, checkInternalKey(key))
 	}
-	return e.delta, nil
+	return key, nil
 }

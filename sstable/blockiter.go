@@ -101,18 +101,17 @@ func (i *blockIter) step(off int, atRestart bool) bool {
 	if atRestart {
 		prevLen = 0
 	}
-	e, err := i.blk.decodeEntry(off, prevLen)
+	shared, p, k, next, err := i.blk.entryAt(off, prevLen)
 	if err != nil {
 		return i.fail(err)
 	}
-	i.keyBuf = append(i.keyBuf[:e.shared], e.delta...)
+	d := i.blk.data
+	i.keyBuf = append(i.keyBuf[:shared], d[p:k]...)
 	i.key = i.keyBuf
-	if i.internal {
-		if err := checkInternalKey(i.key); err != nil {
-			return i.fail(err)
-		}
+	if i.internal && !validInternalKey(i.key) {
+		return i.fail(checkInternalKey(i.key))
 	}
-	i.off, i.nextOff, i.val = off, e.next, e.value
+	i.off, i.nextOff, i.val = off, next, d[k:next:next]
 	return true
 }
 

@@ -31,6 +31,17 @@ type tableIter struct {
 	// mode is how load reads data blocks: readScan, or readCompaction
 	// for a NewCompactionIter.
 	mode readMode
+	// rel, when set (NewIterReleasing), is told at Close that the
+	// iterator no longer uses the Reader.
+	rel Releaser
+}
+
+// Releaser is told by an iterator from NewIterReleasing, at its Close,
+// that the iterator no longer uses its Reader (the DB's table cache
+// counts the Reader's users this way, without a wrapper around every
+// table iterator whose calls would each add an indirection).
+type Releaser interface {
+	ReleaseIter()
 }
 
 var errIterClosed = errors.New("sstable: iterator closed")
@@ -62,6 +73,17 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 func (r *Reader) NewCompactionIter(lower, upper []byte) base.InternalIterator {
 	t := r.NewIter(lower, upper).(*tableIter)
 	t.mode = readCompaction
+	return t
+}
+
+// NewIterReleasing is NewIter (NewCompactionIter when compaction is set)
+// whose Close, after closing the iterator, calls rel.ReleaseIter once.
+func (r *Reader) NewIterReleasing(lower, upper []byte, compaction bool, rel Releaser) base.InternalIterator {
+	t := r.NewIter(lower, upper).(*tableIter)
+	if compaction {
+		t.mode = readCompaction
+	}
+	t.rel = rel
 	return t
 }
 
@@ -256,10 +278,14 @@ func (t *tableIter) Close() error {
 		return errIterClosed
 	}
 	err := t.err
+	rel := t.rel
 	t.release()
 	t.cur.release()
 	t.data.reset()
 	*t = tableIter{data: t.data, err: errIterClosed}
 	tableIterPool.Put(t)
+	if rel != nil {
+		rel.ReleaseIter()
+	}
 	return err
 }
