@@ -68,6 +68,12 @@ const (
 // must Release when it no longer uses the block (or any key or value in
 // it).
 func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, mode readMode) (block, *cache.Value, error) {
+	return r.dataBlockRA(e, prev, stats, mode, nil)
+}
+
+// dataBlockRA is dataBlock reading a block the cache does not hold
+// through ra when it is not nil (a compaction's sequential pass).
+func (r *Reader) dataBlockRA(e, prev *indexEntry, stats *ReadStats, mode readMode, ra *readahead) (block, *cache.Value, error) {
 	h := e.h
 	var v *cache.Value
 	var ok bool
@@ -102,7 +108,12 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, mode readMode)
 	if prev != nil {
 		prefetch.Read(prev.sepUser)
 	}
-	v, err := r.loadBlock(h, "data", true)
+	var err error
+	if ra != nil {
+		v, err = r.loadBlockAhead(h, ra)
+	} else {
+		v, err = r.loadBlock(h, "data", true)
+	}
 	if stats != nil {
 		stats.BlocksRead++
 		stats.FileReads++

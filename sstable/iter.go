@@ -34,6 +34,8 @@ type tableIter struct {
 	// rel, when set (NewIterReleasing), is told at Close that the
 	// iterator no longer uses the Reader.
 	rel Releaser
+	// ra is a compaction iterator's readahead buffer (readCompaction).
+	ra *readahead
 }
 
 // Releaser is told by an iterator from NewIterReleasing, at its Close,
@@ -73,6 +75,7 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 func (r *Reader) NewCompactionIter(lower, upper []byte) base.InternalIterator {
 	t := r.NewIter(lower, upper).(*tableIter)
 	t.mode = readCompaction
+	t.ra = getReadahead()
 	return t
 }
 
@@ -82,6 +85,7 @@ func (r *Reader) NewIterReleasing(lower, upper []byte, compaction bool, rel Rele
 	t := r.NewIter(lower, upper).(*tableIter)
 	if compaction {
 		t.mode = readCompaction
+		t.ra = getReadahead()
 	}
 	t.rel = rel
 	return t
@@ -111,7 +115,7 @@ func (t *tableIter) load(ok bool, err error, dir int) bool {
 	t.idx = i
 	if t.val == nil || t.valIdx != i {
 		t.release()
-		blk, v, err := t.r.dataBlock(t.cur.entry(), t.cur.prevEntry(), nil, t.mode)
+		blk, v, err := t.r.dataBlockRA(t.cur.entry(), t.cur.prevEntry(), nil, t.mode, t.ra)
 		if err != nil {
 			t.err = err
 			return false
@@ -279,6 +283,7 @@ func (t *tableIter) Close() error {
 	}
 	err := t.err
 	rel := t.rel
+	putReadahead(t.ra)
 	t.release()
 	t.cur.release()
 	t.data.reset()
