@@ -193,10 +193,26 @@ func TestConcurrent(t *testing.T) {
 	require.Equal(t, count, c.Count())
 }
 
+// countLRU counts the data blocks on s's two segments, checking that the
+// protected segment's charges add up to protSize.
 func countLRU(s *shard) int {
 	n := 0
 	for e := s.lru.next; e != &s.lru; e = e.next {
+		if e.prot {
+			panic("a protected block on the probationary list")
+		}
 		n++
+	}
+	var prot int64
+	for e := s.plru.next; e != &s.plru; e = e.next {
+		if !e.prot {
+			panic("a probationary block on the protected list")
+		}
+		prot += e.val.Charge()
+		n++
+	}
+	if prot != s.protSize {
+		panic(fmt.Sprintf("protected blocks charge %d, protSize says %d", prot, s.protSize))
 	}
 	return n
 }
@@ -316,4 +332,54 @@ func TestPeek(t *testing.T) {
 	var nilCache *Cache
 	_, ok = nilCache.Peek(1, 0)
 	require.False(t, ok)
+}
+
+// TestSegmentedLRU: a data block hit once moves to the protected segment
+// and outlives a stream of blocks read once, which with plain LRU would
+// push it out; the protected segment holds at most its share of the
+// shard, its least recently used blocks falling back to probation.
+func TestSegmentedLRU(t *testing.T) {
+	c := New(numShards * 1000)
+	target := c.shard(key{7, 0})
+	var offs []uint64
+	for off := uint64(0); len(offs) < 60; off++ {
+		if c.shard(key{7, off}) == target {
+			offs = append(offs, off)
+		}
+	}
+	set(c, 7, offs[0], 100, 1)
+	_, ok := get(c, 7, offs[0]) // protected
+	require.True(t, ok)
+	for _, off := range offs[1:31] { // 30 blocks read once: 3 shards' worth
+		set(c, 7, off, 100, 2)
+	}
+	_, ok = get(c, 7, offs[0])
+	require.True(t, ok, "a block hit once was evicted by blocks read once")
+	require.LessOrEqual(t, target.size, target.capacity)
+
+	// Hit 10 blocks: the protected segment keeps at most 2/3 of the
+	// shard (6 blocks of 100 bytes), the rest fall back to probation,
+	// and a stream of blocks read once then evicts those.
+	for _, off := range offs[31:41] {
+		set(c, 7, off, 100, 3)
+		_, ok := get(c, 7, off)
+		require.True(t, ok)
+	}
+	require.LessOrEqual(t, target.protSize, target.capacity*protectedNum/protectedDen)
+	for _, off := range offs[41:60] {
+		set(c, 7, off, 100, 4)
+	}
+	kept := 0
+	for _, off := range offs[31:41] {
+		if v, ok := c.Peek(7, off); ok {
+			v.Release()
+			kept++
+		}
+	}
+	require.Equal(t, 6, kept, "protected blocks kept")
+	require.LessOrEqual(t, target.size, target.capacity)
+	// Removing a protected block gives its charge back.
+	c.EvictFile(7)
+	require.Zero(t, target.protSize)
+	require.Zero(t, target.size)
 }
