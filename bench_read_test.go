@@ -380,3 +380,41 @@ func BenchmarkCachedShortScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanL6: scans of 1 and 1000 entries, each with a new iterator,
+// over 100k keys compacted into L6 with an empty memtable and every block
+// cached: the fixed cost of NewIter, SeekGE and Close (entries=1) and the
+// cost of an entry of one level (entries=1000).
+func BenchmarkScanL6(b *testing.B) {
+	db, err := Open(b.TempDir(), &Options{BlockCacheSize: 64 << 20})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	vals := benchValues()
+	key := make([]byte, 16)
+	const n = 100000
+	for i := uint64(0); i < n; i++ {
+		if err := db.Put(putBenchKey(key, 2*i), vals[i%uint64(len(vals))], NoSync); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := db.Compact(nil, nil); err != nil {
+		b.Fatal(err)
+	}
+	for _, entries := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				it := db.NewIter(nil)
+				ok := it.SeekGE(putBenchKey(key, 2*scatter(uint64(i)*7919, n-2000)))
+				for j := 0; ok && j < entries; j++ {
+					_ = it.Value()
+					ok = it.Next()
+				}
+				if err := it.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
