@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -135,13 +134,9 @@ func benchValues() [][]byte {
 // cpuTimer reports process CPU time per op, which holds up on a busy
 // machine where wall time does not.
 func cpuTimer(b *testing.B) func() {
-	var start syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &start)
+	start := processCPU()
 	return func() {
-		var end syscall.Rusage
-		syscall.Getrusage(syscall.RUSAGE_SELF, &end)
-		ns := (end.Utime.Nano() - start.Utime.Nano()) + (end.Stime.Nano() - start.Stime.Nano())
-		b.ReportMetric(float64(ns)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 
@@ -328,21 +323,13 @@ func benchShortScans(b *testing.B, db *DB) {
 // database.
 func BenchmarkSteadySeekRandom(b *testing.B) { benchSeeks(b, benchSteadyDB(b)) }
 
-// BenchmarkCachedShortScan is YCSB E's scan (a new iterator, a seek and
-// entries=N entries, closed) on data the block cache holds whole: 100k
-// keys compacted, a fifth of them updated since in the memtable. What is
-// left is the iterator stack's own cost and the CPU-cache misses of
-// reading cached blocks and memtable entries; entries=1 is a scan's fixed
-// cost, the slope to entries=200 the cost of an entry.
-func BenchmarkCachedShortScan(b *testing.B) {
-	db, err := Open(b.TempDir(), &Options{BlockCacheSize: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+// compactedScanDB opens a database with a 64 MiB block cache holding keys
+// putBenchKey(2i) for i < n (benchValues' values), compacted into L6; it
+// is closed when b ends.
+func compactedScanDB(b *testing.B, n uint64) (*DB, [][]byte) {
+	db := openBench(b, &Options{BlockCacheSize: 64 << 20})
 	vals := benchValues()
 	key := make([]byte, 16)
-	const n = 100000
 	for i := uint64(0); i < n; i++ {
 		if err := db.Put(putBenchKey(key, 2*i), vals[i%uint64(len(vals))], NoSync); err != nil {
 			b.Fatal(err)
@@ -351,6 +338,19 @@ func BenchmarkCachedShortScan(b *testing.B) {
 	if err := db.Compact(nil, nil); err != nil {
 		b.Fatal(err)
 	}
+	return db, vals
+}
+
+// BenchmarkCachedShortScan is YCSB E's scan (a new iterator, a seek and
+// entries=N entries, closed) on data the block cache holds whole: 100k
+// keys compacted, a fifth of them updated since in the memtable. What is
+// left is the iterator stack's own cost and the CPU-cache misses of
+// reading cached blocks and memtable entries; entries=1 is a scan's fixed
+// cost, the slope to entries=200 the cost of an entry.
+func BenchmarkCachedShortScan(b *testing.B) {
+	const n = 100000
+	db, vals := compactedScanDB(b, n)
+	key := make([]byte, 16)
 	for i := uint64(0); i < n/5; i++ {
 		if err := db.Put(putBenchKey(key, 2*scatter(i, n)), vals[(i+7)%uint64(len(vals))], NoSync); err != nil {
 			b.Fatal(err)
@@ -386,22 +386,9 @@ func BenchmarkCachedShortScan(b *testing.B) {
 // cached: the fixed cost of NewIter, SeekGE and Close (entries=1) and the
 // cost of an entry of one level (entries=1000).
 func BenchmarkScanL6(b *testing.B) {
-	db, err := Open(b.TempDir(), &Options{BlockCacheSize: 64 << 20})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	vals := benchValues()
-	key := make([]byte, 16)
 	const n = 100000
-	for i := uint64(0); i < n; i++ {
-		if err := db.Put(putBenchKey(key, 2*i), vals[i%uint64(len(vals))], NoSync); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := db.Compact(nil, nil); err != nil {
-		b.Fatal(err)
-	}
+	db, _ := compactedScanDB(b, n)
+	key := make([]byte, 16)
 	for _, entries := range []int{1, 1000} {
 		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -289,17 +289,8 @@ func (it *Iterator) findNextMerging(m *compaction.MergingIter, ok bool) bool {
 		if k.SeqNum() <= it.seq && k.Kind() == base.KindSet &&
 			(it.upper == nil || bytes.Compare(k.UserKey, it.upper) < 0) {
 			it.forward = true
-			it.key = append(it.key[:0], k.UserKey...)
-			it.value = m.Value()
-			it.atKey, it.iterPositioned = true, true
-			if it.err != nil {
-				return false
-			}
-			if m.Error() != nil {
-				return it.fail(m.Error())
-			}
-			it.valid = true
-			return true
+			it.atSet(k.UserKey, m.Value())
+			return it.yieldErr(m.Error())
 		}
 	}
 	return it.findNextAny(ok)
@@ -321,11 +312,7 @@ func (it *Iterator) findNextAny(ok bool) bool {
 		}
 		switch k.Kind() {
 		case base.KindSet:
-			// The value is borrowed from iter, which stays at this entry
-			// until the next move (Next skips the key's older entries).
-			it.key = append(it.key[:0], k.UserKey...)
-			it.value = it.iter.Value()
-			it.atKey, it.iterPositioned = true, true
+			it.atSet(k.UserKey, it.iter.Value())
 			return it.yield()
 		case base.KindDelete:
 			it.key = append(it.key[:0], k.UserKey...)
@@ -347,12 +334,24 @@ func (it *Iterator) findNextAny(ok bool) bool {
 	return it.checkInternal()
 }
 
-func (it *Iterator) yield() bool {
+// atSet makes the iterator's current entry ukey's visible Set, whose value
+// is borrowed from iter: iter stays at this entry until the next move
+// (Next skips the key's older entries).
+func (it *Iterator) atSet(ukey, value []byte) {
+	it.key = append(it.key[:0], ukey...)
+	it.value = value
+	it.atKey, it.iterPositioned = true, true
+}
+
+func (it *Iterator) yield() bool { return it.yieldErr(it.iter.Error()) }
+
+// yieldErr is yield given iter's error.
+func (it *Iterator) yieldErr(iterErr error) bool {
 	if it.err != nil {
 		return false
 	}
-	if it.iter.Error() != nil {
-		return it.fail(it.iter.Error())
+	if iterErr != nil {
+		return it.fail(iterErr)
 	}
 	it.valid = true
 	return true

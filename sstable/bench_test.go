@@ -171,6 +171,20 @@ func BenchmarkIterScan(b *testing.B) {
 	})
 }
 
+// scanMatching scans it from First, checking each entry against kvs in
+// order, closes it (which must succeed) and returns the entries seen.
+func scanMatching(t *testing.T, it base.InternalIterator, kvs []kv) int {
+	t.Helper()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		require.Equal(t, kvs[n].key.UserKey, it.Key().UserKey)
+		require.Equal(t, kvs[n].value, it.Value())
+		n++
+	}
+	require.NoError(t, it.Close())
+	return n
+}
+
 // TestCompactionIterLeavesCache: a compaction's input iterator uses the
 // blocks the cache holds (without counting hits or promoting them) and
 // adds none it reads from the file, while a reader's iterator fills the
@@ -180,16 +194,7 @@ func TestCompactionIterLeavesCache(t *testing.T) {
 	data, _ := buildTable(t, kvs, WriterOptions{})
 	c := cache.New(64 << 20)
 	r := openTable(t, data, ReaderOptions{FileNum: 1, Cache: c, Policies: benchPolicies()})
-	scan := func(it base.InternalIterator) int {
-		n := 0
-		for ok := it.First(); ok; ok = it.Next() {
-			require.Equal(t, kvs[n].key.UserKey, it.Key().UserKey)
-			require.Equal(t, kvs[n].value, it.Value())
-			n++
-		}
-		require.NoError(t, it.Close())
-		return n
-	}
+	scan := func(it base.InternalIterator) int { return scanMatching(t, it, kvs) }
 	blocks := int64(r.Properties().NumDataBlocks)
 	require.Greater(t, blocks, int64(10))
 
@@ -230,23 +235,15 @@ func TestCompactionIterReadahead(t *testing.T) {
 			data, _ := buildTable(t, kvs, WriterOptions{BlockSize: blockSize})
 			require.Greater(t, len(data), 3*readaheadSize, "the table fits too few windows")
 			r := openTable(t, data, ReaderOptions{FileNum: 1, Cache: cache.New(1 << 20), Policies: benchPolicies()})
-			it := r.NewCompactionIter(nil, nil)
-			n := 0
-			for ok := it.First(); ok; ok = it.Next() {
-				require.Equal(t, kvs[n].key.UserKey, it.Key().UserKey)
-				require.Equal(t, kvs[n].value, it.Value())
-				n++
-			}
-			require.NoError(t, it.Close())
-			require.Equal(t, len(kvs), n)
+			require.Equal(t, len(kvs), scanMatching(t, r.NewCompactionIter(nil, nil), kvs))
 
 			// Flip a byte in the middle of the file: the scan fails
 			// with a corruption error instead of returning entries.
 			bad := append([]byte(nil), data...)
 			bad[len(bad)/2] ^= 0x40
 			rb := openTable(t, bad, ReaderOptions{FileNum: 2, Cache: cache.New(1 << 20), Policies: benchPolicies()})
-			it = rb.NewCompactionIter(nil, nil)
-			n = 0
+			it := rb.NewCompactionIter(nil, nil)
+			n := 0
 			for ok := it.First(); ok; ok = it.Next() {
 				n++
 			}

@@ -109,11 +109,7 @@ func (r *Reader) dataBlockRA(e, prev *indexEntry, stats *ReadStats, mode readMod
 		prefetch.Read(prev.sepUser)
 	}
 	var err error
-	if ra != nil {
-		v, err = r.loadBlockAhead(h, ra)
-	} else {
-		v, err = r.loadBlock(h, "data", true)
-	}
+	v, err = r.loadBlockVia(h, "data", true, ra)
 	if stats != nil {
 		stats.BlocksRead++
 		stats.FileReads++

@@ -73,14 +73,12 @@ func (r *Reader) NewIter(lower, upper []byte) base.InternalIterator {
 // file to the cache (where they would evict the blocks readers use, for a
 // table about to be deleted).
 func (r *Reader) NewCompactionIter(lower, upper []byte) base.InternalIterator {
-	t := r.NewIter(lower, upper).(*tableIter)
-	t.mode = readCompaction
-	t.ra = getReadahead()
-	return t
+	return r.NewIterReleasing(lower, upper, true, nil)
 }
 
 // NewIterReleasing is NewIter (NewCompactionIter when compaction is set)
-// whose Close, after closing the iterator, calls rel.ReleaseIter once.
+// whose Close, after closing the iterator, calls rel.ReleaseIter once (a
+// nil rel: nothing).
 func (r *Reader) NewIterReleasing(lower, upper []byte, compaction bool, rel Releaser) base.InternalIterator {
 	t := r.NewIter(lower, upper).(*tableIter)
 	if compaction {

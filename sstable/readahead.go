@@ -1,10 +1,6 @@
 package sstable
 
-import (
-	"sync"
-
-	"github.com/sievedb/sieve/internal/cache"
-)
+import "sync"
 
 // readaheadSize is how much of a table a compaction's input iterator reads
 // with one system call. A compaction passes through its inputs once, from
@@ -41,31 +37,21 @@ func putReadahead(ra *readahead) {
 	readaheadPool.Put(ra)
 }
 
-// loadBlockAhead is loadBlock for a data block, read through ra: from the
-// window when the window holds it, else after refilling the window from
-// the block's offset on.
-func (r *Reader) loadBlockAhead(h blockHandle, ra *readahead) (*cache.Value, error) {
-	ctx := blockCtx(r.opts.FileNum, "data", h.offset)
-	end, ok := h.end()
-	if !ok || end > uint64(r.size) {
-		return nil, ctx.corruptf("block of %d bytes runs past the end of the %d-byte file", h.length, r.size)
-	}
-	if h.offset < ra.off || end > ra.off+uint64(ra.n) {
-		n := uint64(readaheadSize)
-		if n < end-h.offset {
-			n = end - h.offset
-		}
-		if n > uint64(r.size)-h.offset {
-			n = uint64(r.size) - h.offset
-		}
+// readAhead returns the stored block at file offsets [off, end) from the
+// window ra, refilling the window from off on when it does not hold the
+// block. The caller has checked end against the file size.
+func (r *Reader) readAhead(ra *readahead, off, end uint64, ctx errCtx) ([]byte, error) {
+	if off < ra.off || end > ra.off+uint64(ra.n) {
+		n := max(uint64(readaheadSize), end-off)
+		n = min(n, uint64(r.size)-off)
 		if uint64(cap(ra.buf)) < n {
 			ra.buf = make([]byte, n)
 		}
-		ra.off, ra.n = h.offset, 0
-		if err := r.readAt(ra.buf[:n], h.offset, ctx); err != nil {
+		ra.off, ra.n = off, 0
+		if err := r.readAt(ra.buf[:n], off, ctx); err != nil {
 			return nil, err
 		}
 		ra.n = int(n)
 	}
-	return decodeStored(ra.buf[h.offset-ra.off:end-ra.off], ctx, true)
+	return ra.buf[off-ra.off : end-ra.off], nil
 }

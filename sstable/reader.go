@@ -226,10 +226,24 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 // cache.Alloc and returns to its pool when the last reference is released
 // (data blocks); otherwise it is ordinary garbage-collected memory.
 func (r *Reader) loadBlock(h blockHandle, kind string, pooled bool) (*cache.Value, error) {
+	return r.loadBlockVia(h, kind, pooled, nil)
+}
+
+// loadBlockVia is loadBlock reading the stored block through ra, a
+// compaction's readahead window, when ra is not nil (instead of the
+// memory map or a read of the block alone).
+func (r *Reader) loadBlockVia(h blockHandle, kind string, pooled bool, ra *readahead) (*cache.Value, error) {
 	ctx := blockCtx(r.opts.FileNum, kind, h.offset)
 	end, ok := h.end()
 	if !ok || end > uint64(r.size) {
 		return nil, ctx.corruptf("block of %d bytes runs past the end of the %d-byte file", h.length, r.size)
+	}
+	if ra != nil {
+		stored, err := r.readAhead(ra, h.offset, end, ctx)
+		if err != nil {
+			return nil, err
+		}
+		return decodeStored(stored, ctx, pooled)
 	}
 	if r.mapped != nil {
 		if r.closed.Load() {

@@ -60,16 +60,23 @@ func TestGetSetCounters(t *testing.T) {
 	require.EqualValues(t, 2, c.Count())
 }
 
-func TestLRUEviction(t *testing.T) {
-	c := New(numShards * 1000)
-	// Fill one shard: find keys that map to the same shard.
-	target := c.shard(key{7, 0})
+// sameShard returns the shard of file's block 0 and the first n block
+// offsets of file that map to it.
+func sameShard(c *Cache, file uint64, n int) (*shard, []uint64) {
+	target := c.shard(key{file, 0})
 	var offs []uint64
-	for off := uint64(0); len(offs) < 20; off++ {
-		if c.shard(key{7, off}) == target {
+	for off := uint64(0); len(offs) < n; off++ {
+		if c.shard(key{file, off}) == target {
 			offs = append(offs, off)
 		}
 	}
+	return target, offs
+}
+
+func TestLRUEviction(t *testing.T) {
+	c := New(numShards * 1000)
+	// Fill one shard: find keys that map to the same shard.
+	target, offs := sameShard(c, 7, 20)
 	for _, off := range offs[:10] {
 		set(c, 7, off, 100, byte(off))
 	}
@@ -305,13 +312,7 @@ func BenchmarkMissChurn(b *testing.B) {
 // neither counts a hit or miss nor makes the block most recently used.
 func TestPeek(t *testing.T) {
 	c := New(numShards * 1000)
-	target := c.shard(key{7, 0})
-	var offs []uint64
-	for off := uint64(0); len(offs) < 11; off++ {
-		if c.shard(key{7, off}) == target {
-			offs = append(offs, off)
-		}
-	}
+	_, offs := sameShard(c, 7, 11)
 	for _, off := range offs[:10] {
 		set(c, 7, off, 100, byte(off))
 	}
@@ -340,13 +341,7 @@ func TestPeek(t *testing.T) {
 // shard, its least recently used blocks falling back to probation.
 func TestSegmentedLRU(t *testing.T) {
 	c := New(numShards * 1000)
-	target := c.shard(key{7, 0})
-	var offs []uint64
-	for off := uint64(0); len(offs) < 60; off++ {
-		if c.shard(key{7, off}) == target {
-			offs = append(offs, off)
-		}
-	}
+	target, offs := sameShard(c, 7, 60)
 	set(c, 7, offs[0], 100, 1)
 	_, ok := get(c, 7, offs[0]) // protected
 	require.True(t, ok)
