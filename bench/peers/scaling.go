@@ -118,6 +118,7 @@ func runScalingCmd(args []string, w io.Writer) error {
 		}
 	}
 	results := map[string][]*scalingResult{}
+	ceiling := map[int]*machineRate{}
 	phases := make([]scalingPhase, 0, len(counts)+1)
 	for _, c := range counts {
 		phases = append(phases, scalingPhase{name: fmt.Sprintf("readrandom, %d reader(s)", c), threads: c})
@@ -131,7 +132,10 @@ func runScalingCmd(args []string, w io.Writer) error {
 		for i := range idx {
 			idx[i] = rng.IntN(o.n)
 		}
-		if err := runScalingPhase(runs, ph, idx, o, vals, results); err != nil {
+		if !ph.writer {
+			ceiling[ph.threads] = &machineRate{}
+		}
+		if err := runScalingPhase(runs, ph, idx, o, vals, results, ceiling[ph.threads]); err != nil {
 			return err
 		}
 	}
@@ -140,7 +144,7 @@ func runScalingCmd(args []string, w io.Writer) error {
 			return err
 		}
 	}
-	writeScalingReport(w, o, runs, phases, results, time.Since(start), args)
+	writeScalingReport(w, o, runs, phases, results, ceiling, time.Since(start), args)
 	return nil
 }
 
@@ -152,8 +156,9 @@ type scalingPhase struct {
 }
 
 // runScalingPhase runs ph's reads (idx) on every engine in o.rounds
-// rotating rounds.
-func runScalingPhase(runs []*engineRun, ph scalingPhase, idx []int, o scalingOptions, vals *values, results map[string][]*scalingResult) error {
+// rotating rounds, and in each round machineRound's calibration when mr
+// is not nil.
+func runScalingPhase(runs []*engineRun, ph scalingPhase, idx []int, o scalingOptions, vals *values, results map[string][]*scalingResult, mr *machineRate) error {
 	fmt.Fprintf(os.Stderr, "%s: %d Gets in %d rounds\n", ph.name, len(idx), o.rounds)
 	for _, r := range runs {
 		results[r.Name] = append(results[r.Name], &scalingResult{Phase: ph.name, Threads: ph.threads})
@@ -167,6 +172,9 @@ func runScalingPhase(runs []*engineRun, ph scalingPhase, idx []int, o scalingOpt
 			if err := scalingRound(r, ph, idx[lo:hi], o.n, vals, res); err != nil {
 				return fmt.Errorf("%s: %s: %w", r.Name, ph.name, err)
 			}
+		}
+		if mr != nil {
+			mr.round(ph.threads, machineSteps)
 		}
 	}
 	for _, r := range runs {
@@ -251,6 +259,63 @@ func scalingRound(r *engineRun, ph scalingPhase, idx []int, n int, vals *values,
 	return errors.Join(append(errs, werr)...)
 }
 
+// machineRate is the machine's calibration for one reader count: the
+// rate at which that many goroutines do machineWork, which shares nothing
+// between them, measured in the same rounds as the engines' Gets. Its
+// ratio at two goroutines over one is the most any read path can scale on
+// this machine at that moment: on a virtual machine whose host is busy
+// (or whose vCPUs are one core's hyperthreads) it is well under 2.
+type machineRate struct {
+	steps   int64
+	seconds float64
+}
+
+// machineSteps is the work of one calibration round, split over its
+// goroutines: about 0.1 s of one core.
+const machineSteps = 200_000_000
+
+// round runs steps of machineWork split over threads goroutines.
+func (m *machineRate) round(threads int, steps int) {
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for th := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			machineSink.Add(machineWork(steps*(th+1)/threads - steps*th/threads))
+		}()
+	}
+	wg.Wait()
+	m.seconds += time.Since(t0).Seconds()
+	m.steps += int64(steps)
+}
+
+// rate returns the steps per second measured.
+func (m *machineRate) rate() float64 {
+	if m == nil || m.seconds == 0 {
+		return 0
+	}
+	return float64(m.steps) / m.seconds
+}
+
+var machineSink atomic.Uint64
+
+// machineWork is a dependent chain of multiplies and loads from a private
+// 256 KiB table (in the core's L2, as a Get's hot index and filter lines
+// are): CPU work whose goroutines share no memory that is written.
+func machineWork(steps int) uint64 {
+	tab := make([]uint64, 1<<15)
+	for i := range tab {
+		tab[i] = uint64(i) * 0x9e3779b97f4a7c15
+	}
+	x := uint64(1)
+	for range steps {
+		x = x*6364136223846793005 + 1442695040888963407
+		x ^= tab[(x>>20)&(1<<15-1)]
+	}
+	return x
+}
+
 // waitDone returns a channel closed once wg's goroutines are done.
 func waitDone(wg *sync.WaitGroup) <-chan struct{} {
 	ch := make(chan struct{})
@@ -281,7 +346,7 @@ func timedGets(rd Reader, idx []int, vals *values) (lat []int64, wrong int64, er
 	return lat, wrong, nil
 }
 
-func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, total time.Duration, args []string) {
+func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, ceiling map[int]*machineRate, total time.Duration, args []string) {
 	fmt.Fprintf(w, "bench/peers scaling  N=%d  keys=%dB  values=%dB  cache=%.1fMiB  bloom=10 bits/key  reads/phase=%d  rounds=%d  seed=%d  compact=%v\n",
 		o.n, keyLen, valueLen, o.cacheMiB, o.reads, o.rounds, o.seed, o.compact)
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s; total %.0fs\ncommand: peers scaling %s\n\n", runtime.Version(), runtime.GOMAXPROCS(0), cpuModel(), total.Seconds(), strings.Join(args, " "))
@@ -317,15 +382,16 @@ func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases
 	}
 	add("CPU steal % (host)", func(s *scalingResult) float64 { return s.Cost.StealPercent() }, f1, false)
 	add("wrong results", func(s *scalingResult) float64 { return float64(s.Wrong) }, f0, false)
-	for _, row := range scalingSummary(runs, phases, results, opsPerSec) {
+	for _, row := range scalingSummary(runs, phases, results, ceiling, opsPerSec) {
 		t.add(row...)
 	}
 	t.write(w)
 }
 
 // scalingSummary gives each engine's read scaling (Gets/s at each reader
-// count over one reader) and the writer's effect on the reader's p99.
-func scalingSummary(runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, opsPerSec func(*scalingResult) float64) [][]string {
+// count over one reader), the machine's (machineRate: the same for every
+// engine, so one value a row) and the writer's effect on the reader's p99.
+func scalingSummary(runs []*engineRun, phases []scalingPhase, results map[string][]*scalingResult, ceiling map[int]*machineRate, opsPerSec func(*scalingResult) float64) [][]string {
 	var rows [][]string
 	for p := 1; p < len(phases) && !phases[p].writer; p++ {
 		row := []string{fmt.Sprintf("Gets/s, %d readers / 1 reader", phases[p].threads)}
@@ -333,6 +399,13 @@ func scalingSummary(runs []*engineRun, phases []scalingPhase, results map[string
 			row = append(row, f2(opsPerSec(results[r.Name][p])/opsPerSec(results[r.Name][0])))
 		}
 		rows = append(rows, row)
+		if one, many := ceiling[phases[0].threads].rate(), ceiling[phases[p].threads].rate(); one > 0 && many > 0 {
+			row := []string{fmt.Sprintf("machine (no shared memory), %d goroutines / %d, same rounds", phases[p].threads, phases[0].threads)}
+			for range runs {
+				row = append(row, f2(many/one))
+			}
+			rows = append(rows, row)
+		}
 	}
 	for w, ph := range phases {
 		if !ph.writer {

@@ -23,6 +23,12 @@ func TestScalingSmall(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, text)
 		}
 	}
+	// The machine's calibration ran at both goroutine counts.
+	if m := regexp.MustCompile(`machine \(no shared memory\), 2 goroutines / 1, same rounds +(\S+)`).FindStringSubmatch(text); m == nil {
+		t.Errorf("no machine calibration row:\n%s", text)
+	} else if r, err := strconv.ParseFloat(m[1], 64); err != nil || r <= 0 {
+		t.Errorf("machine calibration %q, want a positive ratio", m[1])
+	}
 	for _, m := range regexp.MustCompile(`wrong results +(\S+) +(\S+)`).FindAllStringSubmatch(text, -1) {
 		if m[1] != "0" || m[2] != "0" {
 			t.Errorf("wrong results: %s", m[0])

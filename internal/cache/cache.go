@@ -78,6 +78,14 @@ type shard struct {
 	capacity int64
 	hits     atomic.Int64
 	misses   atomic.Int64
+	// kindSize and count mirror, for readers without the lock (Size,
+	// KindSize, Count, limit), the charges of the shard's blocks by kind
+	// and their number; written under mu. They are per shard, not the
+	// Cache's: a shared counter updated by every insert and eviction was
+	// a cache line the cores passed back and forth on every block-cache
+	// miss.
+	kindSize [numKinds]atomic.Int64
+	count    atomic.Int64
 	// free is a list (through next) of removed entries for reuse, so that
 	// a steady stream of misses does not allocate an entry per block.
 	free  *entry
@@ -88,9 +96,6 @@ type shard struct {
 // Cache is a sharded LRU block cache. Create it with New.
 type Cache struct {
 	capacity int64
-	size     atomic.Int64
-	count    atomic.Int64
-	kindSize [numKinds]atomic.Int64
 	// reserved is what Reserve granted; pending what a Reserve in progress
 	// is evicting room for (already taken out of the shards' capacities).
 	reserved, pending atomic.Int64
@@ -349,15 +354,14 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		v.cached.Store(true)
 	}
 	s.size += charge
-	c.size.Add(charge)
-	c.kindSize[kind].Add(charge)
-	c.count.Add(1)
+	s.kindSize[kind].Add(charge)
+	s.count.Add(1)
 }
 
 // limit is data shard s's capacity less its share of the reservations
 // and of the meta pool.
 func (c *Cache) limit(s *shard) int64 {
-	meta := c.kindSize[KindIndex].Load() + c.kindSize[KindFilter].Load()
+	meta := c.meta.kindSize[KindIndex].Load() + c.meta.kindSize[KindFilter].Load()
 	return s.capacity - (c.reserved.Load()+c.pending.Load()+meta)/numShards
 }
 
@@ -443,7 +447,7 @@ func (c *Cache) Usage() (size, reserved int64) {
 	}
 	for {
 		r := c.reserved.Load()
-		size = c.size.Load()
+		size = c.Size()
 		if c.reserved.Load() == r {
 			return size, r
 		}
@@ -455,7 +459,7 @@ func (c *Cache) KindSize(k Kind) int64 {
 	if c == nil || k >= numKinds {
 		return 0
 	}
-	return c.kindSize[k].Load()
+	return c.sum(func(s *shard) *atomic.Int64 { return &s.kindSize[k] })
 }
 
 // EvictFile drops every block of the given file. Call it when the table is
@@ -499,10 +503,9 @@ func (c *Cache) remove(s *shard, e *entry) {
 		s.protSize -= charge
 	}
 	s.size -= charge
-	c.size.Add(-charge)
-	c.kindSize[e.kind].Add(-charge)
+	s.kindSize[e.kind].Add(-charge)
 	e.val.forget()
-	c.count.Add(-1)
+	s.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {
 		*e = entry{next: s.free}
@@ -547,7 +550,11 @@ func (c *Cache) Size() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.size.Load()
+	var n int64
+	for k := range Kind(numKinds) {
+		n += c.KindSize(k)
+	}
+	return n
 }
 
 // Count returns the number of cached blocks.
@@ -555,7 +562,7 @@ func (c *Cache) Count() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.count.Load()
+	return c.sum(func(s *shard) *atomic.Int64 { return &s.count })
 }
 
 // Hits returns the number of Get calls that found their block.
