@@ -278,6 +278,9 @@ func (db *DB) pinBelow(lv *manifest.Levels) int {
 // with searchTable's returns in this function, the three defers it had
 // went through the runtime's defer chain on every probe.
 func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pinBelow int, key []byte, seq uint64, st *getState) error {
+	if db.filterRulesOut(rc, f, level, key, seq, st) {
+		return nil
+	}
 	e, err := db.tables.get(f)
 	if err != nil {
 		return err
@@ -289,6 +292,29 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pi
 	st.endSource()
 	rc.addReadStats(&rstats)
 	return err
+}
+
+// filterRulesOut answers a probe of table f, open in the table cache with
+// a resident filter, that the filter rules out, without taking a reference
+// on the table (a compare-and-swap and a decrement, each a full memory
+// barrier, on a line every Get of the table shares): most probes of a
+// deep level are such misses, and sstable.Reader.ExcludesResident reads
+// nothing a close frees. The table's range tombstones still count. It
+// reports false, having done nothing, when the table is not published
+// open, has no resident filter, or the filter may hold key.
+func (db *DB) filterRulesOut(rc *readCounters, f *manifest.FileMetadata, level int, key []byte, seq uint64, st *getState) bool {
+	e, _ := f.TableCache.Load().(*tableEntry)
+	if e == nil || !e.r.ExcludesResident(key, st.hash) {
+		return false
+	}
+	if !e.used.Load() {
+		e.used.Store(true)
+	}
+	rc.tablesProbed.Add(1)
+	rc.level[level].negatives.Add(1)
+	st.coverBy(e.r.RangeDels(), seq)
+	st.endSource()
+	return true
 }
 
 // searchTable is getFromTable's work on the open table r. The filter's

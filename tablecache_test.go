@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/testutil"
 )
 
@@ -31,7 +32,7 @@ func TestTableCacheConcurrentEviction(t *testing.T) {
 	require.Greater(t, db.Metrics().Levels[0].NumFiles, int64(40), "many more L0 tables than open files")
 	opensBefore := db.tables.opens.Load()
 
-	var wrong, reads atomic.Int64
+	var wrong, reads, absent atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
@@ -48,6 +49,19 @@ func TestTableCacheConcurrentEviction(t *testing.T) {
 					}
 				}
 				i := rng.IntN(keys)
+				if n%2 == 1 {
+					// An absent key: most tables' filters rule it
+					// out without a reference on the table
+					// (filterRulesOut), racing its eviction.
+					if v, err := db.Get([]byte(fmt.Sprintf("k%05d-absent", i))); err != ErrNotFound {
+						wrong.Add(1)
+						t.Errorf("Get(k%05d-absent) = %q, %v; want ErrNotFound", i, v, err)
+						return
+					}
+					reads.Add(1)
+					absent.Add(1)
+					continue
+				}
 				v, err := db.Get([]byte(fmt.Sprintf("k%05d", i)))
 				if err != nil || string(v) != string(val(i)) {
 					wrong.Add(1)
@@ -68,6 +82,13 @@ func TestTableCacheConcurrentEviction(t *testing.T) {
 	require.Zero(t, wrong.Load())
 	require.Positive(t, reads.Load())
 	require.Greater(t, db.tables.opens.Load()-opensBefore, int64(16), "tables were evicted and opened again during the reads")
+	var negatives int64
+	for _, l := range db.Metrics().Levels {
+		negatives += l.Filter.Negatives
+	}
+	// Each absent Get probes at least one table, and at 10 bits a key
+	// all but about 1% of probes are negative.
+	require.Greater(t, negatives, absent.Load()*9/10, "the absent keys' probes were ruled out by filters")
 	t.Logf("%d reads, %d table opens during them", reads.Load(), db.tables.opens.Load()-opensBefore)
 }
 
@@ -98,4 +119,57 @@ func TestTableCacheSkipsClosedEntry(t *testing.T) {
 	defer db.tables.release(e2)
 	require.NotSame(t, e1, e2, "a closed entry is never handed out")
 	require.Zero(t, e1.refs.Load())
+}
+
+// TestFilterRulesOutClosedEntry: a Get that rules a table out by its
+// filter takes no reference on it, so it may probe the filter of a reader
+// an eviction has closed meanwhile; the answer must still be right (the
+// resident filter is ordinary memory, not the memory map Close releases).
+func TestFilterRulesOutClosedEntry(t *testing.T) {
+	db, _ := openMem(t, nil)
+	require.NoError(t, db.Put([]byte("a"), []byte("1"), NoSync))
+	require.NoError(t, db.Flush())
+	meta := db.loadReadState().version.Levels(0)[0][0]
+	e, err := db.tables.get(meta)
+	require.NoError(t, err)
+	db.tables.release(e)
+	db.tables.mu.Lock()
+	db.tables.removeLocked(e)
+	db.tables.mu.Unlock()
+	require.Zero(t, e.refs.Load(), "the reader is closed")
+	meta.TableCache.Store(e) // as a Get that loaded it before the eviction sees it
+
+	require.True(t, e.r.ExcludesResident([]byte("zz"), filter.HashKey([]byte("zz"))), "the closed reader's filter rules the key out")
+	_, err = db.Get([]byte("zz"))
+	require.ErrorIs(t, err, ErrNotFound)
+	require.False(t, e.r.ExcludesResident([]byte("a"), filter.HashKey([]byte("a"))))
+	meta.TableCache.Store((*tableEntry)(nil))
+	v, err := db.Get([]byte("a"))
+	require.NoError(t, err)
+	require.Equal(t, "1", string(v))
+}
+
+// TestFilterRulesOutKeepsRangeTombstones: a table whose filter rules the
+// key out still deletes it from the tables below with its range
+// tombstones, on the path that takes no reference on it as on the other.
+func TestFilterRulesOutKeepsRangeTombstones(t *testing.T) {
+	db, _ := openMem(t, &Options{L0CompactionTrigger: 100, L0StopWritesTrigger: 200})
+	require.NoError(t, db.Put([]byte("k"), []byte("old"), NoSync))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Put([]byte("other"), []byte("x"), NoSync))
+	require.NoError(t, db.DeleteRange([]byte("a"), []byte("m"), NoSync))
+	require.NoError(t, db.Flush())
+	l0 := db.loadReadState().version.Levels(0)[0]
+	require.Len(t, l0, 2)
+	newer := l0[0] // L0 is newest first
+	for i := 0; i < 2; i++ {
+		// The first Get opens and publishes the tables; the second finds
+		// the newer one published and rules "k" out by its filter.
+		_, err := db.Get([]byte("k"))
+		require.ErrorIs(t, err, ErrNotFound, "Get %d", i)
+	}
+	e, _ := newer.TableCache.Load().(*tableEntry)
+	require.NotNil(t, e, "the newer table is published open")
+	require.True(t, e.r.ExcludesResident([]byte("k"), filter.HashKey([]byte("k"))), "its filter rules k out: the second Get took filterRulesOut")
+	require.NotNil(t, e.r.RangeDels())
 }

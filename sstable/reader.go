@@ -528,6 +528,17 @@ func (r *Reader) FilterState() FilterState { return r.filterState }
 // decoded, or nil.
 func (r *Reader) FilterError() error { return r.filterErr }
 
+// ExcludesResident reports whether the table's resident filter (neither
+// charged to the block cache nor partitioned) rules out ukey, whose
+// filter.HashKey is h. It reads only what NewReader set and nothing
+// changes or frees afterwards: the filter is a garbage-collected copy,
+// never the memory map. So a caller may probe without holding the table
+// open, and a table that an eviction closes meanwhile still answers right.
+func (r *Reader) ExcludesResident(ukey []byte, h uint64) bool {
+	fo := r.residentFilter
+	return fo != nil && !fo.may(ukey, h)
+}
+
 // MayContain probes the table's filter for a user key. It answers true when
 // the table has no usable filter (or, charged, when it cannot be read: see
 // ProbeFilter). It does not allocate (given a filter Reader that does not).
