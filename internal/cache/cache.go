@@ -346,10 +346,17 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 	s.m[k] = e
 	s.pushFront(e)
 	if head := s.files[k.file]; head != nil {
-		head.fprev = e
-		e.fnext = head
+		// After the head, not before it: the files map is written only
+		// for a file's first block, not on every insert (a map whose
+		// lines both cores would otherwise write on every miss).
+		e.fprev, e.fnext = head, head.fnext
+		if head.fnext != nil {
+			head.fnext.fprev = e
+		}
+		head.fnext = e
+	} else {
+		s.files[k.file] = e
 	}
-	s.files[k.file] = e
 	if s == &c.meta {
 		v.cached.Store(true)
 	}

@@ -193,11 +193,34 @@ func TestConcurrent(t *testing.T) {
 		s := &c.shards[i]
 		require.LessOrEqual(t, s.size, s.capacity)
 		require.Len(t, s.m, countLRU(s))
+		require.Len(t, s.m, countFiles(s))
 		size += s.size
 		count += int64(len(s.m))
 	}
 	require.Equal(t, size, c.Size())
 	require.Equal(t, count, c.Count())
+}
+
+// countFiles counts the blocks on s's per-file lists, checking that each
+// list is linked both ways, holds only its file's blocks, and starts at
+// the block the files map names.
+func countFiles(s *shard) int {
+	n := 0
+	for file, head := range s.files {
+		if head.fprev != nil {
+			panic(fmt.Sprintf("file %d: the head has a predecessor", file))
+		}
+		for e := head; e != nil; e = e.fnext {
+			if e.key.file != file || s.m[e.key] != e {
+				panic(fmt.Sprintf("file %d: the list holds block %v, not cached as such", file, e.key))
+			}
+			if e.fnext != nil && e.fnext.fprev != e {
+				panic(fmt.Sprintf("file %d: broken back link after %v", file, e.key))
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // countLRU counts the data blocks on s's two segments, checking that the
