@@ -78,14 +78,6 @@ type shard struct {
 	capacity int64
 	hits     atomic.Int64
 	misses   atomic.Int64
-	// kindSize and count mirror, for readers without the lock (Size,
-	// KindSize, Count, limit), the charges of the shard's blocks by kind
-	// and their number; written under mu. They are per shard, not the
-	// Cache's: a shared counter updated by every insert and eviction was
-	// a cache line the cores passed back and forth on every block-cache
-	// miss.
-	kindSize [numKinds]atomic.Int64
-	count    atomic.Int64
 	// free is a list (through next) of removed entries for reuse, so that
 	// a steady stream of misses does not allocate an entry per block.
 	free  *entry
@@ -96,6 +88,9 @@ type shard struct {
 // Cache is a sharded LRU block cache. Create it with New.
 type Cache struct {
 	capacity int64
+	size     atomic.Int64
+	count    atomic.Int64
+	kindSize [numKinds]atomic.Int64
 	// reserved is what Reserve granted; pending what a Reserve in progress
 	// is evicting room for (already taken out of the shards' capacities).
 	reserved, pending atomic.Int64
@@ -361,14 +356,15 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		v.cached.Store(true)
 	}
 	s.size += charge
-	s.kindSize[kind].Add(charge)
-	s.count.Add(1)
+	c.size.Add(charge)
+	c.kindSize[kind].Add(charge)
+	c.count.Add(1)
 }
 
 // limit is data shard s's capacity less its share of the reservations
 // and of the meta pool.
 func (c *Cache) limit(s *shard) int64 {
-	meta := c.meta.kindSize[KindIndex].Load() + c.meta.kindSize[KindFilter].Load()
+	meta := c.kindSize[KindIndex].Load() + c.kindSize[KindFilter].Load()
 	return s.capacity - (c.reserved.Load()+c.pending.Load()+meta)/numShards
 }
 
@@ -454,7 +450,7 @@ func (c *Cache) Usage() (size, reserved int64) {
 	}
 	for {
 		r := c.reserved.Load()
-		size = c.Size()
+		size = c.size.Load()
 		if c.reserved.Load() == r {
 			return size, r
 		}
@@ -466,7 +462,7 @@ func (c *Cache) KindSize(k Kind) int64 {
 	if c == nil || k >= numKinds {
 		return 0
 	}
-	return c.sum(func(s *shard) *atomic.Int64 { return &s.kindSize[k] })
+	return c.kindSize[k].Load()
 }
 
 // EvictFile drops every block of the given file. Call it when the table is
@@ -510,9 +506,10 @@ func (c *Cache) remove(s *shard, e *entry) {
 		s.protSize -= charge
 	}
 	s.size -= charge
-	s.kindSize[e.kind].Add(-charge)
+	c.size.Add(-charge)
+	c.kindSize[e.kind].Add(-charge)
 	e.val.forget()
-	s.count.Add(-1)
+	c.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {
 		*e = entry{next: s.free}
@@ -557,11 +554,7 @@ func (c *Cache) Size() int64 {
 	if c == nil {
 		return 0
 	}
-	var n int64
-	for k := range Kind(numKinds) {
-		n += c.KindSize(k)
-	}
-	return n
+	return c.size.Load()
 }
 
 // Count returns the number of cached blocks.
@@ -569,7 +562,7 @@ func (c *Cache) Count() int64 {
 	if c == nil {
 		return 0
 	}
-	return c.sum(func(s *shard) *atomic.Int64 { return &s.count })
+	return c.count.Load()
 }
 
 // Hits returns the number of Get calls that found their block.
