@@ -307,9 +307,7 @@ func (db *DB) filterRulesOut(rc *readCounters, f *manifest.FileMetadata, level i
 	if e == nil || !e.r.ExcludesResident(key, st.hash) {
 		return false
 	}
-	if !e.used.Load() {
-		e.used.Store(true)
-	}
+	e.markUsed()
 	rc.tablesProbed.Add(1)
 	rc.level[level].negatives.Add(1)
 	st.coverBy(e.r.RangeDels(), seq)

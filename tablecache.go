@@ -57,6 +57,14 @@ type tableEntry struct {
 // entry's reader gives back the reference its opener took.
 func (e *tableEntry) ReleaseIter() { e.cache.release(e) }
 
+// markUsed gives e a second chance at the next eviction pass (CLOCK).
+// Only a change writes: Gets on other cores keep sharing the line.
+func (e *tableEntry) markUsed() {
+	if !e.used.Load() {
+		e.used.Store(true)
+	}
+}
+
 // tryRef takes a reference unless the count has reached zero.
 func (e *tableEntry) tryRef() bool { return refUnlessZero(&e.refs) }
 
@@ -88,11 +96,7 @@ func newTableCache(db *DB) *tableCache {
 // call release.
 func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
 	if e, _ := meta.TableCache.Load().(*tableEntry); e != nil && e.tryRef() {
-		if !e.used.Load() {
-			// Only a change writes: Gets on other cores keep sharing
-			// the line.
-			e.used.Store(true)
-		}
+		e.markUsed()
 		return e, nil
 	}
 	c.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/manifest"
 	"github.com/sievedb/sieve/internal/testutil"
 )
 
@@ -96,24 +97,7 @@ func TestTableCacheConcurrentEviction(t *testing.T) {
 // whose last reference is gone (its reader closed or closing) must not use
 // it, but open the table again.
 func TestTableCacheSkipsClosedEntry(t *testing.T) {
-	db, _ := openMem(t, nil)
-	require.NoError(t, db.Put([]byte("a"), []byte("1"), NoSync))
-	require.NoError(t, db.Flush())
-	meta := db.loadReadState().version.Levels(0)[0][0]
-	e1, err := db.tables.get(meta)
-	require.NoError(t, err)
-	db.tables.release(e1)
-	cur, _ := meta.TableCache.Load().(*tableEntry)
-	require.Same(t, e1, cur, "an open table is published in its metadata")
-
-	db.tables.mu.Lock()
-	db.tables.removeLocked(e1) // the cache's reference was the last
-	db.tables.mu.Unlock()
-	require.Zero(t, e1.refs.Load())
-	cur, _ = meta.TableCache.Load().(*tableEntry)
-	require.Nil(t, cur, "eviction unpublishes")
-
-	meta.TableCache.Store(e1) // as a lookup that loaded it before the eviction sees it
+	db, meta, e1 := evictedButPublished(t)
 	e2, err := db.tables.get(meta)
 	require.NoError(t, err)
 	defer db.tables.release(e2)
@@ -121,11 +105,12 @@ func TestTableCacheSkipsClosedEntry(t *testing.T) {
 	require.Zero(t, e1.refs.Load())
 }
 
-// TestFilterRulesOutClosedEntry: a Get that rules a table out by its
-// filter takes no reference on it, so it may probe the filter of a reader
-// an eviction has closed meanwhile; the answer must still be right (the
-// resident filter is ordinary memory, not the memory map Close releases).
-func TestFilterRulesOutClosedEntry(t *testing.T) {
+// evictedButPublished opens a database holding "a" = "1" in one table,
+// opens the table through the cache and evicts it (its reader closes: the
+// cache's reference was the last), then publishes the closed entry in the
+// table's metadata again, as a lookup that loaded it before the eviction
+// sees it.
+func evictedButPublished(t *testing.T) (*DB, *manifest.FileMetadata, *tableEntry) {
 	db, _ := openMem(t, nil)
 	require.NoError(t, db.Put([]byte("a"), []byte("1"), NoSync))
 	require.NoError(t, db.Flush())
@@ -133,14 +118,27 @@ func TestFilterRulesOutClosedEntry(t *testing.T) {
 	e, err := db.tables.get(meta)
 	require.NoError(t, err)
 	db.tables.release(e)
+	cur, _ := meta.TableCache.Load().(*tableEntry)
+	require.Same(t, e, cur, "an open table is published in its metadata")
+
 	db.tables.mu.Lock()
 	db.tables.removeLocked(e)
 	db.tables.mu.Unlock()
 	require.Zero(t, e.refs.Load(), "the reader is closed")
-	meta.TableCache.Store(e) // as a Get that loaded it before the eviction sees it
+	cur, _ = meta.TableCache.Load().(*tableEntry)
+	require.Nil(t, cur, "eviction unpublishes")
+	meta.TableCache.Store(e)
+	return db, meta, e
+}
 
+// TestFilterRulesOutClosedEntry: a Get that rules a table out by its
+// filter takes no reference on it, so it may probe the filter of a reader
+// an eviction has closed meanwhile; the answer must still be right (the
+// resident filter is ordinary memory, not the memory map Close releases).
+func TestFilterRulesOutClosedEntry(t *testing.T) {
+	db, meta, e := evictedButPublished(t)
 	require.True(t, e.r.ExcludesResident([]byte("zz"), filter.HashKey([]byte("zz"))), "the closed reader's filter rules the key out")
-	_, err = db.Get([]byte("zz"))
+	_, err := db.Get([]byte("zz"))
 	require.ErrorIs(t, err, ErrNotFound)
 	require.False(t, e.r.ExcludesResident([]byte("a"), filter.HashKey([]byte("a"))))
 	meta.TableCache.Store((*tableEntry)(nil))
