@@ -163,17 +163,45 @@ func benchGets(b *testing.B, db *DB, odd uint64) {
 // in-process.
 func BenchmarkReadRandomParallel(b *testing.B) { benchGetsParallel(b, benchReadDB(b)) }
 
+// BenchmarkReadRandomParallelTwoDBs is ReadRandomParallel with its
+// goroutines split over two open instances of the same data: the shared
+// database and a checkpoint of it (hard links, so the page cache holds
+// one copy of the tables). Nothing a DB instance keeps (its read state,
+// table cache entries, block cache, metrics) is shared between the two
+// halves, so at -cpu=2 it is the ceiling ReadRandomParallel's 2-CPU
+// throughput would reach if no state of one instance were written by
+// both readers; the machine's own part of the loss is in both.
+func BenchmarkReadRandomParallelTwoDBs(b *testing.B) {
+	db := benchReadDB(b)
+	dir := filepath.Join(b.TempDir(), "twin")
+	if err := db.Checkpoint(dir); err != nil {
+		b.Fatal(err)
+	}
+	twin, err := Open(dir, benchReadOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer twin.Close()
+	benchGetsParallelOn(b, db, twin)
+}
+
 // benchGetsParallel Gets present keys from GOMAXPROCS goroutines, each
 // walking its own scattered key sequence: no counter shared between them,
 // which would be a contended cache line per Get.
-func benchGetsParallel(b *testing.B, db *DB) {
+func benchGetsParallel(b *testing.B, db *DB) { benchGetsParallelOn(b, db) }
+
+// benchGetsParallelOn is benchGetsParallel with worker w reading dbs[w %
+// len(dbs)].
+func benchGetsParallelOn(b *testing.B, dbs ...*DB) {
 	var worker atomic.Uint64
 	b.ReportAllocs()
 	b.ResetTimer()
 	defer cpuTimer(b)()
 	b.RunParallel(func(pb *testing.PB) {
 		key := make([]byte, 16)
-		i := worker.Add(1) << 40
+		w := worker.Add(1)
+		db := dbs[w%uint64(len(dbs))]
+		i := w << 40
 		for pb.Next() {
 			i++
 			if _, err := db.Get(putBenchKey(key, 2*scatter(i*7919, benchReadN))); err != nil {
