@@ -24,12 +24,21 @@ import (
 // the same load for every engine (an engine whose writer is faster also
 // makes more flush and compaction work compete with its reader on the
 // flat-out phase, which the paced one factors out).
+//
+// With -twin (the default) every engine is also opened a second time on a
+// copy of its loaded database, and each round of a phase of two or more
+// readers runs once more with the readers split over the two instances
+// (reader i on instance i mod 2): the same reads, the same machine, the
+// same moment, but no state of one open database (its read state, table
+// cache, block cache, counters) written by both readers. Its ratio over
+// one reader is the engine's read scaling without that sharing; the gap to
+// the one-instance ratio is what the sharing costs.
 
 type scalingOptions struct {
 	engines, baseline, dir, threads string
 	n, reads, rounds, writerRate    int
 	cacheMiB                        float64
-	compact                         bool
+	compact, twin                   bool
 	seed                            uint64
 }
 
@@ -60,6 +69,7 @@ func parseScalingFlags(args []string) (scalingOptions, []int, error) {
 	fs.IntVar(&o.reads, "reads", 0, "Gets per phase and engine (0: n/2)")
 	fs.IntVar(&o.writerRate, "writer-rate", 100000, "Puts per second of the paced writer's phase (0: no such phase)")
 	fs.IntVar(&o.rounds, "rounds", 5, "chunks each phase is split into, run in rotating engine order")
+	fs.BoolVar(&o.twin, "twin", true, "also run each round of a phase of 2+ readers with the readers split over two instances of the engine (its database and a copy of it)")
 	fs.Float64Var(&o.cacheMiB, "cache-mib", 8, "block cache MiB per engine")
 	fs.BoolVar(&o.compact, "compact", true, "flush and compact after the load (false: the reads see the LSM as the load left it)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the key order, the reads and the values")
@@ -112,7 +122,17 @@ func runScalingCmd(args []string, w io.Writer) error {
 			return fmt.Errorf("%s: %w", info.name, err)
 		}
 	}
-	for _, r := range runs {
+	var twins []*engineRun
+	if o.twin && maxThreads > 1 {
+		for _, r := range runs {
+			t := &engineRun{Name: r.Name, info: r.info, dir: r.dir + "-twin", Reads: map[string]*readResult{}}
+			if err := copyTree(r.dir, t.dir); err != nil {
+				return fmt.Errorf("%s: copying the database for its twin: %w", r.Name, err)
+			}
+			twins = append(twins, t)
+		}
+	}
+	for _, r := range append(append([]*engineRun(nil), runs...), twins...) {
 		if err := r.reopen(cfg, maxThreads); err != nil {
 			return err
 		}
@@ -135,11 +155,11 @@ func runScalingCmd(args []string, w io.Writer) error {
 		if !ph.writer {
 			ceiling[ph.threads] = &machineRate{}
 		}
-		if err := runScalingPhase(runs, ph, idx, o, vals, results, ceiling[ph.threads]); err != nil {
+		if err := runScalingPhase(runs, twins, ph, idx, o, vals, results, ceiling[ph.threads]); err != nil {
 			return err
 		}
 	}
-	for _, r := range runs {
+	for _, r := range append(append([]*engineRun(nil), twins...), runs...) {
 		if err := r.close(); err != nil {
 			return err
 		}
@@ -157,11 +177,18 @@ type scalingPhase struct {
 
 // runScalingPhase runs ph's reads (idx) on every engine in o.rounds
 // rotating rounds, and in each round machineRound's calibration when mr
-// is not nil.
-func runScalingPhase(runs []*engineRun, ph scalingPhase, idx []int, o scalingOptions, vals *values, results map[string][]*scalingResult, mr *machineRate) error {
+// is not nil. With twins (runs[i]'s second instance is twins[i]) a phase
+// of several readers and no writer runs each engine's round a second
+// time with the readers split over the two instances, into
+// results[twinKey(name)].
+func runScalingPhase(runs, twins []*engineRun, ph scalingPhase, idx []int, o scalingOptions, vals *values, results map[string][]*scalingResult, mr *machineRate) error {
 	fmt.Fprintf(os.Stderr, "%s: %d Gets in %d rounds\n", ph.name, len(idx), o.rounds)
+	split := len(twins) > 0 && ph.threads > 1 && !ph.writer
 	for _, r := range runs {
 		results[r.Name] = append(results[r.Name], &scalingResult{Phase: ph.name, Threads: ph.threads})
+		if split {
+			results[twinKey(r.Name)] = append(results[twinKey(r.Name)], &scalingResult{Phase: ph.name + ", two instances", Threads: ph.threads})
+		}
 	}
 	for round := 0; round < o.rounds; round++ {
 		lo, hi := len(idx)*round/o.rounds, len(idx)*(round+1)/o.rounds
@@ -172,16 +199,63 @@ func runScalingPhase(runs []*engineRun, ph scalingPhase, idx []int, o scalingOpt
 			if err := scalingRound(r, ph, idx[lo:hi], o.n, vals, res); err != nil {
 				return fmt.Errorf("%s: %s: %w", r.Name, ph.name, err)
 			}
+			if !split {
+				continue
+			}
+			// The same reads, reader th on instance th mod 2.
+			both := *r
+			both.readers = nil
+			for th := range ph.threads {
+				both.readers = append(both.readers, []*engineRun{r, twins[(k+round)%len(runs)]}[th%2].readers[th])
+			}
+			tres := results[twinKey(r.Name)]
+			runtime.GC()
+			if err := scalingRound(&both, ph, idx[lo:hi], o.n, vals, tres[len(tres)-1]); err != nil {
+				return fmt.Errorf("%s: %s, two instances: %w", r.Name, ph.name, err)
+			}
 		}
 		if mr != nil {
 			mr.round(ph.threads, machineSteps)
 		}
 	}
 	for _, r := range runs {
-		res := results[r.Name][len(results[r.Name])-1]
-		res.Lat = percentiles(res.lat)
+		for _, name := range []string{r.Name, twinKey(r.Name)} {
+			if rs := results[name]; len(rs) > 0 && rs[len(rs)-1].Phase != "" {
+				rs[len(rs)-1].Lat = percentiles(rs[len(rs)-1].lat)
+			}
+		}
 	}
 	return nil
+}
+
+// twinKey is where an engine's rounds on two instances are kept in the
+// results.
+func twinKey(name string) string { return name + " (two instances)" }
+
+// copyTree copies the regular files of directory src, recursively, into
+// a new directory dst (a closed database, for its twin).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, 0o644)
+	})
 }
 
 // scalingRound runs one round of ph on r: the reads split over the reader
@@ -399,6 +473,21 @@ func scalingSummary(runs []*engineRun, phases []scalingPhase, results map[string
 			row = append(row, f2(opsPerSec(results[r.Name][p])/opsPerSec(results[r.Name][0])))
 		}
 		rows = append(rows, row)
+		if tw := results[twinKey(runs[0].Name)]; len(tw) > 0 {
+			row := []string{fmt.Sprintf("Gets/s, %d readers on two instances / 1 reader, same rounds", phases[p].threads)}
+			for _, r := range runs {
+				for _, t := range results[twinKey(r.Name)] {
+					if t.Threads == phases[p].threads {
+						cell := f2(opsPerSec(t) / opsPerSec(results[r.Name][0]))
+						if t.Wrong > 0 {
+							cell += fmt.Sprintf(" (%d wrong results)", t.Wrong)
+						}
+						row = append(row, cell)
+					}
+				}
+			}
+			rows = append(rows, row)
+		}
 		if one, many := ceiling[phases[0].threads].rate(), ceiling[phases[p].threads].rate(); one > 0 && many > 0 {
 			row := []string{fmt.Sprintf("machine (no shared memory), %d goroutines / %d, same rounds", phases[p].threads, phases[0].threads)}
 			for range runs {

@@ -29,6 +29,19 @@ func TestScalingSmall(t *testing.T) {
 	} else if r, err := strconv.ParseFloat(m[1], 64); err != nil || r <= 0 {
 		t.Errorf("machine calibration %q, want a positive ratio", m[1])
 	}
+	// The readers also ran split over each engine's two instances.
+	if m := regexp.MustCompile(`Gets/s, 2 readers on two instances / 1 reader, same rounds +(\S+) +(\S+)`).FindStringSubmatch(text); m == nil {
+		t.Errorf("no two-instance row:\n%s", text)
+	} else {
+		for _, v := range m[1:] {
+			if r, err := strconv.ParseFloat(v, 64); err != nil || r <= 0 {
+				t.Errorf("two-instance ratio %q, want a positive ratio", v)
+			}
+		}
+	}
+	if strings.Contains(text, "wrong results)") {
+		t.Errorf("the two-instance rounds read wrong results:\n%s", text)
+	}
 	for _, m := range regexp.MustCompile(`wrong results +(\S+) +(\S+)`).FindAllStringSubmatch(text, -1) {
 		if m[1] != "0" || m[2] != "0" {
 			t.Errorf("wrong results: %s", m[0])
