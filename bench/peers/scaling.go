@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,14 +126,14 @@ func runScalingCmd(args []string, w io.Writer) error {
 	var twins []*engineRun
 	if o.twin && maxThreads > 1 {
 		for _, r := range runs {
-			t := &engineRun{Name: r.Name, info: r.info, dir: r.dir + "-twin", Reads: map[string]*readResult{}}
+			t := &engineRun{Name: r.Name, info: r.info, dir: r.dir + "-twin"}
 			if err := copyTree(r.dir, t.dir); err != nil {
 				return fmt.Errorf("%s: copying the database for its twin: %w", r.Name, err)
 			}
 			twins = append(twins, t)
 		}
 	}
-	for _, r := range append(append([]*engineRun(nil), runs...), twins...) {
+	for _, r := range slices.Concat(runs, twins) {
 		if err := r.reopen(cfg, maxThreads); err != nil {
 			return err
 		}
@@ -159,7 +160,7 @@ func runScalingCmd(args []string, w io.Writer) error {
 			return err
 		}
 	}
-	for _, r := range append(append([]*engineRun(nil), twins...), runs...) {
+	for _, r := range slices.Concat(twins, runs) {
 		if err := r.close(); err != nil {
 			return err
 		}
@@ -193,7 +194,8 @@ func runScalingPhase(runs, twins []*engineRun, ph scalingPhase, idx []int, o sca
 	for round := 0; round < o.rounds; round++ {
 		lo, hi := len(idx)*round/o.rounds, len(idx)*(round+1)/o.rounds
 		for k := range runs {
-			r := runs[(k+round)%len(runs)]
+			i := (k + round) % len(runs)
+			r := runs[i]
 			res := results[r.Name][len(results[r.Name])-1]
 			runtime.GC()
 			if err := scalingRound(r, ph, idx[lo:hi], o.n, vals, res); err != nil {
@@ -204,9 +206,11 @@ func runScalingPhase(runs, twins []*engineRun, ph scalingPhase, idx []int, o sca
 			}
 			// The same reads, reader th on instance th mod 2.
 			both := *r
-			both.readers = nil
-			for th := range ph.threads {
-				both.readers = append(both.readers, []*engineRun{r, twins[(k+round)%len(runs)]}[th%2].readers[th])
+			both.readers = make([]Reader, ph.threads)
+			for th := range both.readers {
+				if both.readers[th] = r.readers[th]; th%2 == 1 {
+					both.readers[th] = twins[i].readers[th]
+				}
 			}
 			tres := results[twinKey(r.Name)]
 			runtime.GC()
@@ -219,10 +223,13 @@ func runScalingPhase(runs, twins []*engineRun, ph scalingPhase, idx []int, o sca
 		}
 	}
 	for _, r := range runs {
-		for _, name := range []string{r.Name, twinKey(r.Name)} {
-			if rs := results[name]; len(rs) > 0 && rs[len(rs)-1].Phase != "" {
-				rs[len(rs)-1].Lat = percentiles(rs[len(rs)-1].lat)
-			}
+		names := []string{r.Name}
+		if split {
+			names = append(names, twinKey(r.Name))
+		}
+		for _, name := range names {
+			res := results[name][len(results[name])-1]
+			res.Lat = percentiles(res.lat)
 		}
 	}
 	return nil
