@@ -23,6 +23,7 @@ import (
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/lockrank"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/percpu"
 	"github.com/sievedb/sieve/vfs"
 	"github.com/sievedb/sieve/wal"
 )
@@ -113,37 +114,46 @@ type walHandle struct {
 }
 
 // readState is an immutable view of the data a read may need: the
-// memtables and the table version. It is reference counted; the last unref
-// releases the version.
+// memtables and the table version. It is reference counted in per-
+// processor stripes (percpu.Ref: a Get's pin and unpin write a line of its
+// own processor, not one every reader shares); when the publisher has
+// retired it and the last reference is gone, the version is released.
 type readState struct {
-	refs    atomic.Int32
+	refs    percpu.Ref
 	mem     *memGroup
 	imm     []*memGroup // oldest first
 	version *manifest.Version
 }
 
-func (rs *readState) unref() {
-	if rs.refs.Add(-1) == 0 {
-		rs.version.Unref()
-	}
+// newReadState returns a read state held by its publisher.
+func newReadState(mem *memGroup, imm []*memGroup, v *manifest.Version) *readState {
+	rs := &readState{mem: mem, imm: imm, version: v}
+	rs.refs.Init(v.Unref)
+	return rs
 }
 
-// tryRef takes a reference unless the last one is gone (a released read
-// state is never revived).
-func (rs *readState) tryRef() bool { return refUnlessZero(&rs.refs) }
+// unref drops a reference taken by loadReadState. A caller that knows its
+// stripe (Get) uses unrefAt.
+func (rs *readState) unref() { rs.refs.Release(percpu.Index()) }
+
+// unrefAt drops a reference taken by loadReadStateAt(p).
+func (rs *readState) unrefAt(p int) { rs.refs.Release(p) }
 
 // loadReadState returns the current read state with a reference, or nil
 // once Close has released it.
+func (db *DB) loadReadState() *readState { return db.loadReadStateAt(percpu.Index()) }
+
+// loadReadStateAt is loadReadState taking the reference on stripe p (from
+// percpu.Index).
 //
-// Lock-free: one load and one compare-and-swap, where a read lock around
-// the load and an increment cost four atomic updates of two shared cache
-// lines per Get. A state whose last reference went between the load and
-// the swap has already been replaced (the publisher stores the new state
-// before it drops the old one's reference), so the retry finds the new one.
-func (db *DB) loadReadState() *readState {
+// Lock-free: one load and an add to the caller's stripe. A state retired
+// between the load and the add has already been replaced (the publisher
+// stores the new state before it retires the old one), so the retry finds
+// the new one.
+func (db *DB) loadReadStateAt(p int) *readState {
 	for {
 		rs := db.rs.Load()
-		if rs == nil || rs.tryRef() {
+		if rs == nil || rs.refs.TryAcquire(p) {
 			return rs
 		}
 	}
@@ -155,8 +165,7 @@ func (db *DB) loadReadState() *readState {
 // versions there), so that each read state is a state some serial history
 // produced: a flushed memtable and its table are never both in one.
 func (db *DB) updateReadStateLocked() {
-	rs := &readState{mem: db.mu.mem, imm: append([]*memGroup(nil), db.mu.imm...), version: db.versions.Current()}
-	rs.refs.Store(1)
+	rs := newReadState(db.mu.mem, append([]*memGroup(nil), db.mu.imm...), db.versions.Current())
 	n := 0
 	for _, lv := range rs.version.CFs {
 		n = max(n, len(lv[0]))
@@ -166,7 +175,7 @@ func (db *DB) updateReadStateLocked() {
 	db.maxL0.Store(int32(n))
 	db.rsMu.Unlock()
 	if old != nil {
-		old.unref()
+		old.refs.Retire()
 	}
 }
 
@@ -321,7 +330,7 @@ func (db *DB) Close() error {
 	}
 	db.rsMu.Lock()
 	if rs := db.rs.Swap(nil); rs != nil {
-		rs.unref()
+		rs.refs.Retire()
 	}
 	db.rsMu.Unlock()
 	errs = append(errs, db.versions.Close())

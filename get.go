@@ -6,6 +6,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/percpu"
 	"github.com/sievedb/sieve/internal/rangedel"
 	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/sstable"
@@ -18,6 +19,9 @@ type getState struct {
 	// hash is filter.HashKey(key) (= memtable.KeyHash), computed once for
 	// every memtable and table filter the lookup probes.
 	hash uint64
+	// p is the lookup's stripe (percpu.Index): the read counters and the
+	// table references it takes are on its processor's lines.
+	p int
 	// The merge operands found so far, newest first, copied back to back
 	// into opBuf (operand i ends at opEnds[i]): a merger may return one
 	// of them, and what Get returns is the caller's to change, so none
@@ -102,12 +106,13 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 			v, err = nil, ErrClosed
 		}
 	}()
-	rs := db.loadReadState()
+	p := percpu.Index()
+	rs := db.loadReadStateAt(p)
 	if rs == nil {
 		return nil, ErrClosed
 	}
-	defer rs.unref()
-	st, err := db.lookupIn(rs, cf, key, db.readSeq(snapSeq))
+	defer rs.unrefAt(p)
+	st, err := db.lookupIn(p, rs, cf, key, db.readSeq(snapSeq))
 	if err != nil {
 		return nil, err
 	}
@@ -131,12 +136,13 @@ func (db *DB) readSeq(snapSeq *uint64) uint64 {
 // lookup gathers what the memtables and tables hold for key as of seq,
 // from the current read state.
 func (db *DB) lookup(cf uint32, key []byte, seq uint64) (getState, error) {
-	rs := db.loadReadState()
+	p := percpu.Index()
+	rs := db.loadReadStateAt(p)
 	if rs == nil {
 		return getState{}, ErrClosed
 	}
-	defer rs.unref()
-	return db.lookupIn(rs, cf, key, seq)
+	defer rs.unrefAt(p)
+	return db.lookupIn(p, rs, cf, key, seq)
 }
 
 // searchMemtables visits st.key's entries in the memtables of family cf
@@ -158,9 +164,9 @@ func (st *getState) searchMemtables(rs *readState, cf uint32, seq uint64) {
 }
 
 // lookupIn gathers what the memtables and tables of rs hold for key as of
-// seq.
-func (db *DB) lookupIn(rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
-	st := getState{key: key, hash: memtable.KeyHash(key)}
+// seq, counting on stripe p.
+func (db *DB) lookupIn(p int, rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
+	st := getState{key: key, hash: memtable.KeyHash(key), p: p}
 	st.searchMemtables(rs, cf, seq)
 	if !st.done {
 		if err := db.getFromVersion(rs.version, cf, key, seq, &st); err != nil {
@@ -202,7 +208,7 @@ func (db *DB) getFromVersion(v *manifest.Version, cf uint32, key []byte, seq uin
 	if lv == nil {
 		return nil
 	}
-	rc := db.metrics.readStripe(st.hash)
+	rc := db.metrics.readStripe(st.p)
 	rc.gets.Add(1)
 	pinBelow := db.pinBelow(lv)
 	if len(lv[0]) > 0 {
@@ -281,11 +287,11 @@ func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pi
 	if db.filterRulesOut(rc, f, level, key, seq, st) {
 		return nil
 	}
-	e, err := db.tables.get(f)
+	e, err := db.tables.getAt(st.p, f)
 	if err != nil {
 		return err
 	}
-	defer db.tables.release(e)
+	defer db.tables.releaseAt(st.p, e)
 	rc.tablesProbed.Add(1)
 	var rstats sstable.ReadStats
 	err = db.searchTable(rc, e.r, f, level, pinBelow, key, seq, st, &rstats)

@@ -56,15 +56,12 @@ type readCounters struct {
 	_                                                          [64]byte // keeps stripes off each other's cache lines
 }
 
-// readStripe returns the stripe a Get of a key of hash h (memtable.KeyHash,
-// which the lookup has computed anyway) counts into: concurrent Gets of
-// different keys rarely share one. It was a random stripe, from the
-// runtime's per-thread generator; that cost 3% of an absent Get
-// (BenchmarkReadMissing's profile), the hash's bits nothing. The bits are
-// the hash's top ones multiplied through, so that the stripe does not
-// follow the bits the filters and the memtable's key filter use.
-func (m *dbMetrics) readStripe(h uint64) *readCounters {
-	return &m.reads[(h*0x9e3779b97f4a7c15)>>(64-readStripeBits)]
+// readStripe returns stripe p (percpu.Index) of the read counters: the
+// calling processor's, so that Gets running at once on different cores
+// add to different lines. (A stripe picked by the key's hash, as before,
+// was last written by the other core as often as not.)
+func (m *dbMetrics) readStripe(p int) *readCounters {
+	return &m.reads[p&(readStripes-1)]
 }
 
 // readTotals sums the stripes.

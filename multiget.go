@@ -9,6 +9,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/percpu"
 	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/sstable"
 )
@@ -174,8 +175,8 @@ func (db *DB) multiLookupIn(rs *readState, cf uint32, seq uint64, mg *multiGet) 
 	if lv == nil {
 		return
 	}
-	// One stripe for the batch, by its first key's hash.
-	rc := db.metrics.readStripe(mg.states[0].hash)
+	// One stripe for the batch: the calling processor's.
+	rc := db.metrics.readStripe(percpu.Index())
 	pinBelow := db.pinBelow(lv)
 	var pend []int
 	// first is the first L0 table consulted and owed the number of its

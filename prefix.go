@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/sievedb/sieve/compaction"
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/percpu"
 	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/sstable"
 )
@@ -312,7 +312,7 @@ func (it *Iterator) SeekPrefixGE(key []byte) bool {
 }
 
 func (it *Iterator) countPrefixSeek(n *prefixSeek) {
-	c := &it.db.metrics.prefix[rand.Uint32()%readStripes]
+	c := &it.db.metrics.prefix[percpu.Index()&(readStripes-1)]
 	c.seeks.Add(1)
 	addNonZero(&c.checks, n.checks)
 	addNonZero(&c.negatives, n.negatives)

@@ -9,6 +9,7 @@ import (
 	"github.com/sievedb/sieve/internal/cache"
 	"github.com/sievedb/sieve/internal/lockrank"
 	"github.com/sievedb/sieve/internal/manifest"
+	"github.com/sievedb/sieve/internal/percpu"
 	"github.com/sievedb/sieve/sstable"
 )
 
@@ -17,9 +18,9 @@ import (
 // closed only when its last user releases it, even if evicted meanwhile.
 //
 // The hot path takes no lock: an open table's entry is published in its
-// FileMetadata (TableCache), and get takes a reference on it with a CAS
-// that fails once the count has reached zero (the reader is closing), in
-// which case it falls back to the locked path. Such hits do not move the
+// FileMetadata (TableCache), and get takes a reference on it in the
+// caller's processor's stripe (percpu.Ref), which fails once the entry is
+// evicted, in which case it falls back to the locked path. Such hits do not move the
 // entry in the LRU list; they mark it used, and eviction gives a used entry
 // a second chance (CLOCK) instead.
 type tableCache struct {
@@ -37,10 +38,12 @@ type tableCache struct {
 type tableEntry struct {
 	num   uint64
 	cache *tableCache // the cache the entry belongs to (ReleaseIter)
-	// refs counts the users and, until eviction, the cache itself. Taken
-	// under mu while the entry is in entries (so it is at least 1), or
-	// by tryRef from a published entry; at 0 the reader is closed.
-	refs  atomic.Int32
+	// refs counts the users; the cache's own reference is implicit until
+	// eviction retires it (under mu). Taken under mu while the entry is
+	// in entries (not retired), or by TryAcquire from a published entry.
+	// When the retired entry's last user lets go, the reader is closed
+	// (on a goroutine of its own: the retire happens under mu).
+	refs  percpu.Ref
 	used  atomic.Bool // hit since eviction last passed it (second chance)
 	elem  *list.Element
 	ready chan struct{}
@@ -57,29 +60,18 @@ type tableEntry struct {
 // entry's reader gives back the reference its opener took.
 func (e *tableEntry) ReleaseIter() { e.cache.release(e) }
 
+// newTableEntry returns an entry for table num, held by the cache.
+func (c *tableCache) newTableEntry(num uint64) *tableEntry {
+	e := &tableEntry{num: num, cache: c, ready: make(chan struct{})}
+	e.refs.Init(func() { go c.closeEntry(e) })
+	return e
+}
+
 // markUsed gives e a second chance at the next eviction pass (CLOCK).
 // Only a change writes: Gets on other cores keep sharing the line.
 func (e *tableEntry) markUsed() {
 	if !e.used.Load() {
 		e.used.Store(true)
-	}
-}
-
-// tryRef takes a reference unless the count has reached zero.
-func (e *tableEntry) tryRef() bool { return refUnlessZero(&e.refs) }
-
-// refUnlessZero increments a reference count unless it has reached zero
-// (an object whose last reference went is never revived), reporting
-// whether it did.
-func refUnlessZero(refs *atomic.Int32) bool {
-	for {
-		n := refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if refs.CompareAndSwap(n, n+1) {
-			return true
-		}
 	}
 }
 
@@ -95,14 +87,20 @@ func newTableCache(db *DB) *tableCache {
 // get returns the open reader of a table with a reference; the caller must
 // call release.
 func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
-	if e, _ := meta.TableCache.Load().(*tableEntry); e != nil && e.tryRef() {
+	return c.getAt(percpu.Index(), meta)
+}
+
+// getAt is get taking the reference on stripe p (percpu.Index); give it
+// back with releaseAt(p, e).
+func (c *tableCache) getAt(p int, meta *manifest.FileMetadata) (*tableEntry, error) {
+	if e, _ := meta.TableCache.Load().(*tableEntry); e != nil && e.refs.TryAcquire(p) {
 		e.markUsed()
 		return e, nil
 	}
 	c.mu.Lock()
 	e, ok := c.entries[meta.FileNum]
 	if ok {
-		e.refs.Add(1)
+		e.refs.Acquire(p)
 		c.lru.MoveToFront(e.elem)
 		c.mu.Unlock()
 		<-e.ready
@@ -113,8 +111,8 @@ func (c *tableCache) get(meta *manifest.FileMetadata) (*tableEntry, error) {
 		c.publish(e, meta)
 		return e, nil
 	}
-	e = &tableEntry{num: meta.FileNum, cache: c, ready: make(chan struct{})}
-	e.refs.Store(2)
+	e = c.newTableEntry(meta.FileNum)
+	e.refs.Acquire(p) // the opener's
 	e.elem = c.lru.PushFront(e)
 	c.entries[meta.FileNum] = e
 	c.evictLocked()
@@ -209,9 +207,7 @@ func (c *tableCache) removeLocked(e *tableEntry) {
 		m.TableCache.CompareAndSwap(e, (*tableEntry)(nil))
 	}
 	e.metas = nil
-	if e.refs.Add(-1) == 0 {
-		go c.closeEntry(e)
-	}
+	e.refs.Retire()
 }
 
 func (c *tableCache) closeEntry(e *tableEntry) {
@@ -222,11 +218,10 @@ func (c *tableCache) closeEntry(e *tableEntry) {
 }
 
 // release drops a reference taken by get.
-func (c *tableCache) release(e *tableEntry) {
-	if e.refs.Add(-1) == 0 {
-		c.closeEntry(e)
-	}
-}
+func (c *tableCache) release(e *tableEntry) { e.refs.Release(percpu.Index()) }
+
+// releaseAt drops a reference taken by getAt(p).
+func (c *tableCache) releaseAt(p int, e *tableEntry) { e.refs.Release(p) }
 
 // forget drops a table that is being deleted, and its cached blocks, from
 // the cache (unlike evictLocked, which trims the least recently used

@@ -102,7 +102,7 @@ func TestTableCacheSkipsClosedEntry(t *testing.T) {
 	require.NoError(t, err)
 	defer db.tables.release(e2)
 	require.NotSame(t, e1, e2, "a closed entry is never handed out")
-	require.Zero(t, e1.refs.Load())
+	require.True(t, e1.refs.Released())
 }
 
 // evictedButPublished opens a database holding "a" = "1" in one table,
@@ -124,7 +124,7 @@ func evictedButPublished(t *testing.T) (*DB, *manifest.FileMetadata, *tableEntry
 	db.tables.mu.Lock()
 	db.tables.removeLocked(e)
 	db.tables.mu.Unlock()
-	require.Zero(t, e.refs.Load(), "the reader is closed")
+	require.True(t, e.refs.Released(), "the reader is closed")
 	cur, _ = meta.TableCache.Load().(*tableEntry)
 	require.Nil(t, cur, "eviction unpublishes")
 	meta.TableCache.Store(e)
