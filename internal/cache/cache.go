@@ -44,6 +44,7 @@
 package cache
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -78,28 +79,42 @@ type shard struct {
 	capacity int64
 	hits     atomic.Int64
 	misses   atomic.Int64
+	// kindSize and count mirror what the shard holds (written under mu)
+	// for lock-free readers (Size, KindSize, Count, limit): per shard, so
+	// that a miss on one core and a miss on another write different
+	// lines (one cache-wide total was written by every insert and
+	// eviction, and read by every limit).
+	kindSize [numKinds]atomic.Int64
+	count    atomic.Int64
 	// free is a list (through next) of removed entries for reuse, so that
 	// a steady stream of misses does not allocate an entry per block.
 	free  *entry
 	nfree int
+	// door is the data shard's doorkeeper, guarded by mu (see admit).
+	door    []uint64
+	doorSet int
 	_     [64]byte // keep neighbouring shards' hot fields off one cache line
 }
 
 // Cache is a sharded LRU block cache. Create it with New.
 type Cache struct {
 	capacity int64
-	size     atomic.Int64
-	count    atomic.Int64
-	kindSize [numKinds]atomic.Int64
 	// reserved is what Reserve granted; pending what a Reserve in progress
 	// is evicting room for (already taken out of the shards' capacities).
 	reserved, pending atomic.Int64
-	resMu             sync.Mutex // serializes Reserve and setMeta; taken before shard locks
-	shards            [numShards]shard
+	// gen is odd while Reserve, Unreserve or setMeta changes the shards'
+	// limits (under resMu), and moves on each time: Usage sums the shards
+	// between two equal even values, so that it never adds up shards
+	// trimmed for one limit and shards not yet trimmed.
+	gen    atomic.Uint64
+	resMu  sync.Mutex // serializes Reserve, Unreserve and setMeta; taken before shard locks
+	shards [numShards]shard
 	// meta is the pool of index and filter blocks: one LRU list for the
 	// whole cache (so a large block is not bounded by one shard's part),
 	// whose size the data shards' capacities give way to.
 	meta shard
+	// admitAll turns the doorkeeper off (tests of the eviction order).
+	admitAll bool
 }
 
 // Kind is what a cached block is; it sets its priority.
@@ -125,8 +140,10 @@ func New(capacity int64) *Cache {
 		capacity = 0
 	}
 	c := &Cache{capacity: capacity}
+	doorBits := doorkeeperBits(capacity / numShards)
 	for i := range c.shards {
 		s := &c.shards[i]
+		s.door = make([]uint64, doorBits/64)
 		s.m = make(map[key]*entry)
 		s.files = make(map[uint64]*entry)
 		s.lru.next, s.lru.prev = &s.lru, &s.lru
@@ -267,10 +284,56 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	if charge > limit {
 		return
 	}
+	if s.size+charge > limit && !c.admitAll && !s.admit(k) {
+		return
+	}
 	// Room first, then the block: the shard never holds more than its
 	// limit, not even for a moment (Size+Reserved is sampled lock-free).
 	c.trim(s, limit-charge)
 	c.insert(s, k, v, kind, charge)
+}
+
+// Admission: a full data shard caches a block only on its second miss
+// within a window, remembered by a doorkeeper (the first stage of
+// TinyLFU; Einziger, Friedman and Manes, 2017): one bit per hash slot,
+// cleared when a quarter of the bits are set, so that the window is about
+// twice as many distinct blocks as the shard holds. A block read once — a
+// uniform read over data many times the cache, a scan's next block —
+// then passes by without evicting a block that was read twice, and the
+// miss costs its read alone: not also a map insert, a map delete and the
+// list moves of an eviction, on lines the other cores' misses write too
+// (BenchmarkReadRandomParallel's profile put the two at 9-17% of a miss
+// on a 2-core machine). A block that is read again soon is cached at its
+// second miss. While the shard has room, every block is cached.
+
+// doorkeeperBits is the size of a data shard's doorkeeper for a shard of
+// capacity bytes: 8 bits per 4 KiB of capacity, a power of two, at least
+// 1024.
+func doorkeeperBits(capacity int64) int {
+	n := 1024
+	for int64(n) < capacity/4096*8 {
+		n <<= 1
+	}
+	return n
+}
+
+// admit reports whether the full shard s caches block k: whether k's bit
+// was already set. It sets the bit otherwise. REQUIRES: s.mu is held.
+func (s *shard) admit(k key) bool {
+	h := k.file*0xc2b2ae3d27d4eb4f + k.off*0x9e3779b97f4a7c15
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	bit := (h >> 32) & uint64(len(s.door)*64-1)
+	w, m := &s.door[bit/64], uint64(1)<<(bit%64)
+	if *w&m != 0 {
+		return true
+	}
+	*w |= m
+	if s.doorSet++; s.doorSet >= len(s.door)*64/4 {
+		clear(s.door)
+		s.doorSet = 0
+	}
+	return false
 }
 
 // setMeta caches an index or filter block in the meta pool, which may use
@@ -279,6 +342,8 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 	c.resMu.Lock()
 	defer c.resMu.Unlock()
+	c.gen.Add(1)
+	defer c.gen.Add(1)
 	s := &c.meta
 	s.mu.Lock()
 	if old := s.m[k]; old != nil {
@@ -356,15 +421,14 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		v.cached.Store(true)
 	}
 	s.size += charge
-	c.size.Add(charge)
-	c.kindSize[kind].Add(charge)
-	c.count.Add(1)
+	s.kindSize[kind].Add(charge)
+	s.count.Add(1)
 }
 
 // limit is data shard s's capacity less its share of the reservations
 // and of the meta pool.
 func (c *Cache) limit(s *shard) int64 {
-	meta := c.kindSize[KindIndex].Load() + c.kindSize[KindFilter].Load()
+	meta := c.meta.kindSize[KindIndex].Load() + c.meta.kindSize[KindFilter].Load()
 	return s.capacity - (c.reserved.Load()+c.pending.Load()+meta)/numShards
 }
 
@@ -415,6 +479,8 @@ func (c *Cache) Reserve(n int64) bool {
 	if c.reserved.Load()+n > c.capacity/2 {
 		return false
 	}
+	c.gen.Add(1)
+	defer c.gen.Add(1)
 	// Room is made before the reservation is published, so that
 	// Size()+Reserved() never passes the capacity meanwhile.
 	c.pending.Add(n)
@@ -430,7 +496,11 @@ func (c *Cache) Reserve(n int64) bool {
 // Unreserve gives back n bytes taken by Reserve.
 func (c *Cache) Unreserve(n int64) {
 	if c != nil && n > 0 {
+		c.resMu.Lock()
+		c.gen.Add(1)
 		c.reserved.Add(-n)
+		c.gen.Add(1)
+		c.resMu.Unlock()
 	}
 }
 
@@ -443,15 +513,23 @@ func (c *Cache) Reserved() int64 {
 }
 
 // Usage returns Size and Reserved read consistently: never a size from
-// after a reservation was given back with the reservation from before.
+// after a reservation was given back with the reservation from before,
+// nor a sum of shards some of which were trimmed for a new reservation or
+// metadata block and some not yet (the shards are summed between two equal
+// even values of gen).
 func (c *Cache) Usage() (size, reserved int64) {
 	if c == nil {
 		return 0, 0
 	}
 	for {
+		g := c.gen.Load()
+		if g&1 != 0 {
+			runtime.Gosched()
+			continue
+		}
 		r := c.reserved.Load()
-		size = c.size.Load()
-		if c.reserved.Load() == r {
+		size = c.Size()
+		if c.gen.Load() == g {
 			return size, r
 		}
 	}
@@ -462,7 +540,11 @@ func (c *Cache) KindSize(k Kind) int64 {
 	if c == nil || k >= numKinds {
 		return 0
 	}
-	return c.kindSize[k].Load()
+	var n int64
+	for i := range c.shards {
+		n += c.shards[i].kindSize[k].Load()
+	}
+	return n + c.meta.kindSize[k].Load()
 }
 
 // EvictFile drops every block of the given file. Call it when the table is
@@ -506,10 +588,9 @@ func (c *Cache) remove(s *shard, e *entry) {
 		s.protSize -= charge
 	}
 	s.size -= charge
-	c.size.Add(-charge)
-	c.kindSize[e.kind].Add(-charge)
+	s.kindSize[e.kind].Add(-charge)
 	e.val.forget()
-	c.count.Add(-1)
+	s.count.Add(-1)
 	e.val.Release()
 	if s.nfree < maxFree {
 		*e = entry{next: s.free}
@@ -551,18 +632,16 @@ func (c *Cache) Capacity() int64 {
 
 // Size returns the total length of the cached blocks.
 func (c *Cache) Size() int64 {
-	if c == nil {
-		return 0
+	var n int64
+	for k := range numKinds {
+		n += c.KindSize(k)
 	}
-	return c.size.Load()
+	return n
 }
 
 // Count returns the number of cached blocks.
 func (c *Cache) Count() int64 {
-	if c == nil {
-		return 0
-	}
-	return c.count.Load()
+	return c.sum(func(s *shard) *atomic.Int64 { return &s.count })
 }
 
 // Hits returns the number of Get calls that found their block.

@@ -75,6 +75,7 @@ func sameShard(c *Cache, file uint64, n int) (*shard, []uint64) {
 
 func TestLRUEviction(t *testing.T) {
 	c := New(numShards * 1000)
+	c.admitAll = true // the eviction order without the doorkeeper
 	// Fill one shard: find keys that map to the same shard.
 	target, offs := sameShard(c, 7, 20)
 	for _, off := range offs[:10] {
@@ -335,6 +336,7 @@ func BenchmarkMissChurn(b *testing.B) {
 // neither counts a hit or miss nor makes the block most recently used.
 func TestPeek(t *testing.T) {
 	c := New(numShards * 1000)
+	c.admitAll = true // the eviction order without the doorkeeper
 	_, offs := sameShard(c, 7, 11)
 	for _, off := range offs[:10] {
 		set(c, 7, off, 100, byte(off))
@@ -364,6 +366,7 @@ func TestPeek(t *testing.T) {
 // shard, its least recently used blocks falling back to probation.
 func TestSegmentedLRU(t *testing.T) {
 	c := New(numShards * 1000)
+	c.admitAll = true // the eviction order without the doorkeeper
 	target, offs := sameShard(c, 7, 60)
 	set(c, 7, offs[0], 100, 1)
 	_, ok := get(c, 7, offs[0]) // protected
@@ -400,4 +403,55 @@ func TestSegmentedLRU(t *testing.T) {
 	c.EvictFile(7)
 	require.Zero(t, target.protSize)
 	require.Zero(t, target.size)
+}
+
+// TestDoorkeeper: a full shard caches a block at its second miss within
+// the window, not at its first, so that blocks read once do not evict the
+// blocks read twice; while the shard has room every block is cached; and
+// the window ends (the bits clear) after a quarter of them are set.
+func TestDoorkeeper(t *testing.T) {
+	c := New(numShards * 1000)
+	target, offs := sameShard(c, 7, 2000)
+	for _, off := range offs[:10] { // room: cached at once
+		set(c, 7, off, 100, 1)
+	}
+	require.EqualValues(t, 1000, target.size)
+	require.EqualValues(t, 10, c.Count())
+	// Full: the first miss of a new block passes by.
+	set(c, 7, offs[10], 100, 2)
+	_, ok := get(c, 7, offs[10])
+	require.False(t, ok, "a full shard cached a block at its first miss")
+	for _, off := range offs[:10] {
+		_, ok := c.Peek(7, off)
+		require.True(t, ok, "a block read once evicted a cached one")
+	}
+	// The second miss caches it, evicting the least recently used.
+	set(c, 7, offs[10], 100, 2)
+	b, ok := get(c, 7, offs[10])
+	require.True(t, ok, "the second miss did not cache the block")
+	require.Equal(t, byte(2), b[0])
+	require.LessOrEqual(t, target.size, target.capacity)
+	_, ok = c.Peek(7, offs[0])
+	require.False(t, ok, "the least recently used block was not the one evicted")
+
+	// A stream of blocks read once is mostly not cached (a block is when
+	// its bit was set by another: at most a quarter of the bits are set);
+	// the bits clear after a quarter are set, so the window is bounded.
+	bits := len(target.door) * 64
+	stream := offs[11 : 11+bits/4-1]
+	admitted := 0
+	for _, off := range stream {
+		set(c, 7, off, 100, 3)
+		if v, ok := c.Peek(7, off); ok {
+			v.Release()
+			admitted++
+		}
+	}
+	t.Logf("%d of %d blocks read once cached (false positives of %d bits)", admitted, len(stream), bits)
+	require.Less(t, admitted, len(stream)/4, "blocks read once were cached")
+	require.Positive(t, target.doorSet, "the stream set bits")
+	for _, off := range offs[11+bits/4-1 : 11+bits/2] {
+		set(c, 7, off, 100, 3)
+	}
+	require.Less(t, target.doorSet, bits/4, "the doorkeeper cleared")
 }
