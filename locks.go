@@ -44,8 +44,9 @@ package sieve
 // commit pipeline's mutex (commitPipeline.mu: the queue, pending, the
 // fsync in flight; waits on its conds hold no other lock),
 // wal.Writer.errMu, manifest.VersionSet.mu (the
-// current version pointer), the block cache shards (Cache.Reserve's
-// mutex takes each shard's in turn; a Reader's pinMu is held around it),
+// current version pointer), the block cache shards (the cache's resMu,
+// taken by Reserve, Unreserve and a metadata insert, takes each shard's in
+// turn; a Reader's pinMu is held around Reserve and Unreserve),
 // a memtable's B-tree lock (memtable/rwlock.go: it spins, never parks),
 // the metrics' histogram mutex, and the in-memory file system's locks.
 //
@@ -65,6 +66,11 @@ package sieve
 // started only under db.mu with closed unset. A version's last Unref deletes
 // obsolete tables (file removal, directory sync) on whatever goroutine
 // drops it, often under db.mu.
+//
+// Reference counts are not locks: the read state's and the table cache
+// entries' (internal/percpu.Ref) never wait; the release a last reference
+// runs (a version's Unref, a table reader's close, on a goroutine of its
+// own for the latter) is whatever the previous paragraph says of it.
 //
 // File numbers are allocated atomically (manifest.VersionSet.NextFileNum)
 // and need no lock, which is what lets a memtable rotation under db.mu

@@ -25,6 +25,10 @@
 // entries over 1M records, 8 MiB of 3 KiB blocks) a trace simulation gave
 // a 28% hit rate against LRU's 24%; on its point reads, 33% against 30%.
 //
+// Admission: a full data shard caches a block only at its second miss
+// within a window (a doorkeeper; see admit), so that a block read once
+// neither evicts a block nor costs more than its read.
+//
 // Priorities: blocks are of a Kind. Index and filter blocks (a table's
 // metadata, needed by every lookup in it) are high priority: they live in
 // one meta pool with its own LRU list, which may use the whole unreserved
