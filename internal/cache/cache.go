@@ -97,7 +97,7 @@ type shard struct {
 	// door is the data shard's doorkeeper, guarded by mu (see admit).
 	door    []uint64
 	doorSet int
-	_     [64]byte // keep neighbouring shards' hot fields off one cache line
+	_       [64]byte // keep neighbouring shards' hot fields off one cache line
 }
 
 // Cache is a sharded LRU block cache. Create it with New.
