@@ -234,6 +234,11 @@ type Metrics struct {
 		// Reserved is the part of Capacity taken by pinned index and
 		// filter blocks; Size+Reserved stays within Capacity.
 		Reserved int64
+		// NotAdmitted counts data blocks read on a miss that the cache
+		// did not keep: a full shard caches a block only at its second
+		// miss within a window (a doorkeeper), so blocks read once do not
+		// evict blocks read twice.
+		NotAdmitted int64
 	}
 	// IndexFilter is the memory and cache traffic of index and filter
 	// blocks.
@@ -354,6 +359,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 		out.BlockCache.Hits, out.BlockCache.Misses = c.Hits(), c.Misses()
 		out.BlockCache.Size, out.BlockCache.Count, out.BlockCache.Capacity = c.Size(), c.Count(), c.Capacity()
 		out.BlockCache.Reserved = c.Reserved()
+		out.BlockCache.NotAdmitted = c.NotAdmitted()
 		out.IndexFilter.CachedIndexBytes = c.KindSize(cache.KindIndex)
 		out.IndexFilter.CachedFilterBytes = c.KindSize(cache.KindFilter)
 	}
@@ -496,8 +502,8 @@ func (m *Metrics) String() string {
 	if c.Hits+c.Misses > 0 {
 		hitRate = 100 * float64(c.Hits) / float64(c.Hits+c.Misses)
 	}
-	fmt.Fprintf(&sb, "block cache: %s of %s, %d blocks, %d hits, %d misses (%.1f%% hit rate); index resident %s\n",
-		humanBytes(c.Size), humanBytes(c.Capacity), c.Count, c.Hits, c.Misses, hitRate, humanBytes(m.IndexResidentBytes))
+	fmt.Fprintf(&sb, "block cache: %s of %s, %d blocks, %d hits, %d misses (%.1f%% hit rate; %d not admitted); index resident %s\n",
+		humanBytes(c.Size), humanBytes(c.Capacity), c.Count, c.Hits, c.Misses, hitRate, c.NotAdmitted, humanBytes(m.IndexResidentBytes))
 	x := m.IndexFilter
 	fmt.Fprintf(&sb, "index/filter: resident %s/%s, pinned %s/%s (cache reserved %s), cached %s/%s; index %d hits %d misses, filter %d hits %d misses, %d fail-open\n",
 		humanBytes(x.ResidentIndexBytes), humanBytes(x.ResidentFilterBytes), humanBytes(x.PinnedIndexBytes), humanBytes(x.PinnedFilterBytes),

@@ -83,6 +83,8 @@ type shard struct {
 	capacity int64
 	hits     atomic.Int64
 	misses   atomic.Int64
+	// passed counts data blocks the doorkeeper kept out (written under mu).
+	passed atomic.Int64
 	// kindSize and count mirror what the shard holds (written under mu)
 	// for lock-free readers (Size, KindSize, Count, limit): per shard, so
 	// that a miss on one core and a miss on another write different
@@ -280,7 +282,8 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old := s.m[k]; old != nil {
+	old := s.m[k]
+	if old != nil {
 		c.remove(s, old)
 	}
 	charge := v.Charge()
@@ -288,7 +291,8 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	if charge > limit {
 		return
 	}
-	if s.size+charge > limit && !c.admitAll && !s.admit(k) {
+	if old == nil && s.size+charge > limit && !c.admitAll && !s.admit(k) {
+		s.passed.Add(1)
 		return
 	}
 	// Room first, then the block: the shard never holds more than its
@@ -653,6 +657,12 @@ func (c *Cache) Hits() int64 { return c.sum(func(s *shard) *atomic.Int64 { retur
 
 // Misses returns the number of Get calls that did not find their block.
 func (c *Cache) Misses() int64 { return c.sum(func(s *shard) *atomic.Int64 { return &s.misses }) }
+
+// NotAdmitted returns the number of data blocks a full shard did not cache
+// because the doorkeeper had not seen them within its window.
+func (c *Cache) NotAdmitted() int64 {
+	return c.sum(func(s *shard) *atomic.Int64 { return &s.passed })
+}
 
 // sum adds up one counter of every shard (0 for a nil cache).
 func (c *Cache) sum(counter func(*shard) *atomic.Int64) int64 {

@@ -450,6 +450,7 @@ func TestDoorkeeper(t *testing.T) {
 	t.Logf("%d of %d blocks read once cached (false positives of %d bits)", admitted, len(stream), bits)
 	require.Less(t, admitted, len(stream)/4, "blocks read once were cached")
 	require.Positive(t, target.doorSet, "the stream set bits")
+	require.EqualValues(t, 1+len(stream)-admitted, c.NotAdmitted(), "blocks kept out are counted")
 	for _, off := range offs[11+bits/4-1 : 11+bits/2] {
 		set(c, 7, off, 100, 3)
 	}
