@@ -76,11 +76,11 @@ func (r *Reader) dataBlock(e, prev *indexEntry, stats *ReadStats, mode readMode)
 func (r *Reader) dataBlockRA(e, prev *indexEntry, stats *ReadStats, mode readMode, ra *readahead) (block, *cache.Value, error) {
 	h := e.h
 	var v *cache.Value
-	var ok bool
+	var ok, admit bool
 	if mode == readCompaction {
 		v, ok = r.opts.Cache.Peek(r.opts.FileNum, h.offset)
 	} else {
-		v, ok = r.opts.Cache.Get(r.opts.FileNum, h.offset)
+		v, ok, admit = r.opts.Cache.Lookup(r.opts.FileNum, h.offset)
 	}
 	if ok {
 		if stats != nil {
@@ -127,7 +127,9 @@ func (r *Reader) dataBlockRA(e, prev *indexEntry, stats *ReadStats, mode readMod
 		v.Release()
 		return block{}, nil, err
 	}
-	if mode != readCompaction {
+	if admit {
+		// The cache said at the miss that it takes the block (it has room,
+		// or its doorkeeper saw the block miss before).
 		r.opts.Cache.Set(r.opts.FileNum, h.offset, v)
 	}
 	return blk, v, nil

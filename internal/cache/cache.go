@@ -72,19 +72,20 @@ type entry struct {
 }
 
 type shard struct {
+	// The lock and what every lookup writes or reads with it share the
+	// first line: a miss writes one line of the shard besides the map's.
 	mu       sync.Mutex
+	hits     atomic.Int64 // written under mu
+	misses   atomic.Int64 // written under mu
+	passed   atomic.Int64 // data blocks the doorkeeper kept out, written under mu
 	m        map[key]*entry
+	size     int64 // sum of len(val), guarded by mu
+	capacity int64
 	files    map[uint64]*entry // file number -> head of that file's list
 	lru      entry             // sentinel of the probationary LRU list of data blocks
 	plru     entry             // sentinel of the protected LRU list of data blocks
 	hlru     entry             // sentinel of the LRU list of high-priority blocks
-	size     int64             // sum of len(val), guarded by mu
 	protSize int64             // the charges of the blocks on plru, guarded by mu
-	capacity int64
-	hits     atomic.Int64
-	misses   atomic.Int64
-	// passed counts data blocks the doorkeeper kept out (written under mu).
-	passed atomic.Int64
 	// kindSize and count mirror what the shard holds (written under mu)
 	// for lock-free readers (Size, KindSize, Count, limit): per shard, so
 	// that a miss on one core and a miss on another write different
@@ -194,20 +195,54 @@ func (c *Cache) GetKind(file, off uint64, kind Kind) (*Value, bool) {
 	s.mu.Lock()
 	e := s.m[k]
 	if e == nil {
-		s.mu.Unlock()
 		s.misses.Add(1)
+		s.mu.Unlock()
 		return nil, false
 	}
+	v := c.hitLocked(s, e)
+	s.mu.Unlock()
+	return v, true
+}
+
+// hitLocked makes e, just found in s, the most recently used block of its
+// segment and returns its Value with a reference for the caller.
+// REQUIRES: s.mu is held.
+func (c *Cache) hitLocked(s *shard, e *entry) *Value {
 	s.unlinkLRU(e)
-	if !kind.high() && !e.prot {
+	if !e.kind.high() && !e.prot {
 		c.protect(s, e)
 	}
 	s.pushFront(e)
 	v := e.val
 	v.acquire()
-	s.mu.Unlock()
 	s.hits.Add(1)
-	return v, true
+	return v
+}
+
+// Lookup is Get for a data block that the caller reads from the file on a
+// miss: admit then reports whether to give the block to Set, which caches
+// it — yes while the shard has room, or at the block's second miss within
+// the doorkeeper's window (see admit). A miss that is not admitted takes
+// the shard's lock once, not twice.
+func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
+	if c == nil {
+		return nil, false, false
+	}
+	k := key{file, off}
+	s := c.shard(k)
+	s.mu.Lock()
+	if e := s.m[k]; e != nil {
+		v = c.hitLocked(s, e)
+		s.mu.Unlock()
+		return v, true, false
+	}
+	s.misses.Add(1)
+	admit = c.admitAll || s.size < c.limit(s) || s.admit(k)
+	if !admit {
+		s.passed.Add(1)
+	}
+	s.mu.Unlock()
+	return nil, false, admit
 }
 
 // protectedShare is the part of a data shard's limit the protected

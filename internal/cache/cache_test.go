@@ -456,3 +456,35 @@ func TestDoorkeeper(t *testing.T) {
 	}
 	require.Less(t, target.doorSet, bits/4, "the doorkeeper cleared")
 }
+
+// TestLookupAdmits: Lookup says on a miss whether Set would cache the
+// block — always while the shard has room; when it is full, at the
+// block's second miss — and counts a hit as Get does.
+func TestLookupAdmits(t *testing.T) {
+	c := New(numShards * 1000)
+	_, offs := sameShard(c, 7, 20)
+	for _, off := range offs[:10] {
+		_, hit, admit := c.Lookup(7, off)
+		require.False(t, hit)
+		require.True(t, admit, "a shard with room admits every block")
+		set(c, 7, off, 100, 1)
+	}
+	v, hit, _ := c.Lookup(7, offs[0])
+	require.True(t, hit)
+	v.Release()
+	_, hit, admit := c.Lookup(7, offs[10])
+	require.False(t, hit)
+	require.False(t, admit, "a full shard admitted a block at its first miss")
+	require.EqualValues(t, 1, c.NotAdmitted())
+	_, _, admit = c.Lookup(7, offs[10])
+	require.True(t, admit, "a full shard did not admit a block at its second miss")
+	set(c, 7, offs[10], 100, 2)
+	v, hit, _ = c.Lookup(7, offs[10])
+	require.True(t, hit, "the admitted block was cached")
+	v.Release()
+	require.EqualValues(t, 2, c.Hits())
+	require.EqualValues(t, 12, c.Misses())
+	var nilCache *Cache
+	_, hit, admit = nilCache.Lookup(1, 2)
+	require.False(t, hit || admit)
+}
