@@ -124,7 +124,7 @@ func evictedButPublished(t *testing.T) (*DB, *manifest.FileMetadata, *tableEntry
 	db.tables.mu.Lock()
 	db.tables.removeLocked(e)
 	db.tables.mu.Unlock()
-	require.True(t, e.refs.Released(), "the reader is closed")
+	require.True(t, e.refs.Released(), "the reader's close is under way")
 	cur, _ = meta.TableCache.Load().(*tableEntry)
 	require.Nil(t, cur, "eviction unpublishes")
 	meta.TableCache.Store(e)

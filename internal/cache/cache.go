@@ -100,7 +100,10 @@ type shard struct {
 	// door is the data shard's doorkeeper, guarded by mu (see admit).
 	door    []uint64
 	doorSet int
-	_       [64]byte // keep neighbouring shards' hot fields off one cache line
+	// lastCharge is the charge of the block inserted last (Lookup's
+	// measure of room), guarded by mu.
+	lastCharge int64
+	_          [64]byte // keep neighbouring shards' hot fields off one cache line
 }
 
 // Cache is a sharded LRU block cache. Create it with New.
@@ -237,7 +240,9 @@ func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 		return v, true, false
 	}
 	s.misses.Add(1)
-	admit = c.admitAll || s.size < c.limit(s) || s.admit(k)
+	// Room for a block like the last one inserted: a full shard sits just
+	// under its limit (blocks differ in size), which is not room.
+	admit = c.admitAll || s.size+s.lastCharge <= c.limit(s) || s.admit(k)
 	if !admit {
 		s.passed.Add(1)
 	}
@@ -351,10 +356,11 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 
 // doorkeeperBits is the size of a data shard's doorkeeper for a shard of
 // capacity bytes: 8 bits per 4 KiB of capacity, a power of two, at least
-// 1024.
+// 1024 and at most 1<<23 (1 MiB: a 4 GiB shard; a larger one, or an
+// "unlimited" capacity, gets a window shorter than twice its blocks).
 func doorkeeperBits(capacity int64) int {
 	n := 1024
-	for int64(n) < capacity/4096*8 {
+	for int64(n) < capacity/4096*8 && n < 1<<23 {
 		n <<= 1
 	}
 	return n
@@ -464,6 +470,7 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		v.cached.Store(true)
 	}
 	s.size += charge
+	s.lastCharge = charge
 	s.kindSize[kind].Add(charge)
 	s.count.Add(1)
 }

@@ -488,3 +488,30 @@ func TestLookupAdmits(t *testing.T) {
 	_, hit, admit = nilCache.Lookup(1, 2)
 	require.False(t, hit || admit)
 }
+
+// TestLookupFullShardAsksDoorkeeper: a shard filled by blocks of
+// different sizes sits just under its limit; Lookup must treat it as
+// full (ask the doorkeeper), not as having room, so that a block kept out
+// takes the lock once.
+func TestLookupFullShardAsksDoorkeeper(t *testing.T) {
+	c := New(numShards * 1000)
+	target, offs := sameShard(c, 7, 200)
+	for i, off := range offs[:100] { // 90..129 bytes each: the shard ends just under 1000
+		set(c, 7, off, 90+i%40, 1)
+	}
+	require.Less(t, target.size, target.capacity, "the shard is just under its limit")
+	before := c.NotAdmitted()
+	kept := 0
+	for _, off := range offs[100:] {
+		if _, _, admit := c.Lookup(7, off); !admit {
+			kept++
+		}
+	}
+	require.Equal(t, kept, int(c.NotAdmitted()-before))
+	require.Greater(t, kept, len(offs[100:])/2, "Lookup admitted most first misses of a full shard")
+}
+
+func TestDoorkeeperBitsBounded(t *testing.T) {
+	require.Equal(t, 1024, doorkeeperBits(0))
+	require.Equal(t, 1<<23, doorkeeperBits(1<<62), "an unlimited capacity does not allocate without bound")
+}

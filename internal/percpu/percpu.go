@@ -147,10 +147,18 @@ func (r *Ref) TryAcquire(i int) bool {
 	return false
 }
 
-// Acquire takes a reference on stripe i. REQUIRES: the caller holds a
-// reference (or is the owner, before Retire), so r cannot be released
-// meanwhile.
-func (r *Ref) Acquire(i int) { r.stripes[i&(len(r.stripes)-1)].n.Add(1) }
+// Acquire takes a reference on stripe i unconditionally. REQUIRES: r is
+// not retired and cannot be retired meanwhile (the owner excludes Retire,
+// as the table cache does under its mutex). Holding a reference is not
+// enough, unlike with a one-word count: after Retire, a sum that read
+// stripe i before this add and another stripe after the holder released
+// there would see zero. It panics on a retired Ref.
+func (r *Ref) Acquire(i int) {
+	if r.retired.Load() {
+		panic("percpu: Acquire on a retired Ref")
+	}
+	r.stripes[i&(len(r.stripes)-1)].n.Add(1)
+}
 
 // Release gives back a reference taken by TryAcquire or Acquire, on any
 // stripe (best the one it was taken on).
