@@ -242,12 +242,21 @@ func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 	s.misses.Add(1)
 	// Room for a block like the last one inserted: a full shard sits just
 	// under its limit (blocks differ in size), which is not room.
-	admit = c.admitAll || s.size+s.lastCharge <= c.limit(s) || s.admit(k)
-	if !admit {
-		s.passed.Add(1)
-	}
+	admit = c.admitLocked(s, k, s.lastCharge, c.limit(s))
 	s.mu.Unlock()
 	return nil, false, admit
+}
+
+// admitLocked reports whether data shard s (of limit limit) caches block
+// k of charge charge: when it has room for it, or else when the
+// doorkeeper saw k miss before (admit); a block kept out is counted.
+// REQUIRES: s.mu is held.
+func (c *Cache) admitLocked(s *shard, k key, charge, limit int64) bool {
+	if c.admitAll || s.size+charge <= limit || s.admit(k) {
+		return true
+	}
+	s.passed.Add(1)
+	return false
 }
 
 // protectedShare is the part of a data shard's limit the protected
@@ -331,8 +340,7 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	if charge > limit {
 		return
 	}
-	if old == nil && s.size+charge > limit && !c.admitAll && !s.admit(k) {
-		s.passed.Add(1)
+	if old == nil && !c.admitLocked(s, k, charge, limit) {
 		return
 	}
 	// Room first, then the block: the shard never holds more than its

@@ -71,28 +71,6 @@ type paddedInt64 struct {
 	_ [CacheLine - 8]byte
 }
 
-// Counter is a striped counter: Add writes the caller's stripe, Load sums
-// them all. The zero Counter is not ready: call Init.
-type Counter struct {
-	stripes []paddedInt64
-}
-
-// Init readies c (Stripes stripes).
-func (c *Counter) Init() { c.stripes = make([]paddedInt64, Stripes) }
-
-// Add adds d to stripe i (from Index; any value works, masked).
-func (c *Counter) Add(i int, d int64) { c.stripes[i&(len(c.stripes)-1)].n.Add(d) }
-
-// Load returns the sum of the stripes. Concurrent Adds may or may not be
-// counted.
-func (c *Counter) Load() int64 {
-	var n int64
-	for i := range c.stripes {
-		n += c.stripes[i].n.Load()
-	}
-	return n
-}
-
 // Ref is a reference count in stripes, for an object that many goroutines
 // pin briefly and one owner retires: a read state (retired when a newer
 // one is published), a table cache entry (retired on eviction).
@@ -184,7 +162,7 @@ func (r *Ref) Retired() bool { return r.retired.Load() }
 // Released reports whether the release function has run (or is running).
 func (r *Ref) Released() bool { return r.once.Load() }
 
-// held returns the sum of the stripes (tests).
+// held returns the sum of the stripes.
 func (r *Ref) held() int64 {
 	var n int64
 	for i := range r.stripes {

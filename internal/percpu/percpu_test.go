@@ -59,31 +59,6 @@ func TestIndexSpreads(t *testing.T) {
 	}
 }
 
-func TestCounter(t *testing.T) {
-	var c Counter
-	c.Init()
-	var wg sync.WaitGroup
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range 1000 {
-				c.Add(Index(), int64(g+k%3))
-			}
-		}()
-	}
-	wg.Wait()
-	var want int64
-	for g := range 8 {
-		for k := range 1000 {
-			want += int64(g + k%3)
-		}
-	}
-	if got := c.Load(); got != want {
-		t.Fatalf("Load = %d, want %d", got, want)
-	}
-}
-
 func TestRefSequential(t *testing.T) {
 	var released int
 	var r Ref
