@@ -46,7 +46,8 @@ package sieve
 // wal.Writer.errMu, manifest.VersionSet.mu (the
 // current version pointer), the block cache shards (the cache's resMu,
 // taken by Reserve, Unreserve and a metadata insert, takes each shard's in
-// turn; a Reader's pinMu is held around Reserve and Unreserve),
+// turn; a Reader's pinMu is held around Reserve and Unreserve; Lookup
+// takes a data shard's lock only for a block's first hit),
 // a memtable's B-tree lock (memtable/rwlock.go: it spins, never parks),
 // the metrics' histogram mutex, and the in-memory file system's locks.
 //

@@ -3,7 +3,9 @@
 // and bounded by the total length of the blocks it holds.
 //
 // Concurrency: a *Cache is safe for concurrent use by any number of
-// goroutines. Each shard has its own mutex; the counters are atomics.
+// goroutines. Each shard has its own mutex, which every change takes;
+// Lookup reads a shard's index without it (see index and tryHit). The
+// counters are atomics, the hit and miss counters striped by processor.
 //
 // Lifetime of cached blocks: blocks are reference-counted Values (see
 // Value). Get returns one with a reference for the caller; it stays valid
@@ -18,7 +20,9 @@
 // Wherry, 1994). A block enters the probationary segment; a hit there
 // moves it to the protected segment, which holds at most protectedShare of
 // the shard's limit (its least recently used block falls back to the head
-// of the probationary segment). Eviction takes the probationary segment's
+// of the probationary segment; one hit through Lookup since demotion last
+// passed it gets a second chance instead, so the protected segment is a
+// CLOCK and a hit on a protected block takes no lock). Eviction takes the probationary segment's
 // least recently used block first. A block read once — a scan's next
 // block, a cold key's — so leaves without pushing out blocks that were
 // hit. On YCSB E's access pattern (scrambled zipfian scans of 1..100
@@ -51,6 +55,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sievedb/sieve/internal/percpu"
 )
 
 // numShards is a power of two; the shard is picked from the top bits of a
@@ -60,50 +66,66 @@ const numShards = 16
 
 type key struct{ file, off uint64 }
 
-// entry is one cached block. It sits on two intrusive doubly linked lists:
-// its shard's LRU list and the list of its file's entries (for EvictFile).
+// entry is one cached block. It sits in its shard's index (through
+// hnext), on its shard's LRU list and on the list of its file's entries
+// (for EvictFile). key, hash, kind, val and seq are set before the entry
+// is published in the index and never change; an entry is never reused.
 type entry struct {
-	key          key
-	kind         Kind
-	val          *Value
-	prev, next   *entry // LRU list; shard.lru.next is the most recently used
-	prot         bool   // a data block in the protected segment (plru)
-	fprev, fnext *entry // per-file list, nil-terminated
+	key   key
+	hash  uint64
+	kind  Kind
+	val   *Value
+	seq   uint64                // the shard's insert count when it was inserted (see index)
+	hnext atomic.Pointer[entry] // next in the index chain: an older entry
+	// removed is set, under the shard's lock, before the cache releases
+	// its reference to val (see tryHit).
+	removed atomic.Bool
+	// prot: a data block in the protected segment (plru); written under
+	// the shard's lock, read without it by Lookup.
+	prot atomic.Bool
+	// ref: a protected data block hit without the lock since demotion
+	// last passed it (a second chance; see protect).
+	ref          atomic.Bool
+	prev, next   *entry // LRU list; shard.lru.next is the most recently used; guarded by mu
+	fprev, fnext *entry // per-file list, nil-terminated; guarded by mu
 }
 
 type shard struct {
-	// The lock and what every lookup writes or reads with it share the
-	// first line: a miss writes one line of the shard besides the map's.
-	mu       sync.Mutex
-	hits     atomic.Int64 // written under mu
-	misses   atomic.Int64 // written under mu
-	passed   atomic.Int64 // data blocks the doorkeeper kept out, written under mu
-	m        map[key]*entry
-	size     int64 // sum of len(val), guarded by mu
+	// Read by every Lookup without the lock, written rarely: the index
+	// (replaced by grow) and the doorkeeper's words (one written at a
+	// block's first miss in a full shard).
+	table    atomic.Pointer[index]
+	door     []atomic.Uint64
 	capacity int64
+	_        [40]byte
+	// Written by inserts and evictions (under mu), read by every Lookup
+	// (the room check) and by the lock-free size readers (Size,
+	// KindSize, Count, limit): per shard, so that a miss on one core and
+	// a miss on another write different lines.
+	kindSize   [numKinds]atomic.Int64
+	count      atomic.Int64
+	lastCharge atomic.Int64 // the charge of the block inserted last (Lookup's measure of room)
+	// doorSet counts the doorkeeper's bits set since it was last cleared.
+	doorSet atomic.Int64
+	_       [8]byte
+	// Guarded by mu.
+	mu       sync.Mutex
+	size     int64 // sum of the charges
+	seq      uint64
 	files    map[uint64]*entry // file number -> head of that file's list
 	lru      entry             // sentinel of the probationary LRU list of data blocks
 	plru     entry             // sentinel of the protected LRU list of data blocks
 	hlru     entry             // sentinel of the LRU list of high-priority blocks
-	protSize int64             // the charges of the blocks on plru, guarded by mu
-	// kindSize and count mirror what the shard holds (written under mu)
-	// for lock-free readers (Size, KindSize, Count, limit): per shard, so
-	// that a miss on one core and a miss on another write different
-	// lines (one cache-wide total was written by every insert and
-	// eviction, and read by every limit).
-	kindSize [numKinds]atomic.Int64
-	count    atomic.Int64
-	// free is a list (through next) of removed entries for reuse, so that
-	// a steady stream of misses does not allocate an entry per block.
-	free  *entry
-	nfree int
-	// door is the data shard's doorkeeper, guarded by mu (see admit).
-	door    []uint64
-	doorSet int
-	// lastCharge is the charge of the block inserted last (Lookup's
-	// measure of room), guarded by mu.
-	lastCharge int64
-	_          [64]byte // keep neighbouring shards' hot fields off one cache line
+	protSize int64             // the charges of the blocks on plru
+	_        [64]byte          // keep neighbouring shards' hot fields off one cache line
+}
+
+// stats is one stripe of the cache's counters: a Lookup on one processor
+// writes its own line (see percpu).
+type stats struct {
+	hits, misses atomic.Int64
+	passed       atomic.Int64 // data blocks the doorkeeper kept out
+	_            [40]byte
 }
 
 // Cache is a sharded LRU block cache. Create it with New.
@@ -119,6 +141,7 @@ type Cache struct {
 	gen    atomic.Uint64
 	resMu  sync.Mutex // serializes Reserve, Unreserve and setMeta; taken before shard locks
 	shards [numShards]shard
+	stats  [percpu.MaxStripes]stats
 	// meta is the pool of index and filter blocks: one LRU list for the
 	// whole cache (so a large block is not bounded by one shard's part),
 	// whose size the data shards' capacities give way to.
@@ -153,8 +176,8 @@ func New(capacity int64) *Cache {
 	doorBits := doorkeeperBits(capacity / numShards)
 	for i := range c.shards {
 		s := &c.shards[i]
-		s.door = make([]uint64, doorBits/64)
-		s.m = make(map[key]*entry)
+		s.door = make([]atomic.Uint64, doorBits/64)
+		s.table.Store(newIndex(minBuckets))
 		s.files = make(map[uint64]*entry)
 		s.lru.next, s.lru.prev = &s.lru, &s.lru
 		s.plru.next, s.plru.prev = &s.plru, &s.plru
@@ -162,7 +185,7 @@ func New(capacity int64) *Cache {
 		s.capacity = capacity / numShards
 	}
 	for _, s := range []*shard{&c.meta} {
-		s.m = make(map[key]*entry)
+		s.table.Store(newIndex(minBuckets))
 		s.files = make(map[uint64]*entry)
 		s.lru.next, s.lru.prev = &s.lru, &s.lru
 		s.plru.next, s.plru.prev = &s.plru, &s.plru
@@ -172,12 +195,23 @@ func New(capacity int64) *Cache {
 	return c
 }
 
-func (c *Cache) shard(k key) *shard {
+// hash mixes a block's key; its top bits pick the shard, its low bits the
+// index bucket (see bucketHash).
+func hash(k key) uint64 {
 	h := k.file*0x9e3779b97f4a7c15 + k.off*0xc2b2ae3d27d4eb4f
 	h ^= h >> 31
 	h *= 0x94d049bb133111eb
-	return &c.shards[h>>(64-4)]
+	return h ^ h>>29
 }
+
+// shard returns k's data shard and k's hash.
+func (c *Cache) shard(k key) (*shard, uint64) {
+	h := hash(k)
+	return &c.shards[h>>(64-4)], h
+}
+
+// stripe returns the calling processor's counters.
+func (c *Cache) stripe() *stats { return &c.stats[percpu.Index()] }
 
 // Get returns the block cached for (file, off) with a reference for the
 // caller, who must Release it (or keep it for good), and marks it most
@@ -191,19 +225,20 @@ func (c *Cache) GetKind(file, off uint64, kind Kind) (*Value, bool) {
 		return nil, false
 	}
 	k := key{file, off}
-	s := &c.meta
+	s, h := &c.meta, hash(k)
 	if !kind.high() {
-		s = c.shard(k)
+		s, h = c.shard(k)
 	}
 	s.mu.Lock()
-	e := s.m[k]
+	e := s.find(k, h)
 	if e == nil {
-		s.misses.Add(1)
 		s.mu.Unlock()
+		c.stripe().misses.Add(1)
 		return nil, false
 	}
 	v := c.hitLocked(s, e)
 	s.mu.Unlock()
+	c.stripe().hits.Add(1)
 	return v, true
 }
 
@@ -212,39 +247,81 @@ func (c *Cache) GetKind(file, off uint64, kind Kind) (*Value, bool) {
 // REQUIRES: s.mu is held.
 func (c *Cache) hitLocked(s *shard, e *entry) *Value {
 	s.unlinkLRU(e)
-	if !e.kind.high() && !e.prot {
+	if !e.kind.high() && !e.prot.Load() {
 		c.protect(s, e)
 	}
 	s.pushFront(e)
 	v := e.val
 	v.acquire()
-	s.hits.Add(1)
 	return v
 }
 
 // Lookup is Get for a data block that the caller reads from the file on a
 // miss: admit then reports whether to give the block to Set, which caches
 // it — yes while the shard has room, or at the block's second miss within
-// the doorkeeper's window (see admit). A miss that is not admitted takes
-// the shard's lock once, not twice.
+// the doorkeeper's window (see admit).
+//
+// Lookup takes no lock but for a block's first hit after it entered the
+// cache (which moves it to the protected segment): a miss, and a hit on a
+// protected block, write no line that a Lookup on another processor
+// writes too, except the doorkeeper's bit of a block's first miss and,
+// for two Lookups of one block, that block's reference count. A hit on a
+// protected block marks it referenced instead of moving it to the front
+// of its list: the protected segment is a CLOCK, not an LRU list (see
+// protect).
 func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 	if c == nil {
 		return nil, false, false
 	}
 	k := key{file, off}
-	s := c.shard(k)
-	s.mu.Lock()
-	if e := s.m[k]; e != nil {
-		v = c.hitLocked(s, e)
-		s.mu.Unlock()
-		return v, true, false
+	s, h := c.shard(k)
+	if e := s.find(k, h); e != nil {
+		if v := c.tryHit(s, e); v != nil {
+			c.stripe().hits.Add(1)
+			return v, true, false
+		}
 	}
-	s.misses.Add(1)
+	st := c.stripe()
+	st.misses.Add(1)
 	// Room for a block like the last one inserted: a full shard sits just
 	// under its limit (blocks differ in size), which is not room.
-	admit = c.admitLocked(s, k, s.lastCharge, c.limit(s))
+	if c.admitAll || s.kindSize[KindData].Load()+s.lastCharge.Load() <= c.limit(s) || s.admit(k) {
+		return nil, false, true
+	}
+	st.passed.Add(1)
+	return nil, false, false
+}
+
+// tryHit takes a reference on the block of e, a data entry found in s
+// without the lock, and returns it; or nil when e was removed meanwhile.
+// The reference is taken before e.removed is checked: if e is still in
+// the cache after it, the cache's own reference was held throughout, so
+// the Value had not gone back to its pool for another block (entries are
+// never reused, and e.val never changes).
+func (c *Cache) tryHit(s *shard, e *entry) *Value {
+	v := e.val
+	if !v.tryAcquire() {
+		return nil
+	}
+	if e.removed.Load() {
+		v.Release()
+		return nil
+	}
+	if e.prot.Load() {
+		if !e.ref.Load() {
+			e.ref.Store(true)
+		}
+		return v
+	}
+	// A first hit: to the protected segment, under the lock.
+	s.mu.Lock()
+	if !e.removed.Load() && !e.prot.Load() {
+		s.unlinkLRU(e)
+		c.protect(s, e)
+		s.pushFront(e)
+	}
 	s.mu.Unlock()
-	return nil, false, admit
+	return v
 }
 
 // admitLocked reports whether data shard s (of limit limit) caches block
@@ -255,7 +332,7 @@ func (c *Cache) admitLocked(s *shard, k key, charge, limit int64) bool {
 	if c.admitAll || s.size+charge <= limit || s.admit(k) {
 		return true
 	}
-	s.passed.Add(1)
+	c.stripe().passed.Add(1)
 	return false
 }
 
@@ -270,18 +347,28 @@ const (
 // protect moves data block e, just hit in the probationary segment (and
 // unlinked), to the protected segment, demoting the protected segment's
 // least recently used blocks to the head of the probationary one while it
-// holds more than its share. REQUIRES: s.mu is held.
+// holds more than its share. A block at the tail that was hit since
+// demotion last passed it (e.ref, set by Lookup's lock-free hits) gets a
+// second chance at the head of the protected segment instead, once per
+// pass. REQUIRES: s.mu is held.
 func (c *Cache) protect(s *shard, e *entry) {
-	e.prot = true
+	e.prot.Store(true)
+	e.ref.Store(false)
 	s.protSize += e.val.Charge()
 	limit := c.limit(s) * protectedNum / protectedDen
-	for s.protSize > limit {
+	for chances := s.count.Load(); s.protSize > limit; {
 		d := s.plru.prev
 		if d == &s.plru {
 			break
 		}
 		s.unlinkLRU(d)
-		d.prot = false
+		if chances > 0 && d.ref.Load() {
+			chances--
+			d.ref.Store(false)
+			s.pushFront(d)
+			continue
+		}
+		d.prot.Store(false)
 		s.protSize -= d.val.Charge()
 		s.pushFront(d)
 	}
@@ -297,9 +384,9 @@ func (c *Cache) Peek(file, off uint64) (*Value, bool) {
 		return nil, false
 	}
 	k := key{file, off}
-	s := c.shard(k)
+	s, h := c.shard(k)
 	s.mu.Lock()
-	e := s.m[k]
+	e := s.find(k, h)
 	if e == nil {
 		s.mu.Unlock()
 		return nil, false
@@ -328,10 +415,10 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 		return
 	}
 	k := key{file, off}
-	s := c.shard(k)
+	s, h := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old := s.m[k]
+	old := s.find(k, h)
 	if old != nil {
 		c.remove(s, old)
 	}
@@ -346,7 +433,7 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	// Room first, then the block: the shard never holds more than its
 	// limit, not even for a moment (Size+Reserved is sampled lock-free).
 	c.trim(s, limit-charge)
-	c.insert(s, k, v, kind, charge)
+	c.insert(s, k, h, v, kind, charge)
 }
 
 // Admission: a full data shard caches a block only on its second miss
@@ -375,20 +462,23 @@ func doorkeeperBits(capacity int64) int {
 }
 
 // admit reports whether the full shard s caches block k: whether k's bit
-// was already set. It sets the bit otherwise. REQUIRES: s.mu is held.
+// was already set. It sets the bit otherwise; the Lookup that sets the
+// quarter-th bit clears them all. Safe without s.mu: a bit set or cleared
+// by a racing Lookup only moves one block's admission by one miss.
 func (s *shard) admit(k key) bool {
 	h := k.file*0xc2b2ae3d27d4eb4f + k.off*0x9e3779b97f4a7c15
 	h ^= h >> 29
 	h *= 0xbf58476d1ce4e5b9
 	bit := (h >> 32) & uint64(len(s.door)*64-1)
 	w, m := &s.door[bit/64], uint64(1)<<(bit%64)
-	if *w&m != 0 {
+	if w.Load()&m != 0 || w.Or(m)&m != 0 {
 		return true
 	}
-	*w |= m
-	if s.doorSet++; s.doorSet >= len(s.door)*64/4 {
-		clear(s.door)
-		s.doorSet = 0
+	if quarter := int64(len(s.door) * 64 / 4); s.doorSet.Add(1) == quarter {
+		for i := range s.door {
+			s.door[i].Store(0)
+		}
+		s.doorSet.Add(-quarter)
 	}
 	return false
 }
@@ -401,9 +491,9 @@ func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 	defer c.resMu.Unlock()
 	c.gen.Add(1)
 	defer c.gen.Add(1)
-	s := &c.meta
+	s, h := &c.meta, hash(k)
 	s.mu.Lock()
-	if old := s.m[k]; old != nil {
+	if old := s.find(k, h); old != nil {
 		c.remove(s, old)
 	}
 	charge := v.Charge()
@@ -417,7 +507,7 @@ func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 	c.pending.Add(charge)
 	c.trimShards()
 	s.mu.Lock()
-	c.insert(s, k, v, kind, charge)
+	c.insert(s, k, h, v, kind, charge)
 	s.mu.Unlock()
 	c.pending.Add(-charge)
 }
@@ -428,7 +518,7 @@ func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 // instead, once. REQUIRES: c.meta.mu is held.
 func (c *Cache) trimMeta(limit int64) {
 	s := &c.meta
-	for chances := len(s.m); s.size > limit && s.hlru.prev != &s.hlru; {
+	for chances := s.count.Load(); s.size > limit && s.hlru.prev != &s.hlru; {
 		victim := s.hlru.prev
 		if chances > 0 && victim.val.used.Swap(false) {
 			chances--
@@ -450,17 +540,12 @@ func (c *Cache) trimShards() {
 	}
 }
 
-// insert adds v to s. REQUIRES: s.mu is held, k is not in s.
-func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
+// insert adds v to s. REQUIRES: s.mu is held, k (of hash h) is not in s.
+func (c *Cache) insert(s *shard, k key, h uint64, v *Value, kind Kind, charge int64) {
 	v.acquire()
-	e := s.free
-	if e != nil {
-		s.free, s.nfree = e.next, s.nfree-1
-		*e = entry{key: k, kind: kind, val: v}
-	} else {
-		e = &entry{key: k, kind: kind, val: v}
-	}
-	s.m[k] = e
+	s.seq++
+	e := &entry{key: k, hash: h, kind: kind, val: v, seq: s.seq}
+	s.link(e)
 	s.pushFront(e)
 	if head := s.files[k.file]; head != nil {
 		// After the head, not before it: the files map is written only
@@ -478,7 +563,7 @@ func (c *Cache) insert(s *shard, k key, v *Value, kind Kind, charge int64) {
 		v.cached.Store(true)
 	}
 	s.size += charge
-	s.lastCharge = charge
+	s.lastCharge.Store(charge)
 	s.kindSize[kind].Add(charge)
 	s.count.Add(1)
 }
@@ -515,9 +600,10 @@ func (c *Cache) Delete(file, off uint64) {
 		return
 	}
 	k := key{file, off}
-	for _, s := range []*shard{c.shard(k), &c.meta} {
+	d, h := c.shard(k)
+	for _, s := range []*shard{d, &c.meta} {
 		s.mu.Lock()
-		if e := s.m[k]; e != nil {
+		if e := s.find(k, h); e != nil {
 			c.remove(s, e)
 		}
 		s.mu.Unlock()
@@ -626,9 +712,11 @@ func (c *Cache) evictFileFrom(s *shard, file uint64) {
 	s.mu.Unlock()
 }
 
-// remove unlinks e from every structure of s. REQUIRES: s.mu is held.
+// remove unlinks e from every structure of s and releases the cache's
+// reference to its block. REQUIRES: s.mu is held.
 func (c *Cache) remove(s *shard, e *entry) {
-	delete(s.m, e.key)
+	s.unlink(e)
+	e.removed.Store(true) // before the Release below (see tryHit)
 	s.unlinkLRU(e)
 	if e.fprev != nil {
 		e.fprev.fnext = e.fnext
@@ -642,7 +730,7 @@ func (c *Cache) remove(s *shard, e *entry) {
 	}
 	e.fprev, e.fnext = nil, nil
 	charge := e.val.Charge()
-	if e.prot {
+	if e.prot.Load() {
 		s.protSize -= charge
 	}
 	s.size -= charge
@@ -650,15 +738,7 @@ func (c *Cache) remove(s *shard, e *entry) {
 	e.val.forget()
 	s.count.Add(-1)
 	e.val.Release()
-	if s.nfree < maxFree {
-		*e = entry{next: s.free}
-		s.free = e
-		s.nfree++
-	}
 }
-
-// maxFree bounds each shard's list of reusable entries.
-const maxFree = 256
 
 func (s *shard) unlinkLRU(e *entry) {
 	e.prev.next = e.next
@@ -671,7 +751,7 @@ func (s *shard) pushFront(e *entry) {
 	head := &s.lru
 	if e.kind.high() {
 		head = &s.hlru
-	} else if e.prot {
+	} else if e.prot.Load() {
 		head = &s.plru
 	}
 	e.prev = head
@@ -699,29 +779,36 @@ func (c *Cache) Size() int64 {
 
 // Count returns the number of cached blocks.
 func (c *Cache) Count() int64 {
-	return c.sum(func(s *shard) *atomic.Int64 { return &s.count })
+	if c == nil {
+		return 0
+	}
+	n := c.meta.count.Load()
+	for i := range c.shards {
+		n += c.shards[i].count.Load()
+	}
+	return n
 }
 
-// Hits returns the number of Get calls that found their block.
-func (c *Cache) Hits() int64 { return c.sum(func(s *shard) *atomic.Int64 { return &s.hits }) }
+// Hits returns the number of Get and Lookup calls that found their block.
+func (c *Cache) Hits() int64 { return c.sum(func(st *stats) *atomic.Int64 { return &st.hits }) }
 
-// Misses returns the number of Get calls that did not find their block.
-func (c *Cache) Misses() int64 { return c.sum(func(s *shard) *atomic.Int64 { return &s.misses }) }
+// Misses returns the number of Get and Lookup calls that did not find
+// their block.
+func (c *Cache) Misses() int64 { return c.sum(func(st *stats) *atomic.Int64 { return &st.misses }) }
 
 // NotAdmitted returns the number of data blocks a full shard did not cache
 // because the doorkeeper had not seen them within its window.
 func (c *Cache) NotAdmitted() int64 {
-	return c.sum(func(s *shard) *atomic.Int64 { return &s.passed })
+	return c.sum(func(st *stats) *atomic.Int64 { return &st.passed })
 }
 
-// sum adds up one counter of every shard (0 for a nil cache).
-func (c *Cache) sum(counter func(*shard) *atomic.Int64) int64 {
+// sum adds up one counter of every stripe (0 for a nil cache).
+func (c *Cache) sum(counter func(*stats) *atomic.Int64) int64 {
 	var n int64
 	if c != nil {
-		for i := range c.shards {
-			n += counter(&c.shards[i]).Load()
+		for i := range c.stats {
+			n += counter(&c.stats[i]).Load()
 		}
-		n += counter(&c.meta).Load()
 	}
 	return n
 }

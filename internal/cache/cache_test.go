@@ -63,10 +63,10 @@ func TestGetSetCounters(t *testing.T) {
 // sameShard returns the shard of file's block 0 and the first n block
 // offsets of file that map to it.
 func sameShard(c *Cache, file uint64, n int) (*shard, []uint64) {
-	target := c.shard(key{file, 0})
+	target, _ := c.shard(key{file, 0})
 	var offs []uint64
 	for off := uint64(0); len(offs) < n; off++ {
-		if c.shard(key{file, off}) == target {
+		if s, _ := c.shard(key{file, off}); s == target {
 			offs = append(offs, off)
 		}
 	}
@@ -193,13 +193,33 @@ func TestConcurrent(t *testing.T) {
 	for i := range c.shards {
 		s := &c.shards[i]
 		require.LessOrEqual(t, s.size, s.capacity)
-		require.Len(t, s.m, countLRU(s))
-		require.Len(t, s.m, countFiles(s))
+		n := countIndex(s)
+		require.Equal(t, n, countLRU(s))
+		require.Equal(t, n, countFiles(s))
+		require.EqualValues(t, n, s.count.Load())
 		size += s.size
-		count += int64(len(s.m))
+		count += int64(n)
 	}
 	require.Equal(t, size, c.Size())
 	require.Equal(t, count, c.Count())
+}
+
+// countIndex counts the entries in s's index, checking that each chain
+// holds only its bucket's entries, newest first, none of them removed.
+func countIndex(s *shard) int {
+	t := s.table.Load()
+	n := 0
+	for i := range t.buckets {
+		var newer *entry
+		for e := t.buckets[i].Load(); e != nil; e = e.hnext.Load() {
+			if e.hash&t.mask != uint64(i) || e.removed.Load() || (newer != nil && e.seq >= newer.seq) {
+				panic(fmt.Sprintf("bucket %d: entry %v misplaced, removed or out of order", i, e.key))
+			}
+			newer = e
+			n++
+		}
+	}
+	return n
 }
 
 // countFiles counts the blocks on s's per-file lists, checking that each
@@ -212,7 +232,7 @@ func countFiles(s *shard) int {
 			panic(fmt.Sprintf("file %d: the head has a predecessor", file))
 		}
 		for e := head; e != nil; e = e.fnext {
-			if e.key.file != file || s.m[e.key] != e {
+			if e.key.file != file || s.find(e.key, e.hash) != e {
 				panic(fmt.Sprintf("file %d: the list holds block %v, not cached as such", file, e.key))
 			}
 			if e.fnext != nil && e.fnext.fprev != e {
@@ -229,14 +249,14 @@ func countFiles(s *shard) int {
 func countLRU(s *shard) int {
 	n := 0
 	for e := s.lru.next; e != &s.lru; e = e.next {
-		if e.prot {
+		if e.prot.Load() {
 			panic("a protected block on the probationary list")
 		}
 		n++
 	}
 	var prot int64
 	for e := s.plru.next; e != &s.plru; e = e.next {
-		if !e.prot {
+		if !e.prot.Load() {
 			panic("a probationary block on the protected list")
 		}
 		prot += e.val.Charge()
@@ -296,9 +316,11 @@ func TestValueReferences(t *testing.T) {
 }
 
 // A steady stream of misses (Alloc, Set, Release, evictions) reuses block
-// memory instead of allocating.
+// memory: an insert allocates its entry (entries are never reused, so that
+// Lookup can read them without the lock), not its block.
 func TestMissStreamDoesNotAllocate(t *testing.T) {
 	c := New(numShards * 16 << 10)
+	c.admitAll = true // every miss is inserted and evicts
 	off := uint64(0)
 	fill := func() {
 		v := Alloc(4000)
@@ -310,7 +332,7 @@ func TestMissStreamDoesNotAllocate(t *testing.T) {
 		fill()
 	}
 	allocs := testing.AllocsPerRun(2000, fill)
-	require.Less(t, allocs, 0.05)
+	require.LessOrEqual(t, allocs, 1.05)
 }
 
 // BenchmarkMissChurn is the read path of a cache far smaller than the data
@@ -449,12 +471,12 @@ func TestDoorkeeper(t *testing.T) {
 	}
 	t.Logf("%d of %d blocks read once cached (false positives of %d bits)", admitted, len(stream), bits)
 	require.Less(t, admitted, len(stream)/4, "blocks read once were cached")
-	require.Positive(t, target.doorSet, "the stream set bits")
+	require.Positive(t, target.doorSet.Load(), "the stream set bits")
 	require.EqualValues(t, 1+len(stream)-admitted, c.NotAdmitted(), "blocks kept out are counted")
 	for _, off := range offs[11+bits/4-1 : 11+bits/2] {
 		set(c, 7, off, 100, 3)
 	}
-	require.Less(t, target.doorSet, bits/4, "the doorkeeper cleared")
+	require.Less(t, target.doorSet.Load(), int64(bits/4), "the doorkeeper cleared")
 }
 
 // TestLookupAdmits: Lookup says on a miss whether Set would cache the

@@ -131,14 +131,8 @@ func (v *Value) TryAcquireCached() bool {
 	if v.class >= 0 || !v.cached.Load() {
 		return false
 	}
-	for {
-		n := v.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if v.refs.CompareAndSwap(n, n+1) {
-			break
-		}
+	if !v.tryAcquire() {
+		return false
 	}
 	if !v.used.Load() {
 		v.used.Store(true)
@@ -160,6 +154,22 @@ func (v *Value) Bytes() []byte { return v.buf }
 // acquire adds a reference. REQUIRES: the caller holds one, or the shard
 // lock of a cache holding one.
 func (v *Value) acquire() { v.refs.Add(1) }
+
+// tryAcquire adds a reference unless none is left (the Value is free, or
+// back in its pool). A pooled Value may have been taken again by Alloc
+// for another block: the caller must then find out that it holds the
+// wrong block, and Release it, without reading it (see Cache.tryHit).
+func (v *Value) tryAcquire() bool {
+	for {
+		n := v.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if v.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
 
 // Release gives back one reference.
 func (v *Value) Release() {
