@@ -97,7 +97,9 @@ type shard struct {
 	table    atomic.Pointer[index]
 	door     []atomic.Uint64
 	capacity int64
-	_        [40]byte
+	// Pads of a whole line between the groups keep them off each other's
+	// lines however the shard is aligned.
+	_ [64]byte
 	// Written by inserts and evictions (under mu), read by every Lookup
 	// (the room check) and by the lock-free size readers (Size,
 	// KindSize, Count, limit): per shard, so that a miss on one core and
@@ -107,7 +109,7 @@ type shard struct {
 	lastCharge atomic.Int64 // the charge of the block inserted last (Lookup's measure of room)
 	// doorSet counts the doorkeeper's bits set since it was last cleared.
 	doorSet atomic.Int64
-	_       [8]byte
+	_       [64]byte
 	// Guarded by mu.
 	mu       sync.Mutex
 	size     int64 // sum of the charges
@@ -122,10 +124,16 @@ type shard struct {
 
 // stats is one stripe of the cache's counters: a Lookup on one processor
 // writes its own line (see percpu).
+//
+// A stripe is two lines long, its counters at the front: however the
+// array is aligned, two stripes' counters never share a line.
 type stats struct {
 	hits, misses atomic.Int64
 	passed       atomic.Int64 // data blocks the doorkeeper kept out
-	_            [40]byte
+	// lost counts Lookups that found an entry removed before they could
+	// take its block (tests check that they reach the case).
+	lost atomic.Int64
+	_    [128 - 32]byte
 }
 
 // Cache is a sharded LRU block cache. Create it with New.
@@ -275,7 +283,14 @@ func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 	}
 	k := key{file, off}
 	s, h := c.shard(k)
-	if e := s.find(k, h); e != nil {
+	// A second walk when the entry found was removed meanwhile: the
+	// block may have been cached again, and a miss would read it from
+	// the file and replace the new entry.
+	for range 2 {
+		e := s.find(k, h)
+		if e == nil {
+			break
+		}
 		if v := c.tryHit(s, e); v != nil {
 			c.stripe().hits.Add(1)
 			return v, true, false
@@ -301,10 +316,12 @@ func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 func (c *Cache) tryHit(s *shard, e *entry) *Value {
 	v := e.val
 	if !v.tryAcquire() {
+		c.stripe().lost.Add(1)
 		return nil
 	}
 	if e.removed.Load() {
 		v.Release()
+		c.stripe().lost.Add(1)
 		return nil
 	}
 	if e.prot.Load() {
@@ -462,8 +479,8 @@ func doorkeeperBits(capacity int64) int {
 }
 
 // admit reports whether the full shard s caches block k: whether k's bit
-// was already set. It sets the bit otherwise; the Lookup that sets the
-// quarter-th bit clears them all. Safe without s.mu: a bit set or cleared
+// was already set. It sets the bit otherwise; a Lookup that finds a
+// quarter of the bits set clears them all. Safe without s.mu: a bit set or cleared
 // by a racing Lookup only moves one block's admission by one miss.
 func (s *shard) admit(k key) bool {
 	h := k.file*0xc2b2ae3d27d4eb4f + k.off*0x9e3779b97f4a7c15
@@ -474,11 +491,14 @@ func (s *shard) admit(k key) bool {
 	if w.Load()&m != 0 || w.Or(m)&m != 0 {
 		return true
 	}
-	if quarter := int64(len(s.door) * 64 / 4); s.doorSet.Add(1) == quarter {
+	// The count is reset in the same step that decides who clears: a
+	// Lookup that stalls between the two cannot leave the count past the
+	// quarter for good (which would stop the clearing and, once every bit
+	// is set, admit every block).
+	if n := s.doorSet.Add(1); n >= int64(len(s.door)*64/4) && s.doorSet.CompareAndSwap(n, 0) {
 		for i := range s.door {
 			s.door[i].Store(0)
 		}
-		s.doorSet.Add(-quarter)
 	}
 	return false
 }
