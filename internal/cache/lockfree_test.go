@@ -60,6 +60,30 @@ func TestLookupConcurrent(t *testing.T) {
 		{2, 256, func(uint64) int { return 1024 }},
 		{4, 3000, func(off uint64) int { return 16 + int(off%64) }},
 	} {
+		// A lost race takes two Lookups running at once: on a machine
+		// busy with other tests the goroutines may barely overlap, so
+		// round 1 runs again (new seeds) until it sees one.
+		for attempt := uint64(0); ; attempt++ {
+			if attempt > 0 {
+				t.Logf("no lost race yet: again")
+			}
+			lost := runLookupRound(t, seed+attempt, ops, r.files, r.offs, r.size)
+			if r.offs != 256 || lost > 0 {
+				break
+			}
+			require.Less(t, attempt, uint64(50), "no Lookup found an entry removed under it")
+		}
+	}
+}
+
+// runLookupRound is one round of TestLookupConcurrent; it returns the
+// lost races it saw.
+func runLookupRound(t *testing.T, seed uint64, ops int, files, offs uint64, size func(uint64) int) int64 {
+	r := struct {
+		files, offs uint64
+		size        func(off uint64) int
+	}{files, offs, size}
+	{
 		c := New(numShards * 8 << 10)
 		var wg sync.WaitGroup
 		var hits, misses, wrong atomic.Int64
@@ -133,10 +157,10 @@ func TestLookupConcurrent(t *testing.T) {
 		require.Equal(t, size, c.Size())
 		if r.offs == 256 {
 			require.Positive(t, c.NotAdmitted(), "no miss was kept out")
-			require.Positive(t, lost, "no Lookup found an entry removed under it")
 		} else {
 			require.Positive(t, grown, "no index grew")
 		}
+		return lost
 	}
 }
 
