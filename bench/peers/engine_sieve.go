@@ -43,6 +43,10 @@ func init() {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), 4 MiB memtables", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			memTableSize: 4 << 20}
 	})
+	register("sieve-noseek", 20, false, "sievedb/sieve, filter.Bloom(bits) (blocked), DisableSeekCompactions (no seek-triggered flushes or compactions)", func() Engine {
+		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), DisableSeekCompactions", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
+			noSeek: true}
+	})
 	register("sieve-monkey", 15, false, "sievedb/sieve, filter.Bloom(bits) with MonkeyFilters allocation", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), MonkeyFilters (bits/key per level, same total)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			alloc: sieve.MonkeyFilters}
@@ -58,6 +62,7 @@ type sieveEngine struct {
 	// Options.PartitionAbove at 3/4 of the cache.
 	partitioned, budgetPartitioned bool
 	memTableSize                   int64 // Options.MemTableSize; 0: sieve's default
+	noSeek                         bool  // Options.DisableSeekCompactions
 	blockSize                      int   // Options.BlockSize; 0: sieve's default (SIEVE_BLOCK_SIZE sets it)
 	cfg                            Config
 	db                             *sieve.DB
@@ -86,6 +91,7 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 		CacheIndexAndFilterBlocks: e.charged,
 		PartitionIndexAndFilters:  e.partitioned,
 		PartitionAbove:            map[bool]int64{true: cfg.CacheBytes * 3 / 4}[e.budgetPartitioned],
+		DisableSeekCompactions:    e.noSeek,
 	})
 	if err != nil {
 		return err
