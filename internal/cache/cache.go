@@ -22,8 +22,8 @@
 // the shard's limit (its least recently used block falls back to the head
 // of the probationary segment; one hit through Lookup since demotion last
 // passed it gets a second chance instead, so the protected segment is a
-// CLOCK and a hit on a protected block takes no lock). Eviction takes the probationary segment's
-// least recently used block first. A block read once — a scan's next
+// CLOCK and a hit on a protected block takes no lock). Eviction takes the
+// probationary segment's least recently used block first. A block read once — a scan's next
 // block, a cold key's — so leaves without pushing out blocks that were
 // hit. On YCSB E's access pattern (scrambled zipfian scans of 1..100
 // entries over 1M records, 8 MiB of 3 KiB blocks) a trace simulation gave
@@ -112,7 +112,6 @@ type shard struct {
 	_       [64]byte
 	// Guarded by mu.
 	mu       sync.Mutex
-	size     int64 // sum of the charges
 	seq      uint64
 	files    map[uint64]*entry // file number -> head of that file's list
 	lru      entry             // sentinel of the probationary LRU list of data blocks
@@ -204,7 +203,7 @@ func New(capacity int64) *Cache {
 }
 
 // hash mixes a block's key; its top bits pick the shard, its low bits the
-// index bucket (see bucketHash).
+// index bucket.
 func hash(k key) uint64 {
 	h := k.file*0x9e3779b97f4a7c15 + k.off*0xc2b2ae3d27d4eb4f
 	h ^= h >> 31
@@ -296,15 +295,10 @@ func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 			return v, true, false
 		}
 	}
-	st := c.stripe()
-	st.misses.Add(1)
+	c.stripe().misses.Add(1)
 	// Room for a block like the last one inserted: a full shard sits just
 	// under its limit (blocks differ in size), which is not room.
-	if c.admitAll || s.kindSize[KindData].Load()+s.lastCharge.Load() <= c.limit(s) || s.admit(k) {
-		return nil, false, true
-	}
-	st.passed.Add(1)
-	return nil, false, false
+	return nil, false, c.admits(s, k, s.lastCharge.Load(), c.limit(s))
 }
 
 // tryHit takes a reference on the block of e, a data entry found in s
@@ -341,12 +335,12 @@ func (c *Cache) tryHit(s *shard, e *entry) *Value {
 	return v
 }
 
-// admitLocked reports whether data shard s (of limit limit) caches block
-// k of charge charge: when it has room for it, or else when the
-// doorkeeper saw k miss before (admit); a block kept out is counted.
-// REQUIRES: s.mu is held.
-func (c *Cache) admitLocked(s *shard, k key, charge, limit int64) bool {
-	if c.admitAll || s.size+charge <= limit || s.admit(k) {
+// admits reports whether data shard s (of limit limit) caches block k of
+// charge charge: when it has room for it, or else when the doorkeeper saw
+// k miss before (admit); a block kept out is counted. Lookup asks without
+// the lock, SetKind under it.
+func (c *Cache) admits(s *shard, k key, charge, limit int64) bool {
+	if c.admitAll || s.held()+charge <= limit || s.admit(k) {
 		return true
 	}
 	c.stripe().passed.Add(1)
@@ -444,7 +438,7 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	if charge > limit {
 		return
 	}
-	if old == nil && !c.admitLocked(s, k, charge, limit) {
+	if old == nil && !c.admits(s, k, charge, limit) {
 		return
 	}
 	// Room first, then the block: the shard never holds more than its
@@ -480,8 +474,9 @@ func doorkeeperBits(capacity int64) int {
 
 // admit reports whether the full shard s caches block k: whether k's bit
 // was already set. It sets the bit otherwise; a Lookup that finds a
-// quarter of the bits set clears them all. Safe without s.mu: a bit set or cleared
-// by a racing Lookup only moves one block's admission by one miss.
+// quarter of the bits set clears them all. Safe without s.mu: a bit set
+// or cleared by a racing Lookup only moves one block's admission by one
+// miss.
 func (s *shard) admit(k key) bool {
 	h := k.file*0xc2b2ae3d27d4eb4f + k.off*0x9e3779b97f4a7c15
 	h ^= h >> 29
@@ -538,7 +533,7 @@ func (c *Cache) setMeta(k key, v *Value, kind Kind) {
 // instead, once. REQUIRES: c.meta.mu is held.
 func (c *Cache) trimMeta(limit int64) {
 	s := &c.meta
-	for chances := s.count.Load(); s.size > limit && s.hlru.prev != &s.hlru; {
+	for chances := s.count.Load(); s.held() > limit && s.hlru.prev != &s.hlru; {
 		victim := s.hlru.prev
 		if chances > 0 && victim.val.used.Swap(false) {
 			chances--
@@ -582,7 +577,6 @@ func (c *Cache) insert(s *shard, k key, h uint64, v *Value, kind Kind, charge in
 	if s == &c.meta {
 		v.cached.Store(true)
 	}
-	s.size += charge
 	s.lastCharge.Store(charge)
 	s.kindSize[kind].Add(charge)
 	s.count.Add(1)
@@ -599,7 +593,7 @@ func (c *Cache) limit(s *shard) int64 {
 // first (the probationary segment's, then the protected one's), least
 // recently used first. REQUIRES: s.mu is held.
 func (c *Cache) trim(s *shard, limit int64) {
-	for s.size > limit {
+	for s.held() > limit {
 		victim := s.lru.prev
 		if victim == &s.lru {
 			victim = s.plru.prev
@@ -753,11 +747,20 @@ func (c *Cache) remove(s *shard, e *entry) {
 	if e.prot.Load() {
 		s.protSize -= charge
 	}
-	s.size -= charge
 	s.kindSize[e.kind].Add(-charge)
 	e.val.forget()
 	s.count.Add(-1)
 	e.val.Release()
+}
+
+// held returns the charges of the blocks s holds (a data shard holds
+// data blocks only, the meta pool index and filter blocks).
+func (s *shard) held() int64 {
+	var n int64
+	for k := range numKinds {
+		n += s.kindSize[k].Load()
+	}
+	return n
 }
 
 func (s *shard) unlinkLRU(e *entry) {

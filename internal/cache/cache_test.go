@@ -81,7 +81,7 @@ func TestLRUEviction(t *testing.T) {
 	for _, off := range offs[:10] {
 		set(c, 7, off, 100, byte(off))
 	}
-	require.EqualValues(t, 1000, target.size)
+	require.EqualValues(t, 1000, target.held())
 	// Touch the oldest so that the second oldest is evicted next.
 	_, ok := get(c, 7, offs[0])
 	require.True(t, ok)
@@ -90,7 +90,7 @@ func TestLRUEviction(t *testing.T) {
 	require.True(t, ok, "recently used block evicted")
 	_, ok = get(c, 7, offs[1])
 	require.False(t, ok, "least recently used block kept")
-	require.LessOrEqual(t, target.size, target.capacity)
+	require.LessOrEqual(t, target.held(), target.capacity)
 
 	// A block bigger than a shard is not cached, and replaces nothing stale.
 	set(c, 7, offs[0], 2000, 9)
@@ -192,12 +192,12 @@ func TestConcurrent(t *testing.T) {
 	var size, count int64
 	for i := range c.shards {
 		s := &c.shards[i]
-		require.LessOrEqual(t, s.size, s.capacity)
+		require.LessOrEqual(t, s.held(), s.capacity)
 		n := countIndex(s)
 		require.Equal(t, n, countLRU(s))
 		require.Equal(t, n, countFiles(s))
 		require.EqualValues(t, n, s.count.Load())
-		size += s.size
+		size += s.held()
 		count += int64(n)
 	}
 	require.Equal(t, size, c.Size())
@@ -398,7 +398,7 @@ func TestSegmentedLRU(t *testing.T) {
 	}
 	_, ok = get(c, 7, offs[0])
 	require.True(t, ok, "a block hit once was evicted by blocks read once")
-	require.LessOrEqual(t, target.size, target.capacity)
+	require.LessOrEqual(t, target.held(), target.capacity)
 
 	// Hit 10 blocks: the protected segment keeps at most 2/3 of the
 	// shard (6 blocks of 100 bytes), the rest fall back to probation,
@@ -420,11 +420,11 @@ func TestSegmentedLRU(t *testing.T) {
 		}
 	}
 	require.Equal(t, 6, kept, "protected blocks kept")
-	require.LessOrEqual(t, target.size, target.capacity)
+	require.LessOrEqual(t, target.held(), target.capacity)
 	// Removing a protected block gives its charge back.
 	c.EvictFile(7)
 	require.Zero(t, target.protSize)
-	require.Zero(t, target.size)
+	require.Zero(t, target.held())
 }
 
 // TestDoorkeeper: a full shard caches a block at its second miss within
@@ -437,7 +437,7 @@ func TestDoorkeeper(t *testing.T) {
 	for _, off := range offs[:10] { // room: cached at once
 		set(c, 7, off, 100, 1)
 	}
-	require.EqualValues(t, 1000, target.size)
+	require.EqualValues(t, 1000, target.held())
 	require.EqualValues(t, 10, c.Count())
 	// Full: the first miss of a new block passes by.
 	set(c, 7, offs[10], 100, 2)
@@ -452,7 +452,7 @@ func TestDoorkeeper(t *testing.T) {
 	b, ok := get(c, 7, offs[10])
 	require.True(t, ok, "the second miss did not cache the block")
 	require.Equal(t, byte(2), b[0])
-	require.LessOrEqual(t, target.size, target.capacity)
+	require.LessOrEqual(t, target.held(), target.capacity)
 	_, ok = c.Peek(7, offs[0])
 	require.False(t, ok, "the least recently used block was not the one evicted")
 
@@ -521,7 +521,7 @@ func TestLookupFullShardAsksDoorkeeper(t *testing.T) {
 	for i, off := range offs[:100] { // 90..129 bytes each: the shard ends just under 1000
 		set(c, 7, off, 90+i%40, 1)
 	}
-	require.Less(t, target.size, target.capacity, "the shard is just under its limit")
+	require.Less(t, target.held(), target.capacity, "the shard is just under its limit")
 	before := c.NotAdmitted()
 	kept := 0
 	for _, off := range offs[100:] {

@@ -145,8 +145,8 @@ func runLookupRound(t *testing.T, seed uint64, ops int, files, offs uint64, size
 			require.Equal(t, n, countLRU(s))
 			require.Equal(t, n, countFiles(s))
 			require.EqualValues(t, n, s.count.Load())
-			require.LessOrEqual(t, s.size, s.capacity)
-			size += s.size
+			require.LessOrEqual(t, s.held(), s.capacity)
+			size += s.held()
 		}
 		t.Logf("%d blocks: %d hits, %d misses, %d not admitted, %d lost races, %d indexes grown",
 			r.files*r.offs, hits.Load(), misses.Load(), c.NotAdmitted(), lost, grown)
