@@ -20,9 +20,9 @@ import (
 // The hot path takes no lock: an open table's entry is published in its
 // FileMetadata (TableCache), and get takes a reference on it in the
 // caller's processor's stripe (percpu.Ref), which fails once the entry is
-// evicted, in which case it falls back to the locked path. Such hits do not move the
-// entry in the LRU list; they mark it used, and eviction gives a used entry
-// a second chance (CLOCK) instead.
+// evicted, in which case it falls back to the locked path. Such hits do
+// not move the entry in the LRU list; they mark it used, and eviction
+// gives a used entry a second chance (CLOCK) instead.
 type tableCache struct {
 	db    *DB
 	cache *cache.Cache // the block cache; nil when disabled
