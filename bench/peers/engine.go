@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -165,26 +166,53 @@ func engineNames() string {
 // compacting in the background.
 type busyEngine interface{ Busy() bool }
 
-// settle waits until e's background flushes and compactions are done (seen
-// idle twice, 10 ms apart; at most a minute) and returns how long that
-// took, so that the work one engine's writes left behind does not run
-// during the next engine's round. An engine that cannot tell returns at
-// once.
+// settle waits until e's background flushes and compactions are done and
+// returns how long that took, so that the work one engine's writes left
+// behind does not run during the next engine's round (and the next
+// engine's figures). An engine that can tell (busyEngine) is polled until
+// it is seen idle twice, 10 ms apart; then, for every engine, the process
+// must have used under quietCPU of CPU in each of two 10 ms windows in a
+// row: goleveldb and Badger cannot tell, and their compactions otherwise
+// ran on into the next engine's round. Each wait gives up after a minute.
 func settle(e Engine) time.Duration {
-	b, ok := e.(busyEngine)
-	if !ok {
-		return 0
-	}
 	start := time.Now()
-	for idle := 0; idle < 2 && time.Since(start) < time.Minute; {
-		if b.Busy() {
-			idle = 0
+	if b, ok := e.(busyEngine); ok {
+		for idle := 0; idle < 2 && time.Since(start) < time.Minute; {
+			if b.Busy() {
+				idle = 0
+			} else {
+				idle++
+			}
+			if idle < 2 {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}
+	quietStart := time.Now()
+	last := processCPU()
+	for quiet := 0; quiet < 2 && time.Since(quietStart) < time.Minute; {
+		time.Sleep(10 * time.Millisecond)
+		now := processCPU()
+		if now-last < quietCPU {
+			quiet++
 		} else {
-			idle++
+			quiet = 0
 		}
-		if idle < 2 {
-			time.Sleep(10 * time.Millisecond)
-		}
+		last = now
 	}
 	return time.Since(start)
+}
+
+// quietCPU is the process CPU time under which a 10 ms window counts as
+// quiet in settle: a tenth of one processor (a compaction or a flush
+// keeps one busy; the harness's own sleeping costs microseconds).
+const quietCPU = time.Millisecond
+
+// processCPU is the process's user and system CPU time so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -80,7 +81,14 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 		}
 		e.blockSize = n
 	}
+	// SIEVE_LOG=1 logs every sieve engine's flushes and compactions
+	// (Options.Logger) to stderr, with the time each took.
+	var logger *slog.Logger
+	if os.Getenv("SIEVE_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, nil)).With("db", dir)
+	}
 	db, err := sieve.Open(dir, &sieve.Options{
+		Logger:           logger,
 		BlockCacheSize:   cfg.CacheBytes,
 		MemTableSize:     e.memTableSize,
 		BlockSize:        e.blockSize,
