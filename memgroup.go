@@ -23,7 +23,7 @@ type memGroup struct {
 	// seeks counts the iterator seeks that merged the group while it was
 	// mutable, beside other sources; windowSeq is the visible sequence
 	// number at the start of the current window of memSeekWindow of
-	// them (0: none started); flushAsked is set once a window asked for
+	// them (stored by the first); flushAsked is set once a window asked for
 	// the group's rotation (seekcompact.go).
 	seeks      atomic.Int64
 	windowSeq  atomic.Uint64

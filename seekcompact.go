@@ -209,14 +209,26 @@ const memSeekWindow = 1024
 
 // chargeMem charges the mutable group g one seek and, at the end of each
 // window, asks for its rotation if the window was read-mostly.
+//
+// The first window starts at the group's first charge: a read-mostly
+// phase that begins on a full memtable (YCSB E after A-D) rotates it after
+// memSeekWindow seeks, not twice that many, each merging the whole
+// memtable. Should a racing charge end the first window before that
+// charge stored its start, the window counts every write since the
+// database opened and rotates nothing.
 func (db *DB) chargeMem(g *memGroup) {
-	if g.seeks.Add(1)%memSeekWindow != 0 {
+	n := g.seeks.Add(1)
+	if n == 1 {
+		g.windowSeq.Store(db.visibleSeq.Load())
+		return
+	}
+	if n%memSeekWindow != 0 {
 		return
 	}
 	seq := db.visibleSeq.Load()
 	start := g.windowSeq.Swap(seq)
-	if start == 0 || start > seq {
-		return // the first window starts here
+	if start > seq {
+		return
 	}
 	if (seq-start)*readMostlyRatio > memSeekWindow || g.size() < db.opts.MemTableSize/4 {
 		return
