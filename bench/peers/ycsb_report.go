@@ -24,8 +24,12 @@ func (rep *ycsbReport) write(w io.Writer) {
 	fmt.Fprintf(w, "bench/peers ycsb  records=%d  ops/workload=%d  clients=%d  keys=%dB  values=%dB  cache=%.1fMiB  bloom=%d bits/key  rounds=%d  seed=%d\n",
 		o.n, o.ops, o.threads, keyLen, valueLen, o.cacheMiB, o.bits, o.rounds, o.seed)
 	fmt.Fprintf(w, "%s, GOMAXPROCS=%d, %s; started %s, total %.0fs\ncommand: %s\n", rep.GoVersion, rep.GOMAXPROCS, rep.CPU, rep.Started, rep.TotalSeconds, rep.Command)
-	fmt.Fprintf(w, "keys: A-C, E, F scrambled zipfian (0.99), D skewed latest (%.2f); E scans 1..%d entries with a new iterator each; one field of %d B per record; %s\n\n",
-		o.theta, o.scanMax, valueLen, map[bool]string{true: "flushed and compacted after the load", false: "no compaction after the load (the LSM as the load left it)"}[o.compact])
+	warm := ""
+	if o.warmup > 0 {
+		warm = fmt.Sprintf("; each round starts with %.0f%% of its operations in untimed point reads (-warmup)", 100*o.warmup)
+	}
+	fmt.Fprintf(w, "keys: A-C, E, F scrambled zipfian (0.99), D skewed latest (%.2f); E scans 1..%d entries with a new iterator each; one field of %d B per record; %s%s\n\n",
+		o.theta, o.scanMax, valueLen, map[bool]string{true: "flushed and compacted after the load", false: "no compaction after the load (the LSM as the load left it)"}[o.compact], warm)
 	for _, r := range rep.Engines {
 		fmt.Fprintf(w, "  %-10s %s\n  %-10s after load: %s\n", r.Name, r.Describe, "", r.Shape)
 		for _, wl := range rep.Workloads {

@@ -70,8 +70,11 @@ func TestScrambledAndLatestStayInRange(t *testing.T) {
 // engine: no error, and no wrong result.
 func TestYCSBAndSyncWriteRun(t *testing.T) {
 	var out bytes.Buffer
-	if err := runYCSBCmd([]string{"-n=2000", "-ops=1500", "-threads=2", "-rounds=2", "-dir=" + t.TempDir()}, &out); err != nil {
+	if err := runYCSBCmd([]string{"-n=2000", "-ops=1500", "-threads=2", "-rounds=2", "-warmup=0.5", "-dir=" + t.TempDir()}, &out); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "each round starts with 50% of its operations in untimed point reads") {
+		t.Errorf("report does not name the warm-up:\n%s", out.String())
 	}
 	rows := 0
 	for _, line := range strings.Split(out.String(), "\n") {
@@ -96,6 +99,9 @@ func TestYCSBAndSyncWriteRun(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "4: WAL fsyncs/op") {
 		t.Errorf("syncwrite report:\n%s", out.String())
+	}
+	if _, err := parseYCSBFlags([]string{"-warmup=-1"}); err == nil {
+		t.Error("a negative -warmup was accepted")
 	}
 	if _, err := parseYCSBFlags([]string{"-engines=pebble-l6f", "-baseline=pebble-l6f"}); err != nil {
 		t.Fatal(err)
