@@ -214,8 +214,9 @@ const memSeekWindow = 1024
 // phase that begins on a full memtable (YCSB E after A-D) rotates it after
 // memSeekWindow seeks, not twice that many, each merging the whole
 // memtable. Should a racing charge end the first window before that
-// charge stored its start, the window counts every write since the
-// database opened and rotates nothing.
+// charge stored its start, the window compares every write the database
+// has made with its seeks (a start of 0), which in all but a nearly empty
+// database is not read-mostly: that window rotates nothing.
 func (db *DB) chargeMem(g *memGroup) {
 	n := g.seeks.Add(1)
 	if n == 1 {
