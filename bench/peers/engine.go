@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -210,9 +209,6 @@ const quietCPU = time.Millisecond
 
 // processCPU is the process's user and system CPU time so far.
 func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu, _ := processUsage()
+	return cpu
 }

@@ -97,13 +97,19 @@ type sample struct {
 	steal       time.Duration // machine-wide CPU time the hypervisor gave to others (/proc/stat)
 }
 
+// processUsage is the process's user and system CPU time and its page
+// faults so far (zero if getrusage fails).
+func processUsage() (cpu time.Duration, faults int64) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Minflt + ru.Majflt
+}
+
 func takeSample() sample {
 	s := sample{wall: time.Now(), steal: stealTime()}
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		s.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-		s.faults = ru.Minflt + ru.Majflt
-	}
+	s.cpu, s.faults = processUsage()
 	if f, err := os.Open("/proc/self/io"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
