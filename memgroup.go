@@ -14,6 +14,9 @@ type memGroup struct {
 	logNum uint64
 	// filterBits sizes each memtable's key filter (0: none).
 	filterBits int64
+	// hugePages: the memtables advise their memory for huge pages
+	// (memtable.UseHugePages; see DB.memHugePages).
+	hugePages bool
 	// prefix returns a family's prefix function, which its memtable's
 	// key filter also holds (nil: none).
 	prefix func(cf uint32) prefixFunc
@@ -30,8 +33,8 @@ type memGroup struct {
 	flushAsked atomic.Bool
 }
 
-func newMemGroup(logNum uint64, filterBits int64, prefix func(cf uint32) prefixFunc) *memGroup {
-	g := &memGroup{logNum: logNum, filterBits: filterBits, prefix: prefix}
+func newMemGroup(logNum uint64, filterBits int64, hugePages bool, prefix func(cf uint32) prefixFunc) *memGroup {
+	g := &memGroup{logNum: logNum, filterBits: filterBits, hugePages: hugePages, prefix: prefix}
 	empty := []*memtable.MemTable{}
 	g.tables.Store(&empty)
 	return g
@@ -57,6 +60,9 @@ func (g *memGroup) tableForWrite(cf uint32) *memtable.MemTable {
 	ts := make([]*memtable.MemTable, n)
 	copy(ts, old)
 	ts[cf] = memtable.NewWithFilter(g.filterBits)
+	if g.hugePages {
+		ts[cf].UseHugePages()
+	}
 	if g.prefix != nil {
 		pf := g.prefix(cf)
 		ts[cf].SetPrefix(pf.fn, pf.name)
@@ -114,6 +120,18 @@ type cfMemTable struct {
 
 // memFilterBits is the size of each memtable's key filter: MemTableSize ×
 // memtable.FilterBitsPerByte.
+// hugePageMemTableSize is the least MemTableSize whose memtables advise
+// their memory for huge pages (Options.DisableMemTableHugePages): four
+// 2 MiB pages. A smaller memtable would map more in huge pages than it
+// fills.
+const hugePageMemTableSize = 8 << 20
+
+// memHugePages reports whether new memtables advise their memory for huge
+// pages.
+func (db *DB) memHugePages() bool {
+	return !db.opts.DisableMemTableHugePages && db.opts.MemTableSize >= hugePageMemTableSize
+}
+
 func (db *DB) memFilterBits() int64 {
 	return int64(float64(db.opts.MemTableSize) * memtable.FilterBitsPerByte)
 }

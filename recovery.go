@@ -80,7 +80,7 @@ func (db *DB) recover(d dirState) error {
 	db.mu.imm = recovered
 	db.mu.wals = logs
 	if db.opts.ReadOnly {
-		db.mu.mem = newMemGroup(0, db.memFilterBits(), db.cfPrefix)
+		db.mu.mem = newMemGroup(0, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
 		db.updateReadStateLocked()
 		db.mu.Unlock()
 		return nil
@@ -89,7 +89,7 @@ func (db *DB) recover(d dirState) error {
 		db.mu.Unlock()
 		return err
 	}
-	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.cfPrefix)
+	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
 	minLive := db.minLiveWALLocked()
 	db.updateReadStateLocked()
 	db.mu.Unlock()
@@ -175,7 +175,7 @@ func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := newMemGroup(num, db.memFilterBits(), db.cfPrefix)
+	g := newMemGroup(num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
 	r := wal.NewReader(f, size, num)
 	for first := true; ; first = false {
 		rec, err := r.Next()

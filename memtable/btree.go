@@ -98,6 +98,8 @@ type btree struct {
 	// slabNodes at a time and faulted in ahead (ahead.go).
 	slab  []node
 	slabs ahead[[]node]
+	// huge: slabs are advised for huge pages (MemTable.UseHugePages).
+	huge bool
 }
 
 // newNode returns a zero node from the slab. The nodes of a slab share
@@ -105,7 +107,11 @@ type btree struct {
 // B-tree never frees a node).
 func (t *btree) newNode() *node {
 	if len(t.slab) == 0 {
-		t.slab = t.slabs.take(newSlab)
+		alloc := newSlab
+		if t.huge {
+			alloc = newHugeSlab
+		}
+		t.slab = t.slabs.take(alloc)
 	}
 	x := &t.slab[0]
 	t.slab = t.slab[1:]

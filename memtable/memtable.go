@@ -135,6 +135,7 @@ type MemTable struct {
 	// Writer-owned arena state; not read by readers.
 	chunk  []byte
 	chunks ahead[[]byte]
+	huge   bool // chunks are advised for huge pages (UseHugePages)
 
 	size    atomic.Int64 // approximate bytes used
 	count   atomic.Int64 // entries
@@ -181,6 +182,18 @@ func NewWithFilter(filterBits int64) *MemTable {
 	return m
 }
 
+// UseHugePages makes the memtable advise the memory of its arena chunks
+// and B-tree nodes for transparent huge pages (madvise MADV_HUGEPAGE, on
+// Linux; elsewhere it does nothing), which makes faulting a large
+// memtable's memory in far cheaper where 4 KiB page faults are costly
+// (ahead.go). Meant for memtables of several MiB: the first touch of an
+// advised 2 MiB range maps all of it. REQUIRES: called before the first
+// Add, by the writer.
+func (m *MemTable) UseHugePages() {
+	m.huge = true
+	m.tree.huge = true
+}
+
 // alloc copies key and value, back to back, into the arena and returns
 // where they start (nil when both are empty).
 func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
@@ -193,7 +206,11 @@ func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
 		b = make([]byte, 0, n)
 	} else {
 		if len(m.chunk)+n > cap(m.chunk) {
-			m.chunk = m.chunks.take(newChunk)
+			alloc := newChunk
+			if m.huge {
+				alloc = newHugeChunk
+			}
+			m.chunk = m.chunks.take(alloc)
 		}
 		b = m.chunk[len(m.chunk):len(m.chunk)]
 		m.chunk = m.chunk[:len(m.chunk)+n]
