@@ -51,9 +51,12 @@ type Options struct {
 	// /sys/kernel/mm/transparent_hugepage/enabled is "madvise" or
 	// "always"), so that a load faults its memory in 2 MiB at a time:
 	// on the VM the benchmarks run on, a 4 KiB page fault costs about
-	// 10 µs and a 1M-key load took 36–40k of them. The advised ranges may
-	// cost up to 2 MiB more resident memory each where the memtable
-	// shares them with other heap objects.
+	// 10 µs and a 1M-key load took 36–40k of them. The cost is resident
+	// memory: an advised range shared with other heap objects maps all of
+	// its 2 MiB, and the kernel's khugepaged may collapse ranges the Go
+	// runtime has since returned to the OS back into huge pages, so the
+	// process's RSS can stay nearer its heap's peak than without the
+	// advice. Set this where that matters more than load speed.
 	DisableMemTableHugePages bool
 	// MaxImmutableMemTables is how many full memtables may wait for a flush
 	// before writes stall. Default 2.
