@@ -11,10 +11,10 @@ import (
 )
 
 func init() {
-	register("pebble", 20, true, "cockroachdb/pebble v1.1.5, db.Get (L6 filters skipped)", func() Engine {
+	register("pebble", 24, true, "cockroachdb/pebble v1.1.5, db.Get (L6 filters skipped)", func() Engine {
 		return &pebbleEngine{}
 	})
-	register("pebble-l6f", 21, true, "pebble v1.1.5, Get = reused iterator with UseL6Filters + SeekPrefixGE", func() Engine {
+	register("pebble-l6f", 25, true, "pebble v1.1.5, Get = reused iterator with UseL6Filters + SeekPrefixGE", func() Engine {
 		return &pebbleEngine{l6f: true}
 	})
 }

@@ -14,10 +14,10 @@ import (
 )
 
 func init() {
-	register("pebble2", 22, false, "cockroachdb/pebble/v2 v2.1.7, db.Get (L6 filters skipped)", func() Engine {
+	register("pebble2", 26, false, "cockroachdb/pebble/v2 v2.1.7, db.Get (L6 filters skipped)", func() Engine {
 		return &pebble2Engine{}
 	})
-	register("pebble2-l6f", 23, false, "pebble/v2 v2.1.7, Get = reused iterator with UseL6Filters + SeekPrefixGE", func() Engine {
+	register("pebble2-l6f", 27, false, "pebble/v2 v2.1.7, Get = reused iterator with UseL6Filters + SeekPrefixGE", func() Engine {
 		return &pebble2Engine{l6f: true}
 	})
 }

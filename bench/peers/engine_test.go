@@ -197,3 +197,16 @@ func TestKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineOrdersUnique: the registry's order fixes the engines' column
+// order in every report; two engines with one order would swap columns
+// between runs.
+func TestEngineOrdersUnique(t *testing.T) {
+	seen := map[int]string{}
+	for name, e := range registry {
+		if other, dup := seen[e.order]; dup {
+			t.Errorf("engines %s and %s share order %d", name, other, e.order)
+		}
+		seen[e.order] = name
+	}
+}
