@@ -35,6 +35,12 @@ type getState struct {
 	// seen is set by visit when any entry for the key was visited; the
 	// table path uses it to tell filter false positives.
 	seen bool
+	// lazy is set while the lookup runs on a read state it holds no
+	// reference on (Get's optimistic pass, getCF): the first table whose
+	// blocks it must read pins lazy first (pinLazy), or fails the pass
+	// with errReadStateRetired. pinned is the state pinLazy pinned, for
+	// the caller to release.
+	lazy, pinned *readState
 	// tomb is the newest sequence number (at most the read's) of a range
 	// tombstone covering key in the sources searched so far: entries
 	// below it are deleted. Sources are searched newest first and a
@@ -107,16 +113,66 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 		}
 	}()
 	p := percpu.Index()
-	rs := db.loadReadStateAt(p)
+	// The optimistic pass: no reference on the read state until a table's
+	// blocks must be read. A Get that the memtables answer, or that every
+	// table's resident filter rules out (an absent key), reads only
+	// garbage-collected memory that nothing frees or reuses while it is
+	// reachable (memtables, the version's metadata, resident filters and
+	// range tombstones), so it needs none: the reference's two atomic
+	// adds on the read state were a sixth of an absent-key Get. The
+	// sequence number is loaded after the state, as readSeq requires.
+	rs := db.rs.Load()
 	if rs == nil {
 		return nil, ErrClosed
 	}
-	defer rs.unrefAt(p)
-	st, err := db.lookupIn(p, rs, cf, key, db.readSeq(snapSeq))
+	st := getState{key: key, hash: memtable.KeyHash(key), p: p, lazy: rs}
+	defer st.unpin()
+	err = db.lookupInto(&st, rs, cf, db.readSeq(snapSeq))
+	if err == errReadStateRetired {
+		// A newer state replaced rs before a table had to be read: its
+		// files may be gone. Start over, pinned from the start.
+		db.metrics.getRestarts.Add(1)
+		rs = db.loadReadStateAt(p)
+		if rs == nil {
+			return nil, ErrClosed
+		}
+		defer rs.unrefAt(p)
+		st, err = db.lookupIn(p, rs, cf, key, db.readSeq(snapSeq))
+	}
 	if err != nil {
 		return nil, err
 	}
 	return db.resolve(cf, &st)
+}
+
+// errReadStateRetired fails an optimistic lookup (getState.lazy) that
+// must read a table of a read state already retired.
+var errReadStateRetired = errors.New("sieve: read state retired")
+
+// pinLazy takes the reference an optimistic lookup defers until it must
+// read a table's blocks, reporting false when the state was retired
+// meanwhile. A state not yet retired has released nothing: its version,
+// and so every table file in it, is still referenced. Pinned, the lookup
+// goes on as if it had pinned the state from the start (the memtables and
+// filters it read before are the state's own, which pinning does not
+// change).
+func (st *getState) pinLazy() bool {
+	if st.lazy == nil {
+		return true
+	}
+	if !st.lazy.refs.TryAcquire(st.p) {
+		return false
+	}
+	st.pinned, st.lazy = st.lazy, nil
+	return true
+}
+
+// unpin releases what pinLazy pinned.
+func (st *getState) unpin() {
+	if st.pinned != nil {
+		st.pinned.unrefAt(st.p)
+		st.pinned = nil
+	}
 }
 
 // readSeq is the sequence number a read reads at: its snapshot's, or the
@@ -167,13 +223,18 @@ func (st *getState) searchMemtables(rs *readState, cf uint32, seq uint64) {
 // seq, counting on stripe p.
 func (db *DB) lookupIn(p int, rs *readState, cf uint32, key []byte, seq uint64) (getState, error) {
 	st := getState{key: key, hash: memtable.KeyHash(key), p: p}
+	err := db.lookupInto(&st, rs, cf, seq)
+	return st, err
+}
+
+// lookupInto is lookupIn filling st, made by the caller (key, hash, p and
+// lazy set).
+func (db *DB) lookupInto(st *getState, rs *readState, cf uint32, seq uint64) error {
 	st.searchMemtables(rs, cf, seq)
 	if !st.done {
-		if err := db.getFromVersion(rs.version, cf, key, seq, &st); err != nil {
-			return st, err
-		}
+		return db.getFromVersion(rs.version, cf, st.key, seq, st)
 	}
-	return st, nil
+	return nil
 }
 
 // operands returns the merge operands found, oldest first (the order
@@ -286,6 +347,9 @@ func (db *DB) pinBelow(lv *manifest.Levels) int {
 func (db *DB) getFromTable(rc *readCounters, f *manifest.FileMetadata, level, pinBelow int, key []byte, seq uint64, st *getState) error {
 	if db.filterRulesOut(rc, f, level, key, seq, st) {
 		return nil
+	}
+	if !st.pinLazy() {
+		return errReadStateRetired
 	}
 	e, err := db.tables.getAt(st.p, f)
 	if err != nil {

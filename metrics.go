@@ -34,8 +34,11 @@ type dbMetrics struct {
 	stalls, stallNanos                              atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns         atomic.Int64
 	multiGets, multiGetKeys, cfDrops                atomic.Int64
-	checkpoints, checkpointLinks, checkpointCopies  atomic.Int64
-	rangeDel                                        rangeDelCounters
+	// getRestarts counts the Gets whose optimistic pass found its read
+	// state retired when it had to read a table (getCF); tests read it.
+	getRestarts                                    atomic.Int64
+	checkpoints, checkpointLinks, checkpointCopies atomic.Int64
+	rangeDel                                       rangeDelCounters
 }
 
 // readStripes is how many copies of the point-lookup counters there are.

@@ -292,6 +292,7 @@ type stressRun struct {
 	rangeDels                                      atomic.Int64
 	flushes, compactions, reopens                  int64
 	seekCompactions, seekFlushes                   int64
+	getRestarts                                    int64 // optimistic Gets restarted pinned (getCF)
 	fill                                           stressFill
 }
 
@@ -971,6 +972,7 @@ func TestStress(t *testing.T) {
 		r.compactions += m.Compaction.Count
 		r.seekCompactions += m.Compaction.SeekTriggered
 		r.seekFlushes += m.Flush.SeekTriggered
+		r.getRestarts += r.db.metrics.getRestarts.Load()
 		r.fill.add(m)
 		require.NoError(t, r.db.Close())
 		r.db = nil
@@ -1007,8 +1009,8 @@ func (r *stressRun) report(seed uint64) {
 	require.Positive(t, r.cfDropped.Load(), "no column family dropped")
 	require.Positive(t, r.ckptsVerified.Load(), "no checkpoint verified")
 	require.Positive(t, r.reopens)
-	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests, %d DeleteRanges, %d seek-triggered compactions, %d seek-triggered flushes",
-		r.prefixReads.Load(), r.ingests.Load(), r.rangeDels.Load(), r.seekCompactions, r.seekFlushes)
+	t.Logf("stress: %d SeekPrefixGE reads checked, %d Ingests, %d DeleteRanges, %d seek-triggered compactions, %d seek-triggered flushes, %d Gets restarted on a retired read state",
+		r.prefixReads.Load(), r.ingests.Load(), r.rangeDels.Load(), r.seekCompactions, r.seekFlushes, r.getRestarts)
 	require.Positive(t, r.prefixReads.Load(), "no SeekPrefixGE read")
 	require.Positive(t, r.ingests.Load(), "no Ingest")
 	require.Positive(t, r.rangeDels.Load(), "no DeleteRange ran")
