@@ -80,3 +80,34 @@ func TestGetOptimisticPass(t *testing.T) {
 	}
 	require.Zero(t, db.metrics.getRestarts.Load(), "no Get raced a retirement here")
 }
+
+// TestGetCountsResidentNegatives: a Get that a table's resident filter rules
+// out counts one negative at the table's level and one table probed, as
+// one that searched the table does (levelFilterCounters.residentNegatives).
+func TestGetCountsResidentNegatives(t *testing.T) {
+	db := openDB(t, &Options{FS: vfs.NewMem()})
+	for i := 0; i < 1000; i++ {
+		require.NoError(t, db.Put([]byte(fmt.Sprintf("key%06d", 2*i)), []byte("v"), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	before := db.Metrics()
+	const gets = 500
+	for i := 0; i < gets; i++ {
+		_, err := db.Get([]byte(fmt.Sprintf("key%06d", 2*i+1)))
+		require.ErrorIs(t, err, ErrNotFound)
+	}
+	after := db.Metrics()
+	var lvl = -1
+	for l := range after.Levels {
+		if after.Levels[l].Filter.Checks > before.Levels[l].Filter.Checks {
+			lvl = l
+		}
+	}
+	require.NotEqual(t, -1, lvl, "no level's filter was checked")
+	b, a := before.Levels[lvl].Filter, after.Levels[lvl].Filter
+	require.EqualValues(t, gets, a.Checks-b.Checks)
+	require.EqualValues(t, gets, (a.Negatives-b.Negatives)+(a.FalsePositives-b.FalsePositives))
+	require.Greater(t, a.Negatives-b.Negatives, int64(gets*9/10))
+	require.EqualValues(t, gets, after.PointLookups.TablesProbed-before.PointLookups.TablesProbed)
+	require.EqualValues(t, gets, after.PointLookups.Gets-before.PointLookups.Gets)
+}
