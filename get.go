@@ -130,8 +130,11 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 	err = db.lookupInto(&st, rs, cf, db.readSeq(snapSeq))
 	if err == errReadStateRetired {
 		// A newer state replaced rs before a table had to be read: its
-		// files may be gone. Start over, pinned from the start.
+		// files may be gone. Start over, pinned from the start. The
+		// first pass's filter probes were made and stay counted; the Get
+		// itself counts once (getFromVersion counts it in each pass).
 		db.metrics.getRestarts.Add(1)
+		db.metrics.readStripe(p).gets.Add(-1)
 		rs = db.loadReadStateAt(p)
 		if rs == nil {
 			return nil, ErrClosed
@@ -176,12 +179,14 @@ func (st *getState) unpin() {
 }
 
 // readSeq is the sequence number a read reads at: its snapshot's, or the
-// latest visible one. REQUIRES: the caller pinned its read state first.
-// The order matters: a compaction that folds a key's operands into one
-// value keeps the newest operand's sequence number and drops the rest
-// (no snapshot protects an unregistered read), so a sequence number
-// loaded before pinning could be older than what the pinned tables hold.
-// Loaded after, it covers everything in them.
+// latest visible one. REQUIRES: the caller loaded its read state first
+// (pinned, or for Get's optimistic pass only loaded: a published state
+// never changes, and pinning it later adds nothing to it). The order
+// matters: a compaction that folds a key's operands into one value keeps
+// the newest operand's sequence number and drops the rest (no snapshot
+// protects an unregistered read), so a sequence number loaded before the
+// state could be older than what the state's tables hold. Loaded after,
+// it covers everything in them.
 func (db *DB) readSeq(snapSeq *uint64) uint64 {
 	if snapSeq != nil {
 		return *snapSeq

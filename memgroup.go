@@ -118,8 +118,6 @@ type cfMemTable struct {
 	t  *memtable.MemTable
 }
 
-// memFilterBits is the size of each memtable's key filter: MemTableSize ×
-// memtable.FilterBitsPerByte.
 // hugePageMemTableSize is the least MemTableSize whose memtables advise
 // their memory for huge pages (Options.DisableMemTableHugePages): four
 // 2 MiB pages. A smaller memtable would map more in huge pages than it
@@ -132,6 +130,8 @@ func (db *DB) memHugePages() bool {
 	return !db.opts.DisableMemTableHugePages && db.opts.MemTableSize >= hugePageMemTableSize
 }
 
+// memFilterBits is the size of each memtable's key filter: MemTableSize ×
+// memtable.FilterBitsPerByte.
 func (db *DB) memFilterBits() int64 {
 	return int64(float64(db.opts.MemTableSize) * memtable.FilterBitsPerByte)
 }

@@ -73,3 +73,21 @@ func TestUseHugePagesReachesTheKernel(t *testing.T) {
 		}
 	}
 }
+
+func TestGodebugSet(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		want bool
+	}{
+		{"", false},
+		{"disablethp=1", true},
+		{"gctrace=1, disablethp=1", true},
+		{"disablethp=0", false},
+		{"disablethp=1,disablethp=0", false},
+		{"xdisablethp=1", false},
+	} {
+		if got := godebugSet(tc.s, "disablethp"); got != tc.want {
+			t.Errorf("godebugSet(%q) = %v, want %v", tc.s, got, tc.want)
+		}
+	}
+}
