@@ -98,7 +98,8 @@ type btree struct {
 	// slabNodes at a time and faulted in ahead (ahead.go).
 	slab  []node
 	slabs ahead[[]node]
-	// huge: slabs are advised for huge pages (MemTable.UseHugePages).
+	// huge: slabs, and the memtable's arena chunks, are advised for huge
+	// pages (MemTable.UseHugePages).
 	huge bool
 }
 

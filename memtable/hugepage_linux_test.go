@@ -110,12 +110,9 @@ func BenchmarkFaultIn(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if huge {
-					// The mapping is not 2 MiB-aligned: the advice covers
-					// the whole 2 MiB pages inside it and past its ends.
-					adviseHuge(unsafe.Pointer(&m[0]), size)
-				}
-				touchPages(unsafe.Pointer(&m[0]), size)
+				// With huge, the advice covers the whole 2 MiB pages the
+				// mapping (not 2 MiB-aligned) overlaps.
+				faultIn(unsafe.Pointer(&m[0]), size, huge)
 				if err := syscall.Munmap(m); err != nil {
 					b.Fatal(err)
 				}

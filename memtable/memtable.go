@@ -135,7 +135,6 @@ type MemTable struct {
 	// Writer-owned arena state; not read by readers.
 	chunk  []byte
 	chunks ahead[[]byte]
-	huge   bool // chunks are advised for huge pages (UseHugePages)
 
 	size    atomic.Int64 // approximate bytes used
 	count   atomic.Int64 // entries
@@ -190,7 +189,6 @@ func NewWithFilter(filterBits int64) *MemTable {
 // advised 2 MiB range maps all of it. REQUIRES: called before the first
 // Add, by the writer.
 func (m *MemTable) UseHugePages() {
-	m.huge = true
 	m.tree.huge = true
 }
 
@@ -207,7 +205,7 @@ func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
 	} else {
 		if len(m.chunk)+n > cap(m.chunk) {
 			alloc := newChunk
-			if m.huge {
+			if m.tree.huge {
 				alloc = newHugeChunk
 			}
 			m.chunk = m.chunks.take(alloc)

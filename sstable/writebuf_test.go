@@ -75,22 +75,7 @@ func BenchmarkMappedFaultIn(b *testing.B) {
 	const size = 64 << 20
 	for _, ws := range []int{256 << 10, writeBufSize} {
 		b.Run(fmt.Sprintf("writes=%dKiB", ws>>10), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "file")
-			f, err := os.Create(path)
-			require.NoError(b, err)
-			buf := make([]byte, ws)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for off := 0; off < size; off += ws {
-				for i := range buf {
-					buf[i] = byte(rng.Uint32())
-				}
-				_, err := f.Write(buf)
-				require.NoError(b, err)
-			}
-			require.NoError(b, f.Close())
-			f, err = os.Open(path)
-			require.NoError(b, err)
-			defer f.Close()
+			f := writeRandomFile(b, size, ws)
 			b.SetBytes(size)
 			var sum byte
 			b.ResetTimer()
@@ -127,22 +112,7 @@ func BenchmarkMappedRandomRead(b *testing.B) {
 	const size = 64 << 20
 	for _, ws := range []int{256 << 10, writeBufSize} {
 		b.Run(fmt.Sprintf("writes=%dKiB", ws>>10), func(b *testing.B) {
-			path := filepath.Join(b.TempDir(), "file")
-			f, err := os.Create(path)
-			require.NoError(b, err)
-			buf := make([]byte, ws)
-			rng := rand.New(rand.NewPCG(1, 2))
-			for off := 0; off < size; off += ws {
-				for i := range buf {
-					buf[i] = byte(rng.Uint32())
-				}
-				_, err := f.Write(buf)
-				require.NoError(b, err)
-			}
-			require.NoError(b, f.Close())
-			f, err = os.Open(path)
-			require.NoError(b, err)
-			defer f.Close()
+			f := writeRandomFile(b, size, ws)
 			m, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
 			require.NoError(b, err)
 			defer syscall.Munmap(m)
@@ -162,4 +132,26 @@ func BenchmarkMappedRandomRead(b *testing.B) {
 			}
 		})
 	}
+}
+
+// writeRandomFile writes size random bytes to a new file in writes of ws
+// bytes and returns it open for reading (closed when b ends).
+func writeRandomFile(b *testing.B, size, ws int) *os.File {
+	path := filepath.Join(b.TempDir(), "file")
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	buf := make([]byte, ws)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for off := 0; off < size; off += ws {
+		for i := range buf {
+			buf[i] = byte(rng.Uint32())
+		}
+		_, err := f.Write(buf)
+		require.NoError(b, err)
+	}
+	require.NoError(b, f.Close())
+	f, err = os.Open(path)
+	require.NoError(b, err)
+	b.Cleanup(func() { f.Close() })
+	return f
 }
