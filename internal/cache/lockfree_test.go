@@ -196,18 +196,19 @@ func TestTryHitRemoved(t *testing.T) {
 // a quarter of its bits (a Lookup that stalled before it cleared them)
 // still clears at the next bit set, instead of never again.
 func TestDoorkeeperClearsPastQuarter(t *testing.T) {
-	c := New(numShards * 1000)
+	c := newCache(numShards*1000, 1)
 	s, _ := c.shard(key{1, 0})
-	quarter := int64(len(s.door) * 64 / 4)
-	s.doorSet.Store(quarter + 5)
-	s.door[0].Store(^uint64(0))
-	for off := uint64(0); s.doorSet.Load() != 0; off++ {
+	d := &s.doors[0]
+	quarter := int64(len(d.words) * 64 / 4)
+	d.set.Store(quarter + 5)
+	d.words[0].Store(^uint64(0))
+	for off := uint64(0); d.set.Load() != 0; off++ {
 		if t2, _ := c.shard(key{1, off}); t2 == s {
 			s.admit(key{1, off})
 		}
 		require.Less(t, off, uint64(1<<16), "the doorkeeper never cleared")
 	}
-	require.Zero(t, s.door[0].Load(), "the bits were not cleared")
+	require.Zero(t, d.words[0].Load(), "the bits were not cleared")
 }
 
 // TestProtectedClock: a protected block hit by Lookup (which marks it
