@@ -18,7 +18,9 @@ import (
 )
 
 // The scaling mode: Gets of present keys from 1, 2, ... reader goroutines
-// on the same database in the same run (read scaling), then one reader
+// on the same database in the same run (read scaling; the reader counts
+// take turns round by round, so that a host that speeds up or slows down
+// during the run moves every count's Gets alike), then one reader
 // while one writer goroutine rewrites the loaded keys as fast as it can
 // (read latency under a write load), engines taking turns in rotating
 // rounds; and again with the writer paced at -writer-rate Puts a second,
@@ -148,15 +150,31 @@ func runScalingCmd(args []string, w io.Writer) error {
 	if o.writerRate > 0 {
 		phases = append(phases, scalingPhase{name: fmt.Sprintf("readrandom, 1 reader + 1 writer at %s Puts/s", fmtCount(o.writerRate)), threads: 1, writer: true, rate: o.writerRate})
 	}
+	// The phases of readers alone run interleaved, a round of each in
+	// every round, so that the readers-to-one-reader ratios compare Gets
+	// made in the same stretch of time; the writer phases run one after
+	// the other, after them.
+	var groups [][]scalingPhase
 	for _, ph := range phases {
-		idx := make([]int, o.reads)
-		for i := range idx {
-			idx[i] = rng.IntN(o.n)
+		if ph.writer || len(groups) == 0 {
+			groups = append(groups, nil)
 		}
-		if !ph.writer {
-			ceiling[ph.threads] = &machineRate{}
+		groups[len(groups)-1] = append(groups[len(groups)-1], ph)
+	}
+	for _, g := range groups {
+		idxs := make([][]int, len(g))
+		mrs := make([]*machineRate, len(g))
+		for j, ph := range g {
+			idxs[j] = make([]int, o.reads)
+			for i := range idxs[j] {
+				idxs[j][i] = rng.IntN(o.n)
+			}
+			if !ph.writer {
+				mrs[j] = &machineRate{}
+				ceiling[ph.threads] = mrs[j]
+			}
 		}
-		if err := runScalingPhase(runs, twins, ph, idx, o, vals, results, ceiling[ph.threads]); err != nil {
+		if err := runScalingPhases(runs, twins, g, idxs, o, vals, results, mrs); err != nil {
 			return err
 		}
 	}
@@ -176,60 +194,79 @@ type scalingPhase struct {
 	rate    int // the writer's Puts per second; 0: as fast as it can
 }
 
-// runScalingPhase runs ph's reads (idx) on every engine in o.rounds
-// rotating rounds, and in each round machineRound's calibration when mr
-// is not nil. With twins (runs[i]'s second instance is twins[i]) a phase
-// of several readers and no writer runs each engine's round a second
-// time with the readers split over the two instances, into
-// results[twinKey(name)].
-func runScalingPhase(runs, twins []*engineRun, ph scalingPhase, idx []int, o scalingOptions, vals *values, results map[string][]*scalingResult, mr *machineRate) error {
-	fmt.Fprintf(os.Stderr, "%s: %d Gets in %d rounds\n", ph.name, len(idx), o.rounds)
-	split := len(twins) > 0 && ph.threads > 1 && !ph.writer
-	for _, r := range runs {
-		results[r.Name] = append(results[r.Name], &scalingResult{Phase: ph.name, Threads: ph.threads})
-		if split {
-			results[twinKey(r.Name)] = append(results[twinKey(r.Name)], &scalingResult{Phase: ph.name + ", two instances", Threads: ph.threads})
+// runScalingPhases runs phases phs (phs[j] reading idxs[j]) on every
+// engine in o.rounds rounds: in each round every engine in turn (the
+// order rotating from round to round) runs its chunk of each phase (the
+// phases' order rotating too), and then, for each phase with a machine
+// calibration mrs[j], the machine's round at that many goroutines. With
+// twins (runs[i]'s second instance is twins[i]) a phase of several
+// readers and no writer runs each engine's round a second time with the
+// readers split over the two instances, into results[twinKey(name)].
+func runScalingPhases(runs, twins []*engineRun, phs []scalingPhase, idxs [][]int, o scalingOptions, vals *values, results map[string][]*scalingResult, mrs []*machineRate) error {
+	split := func(ph scalingPhase) bool { return len(twins) > 0 && ph.threads > 1 && !ph.writer }
+	res := make(map[string][]*scalingResult) // per engine (and twin), per phase of phs
+	for j, ph := range phs {
+		fmt.Fprintf(os.Stderr, "%s: %d Gets in %d rounds\n", ph.name, len(idxs[j]), o.rounds)
+		for _, r := range runs {
+			names := []string{r.Name}
+			if split(ph) {
+				names = append(names, twinKey(r.Name))
+			}
+			for _, name := range names {
+				sr := &scalingResult{Phase: ph.name, Threads: ph.threads}
+				if name != r.Name {
+					sr.Phase += ", two instances"
+				}
+				results[name] = append(results[name], sr)
+				for len(res[name]) < j {
+					res[name] = append(res[name], nil)
+				}
+				res[name] = append(res[name], sr)
+			}
 		}
 	}
 	for round := 0; round < o.rounds; round++ {
-		lo, hi := len(idx)*round/o.rounds, len(idx)*(round+1)/o.rounds
 		for k := range runs {
 			i := (k + round) % len(runs)
 			r := runs[i]
-			res := results[r.Name][len(results[r.Name])-1]
-			runtime.GC()
-			if err := scalingRound(r, ph, idx[lo:hi], o.n, vals, res); err != nil {
-				return fmt.Errorf("%s: %s: %w", r.Name, ph.name, err)
-			}
-			if !split {
-				continue
-			}
-			// The same reads, reader th on instance th mod 2.
-			both := *r
-			both.readers = make([]Reader, ph.threads)
-			for th := range both.readers {
-				if both.readers[th] = r.readers[th]; th%2 == 1 {
-					both.readers[th] = twins[i].readers[th]
+			for jj := range phs {
+				j := (jj + round) % len(phs)
+				ph := phs[j]
+				idx := idxs[j]
+				lo, hi := len(idx)*round/o.rounds, len(idx)*(round+1)/o.rounds
+				runtime.GC()
+				if err := scalingRound(r, ph, idx[lo:hi], o.n, vals, res[r.Name][j]); err != nil {
+					return fmt.Errorf("%s: %s: %w", r.Name, ph.name, err)
+				}
+				if !split(ph) {
+					continue
+				}
+				// The same reads, reader th on instance th mod 2.
+				both := *r
+				both.readers = make([]Reader, ph.threads)
+				for th := range both.readers {
+					if both.readers[th] = r.readers[th]; th%2 == 1 {
+						both.readers[th] = twins[i].readers[th]
+					}
+				}
+				runtime.GC()
+				if err := scalingRound(&both, ph, idx[lo:hi], o.n, vals, res[twinKey(r.Name)][j]); err != nil {
+					return fmt.Errorf("%s: %s, two instances: %w", r.Name, ph.name, err)
 				}
 			}
-			tres := results[twinKey(r.Name)]
-			runtime.GC()
-			if err := scalingRound(&both, ph, idx[lo:hi], o.n, vals, tres[len(tres)-1]); err != nil {
-				return fmt.Errorf("%s: %s, two instances: %w", r.Name, ph.name, err)
+		}
+		for jj := range phs {
+			j := (jj + round) % len(phs)
+			if mrs[j] != nil {
+				mrs[j].round(phs[j].threads, machineSteps)
 			}
 		}
-		if mr != nil {
-			mr.round(ph.threads, machineSteps)
-		}
 	}
-	for _, r := range runs {
-		names := []string{r.Name}
-		if split {
-			names = append(names, twinKey(r.Name))
-		}
-		for _, name := range names {
-			res := results[name][len(results[name])-1]
-			res.Lat = percentiles(res.lat)
+	for _, rs := range res {
+		for _, sr := range rs {
+			if sr != nil {
+				sr.Lat = percentiles(sr.lat)
+			}
 		}
 	}
 	return nil
