@@ -504,8 +504,8 @@ func (c *Cache) noteRoom(s *shard, limit int64) {
 // every core is a line that a first miss on one core writes and the next
 // miss on another core reads, which costs a transfer between the cores'
 // caches (about 100 ns here) at every other miss; BenchmarkReadPath-
-// Parallel measured the cache's part of a Get at 2 readers 1.7 times what
-// it is at 1. A block is then cached at its second miss on one
+// Parallel measured the cache's part of a Get at 2 readers at nearly
+// twice what it is at 1. A block is then cached at its second miss on one
 // processor: each doorkeeper sees only its processor's misses, in a
 // window as long in time as the shared one's (the same bits, filled as
 // many times slower as there are processors missing), so that a block
