@@ -30,8 +30,9 @@
 // a 28% hit rate against LRU's 24%; on its point reads, 33% against 30%.
 //
 // Admission: a full data shard caches a block only at its second miss
-// within a window (a doorkeeper; see admit), so that a block read once
-// neither evicts a block nor costs more than its read.
+// within a window on one processor (a doorkeeper per processor stripe;
+// see admit), so that a block read once neither evicts a block nor costs
+// more than its read.
 //
 // Priorities: blocks are of a Kind. Index and filter blocks (a table's
 // metadata, needed by every lookup in it) are high priority: they live in
@@ -124,7 +125,8 @@ type shard struct {
 
 // door is a data shard's doorkeeper on one processor stripe (see admit):
 // its bits and the count of those set since they were last cleared, both
-// written by the Lookups that run on that stripe's processor. Padded like
+// written by the Lookups (and SetKind's admission checks) that run on
+// that stripe's processor. Padded like
 // stats, and its words allocated apart, so that no other stripe's
 // doorkeeper shares its lines.
 type door struct {
@@ -198,6 +200,9 @@ func newCache(capacity int64, doorStripes int) *Cache {
 	}
 	c := &Cache{capacity: capacity}
 	doorBits := doorkeeperBits(capacity / numShards)
+	for doorBits > 1024 && doorBits*doorStripes > maxDoorBits {
+		doorBits >>= 1
+	}
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.doors = make([]door, doorStripes)
@@ -286,13 +291,14 @@ func (c *Cache) hitLocked(s *shard, e *entry) *Value {
 // Lookup is Get for a data block that the caller reads from the file on a
 // miss: admit then reports whether to give the block to Set, which caches
 // it — yes while the shard has room, or at the block's second miss within
-// the doorkeeper's window (see admit).
+// the window of the doorkeeper of the processor it runs on (see admit).
 //
 // Lookup takes no lock but for a block's first hit after it entered the
 // cache (which moves it to the protected segment): a miss, and a hit on a
 // protected block, write no line that a Lookup on another processor
-// writes too, except the doorkeeper's bit of a block's first miss and,
-// for two Lookups of one block, that block's reference count. A hit on a
+// writes too, except, for two Lookups of one block, that block's
+// reference count (and a doorkeeper's lines when more processors than
+// stripes share one). A hit on a
 // protected block marks it referenced instead of moving it to the front
 // of its list: the protected segment is a CLOCK, not an LRU list (see
 // protect).
@@ -457,10 +463,10 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	}
 	charge := v.Charge()
 	limit := c.limit(s)
-	if charge > limit {
-		return
-	}
-	if old == nil && !c.admits(s, k, charge, limit) {
+	if charge > limit || (old == nil && !c.admits(s, k, charge, limit)) {
+		if old != nil {
+			c.noteRoom(s, limit)
+		}
 		return
 	}
 	// Room first, then the block: the shard never holds more than its
@@ -476,13 +482,26 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 // which is not room). It writes the flag only when it changes, so that
 // the flag's line stays in every core's cache. It is set after an insert
 // and after evictions that do not insert (EvictFile, Delete, a
-// reservation's trim); a limit that grows (Unreserve, metadata evicted)
-// leaves it set until the next insert, which only sends a first miss
-// through the doorkeeper. REQUIRES: s.mu is held.
+// reservation's trim), and on every data shard when the limit grows
+// (refreshRoom: Unreserve, metadata let go by EvictFile or Delete). The
+// meta pool's own evictions for a new index or filter block grow the
+// limit by less than that block takes from it, and Lookup races none of
+// this: a stale flag sends a miss through the doorkeeper, or lets SetKind
+// (which checks the sizes) decide. REQUIRES: s.mu is held.
 func (c *Cache) noteRoom(s *shard, limit int64) {
 	full := s.held()+s.lastCharge.Load() > limit
 	if s.full.Load() != full {
 		s.full.Store(full)
+	}
+}
+
+// refreshRoom sets every data shard's full flag after their limits grew.
+func (c *Cache) refreshRoom() {
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		c.noteRoom(s, c.limit(s))
+		s.mu.Unlock()
 	}
 }
 
@@ -512,8 +531,13 @@ func (c *Cache) noteRoom(s *shard, limit int64) {
 // missed at random by every reader is admitted about as often as before
 // — a goroutine that changes processors between two misses of one block
 // only sees it admitted at a later one. The memory is the same bits per
-// stripe: 8 bits per 4 KiB of capacity per stripe, at most 0.4% of the
-// capacity with 16 stripes.
+// stripe (doorkeeperBits: 8 to 16 bits per 4 KiB of a shard's capacity,
+// at least 1024), except that a shard's stripes together hold at most
+// the 1<<23 bits one doorkeeper may: with 16 stripes at most 0.8% of the
+// capacity, 32 KiB for a small cache, 16 MiB for an unlimited one.
+
+// maxDoorBits bounds a shard's doorkeepers, all stripes together.
+const maxDoorBits = 1 << 23
 
 // doorkeeperBits is the size of a data shard's doorkeeper for a shard of
 // capacity bytes: 8 bits per 4 KiB of capacity, a power of two, at least
@@ -521,7 +545,7 @@ func (c *Cache) noteRoom(s *shard, limit int64) {
 // "unlimited" capacity, gets a window shorter than twice its blocks).
 func doorkeeperBits(capacity int64) int {
 	n := 1024
-	for int64(n) < capacity/4096*8 && n < 1<<23 {
+	for int64(n) < capacity/4096*8 && n < maxDoorBits {
 		n <<= 1
 	}
 	return n
@@ -678,15 +702,21 @@ func (c *Cache) Delete(file, off uint64) {
 	}
 	k := key{file, off}
 	d, h := c.shard(k)
+	metaFreed := false
 	for _, s := range []*shard{d, &c.meta} {
 		s.mu.Lock()
 		if e := s.find(k, h); e != nil {
 			c.remove(s, e)
 			if s == d {
 				c.noteRoom(s, c.limit(s))
+			} else {
+				metaFreed = true
 			}
 		}
 		s.mu.Unlock()
+	}
+	if metaFreed {
+		c.refreshRoom()
 	}
 }
 
@@ -724,6 +754,7 @@ func (c *Cache) Unreserve(n int64) {
 		c.gen.Add(1)
 		c.reserved.Add(-n)
 		c.gen.Add(1)
+		c.refreshRoom()
 		c.resMu.Unlock()
 	}
 }
@@ -781,10 +812,14 @@ func (c *Cache) EvictFile(file uint64) {
 	for i := range c.shards {
 		c.evictFileFrom(&c.shards[i], file)
 	}
-	c.evictFileFrom(&c.meta, file)
+	if c.evictFileFrom(&c.meta, file) {
+		c.refreshRoom()
+	}
 }
 
-func (c *Cache) evictFileFrom(s *shard, file uint64) {
+// evictFileFrom drops file's blocks from s, reporting whether there were
+// any.
+func (c *Cache) evictFileFrom(s *shard, file uint64) bool {
 	s.mu.Lock()
 	evicted := false
 	for e := s.files[file]; e != nil; e = s.files[file] {
@@ -795,6 +830,7 @@ func (c *Cache) evictFileFrom(s *shard, file uint64) {
 		c.noteRoom(s, c.limit(s))
 	}
 	s.mu.Unlock()
+	return evicted
 }
 
 // remove unlinks e from every structure of s and releases the cache's

@@ -2,12 +2,15 @@ package cache
 
 import (
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sievedb/sieve/internal/percpu"
 	"github.com/stretchr/testify/require"
 )
 
@@ -651,4 +654,95 @@ func TestDoorkeeperPerProcessor(t *testing.T) {
 	require.False(t, target.full.Load(), "a deleted block leaves room")
 	set(c, 7, offs[0], 100, 1)
 	require.True(t, target.full.Load())
+
+	// A reservation's trim leaves the shard full (at its smaller limit);
+	// giving the bytes back leaves it room, and Lookup admits at once.
+	require.True(t, c.Reserve(numShards*300))
+	require.True(t, target.full.Load())
+	require.Less(t, target.held(), int64(1000))
+	c.Unreserve(numShards * 300)
+	require.False(t, target.full.Load(), "Unreserve left the shard's flag full")
+	_, _, admit = c.Lookup(7, offs[12])
+	require.True(t, admit)
+	// So does metadata let go: an index block takes its share of every
+	// data shard's limit, and EvictFile of its table gives it back.
+	for _, off := range offs[:10] {
+		set(c, 7, off, 100, 1)
+	}
+	require.True(t, target.full.Load())
+	ix := Alloc(numShards * 200)
+	c.SetKind(99, 0, ix, KindIndex)
+	ix.Release()
+	require.True(t, target.full.Load())
+	c.EvictFile(99)
+	require.False(t, target.full.Load(), "metadata let go left the shard's flag full")
+}
+
+// TestAdmitUsesProcessorStripe: admit asks the doorkeeper of the stripe
+// of the processor it runs on (percpu.Index): the bit it sets is in that
+// stripe's doorkeeper. Goroutines on the processors of a cache with
+// several stripes admit distinct blocks; each call whose goroutine stayed
+// on one processor across it is checked. The doorkeepers are large enough
+// that none clears during the test.
+func TestAdmitUsesProcessorStripe(t *testing.T) {
+	if percpu.Stripes < 2 {
+		t.Skip("one processor stripe")
+	}
+	c := New(numShards * 64 << 20) // 131072 bits a doorkeeper: no clearing below 32768 bits set
+	target, offs := sameShard(c, 7, 4000)
+	var mu sync.Mutex
+	seen := map[int]int{}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < len(offs); i += 4 {
+				if i%64 < 4 {
+					runtime.Gosched() // let the goroutines spread over the processors
+				}
+				k := key{7, offs[i]}
+				before := percpu.Index()
+				target.admit(k)
+				if percpu.Index() != before {
+					continue
+				}
+				mu.Lock()
+				seen[before]++
+				mu.Unlock()
+				if !target.doors[before].bitSet(k) {
+					t.Errorf("admit on stripe %d did not set the bit in that stripe's doorkeeper", before)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("admits checked per stripe: %v", seen)
+	for j := range target.doors {
+		if seen[j] > 0 {
+			require.Positive(t, target.doors[j].ones(), "stripe %d's doorkeeper was never written", j)
+		}
+	}
+	if len(seen) < 2 {
+		t.Skip("every checked admit ran on one processor (a busy or 1-core machine)")
+	}
+}
+
+// bitSet reports whether k's bit is set in d (tests).
+func (d *door) bitSet(k key) bool {
+	h := k.file*0xc2b2ae3d27d4eb4f + k.off*0x9e3779b97f4a7c15
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	bit := (h >> 32) & uint64(len(d.words)*64-1)
+	return d.words[bit/64].Load()&(1<<(bit%64)) != 0
+}
+
+// ones counts d's set bits (tests).
+func (d *door) ones() int {
+	n := 0
+	for i := range d.words {
+		n += bits.OnesCount64(d.words[i].Load())
+	}
+	return n
 }
