@@ -218,10 +218,10 @@ func runScalingPhases(runs, twins []*engineRun, phs []scalingPhase, idxs [][]int
 					sr.Phase += ", two instances"
 				}
 				results[name] = append(results[name], sr)
-				for len(res[name]) < j {
-					res[name] = append(res[name], nil)
+				if res[name] == nil {
+					res[name] = make([]*scalingResult, len(phs))
 				}
-				res[name] = append(res[name], sr)
+				res[name][j] = sr
 			}
 		}
 	}

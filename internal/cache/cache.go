@@ -126,9 +126,8 @@ type shard struct {
 // door is a data shard's doorkeeper on one processor stripe (see admit):
 // its bits and the count of those set since they were last cleared, both
 // written by the Lookups (and SetKind's admission checks) that run on
-// that stripe's processor. Padded like
-// stats, and its words allocated apart, so that no other stripe's
-// doorkeeper shares its lines.
+// that stripe's processor. Padded like stats, and its words allocated
+// apart, so that no other stripe's doorkeeper shares its lines.
 type door struct {
 	words []atomic.Uint64
 	set   atomic.Int64
@@ -322,11 +321,7 @@ func (c *Cache) Lookup(file, off uint64) (v *Value, hit, admit bool) {
 		}
 	}
 	c.stripe().misses.Add(1)
-	if c.admitAll || !s.full.Load() || s.admit(k) {
-		return nil, false, true
-	}
-	c.stripe().passed.Add(1)
-	return nil, false, false
+	return nil, false, c.admits(s, k, !s.full.Load())
 }
 
 // tryHit takes a reference on the block of e, a data entry found in s
@@ -363,12 +358,11 @@ func (c *Cache) tryHit(s *shard, e *entry) *Value {
 	return v
 }
 
-// admits reports whether data shard s (of limit limit) caches block k of
-// charge charge: when it has room for it, or else when the doorkeeper saw
-// k miss before (admit); a block kept out is counted. SetKind asks under
-// the lock; Lookup asks the same with full for the room.
-func (c *Cache) admits(s *shard, k key, charge, limit int64) bool {
-	if c.admitAll || s.held()+charge <= limit || s.admit(k) {
+// admits reports whether data shard s caches block k: when it has room
+// (SetKind measures it under the lock, Lookup reads full), or else when
+// the doorkeeper saw k miss before (admit); a block kept out is counted.
+func (c *Cache) admits(s *shard, k key, room bool) bool {
+	if c.admitAll || room || s.admit(k) {
 		return true
 	}
 	c.stripe().passed.Add(1)
@@ -463,7 +457,7 @@ func (c *Cache) SetKind(file, off uint64, v *Value, kind Kind) {
 	}
 	charge := v.Charge()
 	limit := c.limit(s)
-	if charge > limit || (old == nil && !c.admits(s, k, charge, limit)) {
+	if charge > limit || (old == nil && !c.admits(s, k, s.held()+charge <= limit)) {
 		if old != nil {
 			c.noteRoom(s, limit)
 		}
@@ -561,13 +555,18 @@ func (s *shard) admit(k key) bool {
 	return s.admitOn(&s.doors[percpu.Index()&(len(s.doors)-1)], k)
 }
 
-// admitOn is admit with the doorkeeper d.
-func (s *shard) admitOn(d *door, k key) bool {
+// bit returns the word of d that holds k's bit, and the bit's mask.
+func (d *door) bit(k key) (*atomic.Uint64, uint64) {
 	h := k.file*0xc2b2ae3d27d4eb4f + k.off*0x9e3779b97f4a7c15
 	h ^= h >> 29
 	h *= 0xbf58476d1ce4e5b9
 	bit := (h >> 32) & uint64(len(d.words)*64-1)
-	w, m := &d.words[bit/64], uint64(1)<<(bit%64)
+	return &d.words[bit/64], uint64(1) << (bit % 64)
+}
+
+// admitOn is admit with the doorkeeper d.
+func (s *shard) admitOn(d *door, k key) bool {
+	w, m := d.bit(k)
 	if w.Load()&m != 0 || w.Or(m)&m != 0 {
 		return true
 	}
