@@ -98,6 +98,17 @@ type btree struct {
 	// slabNodes at a time and faulted in ahead (ahead.go).
 	slab  []node
 	slabs ahead[[]node]
+	// spare holds nodes, and kids children arrays, that reserve set
+	// aside so that a split made under the memtable's lock allocates
+	// nothing: an allocation there can wait on the garbage collector
+	// (an assist) or fault pages in, and every reader of a key in the
+	// memtable waits with it.
+	spare []*node
+	kids  []*[maxItems + 1]*node
+	// unreserved counts the slabs and children arrays newNode and
+	// newKids had to allocate for want of a reserved one (tests: Add
+	// never does after its first node).
+	unreserved int
 	// huge: slabs, and the memtable's arena chunks, are advised for huge
 	// pages (MemTable.UseHugePages).
 	huge bool
@@ -107,16 +118,58 @@ type btree struct {
 // one allocation, which a memtable keeps whole for its life anyway (its
 // B-tree never frees a node).
 func (t *btree) newNode() *node {
+	if n := len(t.spare); n > 0 {
+		x := t.spare[n-1]
+		t.spare = t.spare[:n-1]
+		return x
+	}
 	if len(t.slab) == 0 {
 		alloc := newSlab
 		if t.huge {
 			alloc = newHugeSlab
 		}
 		t.slab = t.slabs.take(alloc)
+		t.unreserved++
 	}
 	x := &t.slab[0]
 	t.slab = t.slab[1:]
 	return x
+}
+
+// newKids returns a zeroed children array, reserved if one is.
+func (t *btree) newKids() *[maxItems + 1]*node {
+	if n := len(t.kids); n > 0 {
+		k := t.kids[n-1]
+		t.kids = t.kids[:n-1]
+		return k
+	}
+	t.unreserved++
+	return new([maxItems + 1]*node)
+}
+
+// reserve sets aside the nodes and children arrays an insert that splits
+// every node on a path of depth levels can take (one each per level, and
+// one more for a new root), so that the insert allocates nothing. The
+// writer calls it before it takes the lock. A slab's nodes left over when
+// a new one is needed stay usable (spare).
+func (t *btree) reserve(depth int) {
+	if depth == 0 {
+		return // an empty tree: insert allocates its first node alone
+	}
+	need := depth + 1
+	if len(t.spare)+len(t.slab) < need {
+		for i := range t.slab {
+			t.spare = append(t.spare, &t.slab[i])
+		}
+		alloc := newSlab
+		if t.huge {
+			alloc = newHugeSlab
+		}
+		t.slab = t.slabs.take(alloc)
+	}
+	for len(t.kids) < need {
+		t.kids = append(t.kids, new([maxItems + 1]*node))
+	}
 }
 
 // searchRange returns the word of p that x's words hold and the range of
@@ -199,7 +252,7 @@ func (x *node) split(t *btree) (entry, *node) {
 		r.slot[i] = uint8(i)
 	}
 	if x.children != nil {
-		r.children = new([maxItems + 1]*node)
+		r.children = t.newKids()
 		copy(r.children[:], x.children[mid+1:])
 		clear(x.children[mid+1:])
 	}
@@ -240,6 +293,34 @@ func (x *node) insertAt(i int, e entry, right *node) {
 	x.n++
 }
 
+// leafFor returns the leaf an insert of e puts it in and its index there
+// when no node on the way down is full, so that the insert splits nothing
+// and is that leaf's insertAt alone (ok). Otherwise it returns the tree's
+// depth, for reserve. It only reads the tree: the one goroutine that
+// modifies it (MemTable.Add's caller) runs it without the lock, beside
+// readers, and takes the lock for the insert only.
+func (t *btree) leafFor(e *entry) (x *node, i int, depth int, ok bool) {
+	full := false
+	for x = t.root; x != nil; x = x.children[i] {
+		depth++
+		full = full || x.n == maxItems
+		i = x.upperBound(e)
+		if x.children == nil {
+			break
+		}
+	}
+	if x == nil || full {
+		return nil, 0, depth, false
+	}
+	return x, i, depth, true
+}
+
+// insertLeaf inserts e at index i of leaf x, as leafFor found them.
+func (t *btree) insertLeaf(x *node, i int, e entry) {
+	x.insertAt(i, e, nil)
+	t.len++
+}
+
 // insert adds e, which must not equal an entry already in the tree.
 func (t *btree) insert(e entry) {
 	if t.root == nil {
@@ -251,7 +332,7 @@ func (t *btree) insert(e entry) {
 	if t.root.n == maxItems {
 		m, r := t.root.split(t)
 		root := t.newNode()
-		root.n, root.shared, root.sh, root.children = 1, true, m.p0, new([maxItems + 1]*node)
+		root.n, root.shared, root.sh, root.children = 1, true, m.p0, t.newKids()
 		root.words[0], root.items[0], root.slot[0] = m.p1, m, 0
 		root.children[0], root.children[1] = t.root, r
 		t.root = root

@@ -251,12 +251,32 @@ func (m *MemTable) Add(seq uint64, kind base.Kind, ukey, value []byte) {
 	if m.filter != nil {
 		m.addPrefix(ukey)
 	}
+	// The descent runs before the lock: only this goroutine modifies the
+	// tree, and readers only read it. The lock then covers the leaf's
+	// shift alone, tens of nanoseconds instead of a descent's cache
+	// misses, so a Get of a recently written key seldom meets it held,
+	// and the writer is seldom preempted while it holds it (a reader
+	// that meets it then waits for the writer to be scheduled again).
+	// An insert that splits nodes takes the lock for the whole insert,
+	// with the nodes it takes reserved before (btree.reserve).
+	leaf, at, depth, ok := m.tree.leafFor(&e)
+	if ok {
+		prefetch.Object(unsafe.Pointer(&leaf.items[leaf.n]), unsafe.Sizeof(entry{}))
+	} else {
+		m.tree.reserve(depth)
+	}
 	m.mu.Lock()
-	m.tree.insert(e)
+	if ok {
+		m.tree.insertLeaf(leaf, at, e)
+	} else {
+		m.tree.insert(e)
+	}
+	m.mu.Unlock()
+	// The filter bit is set before Add returns, so before the DB
+	// publishes the entry's sequence number to readers.
 	if fw != nil && fw.Load()&fmask != fmask {
 		fw.Or(fmask)
 	}
-	m.mu.Unlock()
 	m.size.Add(int64(len(ukey) + len(value) + entryOverhead))
 	m.count.Add(1)
 	switch kind {

@@ -7,8 +7,10 @@ import (
 
 // rwLock is a memtable's B-tree lock: one writer at a time (Add and
 // addRangeDel, which the DB calls from one goroutine) and any number of
-// readers (Get, iterator refills, the range tombstone list), each holding
-// it for one insert or one bounded descent, about a microsecond.
+// readers (Get, iterator refills, the range tombstone list). A reader
+// holds it for one bounded descent, about a microsecond; the writer for
+// one leaf's shift (Add descends before it takes the lock), or for a whole
+// insert that splits nodes, whose nodes it reserved before.
 //
 // A waiter spins, and only after spinSpins fruitless checks yields its P
 // each time it checks again; it never parks. sync.RWMutex, used before,

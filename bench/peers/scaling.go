@@ -495,6 +495,7 @@ func writeScalingReport(w io.Writer, o scalingOptions, runs []*engineRun, phases
 	opsPerSec := func(s *scalingResult) float64 { return float64(s.Ops) / s.Cost.Seconds }
 	add("Gets/s", opsPerSec, func(v float64) string { return fmt.Sprintf("%.1fk", v/1e3) }, true)
 	add("process CPU us/Get (the writer's included)", func(s *scalingResult) float64 { return s.Cost.CPUSeconds * 1e6 / float64(s.Ops) }, f2, false)
+	add("process page faults/Get (the writer's included)", func(s *scalingResult) float64 { return float64(s.Cost.Faults) / float64(s.Ops) }, func(v float64) string { return fmt.Sprintf("%.3f", v) }, false)
 	for _, q := range []string{"p50", "p99", "p99.9"} {
 		add(q+" us", func(s *scalingResult) float64 { return s.Lat[q] }, f1, false)
 	}
