@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -104,4 +105,51 @@ func TestRWLockMisuse(t *testing.T) {
 	n.Lock()
 	n.Unlock()
 	require.Zero(t, n.state.Load())
+}
+
+// TestRWLockLongHold holds the lock far longer than the spins and yields
+// last (as a holder whose thread the kernel descheduled would), shared
+// and exclusive, and checks that waiters of both kinds get it once it is
+// released, after having reached the sleeping part of their backoff.
+func TestRWLockLongHold(t *testing.T) {
+	var l rwLock
+	for _, exclusive := range []bool{true, false} {
+		if exclusive {
+			l.Lock()
+		} else {
+			l.RLock()
+		}
+		var got atomic.Int32
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				l.RLock()
+				got.Add(1)
+				l.RUnlock()
+			}()
+			go func() {
+				defer wg.Done()
+				l.Lock()
+				got.Add(1)
+				l.Unlock()
+			}()
+		}
+		time.Sleep(20 * time.Millisecond)
+		if exclusive {
+			require.Zero(t, got.Load(), "a waiter got in while the writer held the lock")
+		} else {
+			// Readers may share; writers must wait.
+			require.LessOrEqual(t, got.Load(), int32(3))
+		}
+		if exclusive {
+			l.Unlock()
+		} else {
+			l.RUnlock()
+		}
+		wg.Wait()
+		require.Equal(t, int32(6), got.Load())
+		require.Zero(t, l.state.Load())
+	}
 }
