@@ -15,10 +15,10 @@ import (
 // key's xxhash64 picks a word and filterProbes bits in it, so an Add costs
 // one atomic OR (the writer) and a Get one atomic load (the readers) —
 // the filter is on every Put's path, where a cache-line-blocked filter's
-// six ORs cost 10–15% of a fill. Add sets a key's bits under the write
-// lock, right after the entry's insert and before the DB publishes the
-// entry's sequence number, so a reader whose snapshot holds the entry
-// sees its bits.
+// six ORs cost 10–15% of a fill. Add sets a key's bits right after the
+// entry's insert (after it lets the write lock go) and before it returns,
+// so before the DB publishes the entry's sequence number: a reader whose
+// snapshot holds the entry sees its bits.
 type keyFilter struct {
 	words []atomic.Uint64
 }

@@ -71,8 +71,14 @@ func backoff(i int) {
 	}
 }
 
-// maxSleep caps a waiter's sleep between checks, and so how long past
-// the holder's release it can take to notice.
+// maxSleep caps the sleep a waiter asks for between checks. It is not a
+// bound on how late a waiter notices a release: when the waiter's
+// processor has nothing else to run, Go's netpoller rounds a timer under
+// a millisecond up to one. Parking on a condition variable that the
+// release signals instead (tried: it wakes the waiter at once, on the
+// releasing goroutine's processor) gave back the reader's losses: 165-198k
+// Gets/s beside the writer against 248-281k with the sleeps, p99 7.0-7.4
+// against 5.3-5.7 us (peers scaling, sieve only, three alternating runs).
 const maxSleep = 200 * time.Microsecond
 
 // RLock takes the lock shared.
