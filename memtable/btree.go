@@ -124,16 +124,21 @@ func (t *btree) newNode() *node {
 		return x
 	}
 	if len(t.slab) == 0 {
-		alloc := newSlab
-		if t.huge {
-			alloc = newHugeSlab
-		}
-		t.slab = t.slabs.take(alloc)
+		t.takeSlab()
 		t.unreserved++
 	}
 	x := &t.slab[0]
 	t.slab = t.slab[1:]
 	return x
+}
+
+// takeSlab replaces the slab with a new one (faulted in ahead).
+func (t *btree) takeSlab() {
+	alloc := newSlab
+	if t.huge {
+		alloc = newHugeSlab
+	}
+	t.slab = t.slabs.take(alloc)
 }
 
 // newKids returns a zeroed children array, reserved if one is.
@@ -161,11 +166,7 @@ func (t *btree) reserve(depth int) {
 		for i := range t.slab {
 			t.spare = append(t.spare, &t.slab[i])
 		}
-		alloc := newSlab
-		if t.huge {
-			alloc = newHugeSlab
-		}
-		t.slab = t.slabs.take(alloc)
+		t.takeSlab()
 	}
 	for len(t.kids) < need {
 		t.kids = append(t.kids, new([maxItems + 1]*node))
