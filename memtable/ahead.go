@@ -92,9 +92,6 @@ const slabNodes = 16
 // newChunk returns an empty arena chunk whose pages are faulted in.
 func newChunk() []byte { return makeChunk(false) }
 
-// newHugeChunk is newChunk with the chunk advised for huge pages.
-func newHugeChunk() []byte { return makeChunk(true) }
-
 // newSlab returns slabNodes zero nodes whose pages are faulted in.
 func newSlab() []node { return makeSlab(false) }
 
@@ -122,11 +119,12 @@ func makeSlab(huge bool) []node {
 // fresh memory in 190 ms, against 4.2 ms as 2 MiB transparent huge
 // pages), a 1M-key fillrandom took 36–40k of them, and touchPages was 15%
 // of the load's CPU. Most kernels enable THP only for memory advised with
-// madvise(MADV_HUGEPAGE) (the "madvise" mode), so the chunks and slabs of
-// a large memtable are advised before they are touched. Chunks and slabs
-// follow each other in the heap, so their 2 MiB ranges are mostly wholly
-// fresh when first touched; a range part of which is already mapped
-// (other heap objects) faults in 4 KiB pages as before.
+// madvise(MADV_HUGEPAGE) (the "madvise" mode), so the slabs of a large
+// memtable are advised before they are touched (its arena chunks no
+// longer are: see MemTable.UseHugePages). A slab's advice covers the
+// 2 MiB ranges around it, which chunks next to it in the heap may share;
+// a range part of which is already mapped (other heap objects) faults in
+// 4 KiB pages as before.
 func faultIn(p unsafe.Pointer, n uintptr, huge bool) {
 	if huge {
 		adviseHuge(p, n)
