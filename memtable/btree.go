@@ -109,8 +109,8 @@ type btree struct {
 	// newKids had to allocate for want of a reserved one (tests: Add
 	// never does after its first node).
 	unreserved int
-	// huge: slabs, and the memtable's arena chunks, are advised for huge
-	// pages (MemTable.UseHugePages).
+	// huge: slabs are advised for huge pages (MemTable.UseHugePages; the
+	// memtable's arena chunks are not).
 	huge bool
 }
 
