@@ -14,7 +14,7 @@ type memGroup struct {
 	logNum uint64
 	// filterBits sizes each memtable's key filter (0: none).
 	filterBits int64
-	// hugePages: the memtables advise their memory for huge pages
+	// hugePages: the memtables advise their B-tree nodes for huge pages
 	// (memtable.UseHugePages; see DB.memHugePages).
 	hugePages bool
 	// prefix returns a family's prefix function, which its memtable's
@@ -119,13 +119,15 @@ type cfMemTable struct {
 }
 
 // hugePageMemTableSize is the least MemTableSize whose memtables advise
-// their memory for huge pages (Options.DisableMemTableHugePages): four
-// 2 MiB pages. A smaller memtable would map more in huge pages than it
-// fills.
+// their B-tree nodes for huge pages (Options.DisableMemTableHugePages):
+// four 2 MiB pages, set in round 23 when the whole memtable was advised.
+// The nodes are about a third of a memtable of small entries, so at 8 MiB
+// they fill one or two huge pages; a smaller memtable's would mostly map
+// memory that is not the memtable's.
 const hugePageMemTableSize = 8 << 20
 
-// memHugePages reports whether new memtables advise their memory for huge
-// pages.
+// memHugePages reports whether new memtables advise their B-tree nodes
+// for huge pages.
 func (db *DB) memHugePages() bool {
 	return !db.opts.DisableMemTableHugePages && db.opts.MemTableSize >= hugePageMemTableSize
 }

@@ -90,7 +90,7 @@ func (a *ahead[T]) take(alloc func() T) T {
 const slabNodes = 16
 
 // newChunk returns an empty arena chunk whose pages are faulted in.
-func newChunk() []byte { return makeChunk(false) }
+func newChunk() []byte { return makeChunk() }
 
 // newSlab returns slabNodes zero nodes whose pages are faulted in.
 func newSlab() []node { return makeSlab(false) }
@@ -98,9 +98,10 @@ func newSlab() []node { return makeSlab(false) }
 // newHugeSlab is newSlab with the slab advised for huge pages.
 func newHugeSlab() []node { return makeSlab(true) }
 
-func makeChunk(huge bool) []byte {
+// makeChunk makes a chunk, in 4 KiB pages (see MemTable.UseHugePages).
+func makeChunk() []byte {
 	b := make([]byte, arenaChunkSize)
-	faultIn(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)), huge)
+	faultIn(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)), false)
 	return b[:0]
 }
 

@@ -24,8 +24,8 @@ const madvHugepage = 14
 // ignored: the pages are then 4 KiB ones, as without the advice.
 //
 // Each madvise takes the process's memory-map lock for writing, stalling
-// page faults on other threads meanwhile, and consecutive chunks and slabs
-// mostly fall in the range advised last: that range is remembered
+// page faults on other threads meanwhile, and consecutive slabs mostly
+// fall in the range advised last: that range is remembered
 // (lastAdvised, shared by every memtable: a stale read only costs a
 // redundant call) and not advised again. GODEBUG=disablethp=1, the Go
 // runtime's switch for keeping its heap out of huge pages, turns the

@@ -37,8 +37,8 @@ func thpCounters(t *testing.T) (alloc, fallback int64) {
 	return alloc, fallback
 }
 
-// TestUseHugePagesReachesTheKernel fills a memtable that advises its memory
-// for huge pages and checks that the kernel's huge-page fault path saw
+// TestUseHugePagesReachesTheKernel fills a memtable that advises its B-tree
+// nodes for huge pages and checks that the kernel's huge-page fault path saw
 // it (a huge page mapped, or a fallback when none was free), and that the
 // entries read back. Without the advice, in THP's usual "madvise" mode,
 // neither counter moves.
@@ -50,7 +50,7 @@ func TestUseHugePagesReachesTheKernel(t *testing.T) {
 	a0, f0 := thpCounters(t)
 	m := New()
 	m.UseHugePages()
-	const n = 200_000 // about 24 MiB of arena and nodes
+	const n = 200_000 // about 24 MiB of arena and nodes, 8 MiB of them nodes
 	key := make([]byte, 16)
 	val := bytes.Repeat([]byte{'v'}, 100)
 	for i := 0; i < n; i++ {
@@ -126,15 +126,17 @@ func BenchmarkFaultIn(b *testing.B) {
 }
 
 // BenchmarkFaultInAfterIdle is BenchmarkFaultIn with the process idle for
-// 3 s (timer stopped) before each iteration: on a VM guest that reports
+// 3 s before each iteration, timing the fault-in alone (not the mmap and
+// munmap): on a VM guest that reports
 // free memory to its host (virtio-balloon free page reporting, which
 // reports free blocks of 2 MiB and up after a delay of about 2 s), the
 // freed memory is the host's again by then, and faulting it back in
 // faults on the host as well. Huge pages are made of such blocks; 4 KiB
 // pages mostly come from smaller free ones. On the KVM guest of round 26
 // the huge pages faulted in at about 0.4 GB/s this way, against about
-// 8 GB/s back to back (README, round 26). Each iteration sleeps, so pick
-// the count:
+// 15 GB/s in BenchmarkFaultIn (which times the mmap and munmap too, so
+// its fault-in alone is faster still; README, round 26). Each iteration
+// sleeps, so pick the count:
 //
 //	go test -run=NONE -bench=BenchmarkFaultInAfterIdle -benchtime=3x ./memtable
 func BenchmarkFaultInAfterIdle(b *testing.B) {
