@@ -89,21 +89,19 @@ func (a *ahead[T]) take(alloc func() T) T {
 // slabNodes is how many B-tree nodes (about 3.1 KiB each) a slab holds.
 const slabNodes = 16
 
-// newChunk returns an empty arena chunk whose pages are faulted in.
-func newChunk() []byte { return makeChunk() }
+// newChunk returns an empty arena chunk whose pages are faulted in, in
+// 4 KiB pages (see MemTable.UseHugePages).
+func newChunk() []byte {
+	b := make([]byte, arenaChunkSize)
+	touchPages(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+	return b[:0]
+}
 
 // newSlab returns slabNodes zero nodes whose pages are faulted in.
 func newSlab() []node { return makeSlab(false) }
 
 // newHugeSlab is newSlab with the slab advised for huge pages.
 func newHugeSlab() []node { return makeSlab(true) }
-
-// makeChunk makes a chunk, in 4 KiB pages (see MemTable.UseHugePages).
-func makeChunk() []byte {
-	b := make([]byte, arenaChunkSize)
-	faultIn(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)), false)
-	return b[:0]
-}
 
 func makeSlab(huge bool) []node {
 	s := make([]node, slabNodes)

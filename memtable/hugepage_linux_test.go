@@ -97,61 +97,46 @@ func TestGodebugSet(t *testing.T) {
 
 // BenchmarkFaultIn measures what faulting fresh memory in costs, per 64
 // MiB: a new anonymous mapping touched once per 4 KiB page, as 4 KiB
-// pages and advised for 2 MiB transparent huge pages (adviseHuge). On the
-// benchmark VM the 4 KiB pages cost about 10 µs each (README, round 23):
+// pages and advised for 2 MiB transparent huge pages (adviseHuge); the
+// mmap and munmap are not timed. On the benchmark VM of round 23 the
+// 4 KiB pages cost about 10 µs each:
 //
 //	go test -run=NONE -bench='BenchmarkFaultIn$' ./memtable
 //
 // Run back to back, it reuses memory the previous iteration freed; see
 // BenchmarkFaultInAfterIdle for memory the machine has not touched lately.
-func BenchmarkFaultIn(b *testing.B) {
-	const size = 64 << 20
-	for _, huge := range []bool{false, true} {
-		b.Run(map[bool]string{false: "4KiB", true: "huge"}[huge], func(b *testing.B) {
-			b.SetBytes(size)
-			for i := 0; i < b.N; i++ {
-				m, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-				if err != nil {
-					b.Fatal(err)
-				}
-				// With huge, the advice covers the whole 2 MiB pages the
-				// mapping (not 2 MiB-aligned) overlaps.
-				faultIn(unsafe.Pointer(&m[0]), size, huge)
-				if err := syscall.Munmap(m); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
+func BenchmarkFaultIn(b *testing.B) { benchFaultIn(b, 0) }
 
 // BenchmarkFaultInAfterIdle is BenchmarkFaultIn with the process idle for
-// 3 s before each iteration, timing the fault-in alone (not the mmap and
-// munmap): on a VM guest that reports
-// free memory to its host (virtio-balloon free page reporting, which
-// reports free blocks of 2 MiB and up after a delay of about 2 s), the
-// freed memory is the host's again by then, and faulting it back in
-// faults on the host as well. Huge pages are made of such blocks; 4 KiB
-// pages mostly come from smaller free ones. On the KVM guest of round 26
-// the huge pages faulted in at about 0.4 GB/s this way, against about
-// 15 GB/s in BenchmarkFaultIn (which times the mmap and munmap too, so
-// its fault-in alone is faster still; README, round 26). Each iteration
-// sleeps, so pick the count:
+// 3 s before each iteration: on a VM guest that reports free memory to
+// its host (virtio-balloon free page reporting, which reports free blocks
+// of 2 MiB and up after a delay of about 2 s), the freed memory is the
+// host's again by then, and faulting it back in faults on the host as
+// well. Huge pages are made of such blocks; 4 KiB pages mostly come from
+// smaller free ones. On the KVM guest of round 26 the huge pages faulted
+// in at about 0.4 GB/s this way, against 9–14 GB/s back to back (README,
+// round 26). Each iteration sleeps, so pick the count:
 //
 //	go test -run=NONE -bench=BenchmarkFaultInAfterIdle -benchtime=3x ./memtable
-func BenchmarkFaultInAfterIdle(b *testing.B) {
+func BenchmarkFaultInAfterIdle(b *testing.B) { benchFaultIn(b, 3*time.Second) }
+
+// benchFaultIn times faultIn of a fresh 64 MiB mapping, in 4 KiB and in
+// huge pages, after idle (untimed) each time.
+func benchFaultIn(b *testing.B, idle time.Duration) {
 	const size = 64 << 20
 	for _, huge := range []bool{false, true} {
 		b.Run(map[bool]string{false: "4KiB", true: "huge"}[huge], func(b *testing.B) {
 			b.SetBytes(size)
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
-				time.Sleep(3 * time.Second)
+				time.Sleep(idle)
 				m, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 				if err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
+				// With huge, the advice covers the whole 2 MiB pages the
+				// mapping (not 2 MiB-aligned) overlaps.
 				faultIn(unsafe.Pointer(&m[0]), size, huge)
 				b.StopTimer()
 				if err := syscall.Munmap(m); err != nil {
