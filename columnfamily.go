@@ -129,25 +129,41 @@ func (cf *ColumnFamily) NewIter(o *IterOptions) *Iterator {
 // Metrics returns the database metrics with the levels of this family.
 func (cf *ColumnFamily) Metrics() *Metrics { return cf.db.metricsFor(cf.id) }
 
-// PutCF sets key to value in column family cf.
-func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) error {
+// checkCF records (as the batch's sticky error, which Apply returns) that
+// cf was dropped, so a batch that lost a write applies nothing.
+func (b *Batch) checkCF(cf *ColumnFamily) error {
+	if b.err != nil {
+		return b.err
+	}
 	if err := cf.checkLive(); err != nil {
+		b.err = err
+		return err
+	}
+	return nil
+}
+
+// PutCF sets key to value in column family cf. An error (a dropped
+// family, a key or value over its limit) is also kept by the batch: Apply
+// then fails with it and applies none of the batch's writes.
+func (b *Batch) PutCF(cf *ColumnFamily, key, value []byte) error {
+	if err := b.checkCF(cf); err != nil {
 		return err
 	}
 	return b.add(base.KindSet, cf.id, key, value)
 }
 
-// DeleteCF removes key from column family cf.
+// DeleteCF removes key from column family cf. Errors are kept as PutCF's.
 func (b *Batch) DeleteCF(cf *ColumnFamily, key []byte) error {
-	if err := cf.checkLive(); err != nil {
+	if err := b.checkCF(cf); err != nil {
 		return err
 	}
 	return b.add(base.KindDelete, cf.id, key, nil)
 }
 
-// MergeCF adds a merge operand for key in column family cf.
+// MergeCF adds a merge operand for key in column family cf. Errors are
+// kept as PutCF's.
 func (b *Batch) MergeCF(cf *ColumnFamily, key, operand []byte) error {
-	if err := cf.checkLive(); err != nil {
+	if err := b.checkCF(cf); err != nil {
 		return err
 	}
 	return b.add(base.KindMerge, cf.id, key, operand)

@@ -71,6 +71,11 @@ type DB struct {
 		snapshots snapshotList
 		// wals lists the WAL files on disk, oldest first.
 		wals []uint64
+		// dataGen counts the edits that change what a read at the
+		// visible sequence number returns without advancing it (a
+		// copy-path Ingest, whose keys are at sequence number 0); every
+		// read state records it (readState.gen).
+		dataGen uint64
 	}
 	flush   flushState   // guarded by mu
 	compact compactState // guarded by mu
@@ -82,6 +87,10 @@ type DB struct {
 	// maxL0 is the most L0 tables of any column family in rs.version,
 	// kept with rs so that every write's stall check is one atomic load.
 	maxL0 atomic.Int32
+	// openIters counts the iterators open on a read state (Close
+	// reports them).
+	openIters atomic.Int64
+
 	// failedBG is set (under mu) when mu.bgErr is: the commit leader's
 	// fast path (makeRoomForWrite) reads it without mu.
 	failedBG atomic.Bool
@@ -123,11 +132,15 @@ type readState struct {
 	mem     *memGroup
 	imm     []*memGroup // oldest first
 	version *manifest.Version
+	// gen is db.mu.dataGen when the state was published: two read states
+	// with the same gen, read at the same sequence number, give the same
+	// data (flushes and compactions move data, never change it).
+	gen uint64
 }
 
 // newReadState returns a read state held by its publisher.
-func newReadState(mem *memGroup, imm []*memGroup, v *manifest.Version) *readState {
-	rs := &readState{mem: mem, imm: imm, version: v}
+func newReadState(mem *memGroup, imm []*memGroup, v *manifest.Version, gen uint64) *readState {
+	rs := &readState{mem: mem, imm: imm, version: v, gen: gen}
 	rs.refs.Init(v.Unref)
 	return rs
 }
@@ -165,7 +178,7 @@ func (db *DB) loadReadStateAt(p int) *readState {
 // versions there), so that each read state is a state some serial history
 // produced: a flushed memtable and its table are never both in one.
 func (db *DB) updateReadStateLocked() {
-	rs := newReadState(db.mu.mem, append([]*memGroup(nil), db.mu.imm...), db.versions.Current())
+	rs := newReadState(db.mu.mem, append([]*memGroup(nil), db.mu.imm...), db.versions.Current(), db.mu.dataGen)
 	n := 0
 	for _, lv := range rs.version.CFs {
 		n = max(n, len(lv[0]))
@@ -296,6 +309,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	bgBefore := db.mu.bgErr
+	leaked := leakError(int(db.openIters.Load()), len(db.mu.snapshots.seqs))
 	// Wake a writer stalled on a flush, then take the commit pipeline so
 	// that no write is in flight.
 	db.mu.cond.Broadcast()
@@ -335,8 +349,16 @@ func (db *DB) Close() error {
 	db.rsMu.Unlock()
 	errs = append(errs, db.versions.Close())
 	db.tables.close()
-	errs = append(errs, db.lock.Close())
+	errs = append(errs, db.lock.Close(), leaked)
 	return errors.Join(errs...)
+}
+
+// leakError is Close's error for iterators and snapshots left open.
+func leakError(iters, snaps int) error {
+	if iters == 0 && snaps == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d iterators and %d snapshots (close them before DB.Close)", ErrLeaked, iters, snaps)
 }
 
 // checkOpen returns ErrClosed after Close.

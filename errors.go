@@ -24,6 +24,9 @@ var (
 	ErrTooLarge = errors.New("sieve: too large")
 	// ErrInvalidRange is returned by DeleteRange for start > end.
 	ErrInvalidRange = errors.New("sieve: invalid range")
+	// ErrLeaked is returned by Close when iterators or snapshots were
+	// still open (the DB closes all the same; the error says how many).
+	ErrLeaked = errors.New("sieve: iterators or snapshots still open at Close")
 	// ErrLocked is returned by Open when another DB holds the directory.
 	ErrLocked = errors.New("sieve: database directory is locked by another DB")
 )

@@ -382,6 +382,7 @@ func (db *DB) installIngest(cf uint32, ins []*ingestInput, seq uint64) error {
 		if seq > 0 {
 			db.visibleSeq.Store(seq)
 		} else {
+			db.mu.dataGen++ // keys at seq 0: open iterators must not refresh onto them
 			db.metrics.ingest.copied.Add(1)
 		}
 		m := &db.metrics

@@ -246,6 +246,7 @@ func (it *Iterator) Close() error {
 	if it.alloc != nil {
 		it.alloc.free(it)
 		it.alloc = nil
+		it.db.openIters.Add(-1)
 	}
 	if errors.Is(it.err, errIterClosed) {
 		return nil

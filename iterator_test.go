@@ -245,6 +245,9 @@ func TestIteratorModel(t *testing.T) {
 	}
 	require.NoError(t, all.Close())
 	require.Equal(t, len(model), n)
+	for _, s := range snaps {
+		require.NoError(t, s.s.Close())
+	}
 }
 
 func maps(m map[string]string) map[string]string {

@@ -9,8 +9,10 @@ package sieve
 //
 // So an absolute positioning call (First, Last, SeekGE, SeekLT,
 // SeekPrefixGE) first moves the iterator onto the current read state when
-// that has changed and nothing has been written since the iterator's view
-// (the database's visible sequence number is still the iterator's). Then
+// that has changed and nothing has been written since the iterator's view:
+// the database's visible sequence number is still the iterator's, and no
+// edit that adds data without a sequence number (a copy-path Ingest, keys
+// at sequence number 0) was installed since (readState.gen). Then
 // the current state read at the iterator's sequence number is exactly the
 // view the iterator had: a flush or compaction never changes what a read
 // at the latest sequence number sees, and newer writes, the only thing
@@ -32,12 +34,12 @@ func (it *Iterator) maybeRefresh() {
 	if it.rs == nil || it.alloc == nil || db == nil {
 		return
 	}
-	if cur := db.rs.Load(); cur == it.rs || cur == nil || db.visibleSeq.Load() != it.seq {
+	if cur := db.rs.Load(); cur == it.rs || cur == nil || cur.gen != it.rs.gen || db.visibleSeq.Load() != it.seq {
 		return
 	}
 	seq := it.seq
 	n := db.newIter(it.cf, &IterOptions{LowerBound: it.lower, UpperBound: it.upper}, &seq)
-	if n.err != nil || n.rs == nil || !sameFamilies(it, n) || db.visibleSeq.Load() != seq {
+	if n.err != nil || n.rs == nil || n.rs.gen != it.rs.gen || !sameFamilies(it, n) || db.visibleSeq.Load() != seq {
 		// Closing, the family was dropped since, or a write became
 		// visible while n was built (the state n loaded may then have
 		// been compacted with that write's shadow): keep the pinned view.

@@ -53,9 +53,9 @@ func TestMultiGetBasics(t *testing.T) {
 	require.Equal(t, "cf", string(vals[0]))
 	require.ErrorIs(t, errs[1], ErrNotFound)
 	s = db.NewSnapshot()
-	defer s.Close()
 	vals, _ = s.MultiGetCF(cf, [][]byte{[]byte("a")})
 	require.Equal(t, "cf", string(vals[0]))
+	require.NoError(t, s.Close())
 
 	require.NoError(t, db.Close())
 	_, errs = db.MultiGet([][]byte{[]byte("a")})

@@ -70,6 +70,7 @@ func (db *DB) newIter(cf uint32, o *IterOptions, snapSeq *uint64) *Iterator {
 		it.iter = newRangeDelIter(it.iter, rd, seq)
 	}
 	it.release = rs.unref
+	db.openIters.Add(1) // Close takes it back (it.alloc is set)
 	return it
 }
 

@@ -351,9 +351,13 @@ type WriteOptions struct {
 var (
 	// Sync acknowledges a write only once it is durable.
 	Sync = &WriteOptions{Sync: true}
-	// NoSync acknowledges a write once it is in the WAL's OS buffers and
-	// the memtable. THIS CAN LOSE RECENT WRITES ON A CRASH (never on a clean
-	// Close).
+	// NoSync acknowledges a write once it is in the memtable and the
+	// WAL's buffer in this process, which is written to the OS within
+	// 2 ms. THIS CAN LOSE RECENT WRITES ON A CRASH: a process kill (a
+	// panic, SIGKILL, the OOM killer) loses up to the last 2 ms of
+	// acknowledged writes, a power loss or kernel crash everything not yet
+	// fsynced. What survives is a prefix of the acknowledged writes, and a
+	// clean Close loses nothing.
 	NoSync = &WriteOptions{Sync: false}
 )
 

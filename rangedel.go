@@ -30,8 +30,11 @@ func (cf *ColumnFamily) DeleteRange(start, end []byte, o *WriteOptions) error {
 }
 
 // DeleteRangeCF adds a deletion of every key in [start, end) of column
-// family cf (see Batch.DeleteRange).
+// family cf (see Batch.DeleteRange). Errors are kept as PutCF's.
 func (b *Batch) DeleteRangeCF(cf *ColumnFamily, start, end []byte) error {
+	if err := b.checkCF(cf); err != nil {
+		return err
+	}
 	return b.addRange(cf.id, start, end)
 }
 

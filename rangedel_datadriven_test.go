@@ -129,9 +129,11 @@ func rangeDelRead(t *testing.T, db *DB, snap *Snapshot, d *testutil.Case) string
 		}
 		return sb.String()
 	}
-	it := db.NewIter(nil)
+	var it *Iterator
 	if snap != nil {
 		it = snap.NewIter(nil)
+	} else {
+		it = db.NewIter(nil)
 	}
 	var fwd, back []string
 	for ok := it.First(); ok; ok = it.Next() {

@@ -428,7 +428,9 @@ func TestSeekTriggeredFlushRacesClose(t *testing.T) {
 		go func() { done <- db.Close() }()
 		select {
 		case err := <-done:
-			require.NoError(t, err)
+			if err != nil {
+				require.ErrorIs(t, err, ErrLeaked, "iterators racing Close may be open; nothing else may fail")
+			}
 		case <-time.After(30 * time.Second):
 			t.Fatal("Close did not return")
 		}

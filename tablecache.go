@@ -33,6 +33,7 @@ type tableCache struct {
 	mu      lockrank.Mutex // rank TableCache
 	entries map[uint64]*tableEntry
 	lru     list.List // of *tableEntry, most recent at the front
+	closed  bool      // close ran: no table is opened again
 }
 
 type tableEntry struct {
@@ -110,6 +111,12 @@ func (c *tableCache) getAt(p int, meta *manifest.FileMetadata) (*tableEntry, err
 		}
 		c.publish(e, meta)
 		return e, nil
+	}
+	if c.closed {
+		// A read that loaded its read state before DB.Close: an entry
+		// opened now would never be closed.
+		c.mu.Unlock()
+		return nil, ErrClosed
 	}
 	e = c.newTableEntry(meta.FileNum)
 	e.refs.Acquire(p) // the opener's
@@ -240,6 +247,7 @@ func (c *tableCache) forget(num uint64) {
 // close closes every reader not in use.
 func (c *tableCache) close() {
 	c.mu.Lock()
+	c.closed = true
 	for _, e := range c.entries {
 		c.removeLocked(e)
 	}
