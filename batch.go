@@ -36,6 +36,7 @@ type Batch struct {
 	// cfs and mergeCFs list the non-default column families the batch
 	// writes and the families it merges into, for checks at Apply.
 	cfs, mergeCFs []uint32
+	index         *batchIndex // nil unless made by NewIndexedBatch
 }
 
 // NewBatch returns an empty batch for db.
@@ -55,6 +56,9 @@ func (b *Batch) Reset() {
 	b.err = nil
 	b.cfs = b.cfs[:0]
 	b.mergeCFs = b.mergeCFs[:0]
+	if b.index != nil {
+		b.index = &batchIndex{points: map[string][]idxEntry{}}
+	}
 }
 
 // Len returns the number of entries in the batch.
@@ -94,6 +98,9 @@ func (b *Batch) add(kind base.Kind, cf uint32, key, value []byte) error {
 	if kind != base.KindDelete {
 		b.data = binary.AppendUvarint(b.data, uint64(len(value)))
 		b.data = append(b.data, value...)
+	}
+	if b.index != nil {
+		b.noteIndexed(kind, cf, key, value)
 	}
 	b.count++
 	if cf != 0 {
