@@ -205,7 +205,7 @@ func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte)
 	if len(toAdd) > 0 || !exists {
 		op, err := BFAddOp(spec, toAdd...)
 		if err == nil {
-			err = s.cf.Merge(key, op, s.wo)
+			err = s.writeMerge(key, op)
 		}
 		if err != nil {
 			s.invalidate(key) // b is ahead of the DB

@@ -339,6 +339,9 @@ func (s *Store) cachedHLL(stripe int, key []byte) *hllCacheEntry {
 
 // cachedEntry is cachedHLL with key's hash. REQUIRES: the stripe's lock.
 func (s *Store) cachedEntry(stripe int, h uint64, key []byte) *hllCacheEntry {
+	if s.view != nil {
+		return nil // a view reads its batch
+	}
 	c := &s.hllCache[stripe]
 	e := c.get(h, key)
 	if e == nil {
@@ -367,7 +370,7 @@ func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64
 // putEntry replaces key's entry in its stripe by e and evicts past the
 // stripe's budget. REQUIRES: the stripe's lock.
 func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
-	if s.epochs.off.Load() {
+	if s.epochs.off.Load() || s.view != nil {
 		return
 	}
 	c := &s.hllCache[stripe]

@@ -57,7 +57,7 @@ func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 	if !changed {
 		return false, nil
 	}
-	if err := s.cf.Merge(key, appendHLLOp(nil, op), s.wo); err != nil {
+	if err := s.writeMerge(key, appendHLLOp(nil, op)); err != nil {
 		s.invalidate(key)
 		return false, err
 	}

@@ -46,6 +46,14 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 // every write through the Store keeps it exact): several Stores on one DB
 // are correct together only for blind writes and reads.
 type Store struct {
+	*storeState
+	// view is the indexed batch of a view (WithBatch): reads go through
+	// it, writes into it, and the cache is neither read nor filled.
+	view *sieve.Batch
+}
+
+// storeState is what a Store and its views share.
+type storeState struct {
 	db    *sieve.DB
 	cf    *sieve.ColumnFamily
 	wo    *sieve.WriteOptions
@@ -105,7 +113,7 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", ColumnFamilyName, err)
 	}
-	s := &Store{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed(), hint: new(cacheHints)}
+	s := &Store{storeState: &storeState{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed(), hint: new(cacheHints)}}
 	for i := range s.hllCache {
 		s.hllCache[i].hint = s.hint
 	}
@@ -153,7 +161,24 @@ type getter func(key []byte) ([]byte, error)
 // sketch at all (written around the Store) fails with an error wrapping
 // both ErrWrongType (what Redis answers for a key of another type) and
 // ErrCorruption (the Store never writes such a value).
-func (s *Store) get(key []byte) ([]byte, error) { return getFrom(s.cf.Get, key) }
+func (s *Store) get(key []byte) ([]byte, error) {
+	if s.view != nil {
+		return getFrom(s.viewGet, key)
+	}
+	return getFrom(s.cf.Get, key)
+}
+
+func (s *Store) viewGet(key []byte) ([]byte, error) { return s.view.GetCF(s.cf, key) }
+
+// WithBatch returns a view of the Store whose commands read through b, an
+// indexed batch of the Store's DB (sieve.DB.NewIndexedBatch), and add
+// their writes to b instead of writing the DB: a transaction. Commit b
+// with Apply (nil keys, or the keys written), which keeps the Store's
+// cache exact. The view holds the Store's per-key locks as the Store
+// does, but nothing stops other writers between the view's reads and the
+// commit: the caller excludes them (sieve-server runs MULTI/EXEC holding
+// its keyspace exclusively).
+func (s *Store) WithBatch(b *sieve.Batch) *Store { return &Store{storeState: s.storeState, view: b} }
 
 func getFrom(g getter, key []byte) ([]byte, error) {
 	v, err := g(key)
@@ -174,6 +199,9 @@ func getFrom(g getter, key []byte) ([]byte, error) {
 // snapshotGetter returns a getter reading one snapshot of the column
 // family, and its release.
 func (s *Store) snapshotGetter() (getter, func()) {
+	if s.view != nil {
+		return s.viewGet, func() {}
+	}
 	snap := s.db.NewSnapshot()
 	return func(key []byte) ([]byte, error) { return snap.GetCF(s.cf, key) }, func() { _ = snap.Close() }
 }
@@ -182,9 +210,31 @@ func (s *Store) snapshotGetter() (getter, func()) {
 // stale: every write but PFAdd's own goes through merge, Restore, Put,
 // Delete or a Batch, all of which do).
 func (s *Store) merge(key, operand []byte) error {
-	err := s.cf.Merge(key, operand, s.wo)
+	err := s.writeMerge(key, operand)
 	s.invalidate(key)
 	return err
+}
+
+// writeMerge, writePut and writeDelete write the DB, or a view's batch.
+func (s *Store) writeMerge(key, operand []byte) error {
+	if s.view != nil {
+		return s.view.MergeCF(s.cf, key, operand)
+	}
+	return s.cf.Merge(key, operand, s.wo)
+}
+
+func (s *Store) writePut(key, value []byte) error {
+	if s.view != nil {
+		return s.view.PutCF(s.cf, key, value)
+	}
+	return s.cf.Put(key, value, s.wo)
+}
+
+func (s *Store) writeDelete(key []byte) error {
+	if s.view != nil {
+		return s.view.DeleteCF(s.cf, key)
+	}
+	return s.cf.Delete(key, s.wo)
 }
 
 // notFound is the error of a command that needs an existing key
@@ -221,7 +271,7 @@ func (s *Store) Restore(key, value []byte) error {
 		return err
 	}
 	defer s.lock(key)()
-	err = s.cf.Put(key, v, s.wo)
+	err = s.writePut(key, v)
 	s.invalidate(key)
 	return err
 }
@@ -236,7 +286,7 @@ func (s *Store) Restore(key, value []byte) error {
 // use Restore to have it checked and its cache recomputed).
 func (s *Store) Put(key, value []byte) error {
 	defer s.lock(key)()
-	err := s.cf.Put(key, value, s.wo)
+	err := s.writePut(key, value)
 	s.invalidate(key)
 	return err
 }
@@ -244,7 +294,7 @@ func (s *Store) Put(key, value []byte) error {
 // Delete deletes key, whatever it holds.
 func (s *Store) Delete(key []byte) error {
 	defer s.lock(key)()
-	err := s.cf.Delete(key, s.wo)
+	err := s.writeDelete(key)
 	s.invalidate(key)
 	return err
 }
@@ -254,6 +304,9 @@ func (s *Store) Delete(key []byte) error {
 // and keeps the cache exact: the keys' stripes (or the whole cache) are
 // made stale once it is applied. It takes no per-key lock.
 func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
+	if s.view != nil {
+		return errViewApply
+	}
 	err := s.db.Apply(b, s.wo)
 	if keys == nil {
 		s.invalidateAll()
@@ -263,6 +316,8 @@ func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
 	}
 	return err
 }
+
+var errViewApply = errors.New("sketchcol: Apply on a view (WithBatch); apply the view's batch with the Store")
 
 // restoreValue validates value and returns what to store.
 func restoreValue(value []byte) ([]byte, error) {
