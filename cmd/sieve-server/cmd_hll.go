@@ -158,11 +158,10 @@ func cmdPFCount(s *Server, r *reply, args [][]byte) {
 			return
 		}
 	} else if hasMeta {
-		if err := s.ks.meta.Delete(key, s.ks.wo); err != nil {
+		if err := s.ks.deleteMeta(key); err != nil {
 			r.storeErr(err)
 			return
 		}
-		s.ks.forgetMeta(key)
 		// The Store's mark of key stood for the stale bytes just dropped
 		// (cmdPFAddDeferred).
 		s.ks.st.ForgetCached(key)

@@ -222,15 +222,19 @@ func cmdMSet(s *Server, r *reply, args [][]byte) {
 	}
 	keys := make([][]byte, 0, len(args)/2)
 	for i := 1; i < len(args); i += 2 {
+		if err := checkSize(args[i], len(args[i+1])+1); err != nil {
+			r.storeErr(err)
+			return
+		}
 		keys = append(keys, args[i])
 	}
 	defer s.ks.lockKeys(keys)()
-	b := s.ks.db.NewBatch()
+	b := s.ks.newBatch()
 	for i := 1; i < len(args); i += 2 {
 		_ = b.PutCF(s.ks.cf, args[i], encodeString(args[i+1]))
 		s.ks.dropMeta(b, args[i])
 	}
-	if err := s.ks.st.Apply(b, keys); err != nil {
+	if err := s.ks.apply(b, keys); err != nil {
 		r.storeErr(err)
 		return
 	}

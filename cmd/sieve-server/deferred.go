@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unsafe"
 
+	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/internal/prefetch"
 	"github.com/sievedb/sieve/sketchcol"
 )
@@ -50,12 +51,25 @@ func (s *Server) deferrable(name string, args [][]byte) bool {
 	}
 	switch name {
 	case "set":
-		return len(args) == 3 && int64(len(args[2])) <= s.lim.maxBulk.Load()
+		return len(args) == 3 && int64(len(args[2])) <= s.lim.maxBulk.Load() && fitsEngine(args[1], len(args[2])+1)
 	case "pfadd":
-		return true
+		return fitsEngine(args[1], 0)
 	}
 	return false
 }
+
+// fitsEngine reports whether a write of key with a value of vlen bytes is
+// within the engine's limits. A command that is not is run alone, where
+// its error reply is its own: in the pipeline's batch it would fail the
+// batch and with it its neighbours.
+func fitsEngine(key []byte, vlen int) bool {
+	return len(key) <= sieve.MaxKeySize && vlen <= sieve.MaxValueSize
+}
+
+// batchRoom is how many bytes the pipeline's batch may reach before it is
+// committed and a new one started (the engine refuses batches over
+// sieve.MaxBatchSize).
+const batchRoom = sieve.MaxBatchSize / 2
 
 // pendKey is a key written in the pending batch, by a SET ('s') or a
 // PFADD ('p').
@@ -165,6 +179,9 @@ func (s *Server) commitDeferred(r *reply) {
 			s.ks.reloadMeta(ds.meta)
 		}
 	}
+	for _, k := range ds.keys {
+		s.ks.watch.touch(k.key)
+	}
 	for _, i := range ds.stripes {
 		s.ks.stripes[i].Unlock()
 	}
@@ -179,6 +196,9 @@ func (s *Server) commitDeferred(r *reply) {
 func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 	key := args[1]
 	ds := &r.cl.ds
+	if ds.d != nil && ds.d.Batch().Size()+len(key)+len(args[2])+64 > batchRoom {
+		s.commitDeferred(r)
+	}
 	d := s.deferred(r)
 	s.deferKey(r, key, 's')
 	b := d.Batch()
@@ -189,7 +209,14 @@ func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 	if !isHLLString(args[2]) {
 		ds.scratch = v
 	}
-	_ = b.PutCF(s.ks.cf, key, v) // PutCF copies it
+	if err := b.PutCF(s.ks.cf, key, v); err != nil { // PutCF copies v
+		// Not reached (deferrable checked the sizes): the batch is
+		// poisoned, and the commit answers every pending reply with the
+		// error, which is true (none is applied).
+		s.beginReply(r)
+		s.commitDeferred(r)
+		return
+	}
 	if s.ks.dropMeta(b, key) {
 		s.ks.forgetMeta(key)
 		ds.meta = append(ds.meta, key)

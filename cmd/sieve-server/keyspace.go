@@ -47,12 +47,18 @@ import (
 // takes metaMu. metaMu is a leaf: held for one access, never while
 // taking another lock.
 type keyspace struct {
+	*ksState
+	st *sketchcol.Store
+	tx *txn // a transaction's view (MULTI/EXEC): nil for the keyspace itself
+}
+
+// ksState is what the keyspace and its transaction views share.
+type ksState struct {
 	// First, so that the stripes are aligned to cache lines (a keyspace is
 	// large enough to be allocated page-aligned).
 	stripes [1 << 16]ksStripe // many: a pipelining client holds its keys' stripes until its batch commits
 
 	db   *sieve.DB
-	st   *sketchcol.Store
 	cf   *sieve.ColumnFamily
 	meta *sieve.ColumnFamily
 	wo   *sieve.WriteOptions
@@ -63,6 +69,8 @@ type keyspace struct {
 	cursorMu   sync.Mutex
 	cursors    map[uint64][]byte
 	cursorNext uint64
+
+	watch watchers // WATCH's registry (multi.go)
 }
 
 // ksStripe is one stripe of the keyspace: the lock of its keys and the
@@ -127,7 +135,7 @@ func openKeyspace(db *sieve.DB, sync bool) (*keyspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks := &keyspace{db: db, st: st, cf: st.ColumnFamily(), meta: meta, wo: sieve.NoSync, seed: maphash.MakeSeed(), cursors: map[uint64][]byte{}}
+	ks := &keyspace{st: st, ksState: &ksState{db: db, cf: st.ColumnFamily(), meta: meta, wo: sieve.NoSync, seed: maphash.MakeSeed(), cursors: map[uint64][]byte{}}}
 	if sync {
 		ks.wo = sieve.Sync
 	}
@@ -160,16 +168,28 @@ func (ks *keyspace) hash(key []byte) (int, uint32) {
 	return int(h % uint64(len(ks.stripes))), uint32(h >> 32)
 }
 
-// lock locks key for a command.
+// lock locks key for a command. Its unlock marks the clients that WATCH
+// key (a command that locks a key may have written it). In a transaction
+// (EXEC holds the keyspace exclusively) it only notes the key.
 func (ks *keyspace) lock(key []byte) func() {
+	if ks.tx != nil {
+		ks.tx.wrote(key)
+		return func() {}
+	}
 	ks.all.RLock()
 	m := &ks.stripes[ks.stripe(key)]
 	m.Lock()
-	return func() { m.Unlock(); ks.all.RUnlock() }
+	return func() { ks.watch.touch(key); m.Unlock(); ks.all.RUnlock() }
 }
 
-// lockKeys locks several keys' stripes in order.
+// lockKeys locks several keys' stripes in order (see lock).
 func (ks *keyspace) lockKeys(keys [][]byte) func() {
+	if ks.tx != nil {
+		for _, k := range keys {
+			ks.tx.wrote(k)
+		}
+		return func() {}
+	}
 	ks.all.RLock()
 	idx := make([]int, 0, len(keys))
 	for _, k := range keys {
@@ -181,6 +201,9 @@ func (ks *keyspace) lockKeys(keys [][]byte) func() {
 		ks.stripes[i].Lock()
 	}
 	return func() {
+		for _, k := range keys {
+			ks.watch.touch(k)
+		}
 		for _, i := range idx {
 			ks.stripes[i].Unlock()
 		}
@@ -188,10 +211,15 @@ func (ks *keyspace) lockKeys(keys [][]byte) func() {
 	}
 }
 
-// lockAll excludes every other command.
+// lockAll excludes every other command (FLUSHALL); its unlock marks every
+// watching client.
 func (ks *keyspace) lockAll() func() {
+	if ks.tx != nil {
+		ks.tx.flushed = true
+		return func() {}
+	}
 	ks.all.Lock()
-	return ks.all.Unlock
+	return func() { ks.watch.touchAll(); ks.all.Unlock() }
 }
 
 // isHLLString is Redis's isHLLObjectOrReply on a string's bytes.
@@ -217,7 +245,13 @@ func appendString(dst, v []byte) []byte {
 
 // raw reads key's stored value (nil when missing).
 func (ks *keyspace) raw(key []byte) ([]byte, error) {
-	v, err := ks.cf.Get(key)
+	var v []byte
+	var err error
+	if ks.tx != nil {
+		v, err = ks.tx.b.GetCF(ks.cf, key)
+	} else {
+		v, err = ks.cf.Get(key)
+	}
 	if errors.Is(err, sieve.ErrNotFound) {
 		return nil, nil
 	}
@@ -288,11 +322,55 @@ func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
 
 // setMeta records the Redis cache bytes of key. REQUIRES: key's lock.
 func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
-	if err := ks.meta.Put(key, c[:], ks.wo); err != nil {
+	var err error
+	if ks.tx != nil {
+		err = ks.tx.b.PutCF(ks.meta, key, c[:])
+		ks.tx.metaKey(key)
+	} else {
+		err = ks.meta.Put(key, c[:], ks.wo)
+	}
+	if err != nil {
 		return err
 	}
 	ks.noteMeta(key, c)
 	return nil
+}
+
+// deleteMeta deletes the cache bytes of key. REQUIRES: key's lock.
+func (ks *keyspace) deleteMeta(key []byte) error {
+	var err error
+	if ks.tx != nil {
+		err = ks.tx.b.DeleteCF(ks.meta, key)
+		ks.tx.metaKey(key)
+	} else {
+		err = ks.meta.Delete(key, ks.wo)
+	}
+	if err != nil {
+		return err
+	}
+	ks.forgetMeta(key)
+	return nil
+}
+
+// newBatch returns a batch for a command's writes (a transaction's own),
+// to be applied with apply.
+func (ks *keyspace) newBatch() *sieve.Batch {
+	if ks.tx != nil {
+		return ks.tx.b
+	}
+	return ks.db.NewBatch()
+}
+
+// apply applies b, from newBatch, whose writes are to keys (nil: any), and
+// keeps the Store's cache exact. In a transaction the writes wait for EXEC.
+func (ks *keyspace) apply(b *sieve.Batch, keys [][]byte) error {
+	if ks.tx != nil {
+		if err := b.Err(); err != nil {
+			return err
+		}
+		return nil
+	}
+	return ks.st.Apply(b, keys)
 }
 
 // dropMeta adds the deletion of key's cache bytes to b if it has any.
@@ -328,6 +406,24 @@ func (ks *keyspace) reloadMeta(keys [][]byte) {
 	}
 }
 
+// reloadAllMeta rereads every key's cache bytes from disk (after a failed
+// transaction that ran FLUSHALL). REQUIRES: the keyspace exclusively.
+func (ks *keyspace) reloadAllMeta() {
+	for i := range ks.stripes {
+		st := &ks.stripes[i]
+		st.metaMu.Lock()
+		st.meta = metaSet{}
+		st.metaMu.Unlock()
+	}
+	it := ks.meta.NewIter(nil)
+	for ok := it.First(); ok; ok = it.Next() {
+		var c [8]byte
+		copy(c[:], it.Value())
+		ks.noteMeta(it.Key(), c)
+	}
+	_ = it.Close()
+}
+
 // forgetMeta drops the cache bytes kept for keys. REQUIRES: their locks.
 func (ks *keyspace) forgetMeta(keys ...[]byte) {
 	for _, k := range keys {
@@ -341,15 +437,31 @@ func (ks *keyspace) forgetMeta(keys ...[]byte) {
 
 // setString stores a string value at key. REQUIRES: key's lock.
 func (ks *keyspace) setString(key, v []byte) error {
+	if err := checkSize(key, len(v)+1); err != nil {
+		return err
+	}
 	if _, ok := ks.metaOf(key); !ok {
 		return ks.st.Put(key, encodeString(v))
 	}
-	b := ks.db.NewBatch()
+	b := ks.newBatch()
 	_ = b.PutCF(ks.cf, key, encodeString(v))
 	ks.dropMeta(b, key)
-	err := ks.st.Apply(b, [][]byte{key})
+	err := ks.apply(b, [][]byte{key})
 	ks.forgetMeta(key)
 	return err
+}
+
+// checkSize refuses a key or stored value over the engine's limits before
+// anything is written (in a transaction's batch, the engine's error would
+// fail the whole transaction instead of the one command).
+func checkSize(key []byte, vlen int) error {
+	switch {
+	case len(key) > sieve.MaxKeySize:
+		return fmt.Errorf("key of %d bytes exceeds sieve's limit of %d", len(key), sieve.MaxKeySize)
+	case vlen > sieve.MaxValueSize:
+		return fmt.Errorf("value of %d bytes exceeds sieve's limit of %d", vlen-1, sieve.MaxValueSize-1)
+	}
+	return nil
 }
 
 // del deletes keys that exist (the caller checked). REQUIRES: their locks.
@@ -359,18 +471,21 @@ func (ks *keyspace) del(keys ...[]byte) error {
 			return ks.st.Delete(keys[0])
 		}
 	}
-	b := ks.db.NewBatch()
+	b := ks.newBatch()
 	for _, k := range keys {
 		_ = b.DeleteCF(ks.cf, k)
 		ks.dropMeta(b, k)
 	}
-	err := ks.st.Apply(b, keys)
+	err := ks.apply(b, keys)
 	ks.forgetMeta(keys...)
 	return err
 }
 
 // flush deletes every key. REQUIRES: lockAll.
 func (ks *keyspace) flush() error {
+	if ks.tx != nil {
+		return ks.tx.flush(ks)
+	}
 	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta} {
 		it := cf.NewIter(nil)
 		b := ks.db.NewBatch()

@@ -407,6 +407,7 @@ func (c *respConn) WriteInt(n int)          { c.out = appendPrefix(c.out, ':', i
 func (c *respConn) WriteInt64(n int64)      { c.out = appendPrefix(c.out, ':', n) }
 func (c *respConn) WriteArray(n int)        { c.out = appendPrefix(c.out, '*', int64(n)) }
 func (c *respConn) WriteNull()              { c.out = append(c.out, "$-1\r\n"...) }
+func (c *respConn) WriteNullArray()         { c.out = append(c.out, "*-1\r\n"...) }
 func (c *respConn) PeekPipeline() []Command { return c.cmds[c.next:] }
 
 // Close closes the connection; no command after the current one runs and

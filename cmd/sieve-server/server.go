@@ -67,9 +67,17 @@ func DefaultConfig() Config {
 
 // Server is a RESP2 server over a sieve DB and its sketch Store.
 type Server struct {
+	*serverState
+	// ks is the keyspace commands run on: the server's, or a
+	// transaction's view of it (EXEC runs its commands on a Server that
+	// shares the state and has the view).
+	ks *keyspace
+}
+
+// serverState is the server's state, shared by its transaction views.
+type serverState struct {
 	cfg     Config
 	db      *sieve.DB
-	ks      *keyspace
 	lim     protoLimits
 	ln      net.Listener
 	started time.Time
@@ -129,6 +137,7 @@ type client struct {
 	pending int64 // reply bytes written since the last flush (approximate)
 	conn    *clientConn
 	ds      deferState
+	multi   multiState
 	r       reply // reused by every command of the connection
 }
 
@@ -155,7 +164,7 @@ func Open(cfg Config) (*Server, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Server{cfg: cfg, db: db, ks: ks, started: time.Now(), shutdown: make(chan struct{})}
+	s := &Server{serverState: &serverState{cfg: cfg, db: db, started: time.Now(), shutdown: make(chan struct{})}, ks: ks}
 	s.lim.maxBulk.Store(cfg.MaxBulkLen)
 	s.lim.maxArgs.Store(cfg.MaxArgs)
 	s.lim.maxInline.Store(cfg.MaxInline)
@@ -274,8 +283,9 @@ func (s *Server) forget(c *respConn) {
 	s.connMu.Unlock()
 }
 
-func (s *Server) closed(_ *client, err error) {
+func (s *Server) closed(cl *client, err error) {
 	s.clients.Add(-1)
+	s.ks.watch.unwatch(cl)
 	var pe *protoError
 	if errors.As(err, &pe) {
 		s.protoErrs.Add(1)
@@ -375,7 +385,11 @@ func (s *Server) handle(cl *client, cmd Command) {
 	switch {
 	case s.hasPass.Load() && !cl.authed.Load() && !noAuthOK[name]:
 		s.commitDeferred(r)
+		cl.multi.aborted = cl.multi.on
 		r.err("NOAUTH Authentication required.")
+	case cl.multi.on && !multiOK[name]:
+		s.commitDeferred(r)
+		s.queue(r, c, cmd.Args)
 	case c == nil:
 		s.commitDeferred(r)
 		r.err(unknownCommand(cmd.Args))

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sievedb/sieve"
+)
+
+// Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, with Redis's
+// semantics.
+//
+// Between MULTI and EXEC a client's commands are checked (name, arity)
+// and queued, each answered +QUEUED; one refused at queue time makes EXEC
+// answer EXECABORT and run nothing. EXEC takes the keyspace exclusively,
+// answers a null array if a key the client WATCHed was written since
+// WATCH (by anyone, the client included), and otherwise runs the queue on
+// a view of the keyspace whose reads see the transaction's own writes and
+// whose writes go into one indexed batch (sketchcol.Store.WithBatch),
+// applied at the end as one WAL record: after a crash all of the
+// transaction's writes are present or none. A command that fails inside
+// EXEC answers its error in EXEC's array and writes nothing, as in Redis;
+// if the batch itself cannot be applied, EXEC answers that error and
+// nothing of the transaction is applied.
+//
+// WATCH: every command that locks a key (all writers do) marks the
+// clients watching it when it unlocks (keyspace.lock), a pipelined batch
+// when it commits, FLUSHALL every watching client. A lock-taking command
+// that did not change the key (a SETNX that found it) marks them too:
+// such an EXEC aborts where Redis's would run, never the reverse.
+//
+// Limitation: SCAN, KEYS, DBSIZE and RANDOMKEY inside a transaction list
+// the database as it was before the transaction, without its own writes.
+
+// queued is a command queued by MULTI.
+type queued struct {
+	c    *command
+	args [][]byte // copies: the request buffer is reused
+}
+
+// multiState is a client's transaction state. Only its connection's
+// goroutine touches it, except dirty (set by other clients' writes).
+type multiState struct {
+	on      bool
+	aborted bool // a command was refused at queue time: EXECABORT
+	queue   []queued
+	watched [][]byte
+	dirty   atomic.Bool
+}
+
+// multiOK are the commands MULTI runs at once instead of queueing.
+var multiOK = map[string]bool{"exec": true, "discard": true, "multi": true, "watch": true, "quit": true, "reset": true}
+
+func init() {
+	register(
+		&command{name: "multi", arity: 1, fn: cmdMulti},
+		&command{name: "exec", arity: 1, fn: cmdExec},
+		&command{name: "discard", arity: 1, fn: cmdDiscard},
+		&command{name: "watch", arity: -2, fn: cmdWatch},
+		&command{name: "unwatch", arity: 1, fn: cmdUnwatch},
+	)
+}
+
+// queue queues a command of a client in MULTI, or refuses it (and marks
+// the transaction aborted) when it is unknown or has the wrong arity.
+func (s *Server) queue(r *reply, c *command, args [][]byte) {
+	m := &r.cl.multi
+	switch {
+	case c == nil:
+		m.aborted = true
+		r.err(unknownCommand(args))
+	case (c.arity > 0 && len(args) != c.arity) || (c.arity < 0 && len(args) < -c.arity):
+		m.aborted = true
+		r.wrongArgs(c.name)
+	default:
+		cp := make([][]byte, len(args))
+		for i, a := range args {
+			cp[i] = bytes.Clone(a)
+		}
+		m.queue = append(m.queue, queued{c: c, args: cp})
+		r.status("QUEUED")
+	}
+}
+
+func cmdMulti(s *Server, r *reply, _ [][]byte) {
+	m := &r.cl.multi
+	if m.on {
+		r.err("ERR MULTI calls can not be nested")
+		return
+	}
+	m.on = true
+	r.ok()
+}
+
+func cmdDiscard(s *Server, r *reply, _ [][]byte) {
+	if !r.cl.multi.on {
+		r.err("ERR DISCARD without MULTI")
+		return
+	}
+	s.endMulti(r.cl)
+	r.ok()
+}
+
+// endMulti leaves MULTI and drops the client's WATCHes.
+func (s *Server) endMulti(cl *client) {
+	m := &cl.multi
+	clear(m.queue)
+	m.on, m.aborted, m.queue = false, false, m.queue[:0]
+	s.ks.watch.unwatch(cl)
+}
+
+func cmdWatch(s *Server, r *reply, args [][]byte) {
+	if r.cl.multi.on {
+		r.err("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	for _, k := range args[1:] {
+		s.ks.watch.add(r.cl, k)
+	}
+	r.ok()
+}
+
+func cmdUnwatch(s *Server, r *reply, _ [][]byte) {
+	s.ks.watch.unwatch(r.cl)
+	r.ok()
+}
+
+func cmdExec(s *Server, r *reply, _ [][]byte) {
+	cl := r.cl
+	m := &cl.multi
+	if !m.on {
+		r.err("ERR EXEC without MULTI")
+		return
+	}
+	defer s.endMulti(cl)
+	if m.aborted {
+		r.err("EXECABORT Transaction discarded because of previous errors.")
+		return
+	}
+	s.ks.all.Lock()
+	defer s.ks.all.Unlock()
+	if m.dirty.Load() {
+		r.WriteNullArray()
+		return
+	}
+	t := &txn{b: s.db.NewIndexedBatch()}
+	view := &Server{serverState: s.serverState, ks: &keyspace{ksState: s.ks.ksState, st: s.ks.st.WithBatch(t.b), tx: t}}
+	mark := len(r.out)
+	r.array(len(m.queue))
+	for _, q := range m.queue {
+		view.runQueued(r, q)
+	}
+	if err := s.ks.st.Apply(t.b, nil); err != nil {
+		r.out = r.out[:mark]
+		r.err("ERR transaction not applied: " + err.Error())
+		s.ks.reloadMeta(t.meta)
+		if t.flushed {
+			s.ks.reloadAllMeta()
+		}
+		return
+	}
+	if t.flushed {
+		s.ks.watch.touchAll()
+	}
+	for _, k := range t.keys {
+		s.ks.watch.touch(k)
+	}
+}
+
+// runQueued runs one queued command of EXEC on the transaction's view.
+func (s *Server) runQueued(r *reply, q queued) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.err(fmt.Sprintf("ERR internal error in '%s': %v", q.c.name, p))
+		}
+	}()
+	q.c.fn(s, r, q.args)
+}
+
+// txn is what a transaction's keyspace view collects: its batch, the keys
+// its commands locked (to mark their watchers at the end) and the keys
+// whose cache bytes it wrote (reread if the batch fails).
+type txn struct {
+	b       *sieve.Batch
+	keys    [][]byte
+	meta    [][]byte
+	flushed bool // FLUSHALL ran
+}
+
+func (t *txn) wrote(key []byte)   { t.keys = append(t.keys, key) }
+func (t *txn) metaKey(key []byte) { t.meta = append(t.meta, key) }
+
+// flush is FLUSHALL inside a transaction: it deletes, in the batch, every
+// key of the database and every key the transaction wrote before it.
+func (t *txn) flush(ks *keyspace) error {
+	t.flushed = true
+	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta} {
+		it := cf.NewIter(nil)
+		for ok := it.First(); ok; ok = it.Next() {
+			_ = t.b.DeleteCF(cf, it.Key())
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		for _, k := range t.keys {
+			_ = t.b.DeleteCF(cf, k)
+		}
+	}
+	for i := range ks.stripes {
+		st := &ks.stripes[i]
+		st.metaMu.Lock()
+		st.meta = metaSet{}
+		st.metaMu.Unlock()
+	}
+	return t.b.Err()
+}
+
+// watchers is WATCH's registry: the clients watching each key. mu is a
+// leaf of the lock order: taken holding a key's stripe (touch) or
+// nothing, never while taking another lock.
+type watchers struct {
+	n  atomic.Int64 // registrations: touch skips the lock when 0
+	mu sync.Mutex
+	m  map[string]map[*client]struct{}
+}
+
+func (w *watchers) add(cl *client, key []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[string]map[*client]struct{}{}
+	}
+	set := w.m[string(key)]
+	if set == nil {
+		set = map[*client]struct{}{}
+		w.m[string(key)] = set
+	}
+	if _, ok := set[cl]; ok {
+		return
+	}
+	set[cl] = struct{}{}
+	cl.multi.watched = append(cl.multi.watched, bytes.Clone(key))
+	w.n.Add(1)
+}
+
+// unwatch drops every WATCH of cl and clears its dirty mark.
+func (w *watchers) unwatch(cl *client) {
+	m := &cl.multi
+	if len(m.watched) > 0 {
+		w.mu.Lock()
+		for _, k := range m.watched {
+			if set := w.m[string(k)]; set != nil {
+				delete(set, cl)
+				if len(set) == 0 {
+					delete(w.m, string(k))
+				}
+				w.n.Add(-1)
+			}
+		}
+		w.mu.Unlock()
+	}
+	clear(m.watched)
+	m.watched = m.watched[:0]
+	m.dirty.Store(false)
+}
+
+// touch marks the clients watching key.
+func (w *watchers) touch(key []byte) {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	for cl := range w.m[string(key)] {
+		cl.multi.dirty.Store(true)
+	}
+	w.mu.Unlock()
+}
+
+// touchAll marks every watching client (FLUSHALL).
+func (w *watchers) touchAll() {
+	if w.n.Load() == 0 {
+		return
+	}
+	w.mu.Lock()
+	for _, set := range w.m {
+		for cl := range set {
+			cl.multi.dirty.Store(true)
+		}
+	}
+	w.mu.Unlock()
+}
