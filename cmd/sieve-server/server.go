@@ -490,9 +490,17 @@ func lower(b []byte) string {
 
 func eq(b []byte, s string) bool { return strings.EqualFold(string(b), s) }
 
-// parseInt parses a Redis integer argument (strict: no spaces, no '+').
+// parseInt parses a Redis integer argument with Redis's string2ll rules:
+// no spaces, no '+', no leading zeros ("0" alone), no "-0".
 func parseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 || b[0] == '+' {
+		return 0, false
+	}
+	digits := b
+	if digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) == 0 || (digits[0] == '0' && len(b) > 1) {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
