@@ -26,7 +26,7 @@ func TestTransactionsSurviveRestart(t *testing.T) {
 	dir := t.TempDir()
 	cmd, addr := startSyncChild(t, dir)
 	const clients = 4
-	acked := make([]int, clients)    // transactions acknowledged per client
+	acked := make([]int, clients)     // transactions acknowledged per client
 	pipeAcked := make([]int, clients) // pipelines acknowledged per client
 	var mu sync.Mutex
 	stop := make(chan struct{})

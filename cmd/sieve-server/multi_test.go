@@ -145,7 +145,6 @@ func expectedDiff(got string) bool {
 	return false
 }
 
-
 // TestGoRedisTransactions: go-redis's TxPipelined and Watch, on both
 // servers. Watch runs the optimistic increment of go-redis's example from
 // 8 clients at once: every increment must land exactly once, so the
