@@ -428,8 +428,22 @@ var configParams = map[string]configParam{
 		},
 	},
 	"requirepass": {
-		get: func(s *Server) string { return s.cfg.RequirePass },
+		get: func(s *Server) string { return s.requirePass() },
 		set: func(s *Server, v string) error { s.setPass(v); return nil },
+	},
+	"protected-mode": {
+		get: func(s *Server) string { return map[bool]string{true: "yes", false: "no"}[s.protectedMode.Load()] },
+		set: func(s *Server, v string) error {
+			switch strings.ToLower(v) {
+			case "yes":
+				s.protectedMode.Store(true)
+			case "no":
+				s.protectedMode.Store(false)
+			default:
+				return fmt.Errorf("argument must be 'yes' or 'no'")
+			}
+			return nil
+		},
 	},
 	"hll-sparse-max-bytes": {
 		get: func(s *Server) string { return "3000" },
@@ -440,9 +454,14 @@ var configParams = map[string]configParam{
 			return nil
 		},
 	},
-	"save":                      {get: func(s *Server) string { return "" }},
-	"appendonly":                {get: func(s *Server) string { return "no" }},
-	"appendfsync":               {get: func(s *Server) string { return map[bool]string{true: "always", false: "everysec"}[s.cfg.Sync] }},
+	"save": {get: func(s *Server) string { return "" }},
+	// sieve always writes a log (its WAL) before it answers: "yes". With
+	// -sync every write is fsynced before its reply ("always"); without,
+	// the WAL reaches the OS within 2 ms and is fsynced every 1 MiB of log
+	// and at rotation, so the OS decides when the rest reaches the disk
+	// (Redis's "no"). Neither can be changed at run time.
+	"appendonly":                {get: func(s *Server) string { return "yes" }},
+	"appendfsync":               {get: func(s *Server) string { return map[bool]string{true: "always", false: "no"}[s.cfg.Sync] }},
 	"databases":                 {get: func(s *Server) string { return "1" }},
 	"port":                      {get: func(s *Server) string { return portOf(s.Addr()) }},
 	"bind":                      {get: func(s *Server) string { return s.Addr() }},

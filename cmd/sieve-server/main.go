@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 	"syscall"
 	"time"
 
@@ -37,12 +38,44 @@ func writeAllocProfile(path string) {
 	_ = f.Close()
 }
 
+// readPassword sets cfg.RequirePass from -requirepass-file or the
+// environment variable SIEVE_REQUIREPASS when -requirepass is not given;
+// giving more than one is an error.
+func readPassword(cfg *Config, file string) error {
+	env, hasEnv := os.LookupEnv("SIEVE_REQUIREPASS")
+	n := 0
+	for _, set := range []bool{cfg.RequirePass != "", file != "", hasEnv && env != ""} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("the password is given more than once (-requirepass, -requirepass-file, SIEVE_REQUIREPASS): give one")
+	}
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("-requirepass-file: %w", err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if cfg.RequirePass = strings.TrimRight(line, "\r"); cfg.RequirePass == "" {
+			return fmt.Errorf("-requirepass-file %s: the first line is empty", file)
+		}
+	case hasEnv:
+		cfg.RequirePass = env
+	}
+	return nil
+}
+
 func run(argv []string) int {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("sieve-server", flag.ContinueOnError)
 	fs.StringVar(&cfg.Addr, "addr", cfg.Addr, "address to listen on (host:port)")
 	fs.StringVar(&cfg.Dir, "dir", cfg.Dir, "database directory (created if missing)")
-	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (default: none)")
+	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (default: none; visible in ps: prefer -requirepass-file or SIEVE_REQUIREPASS)")
+	passFile := fs.String("requirepass-file", "", "read the password from this file (its first line)")
+	protected := fs.String("protected-mode", "yes", "yes: refuse clients from other machines while no password is set")
 	fs.IntVar(&cfg.MaxClients, "maxclients", cfg.MaxClients, "maximum number of connected clients")
 	fs.BoolVar(&cfg.Sync, "sync", false, "fsync every write before acknowledging it")
 	fs.DurationVar(&cfg.IdleTimeout, "timeout", 0, "close connections idle this long (0: never)")
@@ -64,6 +97,19 @@ func run(argv []string) int {
 	}
 	if cfg.L0Trigger < 0 || cfg.L0Trigger > 32 {
 		fmt.Fprintf(os.Stderr, "sieve-server: -l0-compaction-trigger %d: want 0 (the engine's default) to 32\n", cfg.L0Trigger)
+		return 2
+	}
+	if err := readPassword(&cfg, *passFile); err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
+		return 2
+	}
+	switch *protected {
+	case "yes":
+		cfg.ProtectedMode = true
+	case "no":
+		cfg.ProtectedMode = false
+	default:
+		fmt.Fprintf(os.Stderr, "sieve-server: -protected-mode %q: want yes or no\n", *protected)
 		return 2
 	}
 	if fs.NArg() > 0 {

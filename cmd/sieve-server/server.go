@@ -44,6 +44,9 @@ type Config struct {
 	// 15% of the PFADD benchmark's CPU (README, "sieve-server"), for a
 	// Get that probes up to twice as many L0 filters.
 	L0Trigger int
+	// ProtectedMode refuses clients from other machines while no password
+	// is set (Redis's protected-mode; default on).
+	ProtectedMode bool
 	// DBOptions override the engine's options (tests).
 	DBOptions *sieve.Options
 }
@@ -60,6 +63,7 @@ func DefaultConfig() Config {
 		OutputLimit:   1 << 30,
 		WriteTimeout:  30 * time.Second,
 		BatchPipeline: true,
+		ProtectedMode: true,
 		MemTableMiB:   8,
 		L0Trigger:     8,
 	}
@@ -82,17 +86,18 @@ type serverState struct {
 	ln      net.Listener
 	started time.Time
 
-	passHash  [32]byte
+	pass      atomic.Pointer[password] // set by CONFIG SET from any connection
 	hasPass   atomic.Bool
 	authFails atomic.Int64
 
-	clients   atomic.Int64
-	nextID    atomic.Int64
-	maxClient atomic.Int64
-	idle      atomic.Int64 // idle timeout, ns
-	conns     atomic.Int64
-	rejected  atomic.Int64
-	protoErrs atomic.Int64
+	protectedMode atomic.Bool
+	clients       atomic.Int64
+	nextID        atomic.Int64
+	maxClient     atomic.Int64
+	idle          atomic.Int64 // idle timeout, ns
+	conns         atomic.Int64
+	rejected      atomic.Int64
+	protoErrs     atomic.Int64
 
 	// cmds counts the commands served, sharded by client so that the two
 	// cores do not write one cache line per command (nor the line of the
@@ -171,14 +176,26 @@ func Open(cfg Config) (*Server, error) {
 	s.maxClient.Store(int64(cfg.MaxClients))
 	s.idle.Store(int64(cfg.IdleTimeout))
 	s.setPass(cfg.RequirePass)
+	s.protectedMode.Store(cfg.ProtectedMode)
 	return s, nil
 }
 
-func (s *Server) setPass(p string) {
-	s.passHash = sha256.Sum256([]byte(p))
-	s.hasPass.Store(p != "")
-	s.cfg.RequirePass = p
+// password is the configured password and its hash.
+type password struct {
+	plain string
+	hash  [32]byte
 }
+
+// setPass sets the password ("": none). Connections already open stay
+// authenticated, as in Redis: a connection made while no password was set
+// counts as authenticated (Serve).
+func (s *Server) setPass(p string) {
+	s.pass.Store(&password{plain: p, hash: sha256.Sum256([]byte(p))})
+	s.hasPass.Store(p != "")
+}
+
+// requirePass returns the password ("": none).
+func (s *Server) requirePass() string { return s.pass.Load().plain }
 
 // Listen binds cfg.Addr.
 func (s *Server) Listen() error {
@@ -212,7 +229,11 @@ func (s *Server) Serve() error {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		if s.refuseProtected(nc) {
+			continue
+		}
 		cl := &client{id: s.nextID.Add(1), addr: nc.RemoteAddr().String(), created: time.Now()}
+		cl.authed.Store(!s.hasPass.Load())
 		g := &guardConn{Conn: nc, lim: &s.lim}
 		g.authed = func() bool { return !s.hasPass.Load() || cl.authed.Load() }
 		cl.conn = &clientConn{guardConn: g, cl: cl}
@@ -224,6 +245,30 @@ func (s *Server) Serve() error {
 		}
 		go s.serveConn(c, cl)
 	}
+}
+
+// refuseProtected answers and closes a connection that protected mode
+// refuses: from another machine, to a server without a password whose
+// protected mode is on (Redis's protected-mode). It reports whether it did.
+func (s *Server) refuseProtected(nc net.Conn) bool {
+	if !s.protectedMode.Load() || s.hasPass.Load() || isLoopback(nc.RemoteAddr()) {
+		return false
+	}
+	s.rejected.Add(1)
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write([]byte(errProtected))
+	_ = nc.Close()
+	return true
+}
+
+const errProtected = "-DENIED sieve-server is running in protected mode: no password is set, so only " +
+	"connections from the loopback interface are accepted. To accept this client, set a password " +
+	"(-requirepass-file, SIEVE_REQUIREPASS, or CONFIG SET requirepass from a local client) or " +
+	"turn protected mode off (-protected-mode=no, or CONFIG SET protected-mode no).\r\n"
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return !ok || ta.IP.IsLoopback()
 }
 
 // clientConn carries the client state from the listener to accept.
@@ -509,7 +554,8 @@ func parseInt(b []byte) (int64, bool) {
 
 func (s *Server) checkPass(p []byte) bool {
 	h := sha256.Sum256(p)
-	return subtle.ConstantTimeCompare(h[:], s.passHash[:]) == 1
+	want := s.pass.Load().hash
+	return subtle.ConstantTimeCompare(h[:], want[:]) == 1
 }
 
 // authFailed counts a wrong password and slows the client down, more so
