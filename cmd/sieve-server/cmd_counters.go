@@ -60,7 +60,7 @@ func cmdCMSInitByDim(s *Server, r *reply, args [][]byte) {
 	if !ok {
 		return
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.CMSInitByDim(args[1], w, d); err != nil {
 		r.counterErr(err)
 		return
@@ -79,7 +79,7 @@ func cmdCMSInitByProb(s *Server, r *reply, args [][]byte) {
 		r.err(sketchcol.ErrCMSInvalidProb.Error())
 		return
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.CMSInitByProb(args[1], e, p); err != nil {
 		r.counterErr(err)
 		return
@@ -119,7 +119,7 @@ func incrBy[R any](s *Server, r *reply, args [][]byte, name, badNumber string,
 	if !ok {
 		return
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	out, err := apply(args[1], items, incrs)
 	if err != nil {
 		r.counterErr(err)
@@ -165,6 +165,7 @@ func cmdCMSMerge(s *Server, r *reply, args [][]byte) {
 		}
 	}
 	defer s.ks.lockKeys(append([][]byte{args[1]}, srcs...))()
+	defer s.ks.modified(args[1]) // RedisBloom signals the destination, written or not
 	if err := s.ks.st.CMSMerge(args[1], srcs, weights); err != nil {
 		r.counterErr(err)
 		return
@@ -212,7 +213,7 @@ func cmdTopKReserve(s *Server, r *reply, args [][]byte) {
 		}
 		spec.Decay = d
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.TopKReserve(args[1], spec.K, spec.Width, spec.Depth, spec.Decay); err != nil {
 		r.counterErr(err)
 		return
@@ -234,7 +235,7 @@ func (r *reply) expelled(out [][]byte) {
 }
 
 func cmdTopKAdd(s *Server, r *reply, args [][]byte) {
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	out, err := s.ks.st.TopKAdd(args[1], args[2:]...)
 	if err != nil {
 		r.counterErr(err)

@@ -108,6 +108,7 @@ func cmdPFAdd(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	if changed {
+		s.ks.modified(key)
 		if stale, write := s.staleCache(key, before); write {
 			if err := s.ks.setMeta(key, stale); err != nil {
 				r.storeErr(err)
@@ -191,6 +192,7 @@ func cmdPFMerge(s *Server, r *reply, args [][]byte) {
 		r.hllErr(err)
 		return
 	}
+	s.ks.modified(dst)
 	if stale, write := s.staleCache(dst, before); write {
 		if err := s.ks.setMeta(dst, stale); err != nil {
 			r.storeErr(err)

@@ -124,7 +124,7 @@ func cmdBFReserve(s *Server, r *reply, args [][]byte) {
 		r.err("ERR Nonscaling filters cannot expand")
 		return
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.BFReserve(args[1], rate, capacity, &o); err != nil {
 		r.bfErr(err, false)
 		return
@@ -133,7 +133,7 @@ func cmdBFReserve(s *Server, r *reply, args [][]byte) {
 }
 
 func cmdBFAdd(s *Server, r *reply, args [][]byte) {
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	added, err := s.ks.st.BFAdd(args[1], args[2])
 	if err != nil {
 		r.bfErr(err, false)
@@ -161,7 +161,7 @@ func (r *reply) bfMulti(added []bool, n int, err error) {
 }
 
 func cmdBFMAdd(s *Server, r *reply, args [][]byte) {
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	added, err := s.ks.st.BFMAdd(args[1], args[2:]...)
 	r.bfMulti(added, len(args)-2, err)
 }
@@ -210,7 +210,7 @@ func cmdBFInsert(s *Server, r *reply, args [][]byte) {
 		r.err("ERR Nonscaling filters cannot expand")
 		return
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	added, err := s.ks.st.BFInsert(args[1], &o, args[items:]...)
 	r.bfMulti(added, len(args)-items, err)
 }
@@ -328,7 +328,7 @@ func cmdCFReserve(s *Server, r *reply, args [][]byte) {
 			return
 		}
 	}
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.CFReserve(args[1], capacity, &o); err != nil {
 		r.bfErr(err, true)
 		return
@@ -337,7 +337,7 @@ func cmdCFReserve(s *Server, r *reply, args [][]byte) {
 }
 
 func cmdCFAdd(s *Server, r *reply, args [][]byte) {
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	var ok bool
 	var err error
 	if lower(args[0]) == "cf.addnx" {
@@ -371,7 +371,7 @@ func cmdCFMExists(s *Server, r *reply, args [][]byte) {
 }
 
 func cmdCFDel(s *Server, r *reply, args [][]byte) {
-	defer s.ks.lock(args[1])()
+	defer s.ks.lockWrite(args[1])()
 	ok, err := s.ks.st.CFDel(args[1], args[2])
 	if err != nil {
 		r.bfErr(err, true)

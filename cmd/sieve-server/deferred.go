@@ -33,6 +33,7 @@ type deferState struct {
 	stripes []int
 	all     bool
 	keys    []pendKey // the keys written in the batch
+	touched [][]byte  // the keys it changed (WATCH marks them at the commit)
 	scratch []byte    // a SET's stored value, being encoded
 	meta    [][]byte  // keys whose cache bytes changed in the batch
 	replies int
@@ -179,9 +180,11 @@ func (s *Server) commitDeferred(r *reply) {
 			s.ks.reloadMeta(ds.meta)
 		}
 	}
-	for _, k := range ds.keys {
-		s.ks.watch.touch(k.key)
+	for _, k := range ds.touched {
+		s.ks.watch.touch(k)
 	}
+	clear(ds.touched)
+	ds.touched = ds.touched[:0]
 	for _, i := range ds.stripes {
 		s.ks.stripes[i].Unlock()
 	}
@@ -222,6 +225,7 @@ func cmdSetDeferred(s *Server, r *reply, args [][]byte) {
 		ds.meta = append(ds.meta, key)
 	}
 	d.Wrote(key)
+	ds.touched = append(ds.touched, key)
 	s.beginReply(r)
 	r.ok()
 }
@@ -240,6 +244,9 @@ func cmdPFAddDeferred(s *Server, r *reply, args [][]byte) {
 	}
 	if changed && !marked { // marked: an earlier PFADD made them stale
 		s.markStale(r, key, created)
+	}
+	if changed {
+		r.cl.ds.touched = append(r.cl.ds.touched, key)
 	}
 	s.beginReply(r)
 	r.boolInt(changed)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,12 +77,19 @@ func needTool(t testing.TB, name string) string {
 // port; or a server that is not ours may answer on it, which INFO's
 // process_id tells apart. A slow start on a loaded machine is waited for
 // (up to 30 s an attempt), not guessed at.
-func startRedis(t testing.TB) string {
+func startRedis(t testing.TB) string { return startRedisAs(t, false) }
+
+// startRedisDetached is startRedis for a server that outlives the test
+// (a fuzz target's, shared by its iterations): it is killed when the test
+// process exits.
+func startRedisDetached(t testing.TB) string { return startRedisAs(t, true) }
+
+func startRedisAs(t testing.TB, detached bool) string {
 	t.Helper()
 	path := needTool(t, "redis-server")
 	var why string
 	for attempt := 0; attempt < 5; attempt++ {
-		addr, err := tryStartRedis(t, path)
+		addr, err := tryStartRedis(t, path, detached)
 		if err == nil {
 			return addr
 		}
@@ -94,7 +102,7 @@ func startRedis(t testing.TB) string {
 
 // tryStartRedis starts redis-server on a port that was free a moment ago
 // and returns its address once it answers as the process started.
-func tryStartRedis(t testing.TB, path string) (string, error) {
+func tryStartRedis(t testing.TB, path string, detached bool) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -102,14 +110,22 @@ func tryStartRedis(t testing.TB, path string) (string, error) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	dir := t.TempDir()
+	if detached {
+		if dir, err = os.MkdirTemp("", "sieve-redis"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	log := filepath.Join(dir, "log")
 	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--logfile", log)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	if !detached {
+		t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	c := redis.NewClient(&redis.Options{Addr: addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 5 * time.Second})
 	defer c.Close()

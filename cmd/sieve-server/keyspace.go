@@ -168,26 +168,41 @@ func (ks *keyspace) hash(key []byte) (int, uint32) {
 	return int(h % uint64(len(ks.stripes))), uint32(h >> 32)
 }
 
-// lock locks key for a command. Its unlock marks the clients that WATCH
-// key (a command that locks a key may have written it). In a transaction
-// (EXEC holds the keyspace exclusively) it only notes the key.
+// lock locks key for a command. In a transaction (EXEC holds the
+// keyspace exclusively) it does nothing.
 func (ks *keyspace) lock(key []byte) func() {
 	if ks.tx != nil {
-		ks.tx.wrote(key)
 		return func() {}
 	}
 	ks.all.RLock()
 	m := &ks.stripes[ks.stripe(key)]
 	m.Lock()
-	return func() { ks.watch.touch(key); m.Unlock(); ks.all.RUnlock() }
+	return func() { m.Unlock(); ks.all.RUnlock() }
+}
+
+// lockWrite is lock for a RedisBloom command that opens key for writing:
+// like a module's key, it counts as modified (for WATCH) whether or not
+// the command changed it.
+func (ks *keyspace) lockWrite(key []byte) func() {
+	unlock := ks.lock(key)
+	return func() { ks.modified(key); unlock() }
+}
+
+// modified marks the clients that WATCH key (Redis's signalModifiedKey);
+// in a transaction it notes key, whose watchers EXEC marks once the
+// transaction is applied. REQUIRES: key's lock (so that an EXEC cannot
+// run between a write and its mark).
+func (ks *keyspace) modified(key []byte) {
+	if ks.tx != nil {
+		ks.tx.wrote(key)
+		return
+	}
+	ks.watch.touch(key)
 }
 
 // lockKeys locks several keys' stripes in order (see lock).
 func (ks *keyspace) lockKeys(keys [][]byte) func() {
 	if ks.tx != nil {
-		for _, k := range keys {
-			ks.tx.wrote(k)
-		}
 		return func() {}
 	}
 	ks.all.RLock()
@@ -201,9 +216,6 @@ func (ks *keyspace) lockKeys(keys [][]byte) func() {
 		ks.stripes[i].Lock()
 	}
 	return func() {
-		for _, k := range keys {
-			ks.watch.touch(k)
-		}
 		for _, i := range idx {
 			ks.stripes[i].Unlock()
 		}
@@ -211,15 +223,13 @@ func (ks *keyspace) lockKeys(keys [][]byte) func() {
 	}
 }
 
-// lockAll excludes every other command (FLUSHALL); its unlock marks every
-// watching client.
+// lockAll excludes every other command (FLUSHALL).
 func (ks *keyspace) lockAll() func() {
 	if ks.tx != nil {
-		ks.tx.flushed = true
 		return func() {}
 	}
 	ks.all.Lock()
-	return func() { ks.watch.touchAll(); ks.all.Unlock() }
+	return ks.all.Unlock
 }
 
 // isHLLString is Redis's isHLLObjectOrReply on a string's bytes.
@@ -323,6 +333,7 @@ func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
 // setMeta records the Redis cache bytes of key. REQUIRES: key's lock.
 func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
 	var err error
+	ks.modified(key)
 	if ks.tx != nil {
 		err = ks.tx.b.PutCF(ks.meta, key, c[:])
 		ks.tx.metaKey(key)
@@ -339,6 +350,7 @@ func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
 // deleteMeta deletes the cache bytes of key. REQUIRES: key's lock.
 func (ks *keyspace) deleteMeta(key []byte) error {
 	var err error
+	ks.modified(key)
 	if ks.tx != nil {
 		err = ks.tx.b.DeleteCF(ks.meta, key)
 		ks.tx.metaKey(key)
@@ -364,6 +376,9 @@ func (ks *keyspace) newBatch() *sieve.Batch {
 // apply applies b, from newBatch, whose writes are to keys (nil: any), and
 // keeps the Store's cache exact. In a transaction the writes wait for EXEC.
 func (ks *keyspace) apply(b *sieve.Batch, keys [][]byte) error {
+	for _, k := range keys {
+		ks.modified(k)
+	}
 	if ks.tx != nil {
 		if err := b.Err(); err != nil {
 			return err
@@ -440,6 +455,7 @@ func (ks *keyspace) setString(key, v []byte) error {
 	if err := checkSize(key, len(v)+1); err != nil {
 		return err
 	}
+	ks.modified(key)
 	if _, ok := ks.metaOf(key); !ok {
 		return ks.st.Put(key, encodeString(v))
 	}
@@ -466,6 +482,9 @@ func checkSize(key []byte, vlen int) error {
 
 // del deletes keys that exist (the caller checked). REQUIRES: their locks.
 func (ks *keyspace) del(keys ...[]byte) error {
+	for _, k := range keys {
+		ks.modified(k)
+	}
 	if len(keys) == 1 {
 		if _, ok := ks.metaOf(keys[0]); !ok {
 			return ks.st.Delete(keys[0])
@@ -481,8 +500,14 @@ func (ks *keyspace) del(keys ...[]byte) error {
 	return err
 }
 
-// flush deletes every key. REQUIRES: lockAll.
+// flush deletes every key, and marks the clients watching a key that
+// existed (Redis 7.0 marks those only). REQUIRES: lockAll.
 func (ks *keyspace) flush() error {
+	for _, k := range ks.watch.keys() {
+		if v, err := ks.raw(k); err == nil && v != nil {
+			ks.modified(k)
+		}
+	}
 	if ks.tx != nil {
 		return ks.tx.flush(ks)
 	}

@@ -25,11 +25,12 @@ import (
 // if the batch itself cannot be applied, EXEC answers that error and
 // nothing of the transaction is applied.
 //
-// WATCH: every command that locks a key (all writers do) marks the
-// clients watching it when it unlocks (keyspace.lock), a pipelined batch
-// when it commits, FLUSHALL every watching client. A lock-taking command
-// that did not change the key (a SETNX that found it) marks them too:
-// such an EXEC aborts where Redis's would run, never the reverse.
+// WATCH: a command marks the clients watching a key when it writes the
+// key, holding the key's lock (keyspace.modified, Redis's
+// signalModifiedKey): the keyspace's write methods do, PFADD when a
+// register rose, a pipelined batch when it commits, FLUSHALL for the
+// watched keys that existed; RedisBloom's commands whenever they open a
+// key to write (keyspace.lockWrite), as a module's key does.
 //
 // Limitation: SCAN, KEYS, DBSIZE and RANDOMKEY inside a transaction list
 // the database as it was before the transaction, without its own writes.
@@ -161,9 +162,6 @@ func cmdExec(s *Server, r *reply, _ [][]byte) {
 		}
 		return
 	}
-	if t.flushed {
-		s.ks.watch.touchAll()
-	}
 	for _, k := range t.keys {
 		s.ks.watch.touch(k)
 	}
@@ -278,16 +276,16 @@ func (w *watchers) touch(key []byte) {
 	w.mu.Unlock()
 }
 
-// touchAll marks every watching client (FLUSHALL).
-func (w *watchers) touchAll() {
+// keys returns the watched keys (FLUSHALL marks those that exist).
+func (w *watchers) keys() [][]byte {
 	if w.n.Load() == 0 {
-		return
+		return nil
 	}
 	w.mu.Lock()
-	for _, set := range w.m {
-		for cl := range set {
-			cl.multi.dirty.Store(true)
-		}
+	defer w.mu.Unlock()
+	out := make([][]byte, 0, len(w.m))
+	for k := range w.m {
+		out = append(out, []byte(k))
 	}
-	w.mu.Unlock()
+	return out
 }
