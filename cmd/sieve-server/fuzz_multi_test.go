@@ -132,4 +132,3 @@ func closeAll(groups ...[]*redis.Client) {
 		}
 	}
 }
-
