@@ -40,13 +40,14 @@ crash-long:
 	SIEVE_CRASH_OPS=30000 $(GO) test -run '^TestCrashRecovery$$' -count=1 -timeout 60m -v .
 
 # Long concurrent stress test with the expected-state oracle (stress_test.go):
-# 24 writers, 8 readers and a maintainer on 2 cores, 8 rounds of 30 s.
+# 24 writers, 8 readers and a maintainer on 2 cores, 8 rounds of 30 s; then
+# 60 s of copy-path Ingests under iterators held open (stress_copyingest_test.go).
 stress:
-	SIEVE_STRESS_LONG=1 $(GO) test -run 'TestStress$$' -timeout 60m -v .
+	SIEVE_STRESS_LONG=1 $(GO) test -run 'TestStress$$|TestStressCopyIngestIterators$$' -timeout 60m -v .
 
 # The same under the race detector, which also checks the lock order.
 stress-race:
-	SIEVE_STRESS_LONG=1 $(GO) test -race -run 'TestStress$$' -timeout 90m -v .
+	SIEVE_STRESS_LONG=1 $(GO) test -race -run 'TestStress$$|TestStressCopyIngestIterators$$' -timeout 90m -v .
 
 run:
 	$(GO) run ./cmd/lsmbench
