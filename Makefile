@@ -35,7 +35,7 @@ bench-peers:
 
 # Long crash test: 30,000 writes (the default run makes 3,000), every
 # distinct crash clone reopened read-only and read-write. The figures in
-# README.md's Reliability table come from this target.
+# doc/testing.md come from this target.
 crash-long:
 	SIEVE_CRASH_OPS=30000 $(GO) test -run '^TestCrashRecovery$$' -count=1 -timeout 60m -v .
 
@@ -87,7 +87,8 @@ redis-hll-suite:
 	  kill $$pid; wait $$pid; exit $$rc
 
 # redis-benchmark against sieve-server and a redis-server on the same
-# machine, in the same run (README.md, "sieve-server", Performance).
+# machine, in the same run (cmd/sieve-server/README.md, "Benchmark against
+# redis-server").
 server-bench:
 	$(GO) build -o /tmp/sieve-server-bench ./cmd/sieve-server
 	rm -rf /tmp/sieve-server-bench-data

@@ -11,7 +11,7 @@ const benchIngestN = 1000000
 
 // BenchmarkIngest compares loading benchIngestN keys ("key%013d", 100-byte
 // values, in key order) into a fresh database on the OS file system
-// (README "External tables and ingestion"):
+// (doc/DESIGN.md, "Ingestion"):
 //
 //   - Puts: NoSync Puts, then Flush (the keys durable in L0 tables; the
 //     compactions they trigger are not waited for);

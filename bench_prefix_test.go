@@ -57,7 +57,7 @@ func benchPrefixOpen(b *testing.B) *DB {
 }
 
 // BenchmarkPrefixSeekAbsent compares SeekPrefixGE with SeekGE on absent
-// prefixes of a database of many tables (README "Prefix filters"). Each
+// prefixes of a database of many tables (doc/tuning.md). Each
 // reports the tables in the LSM and, for SeekPrefixGE, the tables its
 // filters skipped per seek.
 //

@@ -90,7 +90,7 @@ type Options struct {
 	// that finds them evicted reads them again (a filter block that cannot
 	// be read or decoded then lets the lookup read the data: fail open,
 	// counted in Metrics.IndexFilter.FilterFailOpen). Default false: every
-	// open table keeps both resident outside the cache (the README gives
+	// open table keeps both resident outside the cache (doc/tuning.md gives
 	// the bytes per key). Ignored when the cache is disabled.
 	CacheIndexAndFilterBlocks bool
 	// PinL0FilterAndIndexBlocks, with CacheIndexAndFilterBlocks, pins the

@@ -113,9 +113,8 @@ func BenchmarkFaultIn(b *testing.B) { benchFaultIn(b, 0) }
 // of 2 MiB and up after a delay of about 2 s), the freed memory is the
 // host's again by then, and faulting it back in faults on the host as
 // well. Huge pages are made of such blocks; 4 KiB pages mostly come from
-// smaller free ones. On the KVM guest of round 26 the huge pages faulted
-// in at about 0.4 GB/s this way, against 9–14 GB/s back to back (README,
-// round 26). Each iteration sleeps, so pick the count:
+// smaller free ones (doc/performance.md gives the figures this measured).
+// Each iteration sleeps, so pick the count:
 //
 //	go test -run=NONE -bench=BenchmarkFaultInAfterIdle -benchtime=3x ./memtable
 func BenchmarkFaultInAfterIdle(b *testing.B) { benchFaultIn(b, 3*time.Second) }

@@ -68,7 +68,7 @@ func TestWriterWritesWholeHugePages(t *testing.T) {
 // written in 256 KiB writes (the table writer's old buffer) and in
 // writeBufSize writes. Where the file system caches 2 MiB-aligned 2 MiB
 // writes in 2 MiB folios (ext4 and xfs on recent kernels), the second map
-// is faulted in 2 MiB at a time (README, round 23):
+// is faulted in 2 MiB at a time (doc/performance.md):
 //
 //	go test -run=NONE -bench=BenchmarkMappedFaultIn ./sstable
 func BenchmarkMappedFaultIn(b *testing.B) {
@@ -104,8 +104,7 @@ func BenchmarkMappedFaultIn(b *testing.B) {
 // from an already faulted-in read-only map of a 64 MiB file written in
 // 256 KiB or writeBufSize writes: what, beyond the cheaper fault-in
 // (BenchmarkMappedFaultIn), 2 MiB page-table entries change for a read
-// that misses the TLB. On the benchmark VM: nothing measurable (README,
-// round 23).
+// that misses the TLB (doc/performance.md).
 //
 //	go test -run=NONE -bench=BenchmarkMappedRandomRead ./sstable
 func BenchmarkMappedRandomRead(b *testing.B) {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench-ab.sh OLD NEW: two sieve-server binaries side by side, so that both
-# see the same machine load (README.md, "sieve-server", Performance). Each
+# see the same machine load (cmd/sieve-server/README.md, "Benchmark against redis-server"). Each
 # gets a fresh directory and its own redis-benchmark, run at the same time:
 #   redis-benchmark -P 16 -n 1000000 -r 100000 -q -t set,get
 #   redis-benchmark -P 16 -n 1000000 -r 100000 -q PFADD hll:__rand_int__ e:__rand_int__

@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench-restart.sh [ROUNDS]: `make server-bench`'s measurement, ROUNDS
 # times (default 3), each round both servers one after the other, then a
-# restart check of sieve-server's data (README.md, "sieve-server",
-# Performance). Run from the repository root.
+# restart check of sieve-server's data (cmd/sieve-server/README.md,
+# "Benchmark against redis-server"). Run from the repository root.
 #
 # Each round: a fresh redis-server (--save '' --appendonly no) and a fresh
 # sieve-server (default flags), each measured with

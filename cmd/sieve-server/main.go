@@ -1,7 +1,7 @@
 // Command sieve-server serves a sieve DB over the Redis protocol (RESP2):
 // strings, HyperLogLogs (Redis's bytes), and RedisBloom's Bloom and cuckoo
 // filters, so redis-cli, Redis client libraries and redis-benchmark work
-// unchanged. See README.md, "sieve-server".
+// unchanged. See cmd/sieve-server/README.md.
 //
 //	go run ./cmd/sieve-server -addr 127.0.0.1:6380 -dir ./sieve-data
 package main

@@ -35,13 +35,13 @@ type Config struct {
 	// MemTableMiB is the engine's memtable size (Options.MemTableSize) in
 	// MiB; 0 keeps the engine's default. A server's writes are small and
 	// random: a smaller memtable keeps the tree an insert descends, and
-	// the reply cache, in the CPU's caches (README, "sieve-server").
+	// the reply cache, in the CPU's caches (cmd/sieve-server/README.md).
 	MemTableMiB int
 	// L0Trigger is the engine's L0CompactionTrigger; 0 keeps the engine's
 	// default (4). A server's keys are few and hot, so every flush covers
 	// most of them and each L0 compaction rewrites the whole base level:
 	// compacting every 8 tables instead of 4 halves that rewriting, about
-	// 15% of the PFADD benchmark's CPU (README, "sieve-server"), for a
+	// 15% of the PFADD benchmark's CPU (cmd/sieve-server/README.md), for a
 	// Get that probes up to twice as many L0 filters.
 	L0Trigger int
 	// ProtectedMode refuses clients from other machines while no password
