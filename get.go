@@ -398,7 +398,7 @@ func (db *DB) searchTable(rc *readCounters, r *sstable.Reader, f *manifest.FileM
 	st.coverBy(r.RangeDels(), seq)
 	if level < pinBelow && !r.PinTried() {
 		if err := r.Pin(); err != nil {
-			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+			return err
 		}
 	}
 	hasFilter := r.FilterState() == sstable.FilterLoaded
@@ -406,7 +406,7 @@ func (db *DB) searchTable(rc *readCounters, r *sstable.Reader, f *manifest.FileM
 	if hasFilter {
 		may, err := r.ProbeFilter(key, st.hash, rstats)
 		if err != nil {
-			return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+			return err
 		}
 		if !may {
 			lm.negatives.Add(1)
@@ -415,7 +415,7 @@ func (db *DB) searchTable(rc *readCounters, r *sstable.Reader, f *manifest.FileM
 	}
 	st.seen = false
 	if err := r.Get(key, seq, rstats, st.visit); err != nil {
-		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+		return err
 	}
 	if hasFilter {
 		if st.seen {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"sort"
 	"sync/atomic"
@@ -149,7 +150,7 @@ func (db *DB) openIngestInputs(paths []string) ([]*ingestInput, error) {
 	for _, p := range paths {
 		in, err := db.openIngestInput(p)
 		if err != nil {
-			return ins, fmt.Errorf("%w: ingest %s: %w", ErrBadExternalTable, p, err)
+			return ins, ingestInputErr(p, err)
 		}
 		ins = append(ins, in)
 		if prev, ok := ids[string(in.id)]; ok {
@@ -165,6 +166,16 @@ func (db *DB) openIngestInputs(paths []string) ([]*ingestInput, error) {
 		}
 	}
 	return ins, nil
+}
+
+// ingestInputErr is the refusal of the input at path for err, naming the
+// input once: the file system's errors carry the path already.
+func ingestInputErr(path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		return fmt.Errorf("%w: ingest: %w", ErrBadExternalTable, err)
+	}
+	return fmt.Errorf("%w: ingest %s: %w", ErrBadExternalTable, path, err)
 }
 
 // openIngestInput opens the external table at path and verifies it whole:

@@ -45,7 +45,7 @@ func (db *DB) verifyTable(f *manifest.FileMetadata) error {
 	}
 	defer db.tables.release(e)
 	if err := e.r.Verify(); err != nil {
-		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+		return err
 	}
 	smallest, largest, lo, hi := sstable.TableBounds(e.r.Properties(), e.r.RangeDels())
 	if lo != f.SmallestSeq || hi != f.LargestSeq ||

@@ -258,9 +258,6 @@ func (db *DB) multiGetLevel(rc *readCounters, files []*manifest.FileMetadata, le
 // (ascending, all within f's range): one filter probe pass, then one
 // batched read of the keys the filter lets through.
 func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, level, pinBelow int, seq uint64, mg *multiGet, cands []int) {
-	tableErr := func(err error) error {
-		return fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
-	}
 	fail := func(err error) {
 		for _, u := range cands {
 			mg.errs[u] = err
@@ -286,7 +283,7 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 	}(cands)
 	if level < pinBelow && !r.PinTried() {
 		if err := r.Pin(); err != nil {
-			fail(tableErr(err))
+			fail(err)
 			return
 		}
 	}
@@ -300,7 +297,7 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 	if hasFilter {
 		var err error
 		if cands, err = mg.probe(r, cands, rstats, lm); err != nil {
-			fail(tableErr(err))
+			fail(err)
 			return
 		}
 	}
@@ -318,7 +315,7 @@ func (db *DB) multiGetFromTable(rc *readCounters, f *manifest.FileMetadata, leve
 	})
 	for i, u := range cands {
 		if err := mg.rerrs[i]; err != nil {
-			mg.errs[u] = tableErr(err)
+			mg.errs[u] = err
 		} else if hasFilter && mg.states[u].seen {
 			lm.truePositives.Add(1)
 		} else if hasFilter {

@@ -153,7 +153,7 @@ func (s *prefixSource) mayHold(f *manifest.FileMetadata) (bool, error) {
 	s.count.checks++
 	may, err := e.r.ProbePrefix(s.prefix, s.hash, nil)
 	if err != nil {
-		return false, fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+		return false, err
 	}
 	if !may {
 		s.count.negatives++

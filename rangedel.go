@@ -109,7 +109,7 @@ func (db *DB) versionRangeDels(v *manifest.Version, cf uint32) (*rangedel.List, 
 			for _, f := range files {
 				l, err := db.tableRangeDels(f)
 				if err != nil {
-					return nil, fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+					return nil, err
 				}
 				lists = append(lists, l)
 			}
@@ -189,7 +189,7 @@ func (db *DB) inputRangeDels(c *compaction.Compaction) (*rangedel.List, error) {
 		for _, f := range files {
 			l, err := db.tableRangeDels(f)
 			if err != nil {
-				return nil, fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, f.FileNum), err)
+				return nil, err
 			}
 			lists = append(lists, l)
 		}

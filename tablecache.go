@@ -174,7 +174,7 @@ func (c *tableCache) open(meta *manifest.FileMetadata) (*sstable.Reader, error) 
 	})
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("table %s: %w", base.FileName(base.FileTypeTable, meta.FileNum), err)
+		return nil, err // it names the table (ReaderOptions.FileNum)
 	}
 	if r.FilterState() == sstable.FilterUnknown {
 		c.db.metrics.filterUnknown.Add(1)

@@ -12,8 +12,9 @@
 // filter and keeps the index and filter resident; data blocks are read on
 // demand, through the block cache when one is configured. Every block read
 // from the file has its checksum verified. Bad bytes are reported as errors
-// wrapping base.ErrCorruption that name the file number, the block offset
-// and the check that failed; no file content makes the package panic.
+// wrapping base.ErrCorruption that name the table (ReaderOptions.FileNum),
+// the block and its offset, and the check that failed; no file content
+// makes the package panic.
 //
 // Concurrency: a Writer is used by one goroutine. A Reader is safe for
 // concurrent use by many goroutines (Get, NewIter, MayContain, Verify,

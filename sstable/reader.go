@@ -24,9 +24,11 @@ type ReadableFile interface {
 
 // ReaderOptions configure a Reader.
 type ReaderOptions struct {
-	// FileNum names the table in errors and keys its blocks in Cache. It
-	// must be unique among the tables that share a Cache: two tables under
-	// one number would be served each other's blocks.
+	// FileNum names the table in errors ("table 000012.sst: ...": callers
+	// need not name it again) and keys its blocks in Cache. It must be
+	// unique among the tables that share a Cache: two tables under one
+	// number would be served each other's blocks. With 0 the errors name
+	// no table, for a caller that names the file by its path.
 	FileNum uint64
 	// Cache holds data blocks; nil reads every data block from the file.
 	Cache *cache.Cache
@@ -208,7 +210,7 @@ func (r *Reader) readAt(buf []byte, off uint64, ctx errCtx) error {
 	if err == nil || err == io.EOF || err == io.ErrUnexpectedEOF {
 		return ctx.corruptf("short read: %d of %d bytes (truncated file?)", n, len(buf))
 	}
-	return fmt.Errorf("sstable: table %s: reading %s block at offset %d: %w", base.FileName(base.FileTypeTable, ctx.fileNum), ctx.kind, ctx.offset, err)
+	return fmt.Errorf("sstable: %sreading %s block at offset %d: %w", tableName(ctx.fileNum), ctx.kind, ctx.offset, err)
 }
 
 // readBlock reads the block at h from the file, verifies its checksum and

@@ -188,7 +188,7 @@ func (c *checker) tables(fs *roFS, dir string, vs *manifest.VersionSet, v *manif
 
 // table verifies one table and compares it with its manifest entry.
 func (c *checker) table(fs *roFS, dir string, f *manifest.FileMetadata) (uint64, error) {
-	t, err := openTable(fs, base.MakeFilename(dir, base.FileTypeTable, f.FileNum))
+	t, err := openTableNamed(fs, base.MakeFilename(dir, base.FileTypeTable, f.FileNum), false)
 	if err != nil {
 		return 0, err
 	}

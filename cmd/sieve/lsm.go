@@ -110,7 +110,7 @@ func (l *lsmLevel) add(lt *lsmTable) {
 
 func probeTable(fs vfs.FS, dir string, f *manifest.FileMetadata, probes int) *lsmTable {
 	lt := &lsmTable{meta: f}
-	t, err := openTable(fs, base.MakeFilename(dir, base.FileTypeTable, f.FileNum))
+	t, err := openTableNamed(fs, base.MakeFilename(dir, base.FileTypeTable, f.FileNum), false)
 	if err != nil {
 		lt.err = err
 		return lt

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -35,17 +34,16 @@ type table struct {
 	r    *sstable.Reader
 }
 
-// fileNumOf returns the number in a file name like 000012.sst (0 if none).
-func fileNumOf(path string) uint64 {
-	if _, num, ok := base.ParseFilename(filepath.Base(path)); ok {
-		return num
-	}
-	return 0
+// openTable opens the table at path read-only and reads its footer,
+// metaindex, properties, index and filter. Its errors name the file by its
+// path, once: the file system's carry it, the Reader's are prefixed with it.
+func openTable(fs vfs.FS, path string) (*table, error) {
+	return openTableNamed(fs, path, true)
 }
 
-// openTable opens the table at path read-only and reads its footer,
-// metaindex, properties, index and filter.
-func openTable(fs vfs.FS, path string) (*table, error) {
+// openTableNamed is openTable; without named the Reader's errors name no
+// file, for a caller that names the table itself (a row of a report).
+func openTableNamed(fs vfs.FS, path string, named bool) (*table, error) {
 	var f vfs.File
 	var err error
 	if ro, ok := fs.(*roFS); ok {
@@ -61,10 +59,15 @@ func openTable(fs vfs.FS, path string) (*table, error) {
 		f.Close()
 		return nil, err
 	}
-	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{FileNum: fileNumOf(path)})
+	// FileNum 0: the Reader's errors do not name the table ("table
+	// 000012.sst"); the path does.
+	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{})
 	if err != nil {
 		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if named {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+		return nil, err
 	}
 	return &table{name: path, f: f, size: size, r: r}, nil
 }

@@ -13,8 +13,18 @@ var ErrCorruption = errors.New("sieve: corruption")
 
 // CorruptionErrorf returns an error that wraps ErrCorruption with a message
 // formatted from format and args. Any %w verbs in format keep wrapping the
-// errors they name.
+// errors they name. An argument that is itself a corruption error made here
+// is formatted without its "sieve: corruption: " (the result says it once).
 func CorruptionErrorf(format string, args ...any) error {
+	cloned := false
+	for i, a := range args {
+		if c, ok := a.(*corruptionError); ok {
+			if !cloned {
+				args, cloned = append([]any(nil), args...), true
+			}
+			args[i] = corruptionDetail{c}
+		}
+	}
 	return &corruptionError{err: fmt.Errorf(format, args...)}
 }
 
@@ -32,3 +42,11 @@ type corruptionError struct{ err error }
 func (e *corruptionError) Error() string { return "sieve: corruption: " + e.err.Error() }
 
 func (e *corruptionError) Unwrap() []error { return []error{ErrCorruption, e.err} }
+
+// corruptionDetail is a corruption error nested in another one: its text
+// without the marker, its chain whole.
+type corruptionDetail struct{ c *corruptionError }
+
+func (d corruptionDetail) Error() string { return d.c.err.Error() }
+
+func (d corruptionDetail) Unwrap() error { return d.c }
