@@ -173,7 +173,10 @@ func TestOptionsValidation(t *testing.T) {
 		o.FS = vfs.NewMem()
 		_, err := Open("/db", &o)
 		require.ErrorIs(t, err, ErrInvalidOptions, "case %d", i)
+		require.Contains(t, err.Error(), "is out of range (want ", "case %d: the error states the allowed range", i)
 	}
+	_, err := Open("/db", &Options{FS: vfs.NewMem(), MaxOpenFiles: 2})
+	require.EqualError(t, err, "sieve: invalid options: MaxOpenFiles = 2 is out of range (want 0 for the default, or 16 or more)")
 }
 
 func TestLockAndReopen(t *testing.T) {

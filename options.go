@@ -226,37 +226,40 @@ type Options struct {
 	ReadOnly bool
 }
 
-// validate returns an error naming the first field of c out of range.
+// validate returns an error naming the first field of c out of range and
+// the range it must be in.
 func (c *Options) validate() error {
 	type check struct {
 		name string
 		bad  bool
 		val  any
+		want string
 	}
+	const dflt = "0 for the default, or "
 	checks := []check{
-		{"MemTableSize", c.MemTableSize < 0 || (c.MemTableSize > 0 && c.MemTableSize < 64<<10) || c.MemTableSize > 4<<30, c.MemTableSize},
-		{"MaxImmutableMemTables", c.MaxImmutableMemTables < 0 || c.MaxImmutableMemTables > 64, c.MaxImmutableMemTables},
-		{"BlockSize", c.BlockSize < 0 || (c.BlockSize > 0 && c.BlockSize < 256) || c.BlockSize > 16<<20, c.BlockSize},
-		{"PartitionAbove", c.PartitionAbove < 0, c.PartitionAbove},
-		{"MetadataBlockSize", c.MetadataBlockSize < 0 || (c.MetadataBlockSize > 0 && c.MetadataBlockSize < 256) || c.MetadataBlockSize > 16<<20, c.MetadataBlockSize},
-		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval},
-		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles},
-		{"Compression", c.Compression > SnappyCompression, c.Compression},
-		{"PinL0FilterAndIndexBlocks", c.PinL0FilterAndIndexBlocks > PinOff, c.PinL0FilterAndIndexBlocks},
-		{"FilterAllocation", c.FilterAllocation > MonkeyFilters, c.FilterAllocation},
-		{"LevelFilterPolicies", len(c.LevelFilterPolicies) > manifest.NumLevels, len(c.LevelFilterPolicies)},
-		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger},
-		{"L0StopWritesTrigger", c.L0StopWritesTrigger < 0, c.L0StopWritesTrigger},
-		{"L0SlowdownWritesTrigger", c.L0SlowdownWritesTrigger < 0, c.L0SlowdownWritesTrigger},
-		{"LevelMultiplier", c.LevelMultiplier < 0 || c.LevelMultiplier == 1, c.LevelMultiplier},
-		{"LBaseMaxBytes", c.LBaseMaxBytes < 0, c.LBaseMaxBytes},
-		{"TargetFileSize", c.TargetFileSize < 0 || (c.TargetFileSize > 0 && c.TargetFileSize < 4<<10), c.TargetFileSize},
-		{"MaxConcurrentCompactions", c.MaxConcurrentCompactions < 0 || c.MaxConcurrentCompactions > 64, c.MaxConcurrentCompactions},
-		{"MaxSubcompactions", c.MaxSubcompactions < 0 || c.MaxSubcompactions > 64, c.MaxSubcompactions},
+		{"MemTableSize", c.MemTableSize < 0 || (c.MemTableSize > 0 && c.MemTableSize < 64<<10) || c.MemTableSize > 4<<30, c.MemTableSize, dflt + "65536 (64 KiB) to 4294967296 (4 GiB)"},
+		{"MaxImmutableMemTables", c.MaxImmutableMemTables < 0 || c.MaxImmutableMemTables > 64, c.MaxImmutableMemTables, dflt + "1 to 64"},
+		{"BlockSize", c.BlockSize < 0 || (c.BlockSize > 0 && c.BlockSize < 256) || c.BlockSize > 16<<20, c.BlockSize, dflt + "256 to 16777216 (16 MiB)"},
+		{"PartitionAbove", c.PartitionAbove < 0, c.PartitionAbove, "0 for never, or more"},
+		{"MetadataBlockSize", c.MetadataBlockSize < 0 || (c.MetadataBlockSize > 0 && c.MetadataBlockSize < 256) || c.MetadataBlockSize > 16<<20, c.MetadataBlockSize, dflt + "256 to 16777216 (16 MiB)"},
+		{"BlockRestartInterval", c.BlockRestartInterval < 0 || c.BlockRestartInterval > 1<<16, c.BlockRestartInterval, dflt + "1 to 65536"},
+		{"MaxOpenFiles", c.MaxOpenFiles < 0 || (c.MaxOpenFiles > 0 && c.MaxOpenFiles < 16), c.MaxOpenFiles, dflt + "16 or more"},
+		{"Compression", c.Compression > SnappyCompression, c.Compression, "DefaultCompression, NoCompression or SnappyCompression"},
+		{"PinL0FilterAndIndexBlocks", c.PinL0FilterAndIndexBlocks > PinOff, c.PinL0FilterAndIndexBlocks, "PinDefault, PinOn or PinOff"},
+		{"FilterAllocation", c.FilterAllocation > MonkeyFilters, c.FilterAllocation, "UniformFilters or MonkeyFilters"},
+		{"len(LevelFilterPolicies)", len(c.LevelFilterPolicies) > manifest.NumLevels, len(c.LevelFilterPolicies), fmt.Sprintf("at most %d, one per level", manifest.NumLevels)},
+		{"L0CompactionTrigger", c.L0CompactionTrigger < 0, c.L0CompactionTrigger, dflt + "1 or more"},
+		{"L0StopWritesTrigger", c.L0StopWritesTrigger < 0, c.L0StopWritesTrigger, dflt + "at least L0CompactionTrigger"},
+		{"L0SlowdownWritesTrigger", c.L0SlowdownWritesTrigger < 0, c.L0SlowdownWritesTrigger, dflt + "1 to L0StopWritesTrigger"},
+		{"LevelMultiplier", c.LevelMultiplier < 0 || c.LevelMultiplier == 1, c.LevelMultiplier, dflt + "2 or more"},
+		{"LBaseMaxBytes", c.LBaseMaxBytes < 0, c.LBaseMaxBytes, dflt + "1 or more"},
+		{"TargetFileSize", c.TargetFileSize < 0 || (c.TargetFileSize > 0 && c.TargetFileSize < 4<<10), c.TargetFileSize, dflt + "4096 (4 KiB) or more"},
+		{"MaxConcurrentCompactions", c.MaxConcurrentCompactions < 0 || c.MaxConcurrentCompactions > 64, c.MaxConcurrentCompactions, dflt + "1 to 64"},
+		{"MaxSubcompactions", c.MaxSubcompactions < 0 || c.MaxSubcompactions > 64, c.MaxSubcompactions, dflt + "1 to 64"},
 	}
 	for _, ch := range checks {
 		if ch.bad {
-			return fmt.Errorf("%w: %s = %v is out of range", ErrInvalidOptions, ch.name, ch.val)
+			return fmt.Errorf("%w: %s = %v is out of range (want %s)", ErrInvalidOptions, ch.name, ch.val, ch.want)
 		}
 	}
 	return checkPrefixOptions(c.Prefix, c.PrefixName)
@@ -301,12 +304,12 @@ func (o *Options) withDefaults() (*Options, error) {
 	def(&c.L0CompactionTrigger, 4)
 	def(&c.L0StopWritesTrigger, 36)
 	if c.L0StopWritesTrigger < c.L0CompactionTrigger {
-		return nil, fmt.Errorf("%w: L0StopWritesTrigger (%d) < L0CompactionTrigger (%d)",
+		return nil, fmt.Errorf("%w: L0StopWritesTrigger = %d is out of range (want at least L0CompactionTrigger, %d)",
 			ErrInvalidOptions, c.L0StopWritesTrigger, c.L0CompactionTrigger)
 	}
 	def(&c.L0SlowdownWritesTrigger, min(max(min(c.L0StopWritesTrigger-4, 20), c.L0CompactionTrigger+1), c.L0StopWritesTrigger))
 	if c.L0SlowdownWritesTrigger > c.L0StopWritesTrigger {
-		return nil, fmt.Errorf("%w: L0SlowdownWritesTrigger (%d) > L0StopWritesTrigger (%d)",
+		return nil, fmt.Errorf("%w: L0SlowdownWritesTrigger = %d is out of range (want at most L0StopWritesTrigger, %d)",
 			ErrInvalidOptions, c.L0SlowdownWritesTrigger, c.L0StopWritesTrigger)
 	}
 	def(&c.LevelMultiplier, 10)
