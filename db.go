@@ -1,16 +1,51 @@
-// Package sieve is an embedded LSM key-value storage engine with per-table
-// filters (blocked Bloom, classic Bloom, cuckoo) and column families with
-// merge operators.
+// Package sieve is an embedded key-value storage engine: a log-structured
+// merge tree (LSM) built for point lookups, with a filter in every table
+// (a cache-line-blocked Bloom filter by default; classic Bloom, cuckoo,
+// binary fuse and Ribbon per database, column family or level: package
+// filter), column families with merge operators, snapshots, atomic
+// batches, range deletions, prefix seeks, checkpoints and external-table
+// ingestion.
+//
+//	db, err := sieve.Open("data", nil) // nil Options: the defaults
+//	if err != nil { ... }
+//	defer db.Close()
+//	err = db.Put([]byte("hello"), []byte("world"), sieve.Sync)
+//	v, err := db.Get([]byte("hello")) // ErrNotFound when absent
+//
+// The examples show the rest of the API: batches ([DB.Apply]), iterators
+// ([DB.NewIter], [Iterator.SeekPrefixGE]), snapshots ([DB.NewSnapshot]),
+// column families and merge operators ([DB.OpenColumnFamily],
+// [DB.Merge]), filter policies ([Options]), ingestion ([DB.Ingest]) and
+// compaction ([DB.Compact]). Package sketchcol keeps HyperLogLogs, Bloom
+// and cuckoo filters, Count-Min and Top-K sketches in a column family, with
+// Redis's and RedisBloom's commands.
+//
+// Durability: a write with [Sync] is durable once acknowledged. With
+// [NoSync] (and nil WriteOptions) a crash may lose the last acknowledged
+// writes, never more than that: what survives is a prefix of them. Close
+// makes every acknowledged write durable.
 //
 // Concurrency: a *DB is safe for concurrent use by many goroutines. Writers
 // are batched by a group-commit pipeline; readers (Get, iterators,
 // snapshots) never block writers: they pin an immutable view (memtables plus
 // a reference-counted version of the table set) and read from it.
 //
-// doc/DESIGN.md in the repository maps the architecture (the write and read
-// paths, flush, compaction, recovery, column families) onto the code;
-// locks.go gives the lock order, and FORMAT.md beside this file the
-// directory layout and batch encoding.
+// Errors: test them with errors.Is against the package's Err variables.
+// An error caused by bad bytes on disk wraps [ErrCorruption] and names the
+// file, the offset and the check that failed.
+//
+// Further reading, in the repository: the [README] (a tour, the tools,
+// caveats and limitations), [doc/DESIGN.md] (the architecture: write and
+// read paths, flush, compaction, recovery), [doc/tuning.md] (the options
+// and the memory outside the cache), [doc/performance.md] (measurements
+// and the commands that make them) and [FORMAT.md] (the directory layout
+// and the batch encoding).
+//
+// [README]: https://github.com/sievedb/sieve/blob/main/README.md
+// [doc/DESIGN.md]: https://github.com/sievedb/sieve/blob/main/doc/DESIGN.md
+// [doc/tuning.md]: https://github.com/sievedb/sieve/blob/main/doc/tuning.md
+// [doc/performance.md]: https://github.com/sievedb/sieve/blob/main/doc/performance.md
+// [FORMAT.md]: https://github.com/sievedb/sieve/blob/main/FORMAT.md
 package sieve
 
 import (

@@ -31,6 +31,7 @@ const (
 	MonkeyFilters
 )
 
+// String returns the allocation's name ("uniform", "monkey").
 func (a FilterAllocation) String() string {
 	switch a {
 	case UniformFilters:

@@ -75,12 +75,14 @@ type ingestCounters struct {
 // IngestMetrics count Ingest calls and what they added.
 type IngestMetrics struct {
 	// Count is the number of successful Ingest calls, Copied those that
-	// took the copy path (keys at sequence number 0: ingest_copy.go);
-	// Tables the tables they added (a rewritten input larger than
-	// TargetFileSize is split), Keys and Bytes their keys and table bytes.
+	// took the copy path (keys at sequence number 0: see
+	// ColumnFamily.Ingest); Tables the tables they added (a rewritten
+	// input larger than TargetFileSize is split), Keys and Bytes their
+	// keys and table bytes.
 	Count, Copied, Tables, Keys, Bytes int64
 }
 
+// String is the ingest line of Metrics.String.
 func (m IngestMetrics) String() string {
 	return fmt.Sprintf("ingest: %d calls (%d copied), %d tables, %d keys, %s", m.Count, m.Copied, m.Tables, m.Keys, humanBytes(m.Bytes))
 }

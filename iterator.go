@@ -14,7 +14,9 @@ import (
 // IterOptions bound an iterator to user keys in [LowerBound, UpperBound);
 // nil bounds are open.
 type IterOptions struct {
+	// LowerBound is the smallest key the iterator may return (inclusive).
 	LowerBound []byte
+	// UpperBound is the key the iterator stops before (exclusive).
 	UpperBound []byte
 }
 
@@ -24,8 +26,9 @@ type IterOptions struct {
 // reads: they are not freed or deleted until Close, or until First, Last,
 // SeekGE, SeekLT or SeekPrefixGE moves it onto the current ones, which
 // they do when a flush or compaction has changed them and nothing has been
-// written since the iterator's view (the view stays the same; see
-// iterrefresh.go).
+// written since the iterator's view. Such a move changes nothing it reads
+// (the view stays the same); it only lets the older memtables and tables
+// go.
 //
 // Positioning methods (First, Last, SeekGE, SeekLT, SeekPrefixGE, Next,
 // Prev) report whether the iterator is at a key; Key and Value are valid

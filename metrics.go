@@ -173,6 +173,7 @@ type IndexFilterMetrics struct {
 
 // LevelMetrics describes one level of the LSM.
 type LevelMetrics struct {
+	// NumFiles is the number of tables in the level, Size their bytes.
 	NumFiles int64
 	Size     int64
 	// BytesIn is what flushes or compactions wrote into this level;
@@ -229,10 +230,15 @@ func (f FilterMetrics) FalsePositiveRate() float64 {
 
 // Metrics is a snapshot of the database's counters and shape.
 type Metrics struct {
+	// Levels describes L0 to L6.
 	Levels [manifest.NumLevels]LevelMetrics
+	// Filter counts the table-filter probes of point lookups, over every
+	// level and column family.
 	Filter FilterMetrics
 	// BlockCache is the shared data-block cache.
 	BlockCache struct {
+		// Hits and Misses count lookups; Size is the bytes of the Count
+		// blocks held, Capacity the configured budget.
 		Hits, Misses, Size, Count, Capacity int64
 		// Reserved is the part of Capacity taken by pinned index and
 		// filter blocks; Size+Reserved stays within Capacity.
@@ -260,6 +266,8 @@ type Metrics struct {
 		// asked for (their table work is in the counters above).
 		MultiGets, MultiGetKeys int64
 	}
+	// WAL counts the bytes and records written to the write-ahead logs and
+	// their fsyncs.
 	WAL struct {
 		Bytes, Records, Syncs int64
 		// BackgroundSyncs counts the fsyncs of unsynced (NoSync) records
@@ -267,6 +275,7 @@ type Metrics struct {
 		// them.
 		BackgroundSyncs int64
 	}
+	// MemTable describes the memtables.
 	MemTable struct {
 		// Size is the bytes in the mutable memtables; Immutable counts
 		// full groups waiting for a flush.
@@ -277,20 +286,25 @@ type Metrics struct {
 		// MaxSuccessiveMerges operands in the memtable.
 		MergesCollapsed int64
 	}
+	// Flush counts memtable flushes and the table bytes they wrote.
 	Flush struct {
 		Count, Bytes int64
 		// SeekTriggered counts the memtable rotations that iterator
-		// seeks asked for (seekcompact.go): a large memtable that
-		// read-mostly scans kept merging.
+		// seeks asked for (see Options.DisableSeekCompactions): a large
+		// memtable that read-mostly scans kept merging.
 		SeekTriggered int64
 	}
+	// Compaction counts the compactions that rewrote tables (Count), the
+	// moves (a table changing level without being rewritten), and their
+	// I/O.
 	Compaction struct {
 		Count, Moves, BytesRead, BytesWritten int64
 		// Split counts compactions that ran as subcompactions (see
 		// Options.MaxSubcompactions).
 		Split int64
 		// SeekTriggered counts L0 compactions that iterator seeks asked
-		// for (seekcompact.go), before L0 reached its trigger.
+		// for (see Options.DisableSeekCompactions), before L0 reached its
+		// trigger.
 		SeekTriggered int64
 		// MergeErrors counts keys whose operands compaction copied
 		// through because the merger failed on them.
@@ -315,7 +329,9 @@ type Metrics struct {
 	}
 	// RangeDel counts range deletions: written by DeleteRange (and batch
 	// DeleteRange entries), and what compactions dropped because of them.
-	RangeDel           RangeDelMetrics
+	RangeDel RangeDelMetrics
+	// IndexResidentBytes is the memory held by open tables' index blocks
+	// outside the block cache.
 	IndexResidentBytes int64
 	// PrefixSeeks counts Iterator.SeekPrefixGE calls and their prefix
 	// filter probes (not in Filter, which counts point lookups').
@@ -333,7 +349,7 @@ type Metrics struct {
 	ColumnFamilyDrops int64
 	// IteratorRefreshes counts the seeks that moved a long-lived iterator
 	// onto the current memtables and tables because it pinned an older
-	// state and nothing had been written since its view (iterrefresh.go).
+	// state and nothing had been written since its view (see Iterator).
 	IteratorRefreshes int64
 }
 

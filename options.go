@@ -37,7 +37,8 @@ const (
 )
 
 // Options configure a database. The zero value of every field means "use
-// the default"; Open validates the rest and reports nonsense clearly.
+// the default"; Open validates the rest, and an error for a field out of
+// range (wrapping ErrInvalidOptions) names the field and its allowed range.
 type Options struct {
 	// FS is the file system; default vfs.Default (the OS).
 	FS vfs.FS
@@ -46,34 +47,28 @@ type Options struct {
 	MemTableSize int64
 	// DisableMemTableHugePages keeps memtable memory in 4 KiB pages. By
 	// default, on Linux, a memtable of MemTableSize 8 MiB or more advises
-	// its B-tree nodes for transparent huge pages (madvise
-	// MADV_HUGEPAGE; it has effect when
-	// /sys/kernel/mm/transparent_hugepage/enabled is "madvise" or
-	// "always"), so that a load faults them in 2 MiB at a time and the
-	// descents of reads and inserts miss the TLB less; the keys and values
-	// stay in 4 KiB pages (memtable.MemTable.UseHugePages says why). On
-	// the Firecracker VM of earlier benchmarks a 4 KiB page fault cost
-	// about 10 µs and a 1M-key load took 36–40k of them; on a KVM guest,
-	// with 4 KiB pages everywhere, the p99 of Gets beside a flat-out
-	// writer was 1.62–1.95× the p99 without it, against 1.43–1.65× with
-	// the nodes in huge pages. The cost is resident
-	// memory: an advised range shared with other heap objects maps all of
-	// its 2 MiB, and the kernel's khugepaged may collapse ranges the Go
-	// runtime has since returned to the OS back into huge pages, so the
-	// process's RSS can stay nearer its heap's peak than without the
-	// advice. Set this where that matters more than load speed.
+	// its B-tree nodes for transparent huge pages (madvise MADV_HUGEPAGE;
+	// it has effect when /sys/kernel/mm/transparent_hugepage/enabled is
+	// "madvise" or "always"), so that a load faults them in 2 MiB at a
+	// time and the descents of reads and inserts miss the TLB less, which
+	// keeps a reader's tail latency lower beside a writer; the keys and
+	// values stay in 4 KiB pages. The cost is resident memory: an advised
+	// range shared with other heap objects maps all of its 2 MiB, and the
+	// kernel's khugepaged may collapse ranges the Go runtime has since
+	// returned to the OS back into huge pages, so the process's RSS can
+	// stay nearer its heap's peak than without the advice. Set this where
+	// that matters more than load speed; doc/tuning.md ("Huge pages") gives
+	// the command that measures the difference on your machine.
 	DisableMemTableHugePages bool
 	// MaxImmutableMemTables is how many full memtables may wait for a flush
 	// before writes stall. Default 2.
 	MaxImmutableMemTables int
 	// BlockSize is the target uncompressed size of SSTable data blocks.
-	// Default 3 KiB (sstable.DefaultBlockSize): a point read or seek that misses the block cache
-	// checksums and decodes one block, and that is most of its cost, so
-	// sieve, built for point lookups, cuts smaller blocks than the usual
-	// 4 KiB (measured: about 10% less CPU per random read, for a third
-	// more index entries, which stay under 1% of a table; with the denser
-	// Snappy encoder tables remain smaller than with 4 KiB blocks and
-	// golang/snappy's encoder).
+	// Default 3 KiB (sstable.DefaultBlockSize): a point read or seek that
+	// misses the block cache checksums and decodes one block, and that is
+	// most of its cost, so sieve, built for point lookups, cuts smaller
+	// blocks than the usual 4 KiB, for more index entries (doc/tuning.md
+	// measures larger blocks, with the command to repeat it).
 	BlockSize int
 	// BlockRestartInterval is the number of keys between restart points in
 	// a data block. Default 16.

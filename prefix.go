@@ -112,6 +112,7 @@ func (m *dbMetrics) prefixTotals() PrefixMetrics {
 	return out
 }
 
+// String is the prefix-seek line of Metrics.String.
 func (p PrefixMetrics) String() string {
 	return fmt.Sprintf("prefix seeks: %d, %d prefix filter checks, %d negatives (tables skipped), %d tables without prefix filter, %d memtables skipped",
 		p.Seeks, p.Checks, p.Negatives, p.Unfiltered, p.MemtablesSkipped)
