@@ -75,12 +75,16 @@ func (f *StandardBloomFilter) Add(key []byte) bool {
 // Test reports false if key was certainly never added.
 func (f *StandardBloomFilter) Test(key []byte) bool { return testKM(f.words, f.m, f.k, hashKey(key)) }
 
-// M returns the size of the bit array; K the number of probes.
+// M returns the size of the bit array.
 func (f *StandardBloomFilter) M() uint64 { return f.m }
-func (f *StandardBloomFilter) K() int    { return f.k }
 
-// Capacity and ErrorRate return what the filter was sized for.
-func (f *StandardBloomFilter) Capacity() uint64   { return f.capacity }
+// K returns the number of probes.
+func (f *StandardBloomFilter) K() int { return f.k }
+
+// Capacity returns the number of keys the filter was sized for.
+func (f *StandardBloomFilter) Capacity() uint64 { return f.capacity }
+
+// ErrorRate returns the false-positive rate the filter was sized for.
 func (f *StandardBloomFilter) ErrorRate() float64 { return f.errorRate }
 
 // Count returns the number of Adds that changed the filter: the number of

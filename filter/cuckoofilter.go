@@ -9,8 +9,8 @@ import (
 // CuckooTableFilter is a mutable cuckoo filter (Fan et al. 2014) that
 // supports deletion, for users who need a filter they can remove keys
 // from: one fixed-size table whose buckets, fingerprints and alternate
-// bucket are those of the Cuckoo policy's blocks (cuckoo_bucket.go). It
-// does not grow. The sketch column family's cuckoo values are not this
+// bucket are those of the Cuckoo policy's blocks (FORMAT.md). It does not
+// grow. The sketch column family's cuckoo values are not this
 // type but sketchcol.CuckooFilter (RedisBloom's CF.*: stacked sub-filters
 // of 8-bit fingerprints).
 //

@@ -86,8 +86,8 @@ func (b BlockInfo) BitsPerKey() float64 {
 
 // ExpectedFPR returns the false-positive rate the block is expected to show
 // for keys that were not added, from its own geometry: the blocked-Bloom
-// model of blocked_math.go, (1 − e^(−kn/m))^k, or the cuckoo rate at the
-// block's load. It is 1 for the empty block of None.
+// model of BloomFPR, (1 − e^(−kn/m))^k, or the cuckoo rate at the block's
+// load. It is 1 for the empty block of None.
 func (b BlockInfo) ExpectedFPR() float64 {
 	switch {
 	case b.Format == 0:
@@ -110,6 +110,7 @@ func (b BlockInfo) ExpectedFPR() float64 {
 	return 1
 }
 
+// String describes the block in one line: its format and parameters.
 func (b BlockInfo) String() string {
 	switch b.Format {
 	case 0:

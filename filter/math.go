@@ -36,7 +36,9 @@ func StandardFPR(bitsPerKey float64, k int) float64 {
 
 // BloomFPR returns the exact expected false-positive rate of Bloom(bitsPerKey)
 // for many keys (the line rounding of small tables aside): 0.83% at 10
-// bits/key. See blocked_math.go for the model. It costs about a millisecond.
+// bits/key. The model takes the uneven number of keys per cache line
+// (Poisson) and each line's choice of probe pattern into account, which
+// (1 − e^(−kn/m))^k does not. It costs about a millisecond.
 func BloomFPR(bitsPerKey float64) float64 {
 	bpk := clampBitsPerKey(bitsPerKey)
 	return blockedFPR(lineBits/bpk, BloomProbes(bpk), defaultChoiceBits)

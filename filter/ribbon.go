@@ -45,11 +45,11 @@ const (
 // clamped to [1, 30] (NaN means 7); fractional values are honoured (see
 // above). Its Name is "sieve.ribbon/<bitsPerKey>". At 7 bits/key it gives
 // about 0.95% false positives, where a blocked Bloom filter needs about 10
-// bits/key; it builds about 3–4 times slower than a Bloom filter.
+// bits/key; it is slower to build than a Bloom filter (go test -run '^$'
+// -bench Build ./filter compares their ns/key).
 //
-// Construction fails with small probability (see ribbonOverhead); the
-// builder retries with other seeds and a little more room, and after eight
-// failures writes a
+// Construction fails with small probability; the builder retries with
+// other seeds and a little more room, and after eight failures writes a
 // blocked Bloom block at the same bits/key (Finish never fails), which its
 // BuildReport says. Builds share the fuse builders' concurrency bound.
 func Ribbon(bitsPerKey float64) Policy {
