@@ -120,8 +120,7 @@ type cfMemTable struct {
 
 // hugePageMemTableSize is the least MemTableSize whose memtables advise
 // their B-tree nodes for huge pages (Options.DisableMemTableHugePages):
-// four 2 MiB pages, set in round 23 when the whole memtable was advised.
-// The nodes are about a third of a memtable of small entries, so at 8 MiB
+// four 2 MiB pages, chosen when the whole memtable was advised. The nodes are about a third of a memtable of small entries, so at 8 MiB
 // they fill one or two huge pages; a smaller memtable's would mostly map
 // memory that is not the memtable's.
 const hugePageMemTableSize = 8 << 20

@@ -148,23 +148,20 @@ func (o *tableOutput) abandon() {
 
 // backgroundYieldBlocks is how often a compaction yields its P
 // (sstable.WriterOptions.YieldEvery): every 4 data blocks, 12 KiB of
-// output, a few tens of microseconds of merging and encoding. With one
-// goroutine writing flat out beside one reading on 2 cores, BenchmarkGetWithWriter's reader
-// saw p99 and p99.9 Get latencies of 39-45 and 630-1180 us without it and
-// 16-30 and 157-185 us with it, while the writer's Puts rose (392-447k to
-// 425-504k a second); yields every block or every 16 blocks measured the
-// same within the noise.
+// output, a few tens of microseconds of merging and encoding: a reader
+// beside a flat-out writer on 2 cores keeps a far lower p99 Get latency
+// with it, and the writer loses nothing (doc/performance.md's ledger has
+// the figures; BenchmarkGetWithWriter measures them). Yields every block
+// or every 16 blocks measured the same within the noise.
 //
 // Only compactions yield (c != nil in writerOptions); flushes and the
 // rewrite of an ingested table (also c == nil; it runs in the caller's
 // goroutine) do not. A flush is on the writers' path: while
 // MaxImmutableMemTables memtables wait for it, writes stall, and a flush
 // that gave its turn away every 12 KiB fell behind a flat-out writer and
-// a compaction on 2 cores. lsmbench's 10M-key fill (AMD EPYC) stalled 6,
-// 16, 13 and 9 times (0.4-1.6 s of 21-27 s) with flushes yielding, 0 and
-// 0 times without (never more than one immutable memtable), while the
-// reader beside a flat-out writer in BenchmarkGetWithWriter kept its p99
-// (35.7 and 49.3 us yielding, 36.1 and 40.5 us not).
+// a compaction on 2 cores: lsmbench's 10M-key fill stalled with flushes
+// yielding and not without, while the reader of BenchmarkGetWithWriter
+// kept its p99 either way.
 const backgroundYieldBlocks = 4
 
 // writerOptions are the table writer's options for a table of column

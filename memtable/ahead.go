@@ -113,11 +113,10 @@ func makeSlab(huge bool) []node {
 // huge pages when huge.
 //
 // Huge pages (MemTable.UseHugePages): faulting a memtable's memory in is a
-// cost of its own on some machines. On the 2-core EPYC VM the benchmarks
-// run on, a 4 KiB page fault took about 11 µs (BenchmarkFaultIn: 64 MiB of
-// fresh memory in 190 ms, against 4.2 ms as 2 MiB transparent huge
-// pages), a 1M-key fillrandom took 36–40k of them, and touchPages was 15%
-// of the load's CPU. Most kernels enable THP only for memory advised with
+// cost of its own on some machines, virtual ones above all, where a 4 KiB
+// page fault can take about 10 µs and a 1M-key load takes tens of
+// thousands of them (BenchmarkFaultIn measures the fault cost, 4 KiB
+// pages against 2 MiB transparent huge pages). Most kernels enable THP only for memory advised with
 // madvise(MADV_HUGEPAGE) (the "madvise" mode), so the slabs of a large
 // memtable are advised before they are touched (its arena chunks no
 // longer are: see MemTable.UseHugePages). A slab's advice covers the

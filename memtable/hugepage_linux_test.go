@@ -98,8 +98,8 @@ func TestGodebugSet(t *testing.T) {
 // BenchmarkFaultIn measures what faulting fresh memory in costs, per 64
 // MiB: a new anonymous mapping touched once per 4 KiB page, as 4 KiB
 // pages and advised for 2 MiB transparent huge pages (adviseHuge); the
-// mmap and munmap are not timed. On the benchmark VM of round 23 the
-// 4 KiB pages cost about 10 µs each:
+// mmap and munmap are not timed. On some virtual machines the 4 KiB
+// pages cost about 10 µs each:
 //
 //	go test -run=NONE -bench='BenchmarkFaultIn$' ./memtable
 //

@@ -2,8 +2,8 @@
 // mutable write buffer in front of the WAL, and, once full, an immutable
 // table waiting to be flushed.
 //
-// It is a B-tree (btree.go, insert-only and specialised to its entries) of
-// entries ordered by base.CompareInternal. Key and value bytes are copied
+// It is an insert-only B-tree, specialised to its entries, of entries
+// ordered by base.CompareInternal. Key and value bytes are copied
 // into an arena of large chunks, so an Add costs no allocation in steady
 // state and the memory accounting is the arena's size.
 //
@@ -184,23 +184,25 @@ func NewWithFilter(filterBits int64) *MemTable {
 // UseHugePages makes the memtable advise the memory of its B-tree nodes
 // for transparent huge pages (madvise MADV_HUGEPAGE, on Linux; elsewhere
 // it does nothing), which makes faulting a large memtable's nodes in far
-// cheaper where 4 KiB page faults are costly (ahead.go), and the
-// descents of Gets and inserts, a node per level at random places in tens
-// of MiB, miss the TLB less. Meant for memtables of several MiB: the
-// first touch of an advised 2 MiB range maps all of it. REQUIRES: called
-// before the first Add, by the writer.
+// cheaper where 4 KiB page faults are costly, and the descents of Gets and
+// inserts, a node per level at random places in tens of MiB, miss the TLB
+// less. Meant for memtables of several MiB: the first touch of an advised
+// 2 MiB range maps all of it. REQUIRES: called before the first Add, by
+// the writer.
 //
 // The arena, which holds the keys and values (two thirds of the memory,
-// read once per Get), stays in 4 KiB pages. On the KVM guest of round 26
-// a fresh huge page cost 5 ms to fault in (0.4 GB/s), against 0.7 ms for
-// its 512 small pages and 0.25 ms for a huge page the guest had touched
-// lately: the guest hands free 2 MiB blocks back to the host (virtio free
-// page reporting), so a growing heap's huge pages fault on the host too.
-// With the arena in huge pages a 1M-key load in a fresh process was 8–14%
-// slower, and neither the reads beside a writer nor the reads of a live
-// LSM were faster (peers, round 26). Where a 4 KiB fault is the costly
-// one (11 µs on the Firecracker VM of rounds 13–24), the arena's faults
-// come back; ahead.go takes most of them off the writer.
+// read once per Get), stays in 4 KiB pages: on a virtual machine that
+// hands free 2 MiB blocks back to its host, a fresh huge page can cost
+// more to fault in than its 512 small pages, and advising the arena made
+// loads slower without making reads faster (doc/performance.md, the
+// ledger, has the measurement and its command). The memtable faults the
+// arena's chunks and the tree's nodes in ahead of the writer, on another
+// goroutine, so that the writer rarely waits for a page fault.
+//
+//	go test -run=NONE -bench='BenchmarkFaultIn' ./memtable
+//
+// measures what faulting fresh memory in costs on your machine, in 4 KiB
+// and in huge pages.
 func (m *MemTable) UseHugePages() {
 	m.tree.huge = true
 }

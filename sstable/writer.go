@@ -140,11 +140,10 @@ type Writer struct {
 // that cache files in large folios (ext4 and xfs on recent Linux), a
 // 2 MiB-aligned 2 MiB write lands in one 2 MiB page-cache folio, which a
 // memory map of the table (Reader) then maps with one page-table entry
-// instead of 512. On the benchmark VM, faulting in a fresh map of a
-// 64 MiB file took 0.72–0.84 ms instead of 28–33 ms with 256 KiB writes
-// (BenchmarkMappedFaultIn), and BenchmarkReadRandom on a fresh database
-// went from 2713–2925 to 2286–2593 ns/op. Elsewhere it is only a larger
-// buffer.
+// instead of 512: faulting in a fresh map of the table is many times
+// cheaper than with 256 KiB writes (BenchmarkMappedFaultIn measures it),
+// and random reads of a fresh database are faster (doc/performance.md's
+// ledger). Elsewhere it is only a larger buffer.
 // A block larger than the buffer (a huge value, a filter block of more
 // than 2 MiB) goes to the file in one write of its own, which leaves the
 // rest of that table's writes unaligned: only slower, never wrong.
