@@ -80,8 +80,8 @@
 // this compaction's (its start-level tables, or transitively overlapping
 // L0 tables, or output-level tables) and so be Compacting. The picker also
 // refuses to expand a compaction's start-level inputs past a table of a
-// skipped level. The model test in lsm_model_test.go checks this with up
-// to three compactions running at once.
+// skipped level. A model test (go test -run TestCompactionModel
+// ./compaction) checks this with up to three compactions running at once.
 //
 // # Reading
 //

@@ -27,6 +27,7 @@ const (
 
 var compressionNames = [...]string{DefaultCompression: "default", NoCompression: "none", SnappyCompression: "snappy"}
 
+// String returns the compression's name ("default", "none", "snappy").
 func (c Compression) String() string {
 	return base.EnumName(c, compressionNames[:], "Compression")
 }

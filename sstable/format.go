@@ -33,6 +33,7 @@ const (
 	TableFormatLatest = TableFormatV3
 )
 
+// String returns the format as "v1", "v2", ...
 func (f TableFormat) String() string { return fmt.Sprintf("v%d", uint32(f)) }
 
 const (

@@ -60,6 +60,7 @@ const (
 
 var filterStateNames = [...]string{FilterNone: "none", FilterLoaded: "loaded", FilterUnknown: "unknown-type"}
 
+// String returns the state's name ("none", "loaded", "unknown-type").
 func (s FilterState) String() string {
 	return base.EnumName(s, filterStateNames[:], "FilterState")
 }
@@ -151,9 +152,10 @@ var errReaderClosed = errors.New("sstable: reader closed")
 
 // NewReader opens the table held by f, whose length is size. It reads and
 // checks the footer, metaindex, properties, index and filter blocks; the
-// index and filter stay resident, or go to the cache when
-// ReaderOptions.CacheIndexAndFilter (charged.go). The Reader owns f from then on and closes
-// it in Close (NewReader closes nothing on error).
+// index and filter stay resident, or go to the cache with
+// ReaderOptions.CacheIndexAndFilter. Its errors name the table (see
+// ReaderOptions.FileNum). The Reader owns f from then on and closes it in
+// Close (NewReader closes nothing on error).
 func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
 	r := &Reader{f: f, size: size, opts: o, charged: o.CacheIndexAndFilter && o.Cache != nil}
 	r.tryMap()

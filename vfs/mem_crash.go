@@ -44,6 +44,7 @@ const (
 
 var unsyncedModeNames = []string{"DropUnsynced", "KeepUnsyncedPrefix", "KeepUnsyncedSectors", "ZeroUnsynced", "GarbageUnsynced"}
 
+// String returns the mode's name.
 func (m UnsyncedMode) String() string {
 	if int(m) < len(unsyncedModeNames) {
 		return unsyncedModeNames[m]

@@ -38,6 +38,7 @@ var opNames = [numOps]string{
 	OpStat: "stat", OpLock: "lock", OpSyncDir: "syncdir", OpLink: "link",
 }
 
+// String returns the operation's name ("create", "sync", ...).
 func (o Op) String() string {
 	if o < numOps {
 		return opNames[o]
@@ -73,6 +74,7 @@ func OpsOf(ops ...Op) OpSet {
 // Has reports whether op is in s.
 func (s OpSet) Has(op Op) bool { return op < numOps && s&(1<<op) != 0 }
 
+// String lists the set's operations.
 func (s OpSet) String() string {
 	var names []string
 	for o := Op(0); o < numOps; o++ {

@@ -34,6 +34,7 @@ func (w *wrapFS) file(f File, name string, err error) (File, error) {
 	return &wrapFile{inner: f, name: name, ic: w.ic}, nil
 }
 
+// Create creates name, unless the wrapper fails it.
 func (w *wrapFS) Create(name string) (File, error) {
 	if err := w.ic.before(OpCreate, name); err != nil {
 		return nil, pathErr("open", name, err)
@@ -42,6 +43,7 @@ func (w *wrapFS) Create(name string) (File, error) {
 	return w.file(f, name, err)
 }
 
+// Open opens name for reading, unless the wrapper fails it.
 func (w *wrapFS) Open(name string) (File, error) {
 	if err := w.ic.before(OpOpen, name); err != nil {
 		return nil, pathErr("open", name, err)
@@ -50,6 +52,8 @@ func (w *wrapFS) Open(name string) (File, error) {
 	return w.file(f, name, err)
 }
 
+// OpenReadWrite opens name for reading and writing, unless the wrapper
+// fails it.
 func (w *wrapFS) OpenReadWrite(name string) (File, error) {
 	if err := w.ic.before(OpOpen, name); err != nil {
 		return nil, pathErr("open", name, err)
@@ -58,6 +62,7 @@ func (w *wrapFS) OpenReadWrite(name string) (File, error) {
 	return w.file(f, name, err)
 }
 
+// Remove removes name, unless the wrapper fails it.
 func (w *wrapFS) Remove(name string) error {
 	if err := w.ic.before(OpRemove, name); err != nil {
 		return pathErr("remove", name, err)
@@ -65,6 +70,7 @@ func (w *wrapFS) Remove(name string) error {
 	return w.inner.Remove(name)
 }
 
+// Rename renames oldname to newname, unless the wrapper fails it.
 func (w *wrapFS) Rename(oldname, newname string) error {
 	if err := w.ic.before(OpRename, newname); err != nil {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
@@ -81,6 +87,7 @@ func (w *wrapFS) Link(oldname, newname string) error {
 	return Link(w.inner, oldname, newname)
 }
 
+// MkdirAll creates dir and its parents, unless the wrapper fails it.
 func (w *wrapFS) MkdirAll(dir string, perm os.FileMode) error {
 	if err := w.ic.before(OpMkdir, dir); err != nil {
 		return pathErr("mkdir", dir, err)
@@ -88,6 +95,7 @@ func (w *wrapFS) MkdirAll(dir string, perm os.FileMode) error {
 	return w.inner.MkdirAll(dir, perm)
 }
 
+// List lists dir, unless the wrapper fails it.
 func (w *wrapFS) List(dir string) ([]string, error) {
 	if err := w.ic.before(OpList, dir); err != nil {
 		return nil, pathErr("open", dir, err)
@@ -95,6 +103,7 @@ func (w *wrapFS) List(dir string) ([]string, error) {
 	return w.inner.List(dir)
 }
 
+// Stat describes name, unless the wrapper fails it.
 func (w *wrapFS) Stat(name string) (os.FileInfo, error) {
 	if err := w.ic.before(OpStat, name); err != nil {
 		return nil, pathErr("stat", name, err)
@@ -102,6 +111,7 @@ func (w *wrapFS) Stat(name string) (os.FileInfo, error) {
 	return w.inner.Stat(name)
 }
 
+// Lock locks name, unless the wrapper fails it.
 func (w *wrapFS) Lock(name string) (io.Closer, error) {
 	if err := w.ic.before(OpLock, name); err != nil {
 		return nil, pathErr("lock", name, err)
@@ -109,6 +119,7 @@ func (w *wrapFS) Lock(name string) (io.Closer, error) {
 	return w.inner.Lock(name)
 }
 
+// SyncDir syncs dir, unless the wrapper fails or skips it.
 func (w *wrapFS) SyncDir(dir string) error {
 	switch err := w.ic.before(OpSyncDir, dir); err {
 	case nil:

@@ -25,6 +25,7 @@ type TailInfo struct {
 	Reason string
 }
 
+// String describes how the log ends.
 func (t TailInfo) String() string {
 	switch {
 	case t.Clean:

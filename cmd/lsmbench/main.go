@@ -11,15 +11,16 @@
 // engine's own counters: tables probed per Get, filter negatives and false
 // positives (the measured false-positive rate beside the policy's
 // theoretical one), data blocks read and the block-cache hit rate. Run
-// "lsmbench -h", "lsmbench filters -h" or "lsmbench sketches -h" for flags.
-//
-// Each program's files carry its prefix: bench_*.go the engine benchmark,
-// filter_*.go the filter lab, sketch_*.go the sketch lab. lab.go is the
-// skeleton both labs run on (-out, -json, -progress, sections, files);
-// the unprefixed rest is shared by all three (flag parsing and usage,
-// keys, number formats, statistics, progress bars, the machine's load,
-// SVG charts).
+// "lsmbench -h", "lsmbench filters -h" or "lsmbench sketches -h" for flags;
+// cmd/lsmbench/README.md in the repository has examples of each.
 package main
+
+// Where things are: each program's files carry its prefix, bench_*.go the
+// engine benchmark, filter_*.go the filter lab, sketch_*.go the sketch
+// lab. lab.go is the skeleton both labs run on (-out, -json, -progress,
+// sections, files); the unprefixed rest is shared by all three (flag
+// parsing and usage, keys, number formats, statistics, progress bars, the
+// machine's load, SVG charts).
 
 import (
 	"context"

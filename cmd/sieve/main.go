@@ -11,10 +11,11 @@
 //	sieve check DIR                    open read-only and verify every table, WAL and invariant
 //
 // The tool never changes a file: every file is opened read-only through a
-// file system that refuses writes, creations, renames and removals (see
-// rofs.go), and a database another process holds open is read without its
-// lock. Malformed input gives an error naming the file and the offset, and
-// exit status 1; bad usage exits with 2.
+// file system that refuses writes, creations, renames and removals, and a
+// database another process holds open is read without its lock. Malformed
+// input gives an error naming the file and the offset, and exit status 1;
+// bad usage exits with 2. cmd/sieve/README.md in the repository shows each
+// command's output.
 //
 // Keys and values are printed safely: as they are when they are printable
 // ASCII, otherwise quoted with Go escapes or, when mostly binary, as hex

@@ -33,6 +33,7 @@ const (
 
 var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE", KindRangeDelete: "RANGEDEL"}
 
+// String returns the kind's name: SET, DEL, MERGE or RANGEDEL.
 func (k Kind) String() string { return EnumName(k, kindNames[:], "KIND") }
 
 // Valid reports whether k is a kind this version of sieve understands.
@@ -89,6 +90,7 @@ func (k InternalKey) Clone() InternalKey {
 	return InternalKey{UserKey: append([]byte(nil), k.UserKey...), Trailer: k.Trailer}
 }
 
+// String formats k as "user key"#seqnum,KIND.
 func (k InternalKey) String() string {
 	return fmt.Sprintf("%q#%d,%s", k.UserKey, k.SeqNum(), k.Kind())
 }

@@ -25,9 +25,8 @@
 // CLOCK and a hit on a protected block takes no lock). Eviction takes the
 // probationary segment's least recently used block first. A block read once — a scan's next
 // block, a cold key's — so leaves without pushing out blocks that were
-// hit. On YCSB E's access pattern (scrambled zipfian scans of 1..100
-// entries over 1M records, 8 MiB of 3 KiB blocks) a trace simulation gave
-// a 28% hit rate against LRU's 24%; on its point reads, 33% against 30%.
+// hit. doc/performance.md's ledger has what it bought in YCSB hit rates
+// against plain LRU, and the command that measures them.
 //
 // Admission: a full data shard caches a block only at its second miss
 // within a window on one processor (a doorkeeper per processor stripe;
@@ -176,8 +175,9 @@ type Kind uint8
 const (
 	// KindData blocks are evicted first.
 	KindData Kind = iota
-	// KindIndex and KindFilter blocks are high priority.
+	// KindIndex blocks (a table's index) are high priority.
 	KindIndex
+	// KindFilter blocks (a table's filter) are high priority.
 	KindFilter
 	numKinds
 )

@@ -7,8 +7,8 @@
 // schedule. In other builds the wrappers are plain sync mutexes and the
 // checks compile away.
 //
-// The order itself, with what each lock guards, is documented in the
-// root package's locks.go; the ranks below are that order.
+// The ranks below are the order, lowest first; the root package documents
+// what each lock guards, beside its lock order (doc/DESIGN.md says where).
 package lockrank
 
 // Rank orders locks: a goroutine may acquire a lock only while every lock
@@ -45,6 +45,7 @@ const (
 
 var names = [numRanks]string{"unranked", "SketchKey", "CFCreate", "Commit", "Version", "DB", "CFRegistry", "ReadState", "TableCache"}
 
+// String returns the rank's name.
 func (r Rank) String() string {
 	if r >= 0 && r < numRanks {
 		return names[r]

@@ -33,8 +33,8 @@ type FileMetadata struct {
 	// table or wrote it.
 	RangeDels atomic.Uint32
 	// Seeks counts the iterator seeks that had to position in this L0
-	// table beside other sources at the key (not persisted; see the root
-	// package's seekcompact.go).
+	// table beside other sources at the key (not persisted), for the
+	// DB's seek-triggered compactions (sieve.Options.DisableSeekCompactions).
 	Seeks atomic.Int64
 }
 
@@ -67,6 +67,7 @@ func (m *FileMetadata) Overlaps(start, end []byte) bool {
 	return true
 }
 
+// String describes the table: number, key range, sequence numbers and size.
 func (m *FileMetadata) String() string {
 	return fmt.Sprintf("%06d:[%s-%s] seqs=[%d-%d] size=%d", m.FileNum, m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq, m.Size)
 }

@@ -9,18 +9,19 @@ import (
 // appended to and synced (wal.WritableFile) and read (sstable.ReadableFile),
 // counts its writes and syncs, and fails on demand.
 type MemFile struct {
-	Data      []byte
-	Syncs     int
-	Writes    int
-	WriteErr  error // returned by every Write once set
-	SyncErr   error // returned by every Sync once set
-	ShortBy   int   // Write reports this many bytes fewer than given
-	SyncedLen int   // len(Data) at the last successful Sync
+	Data      []byte // the contents
+	Syncs     int    // Sync calls
+	Writes    int    // Write calls
+	WriteErr  error  // returned by every Write once set
+	SyncErr   error  // returned by every Sync once set
+	ShortBy   int    // Write reports this many bytes fewer than given
+	SyncedLen int    // len(Data) at the last successful Sync
 }
 
 // NewMemFile returns a MemFile holding data.
 func NewMemFile(data []byte) *MemFile { return &MemFile{Data: data} }
 
+// Write appends p (less ShortBy bytes), or fails with WriteErr.
 func (f *MemFile) Write(p []byte) (int, error) {
 	f.Writes++
 	if f.WriteErr != nil {
@@ -31,6 +32,7 @@ func (f *MemFile) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// Sync records len(Data) as synced, or fails with SyncErr.
 func (f *MemFile) Sync() error {
 	f.Syncs++
 	if f.SyncErr != nil {
@@ -40,6 +42,7 @@ func (f *MemFile) Sync() error {
 	return nil
 }
 
+// ReadAt reads Data at off.
 func (f *MemFile) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, errors.New("negative offset")
@@ -54,4 +57,5 @@ func (f *MemFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Close does nothing.
 func (f *MemFile) Close() error { return nil }
