@@ -1,136 +1,177 @@
-// Package sketchcol is sieve's sketch column family: probabilistic values
-// — HyperLogLog (byte-compatible with Redis), scalable Bloom filters,
-// cuckoo filters, Count-Min sketches and Top-K sketches (with RedisBloom's
-// semantics) — written as merge operands and collapsed by compaction, so
-// that counting distinct visitors, guarding a cache or counting page views
-// never needs a read-modify-write.
+// Package sketchcol keeps probabilistic sketches in a column family of a
+// sieve database and runs Redis's and RedisBloom's commands on them:
+// HyperLogLogs (PFADD, PFCOUNT, PFMERGE, in Redis's own bytes), scalable
+// Bloom filters (BF.*), cuckoo filters (CF.*), Count-Min sketches (CMS.*)
+// and Top-K sketches (TOPK.*). Every write is a merge operand that
+// compaction folds into the key's value, so adding to a sketch needs no
+// read-modify-write: counting distinct visitors, remembering the URLs a
+// crawler has seen or counting page views costs one small write each.
 //
-// Use it through a Store: Open(db) opens the column family "sketch" with
-// the Merger and runs the commands, named as go-redis names them —
-// PFAdd/PFCount/PFMerge, BFReserve/BFAdd/BFMAdd/BFInsert/BFExists/...,
-// CFReserve/CFAdd/CFAddNX/CFDel/CFCount/..., CMSInitByDim/CMSIncrBy/
-// CMSQuery/CMSMerge/..., TopKReserve/TopKAdd/TopKList/..., Dump and
-// Restore:
+// # Values
 //
-//	st, err := sketchcol.Open(db)
-//	added, err := st.BFAdd([]byte("crawled"), []byte(url))
-//	err = st.PFAddBlind([]byte("visitors:2024-06-01"), []byte(userID))
-//	n, err := st.PFCount([]byte("visitors:2024-06-01"))
+// A key holds one sketch, of one Kind:
 //
-// Underneath, per command, a Reply function computes Redis's answer from
-// the current value and an Op function builds the operand to write: a
-// command whose answer needs the value reads, calls the Reply, then
-// merges the Op; its blind variant (PFAddBlind, BFAddBlind, CFAddBlind,
-// CMSIncrByBlind, TopKAddBlind, a Batch) merges the Op alone and never
-// reads. Both are exported for
-// callers that batch or route commands themselves.
-//
-// FORMAT.md specifies every byte of every value and operand.
-//
-// # Where things are
-//
-// Each sketch's files are named <sketch>_<layer>.go, so one sketch's files
-// sort together and the suffix says the layer. From the bottom up:
-//
-//	layer                  HyperLogLog      Bloom              cuckoo
-//	value type             hll.go           bloom.go           cuckoo.go
-//	                       hll_estimate.go
-//	value bytes            hll_codec.go     bloom_codec.go     cuckoo_codec.go
-//	operand and fold       hll_merge.go     bloom_merge.go     cuckoo_merge.go
-//	per-command Reply/Op   hll_command.go   bloom_command.go   cuckoo_command.go
-//	Store command          hll_store.go     bloom_store.go     cuckoo_store.go
-//
-//	layer                  Count-Min        Top-K
-//	value type             cms.go           topk.go
-//	value bytes            cms_codec.go     topk_codec.go
-//	operand and fold       cms_merge.go     topk_merge.go
-//	per-command Reply/Op   cms_command.go   topk_command.go
-//	Store command          cms_store.go     topk_store.go
-//
-// The rows:
-//
-//   - value type: the decoded sketch and its Redis semantics — HLL
-//     (hll_estimate.go holds its cardinality estimator), ScalableBloom
-//     with BloomSpec and BFInfo, CuckooFilter with CuckooSpec and CFInfo,
-//     CountMinSketch with CMSSpec and CMSInfo, TopK with TopKSpec and
-//     TopKInfo.
-//   - value bytes: ParseHLL and HLL.Bytes, ParseBloom and
-//     ScalableBloom.MarshalBinary, ParseCuckoo and
-//     CuckooFilter.MarshalBinary, ParseCMS, ParseTopK and their
-//     MarshalBinary.
-//   - operand and fold: the decoded operand (hllOp, bloomOp, cuckooOp,
-//     cmsOp, topKOp), its encoding and decoding, how it applies to a
-//     value, and the fold PartialMerge uses (foldHLLOps, ..., foldTopKOps).
-//   - per-command Reply/Op: the exported functions over bytes described
-//     above — PFAddReply, PFAddOp, PFMergeOp, PFCountValues, RefreshHLL;
-//     BFAddReply, BFAddOp, BFReserveOp, BFExistsReply, ...; CFAddReply,
-//     CFAddOp, CFDelOp, CFReserveOp, CFCountReply, ...; CMSIncrByOp,
-//     CMSIncrByReply, CMSMergeOp, ...; TopKIncrByOp, TopKIncrByReply, ...
-//   - Store command: the Store's methods PF*, BF*, CF*, CMS* and TopK*,
-//     with the options they take (BFReserveOptions, BFInsertOptions,
-//     CFReserveOptions).
-//
-// What they all share: kind.go (the kind byte every value and operand
-// starts with: KindOf, expectKind), operand.go (the set operand of Restore,
-// and the decoding of any value or operand into its sketch's type),
-// merger.go (Merger), store.go (Store, Open, Dump, Restore, the per-key
-// locks), store_batch.go (Batch), store_deferred.go (Deferred),
-// hll_cache.go (PFAdd's cache of decoded registers), errors.go and
-// redis_errors.go (the CMS and Top-K errors, with RedisBloom's texts), and
-// murmur.go (the hash HLL positions come from). A Bloom value stacks the filter package's
-// BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
-//
-// Tests follow the same names: hll_test.go, bloom_test.go and
-// cuckoo_test.go test a sketch's value, its bytes and its Reply functions;
-// hll_store_test.go, bloom_store_test.go and cuckoo_store_test.go run the
-// Store's commands as tables (on the harness of store_test.go).
-// merger_test.go and fuzz_test.go test the operands and the merge of the
-// first three sketches, and the other store_*_test.go test the Store as a
-// whole. Count-Min and Top-K: cms_test.go, topk_test.go (value, accuracy),
-// cms_store_test.go, topk_store_test.go (command tables), cms_fuzz_test.go
-// (their fuzz targets) and cms_topk_model_test.go (merge algebra and
-// compaction equivalence).
-//
-// # Choosing a sketch
-//
-//   - HyperLogLog counts distinct elements in 12 KB (0.81% standard
-//     error); it cannot say whether an element was seen.
-//   - A Bloom filter answers "possibly present" or "certainly not"; it
-//     cannot delete. A scalable one grows by stacking sub-filters.
-//   - A cuckoo filter answers the same and can delete, but only items
-//     that were added: deleting a false positive removes another item.
-//   - A Count-Min sketch counts occurrences per item: an estimate is never
-//     below the true count and, with width ⌈2/ε⌉ and depth ⌈log₂ 1/δ⌉,
-//     above it by more than ε·N with probability at most δ. Its counters
-//     add, so blind increments merge exactly.
-//   - A Top-K sketch keeps the k heaviest items of a stream (HeavyKeeper);
-//     it may miss some when width is small for k.
+//   - KindHLL, a HyperLogLog: how many distinct elements were added, in at
+//     most 12 KB, with a standard error of 0.81%. It cannot say whether an
+//     element was seen. Its value is Redis's encoding, byte for byte, so a
+//     value taken from redis-server with GET can be restored here, and a
+//     Dump of it SET there.
+//   - KindBloom, a scalable Bloom filter (RedisBloom's BF.*): "possibly
+//     present" or "certainly not". It cannot delete. Past its capacity it
+//     grows by stacking a sub-filter Expansion times larger at half the
+//     error rate (BloomSpec), so its rate stays below twice ErrorRate.
+//   - KindCuckoo, a cuckoo filter (CF.*): the same answers, and it can
+//     delete, but only items that were added: deleting a false positive
+//     removes another item (CuckooSpec).
+//   - KindCMS, a Count-Min sketch (CMS.*): an estimated count per item,
+//     never below the true count and, with width ⌈2/ε⌉ and depth
+//     ⌈log₂ 1/δ⌉, above it by more than ε·N with probability at most δ
+//     (CMSSpec).
+//   - KindTopK, a Top-K sketch (TOPK.*, HeavyKeeper): the k heaviest items
+//     of a stream; it may miss some when the width is small for k
+//     (TopKSpec).
 //
 // None of them may decide permissions or billing: a false positive is a
-// legal answer.
+// legal answer. doc/sketches.md in the repository compares the commands
+// with Redis's and RedisBloom's and gives accuracy figures, each with the
+// command that measures it.
+//
+// # The Store
+//
+// Open(db) opens the sketch column family (ColumnFamilyName, "sketch")
+// with the package's Merger, creating it if it does not exist, and returns
+// a Store; OpenWithOptions takes StoreOptions (Sync: every write durable
+// before the command returns). Always open the family this way: its merge
+// operands can only be read with the Merger, whose name the database
+// records (MergerName).
+//
+// The Store's methods are the commands, named as go-redis names them, and
+// answer what Redis would:
+//
+//	st, err := sketchcol.Open(db)
+//	if err != nil { ... }
+//	changed, err := st.PFAdd([]byte("visitors"), []byte(userID)) // PFADD
+//	n, err := st.PFCount([]byte("visitors"))                     // PFCOUNT
+//	err = st.BFReserve([]byte("crawled"), 0.001, 1_000_000, nil)  // BF.RESERVE
+//	added, err := st.BFAdd([]byte("crawled"), []byte(url))        // BF.ADD: true when new
+//
+// The commands by sketch:
+//
+//   - HyperLogLog: PFAdd, PFCount (of one key, or of the union of several),
+//     PFMerge.
+//   - Bloom: BFReserve, BFAdd, BFMAdd, BFInsert, BFExists, BFMExists,
+//     BFCard, BFInfo.
+//   - Cuckoo: CFReserve, CFAdd, CFAddNX, CFDel, CFExists, CFMExists,
+//     CFCount, CFInfo.
+//   - Count-Min: CMSInitByDim, CMSInitByProb, CMSIncrBy, CMSQuery,
+//     CMSMerge, CMSInfo.
+//   - Top-K: TopKReserve, TopKAdd, TopKIncrBy, TopKQuery, TopKList,
+//     TopKListWithCount, TopKInfo.
+//   - Any key: Dump, Restore, Delete.
+//
+// As in Redis, PFAdd and the Bloom and cuckoo adds create a missing key
+// (with RedisBloom's default geometry: DefaultBloomSpec,
+// DefaultCuckooSpec), while the Count-Min and Top-K commands need the key
+// created first (CMSInitByDim, TopKReserve) and report ErrCMSKeyNotFound
+// or ErrTopKKeyNotFound otherwise. Reading commands answer a missing key
+// as Redis does (PFCount 0, BFExists false); the INFO commands fail with
+// an error wrapping sieve.ErrNotFound. Errors are tested with errors.Is:
+// ErrWrongType for a key holding another kind of sketch, ErrInvalidArgument
+// for parameters out of RedisBloom's ranges, ErrFilterFull, ErrItemExists,
+// and the CMS and Top-K errors, whose RedisBloom reply text RedisBloomText
+// returns.
+//
+// # Blind writes
+//
+// A command whose reply depends on the value (PFAdd, BFAdd, CFDel, ...)
+// reads the key, then writes its operand. Its blind variant — PFAddBlind,
+// BFAddBlind, CFAddBlind, CMSIncrByBlind, TopKAddBlind — writes the same
+// operand without reading and without a reply: a bulk load's cost is the
+// operands'. The price is that nothing is checked when it is written: a
+// blind write to a key of another kind is dropped when merged, a blind
+// add to a missing key creates it with the default geometry (also for
+// Count-Min and Top-K, which RedisBloom would refuse), a Bloom add past a
+// non-scaling filter's capacity overfills it, and a cuckoo add that finds
+// no room is dropped and counted (CFInfo.ItemsDropped). "Blind writes that
+// cannot succeed" below has the details.
+//
+// # Batches and transactions
+//
+// A Batch (Store.NewBatch) collects blind writes and restores — PFAdd,
+// BFAdd, CFAdd, CMSIncrBy, TopKAdd, Restore — and commits them atomically,
+// in one WAL write, with Commit. Its Sieve method returns the underlying
+// sieve.Batch, to which writes to other column families of the same
+// database may be added; Store.WrapBatch makes a Batch that adds to a
+// sieve.Batch of your own. (Either turns the Store's cache of HyperLogLog
+// registers off for good, since the Store cannot see when such a batch is
+// applied; PFAdd then reads the key every time.)
+//
+// For commands that read, Store.WithBatch returns a view of the Store that
+// reads through an indexed batch (sieve.DB.NewIndexedBatch) and writes into
+// it: each command sees the batch's earlier writes, and nothing reaches
+// the database until Store.Apply commits the batch, all or nothing:
+//
+//	b := db.NewIndexedBatch()
+//	tx := st.WithBatch(b)
+//	added, err := tx.BFAdd([]byte("seen"), url)
+//	if added {
+//		_, err = tx.PFAdd([]byte("new-urls"), url)
+//	}
+//	err = st.Apply(b, nil) // commit; nil: the batch may write any key
+//
+// The view takes the Store's per-key locks as the Store does, but nothing
+// stops other writers between its reads and Apply: if the transaction must
+// be isolated, exclude them yourself (sieve-server runs MULTI/EXEC holding
+// its keyspace exclusively). Deferred is for a server answering a pipeline
+// of PFADDs: each reply is computed at once, and the operands are written
+// together in one batch (its doc states the caller's contract).
+//
+// # Dump and Restore
+//
+// Dump returns a key's value as a compaction would leave it: the same
+// bytes before and after compaction, and for a HyperLogLog exactly what
+// Redis's GET returns. Restore sets a key to such a value, replacing
+// whatever it held, after checking it whole (a malformed value returns an
+// error wrapping ErrCorruption and writes nothing): a backup, a copy
+// between databases, or a HyperLogLog moved from Redis. The values of the
+// other kinds are sieve's own (sketchcol/FORMAT.md), not RedisBloom's
+// SCANDUMP chunks.
 //
 // # Concurrency
 //
-// A Store is safe for concurrent use: commands that read before they
-// write hold a per-key lock, so their replies are those of a serial order
-// (Store's doc says what blind writes do meanwhile). A Batch is not safe
-// for concurrent use. Package-level functions and Merger are pure and
-// safe for concurrent use. HLL, ScalableBloom, CuckooFilter,
-// CountMinSketch and TopK values are not safe for concurrent mutation.
+// A Store is safe for concurrent use. Commands that read before they
+// write hold a per-key lock, so their replies are those of some serial
+// order: of several concurrent BFAdds of one item, exactly one reports it
+// added. Read-only commands and blind writes take no lock (Store says how
+// they interleave with the others). Several Stores on one database are
+// correct together only for blind writes and reads: each keeps its own
+// locks and cache. A Batch and a Deferred are not safe for concurrent use.
+// Package-level functions and Merger are safe for concurrent use; the
+// decoded values (HLL, ScalableBloom, CuckooFilter, CountMinSketch, TopK)
+// are not safe for concurrent mutation.
 //
 // # Cost of a command
 //
-// A key's value is read whole: a Get merges the key's operands not yet
+// A key's value is read whole: a read merges the key's operands not yet
 // compacted (decoding the value, applying them, encoding it again) and
-// the command decodes the result. So a reply-bearing command, or an
-// EXISTS, costs about the size of the value — a 12 KB dense HLL, a Bloom
-// filter of 1.2 bytes per item at 1% — while a blind add costs the size
-// of its operand. Probe many items with BFMExists or CFMExists (one read).
-// A PFCount of a compacted key is one read answered from the HLL's
-// cached cardinality. PFAdd is the exception: it answers from a bounded
-// cache of the registers of hot keys (hll_cache.go), so a hot key's PFAdd
-// costs its elements' hashes and the operand; Deferred
-// (store_deferred.go) adds PFAdds' operands to one batch.
+// the command decodes the result. So a command with a reply, or an
+// EXISTS, costs about the size of the value — a 12 KB dense HyperLogLog,
+// a Bloom filter of 1.2 bytes per item at 1% — while a blind write costs
+// the size of its operand. Probe many items with BFMExists or CFMExists
+// (one read). A PFCount of a compacted key is one read answered from the
+// HyperLogLog's cached cardinality. PFAdd is the exception: the Store
+// keeps the decoded registers of hot keys in a bounded cache, so a hot
+// key's PFAdd costs its elements' hashes and its operand.
+//
+// # Beneath the Store
+//
+// Each command is also two exported functions over bytes, for callers that
+// route or batch commands themselves: a Reply function computes Redis's
+// answer from the current value (PFAddReply, BFAddReply, CFDelReply,
+// CMSIncrByReply, ...), and an Op function builds the operand to write
+// (PFAddOp, BFAddOp, CFDelOp, CMSIncrByOp, SetOp, ...). A Store command
+// reads the value, calls the Reply and merges the Op; its blind variant
+// merges the Op alone. Merger is the merge operator they rely on.
 //
 // # The merge algebra
 //
@@ -216,3 +257,67 @@
 // (DefaultCMSSpec, DefaultTopKSpec), where RedisBloom's commands would
 // fail; the replied forms fail as RedisBloom's do.
 package sketchcol
+
+// Where things are (for contributors).
+//
+// Each sketch's files are named <sketch>_<layer>.go, so one sketch's files
+// sort together and the suffix says the layer. From the bottom up:
+//
+//	layer                  HyperLogLog      Bloom              cuckoo
+//	value type             hll.go           bloom.go           cuckoo.go
+//	                       hll_estimate.go
+//	value bytes            hll_codec.go     bloom_codec.go     cuckoo_codec.go
+//	operand and fold       hll_merge.go     bloom_merge.go     cuckoo_merge.go
+//	per-command Reply/Op   hll_command.go   bloom_command.go   cuckoo_command.go
+//	Store command          hll_store.go     bloom_store.go     cuckoo_store.go
+//
+//	layer                  Count-Min        Top-K
+//	value type             cms.go           topk.go
+//	value bytes            cms_codec.go     topk_codec.go
+//	operand and fold       cms_merge.go     topk_merge.go
+//	per-command Reply/Op   cms_command.go   topk_command.go
+//	Store command          cms_store.go     topk_store.go
+//
+// The rows:
+//
+//   - value type: the decoded sketch and its Redis semantics — HLL
+//     (hll_estimate.go holds its cardinality estimator), ScalableBloom
+//     with BloomSpec and BFInfo, CuckooFilter with CuckooSpec and CFInfo,
+//     CountMinSketch with CMSSpec and CMSInfo, TopK with TopKSpec and
+//     TopKInfo.
+//   - value bytes: ParseHLL and HLL.Bytes, ParseBloom and
+//     ScalableBloom.MarshalBinary, ParseCuckoo and
+//     CuckooFilter.MarshalBinary, ParseCMS, ParseTopK and their
+//     MarshalBinary.
+//   - operand and fold: the decoded operand (hllOp, bloomOp, cuckooOp,
+//     cmsOp, topKOp), its encoding and decoding, how it applies to a
+//     value, and the fold PartialMerge uses (foldHLLOps, ..., foldTopKOps).
+//   - per-command Reply/Op: the exported functions over bytes described
+//     above — PFAddReply, PFAddOp, PFMergeOp, PFCountValues, RefreshHLL;
+//     BFAddReply, BFAddOp, BFReserveOp, BFExistsReply, ...; CFAddReply,
+//     CFAddOp, CFDelOp, CFReserveOp, CFCountReply, ...; CMSIncrByOp,
+//     CMSIncrByReply, CMSMergeOp, ...; TopKIncrByOp, TopKIncrByReply, ...
+//   - Store command: the Store's methods PF*, BF*, CF*, CMS* and TopK*,
+//     with the options they take (BFReserveOptions, BFInsertOptions,
+//     CFReserveOptions).
+//
+// What they all share: kind.go (the kind byte every value and operand
+// starts with: KindOf, expectKind), operand.go (the set operand of Restore,
+// and the decoding of any value or operand into its sketch's type),
+// merger.go (Merger), store.go (Store, Open, Dump, Restore, the per-key
+// locks), store_batch.go (Batch), store_deferred.go (Deferred),
+// hll_cache.go (PFAdd's cache of decoded registers), errors.go and
+// redis_errors.go (the CMS and Top-K errors, with RedisBloom's texts), and
+// murmur.go (the hash HLL positions come from). A Bloom value stacks the filter package's
+// BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
+//
+// Tests follow the same names: hll_test.go, bloom_test.go and
+// cuckoo_test.go test a sketch's value, its bytes and its Reply functions;
+// hll_store_test.go, bloom_store_test.go and cuckoo_store_test.go run the
+// Store's commands as tables (on the harness of store_test.go).
+// merger_test.go and fuzz_test.go test the operands and the merge of the
+// first three sketches, and the other store_*_test.go test the Store as a
+// whole. Count-Min and Top-K: cms_test.go, topk_test.go (value, accuracy),
+// cms_store_test.go, topk_store_test.go (command tables), cms_fuzz_test.go
+// (their fuzz targets) and cms_topk_model_test.go (merge algebra and
+// compaction equivalence).
