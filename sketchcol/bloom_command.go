@@ -65,6 +65,12 @@ func BFAddReply(cur []byte, spec *BloomSpec, items ...[]byte) ([]bool, error) {
 // BFExistsReply returns BF.EXISTS/BF.MEXISTS for items (all false for a
 // missing key).
 func BFExistsReply(cur []byte, items ...[]byte) ([]bool, error) {
+	if d, err := dumpOf(cur); d != nil || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return d.exists(items), nil
+	}
 	return replyOn(cur, KindBloom, ParseBloom, make([]bool, len(items)), func(b *ScalableBloom) []bool {
 		return existsAll(b.Exists, items)
 	})
@@ -72,11 +78,23 @@ func BFExistsReply(cur []byte, items ...[]byte) ([]bool, error) {
 
 // BFCardReply returns BF.CARD (0 for a missing key).
 func BFCardReply(cur []byte) (int64, error) {
+	if d, err := dumpOf(cur); d != nil || err != nil {
+		if err != nil {
+			return 0, err
+		}
+		return d.header.card(), nil
+	}
 	return replyOn(cur, KindBloom, ParseBloom, 0, (*ScalableBloom).Card)
 }
 
 // BFInfoReply returns BF.INFO of a value; Size is the value's length.
 func BFInfoReply(cur []byte) (BFInfo, error) {
+	if d, err := dumpOf(cur); d != nil || err != nil {
+		if err != nil {
+			return BFInfo{}, err
+		}
+		return d.header.info(), nil
+	}
 	b, err := parseBloomKey(cur)
 	if err != nil {
 		return BFInfo{}, err
@@ -84,6 +102,14 @@ func BFInfoReply(cur []byte) (BFInfo, error) {
 	info := b.Info()
 	info.Size = int64(len(cur))
 	return info, nil
+}
+
+// dumpOf decodes cur if it is a paged filter's dump (Store.Dump).
+func dumpOf(cur []byte) (*pagedDump, error) {
+	if len(cur) == 0 || cur[0] != kindPagedBloomDump {
+		return nil, nil
+	}
+	return parsePagedDump(cur)
 }
 
 func parseBloomKey(cur []byte) (*ScalableBloom, error) {

@@ -21,7 +21,10 @@ type bloomOp struct {
 func (*bloomOp) kind() Kind                { return KindBloom }
 func (o *bloomOp) create() (sketch, error) { return NewScalableBloom(o.spec) }
 func (o *bloomOp) apply(s sketch) {
-	b := s.(*ScalableBloom)
+	b, ok := s.(*ScalableBloom)
+	if !ok {
+		return // a paged filter: blind adds of the single-value encoding do not apply
+	}
 	for _, h := range o.hashes {
 		_, _ = b.addHash(h, true) // with overfill, never an error
 	}

@@ -88,8 +88,11 @@ func (s *Store) BFReserve(key []byte, errorRate float64, capacity int64, o *BFRe
 	if err != nil {
 		return err
 	}
-	op, err := BFReserveOp(spec)
-	return s.reserve(key, KindBloom, op, err)
+	defer s.lock(key)()
+	if err := s.checkAbsent(key, KindBloom); err != nil {
+		return err
+	}
+	return s.pagedReserve(key, spec)
 }
 
 // reserve writes op, the reserve operand of a new kind value (or the error
@@ -154,11 +157,27 @@ func (s *Store) BFInsert(key []byte, o *BFInsertOptions, items ...[]byte) ([]boo
 // bfAdd adds items, creating a missing key with spec (nil: the defaults)
 // if create, failing with sieve.ErrNotFound otherwise.
 func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte) ([]bool, error) {
+	return s.bfAddOver(key, spec, create, false, items...)
+}
+
+// bfAddOver is bfAdd; with overfill, a full paged filter takes the items
+// anyway (BFAddBlind).
+func (s *Store) bfAddOver(key []byte, spec *BloomSpec, create, overfill bool, items ...[]byte) ([]bool, error) {
 	stripe := s.stripe(key)
 	m := &s.locks[stripe]
 	m.Lock()
 	defer m.Unlock()
-	// The key's filter: cached (hll_cache.go), or read and decoded.
+	if e := s.cachedHLL(stripe, key); e == nil || e.bloom == nil {
+		cur, err := s.get(key)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil || cur[0] == kindPagedBloom {
+			return s.pagedAdd(key, cur, spec, create, overfill, items)
+		}
+	}
+	// A filter stored whole (before paging): cached (hll_cache.go), or
+	// read and decoded.
 	var b *ScalableBloom
 	exists, cached := false, false
 	var st, gl uint64
@@ -226,8 +245,34 @@ func (s *Store) bfAdd(key []byte, spec *BloomSpec, create bool, items ...[]byte)
 // hashes. An item that does not fit a non-scaling filter overfills it
 // (more false positives, never a false negative); on a key of another
 // kind the operand is dropped when merged.
+//
+// On a paged filter (every filter this version creates) the count of
+// items must know which items are new, so BFAddBlind reads the pages its
+// items touch and takes the key's lock, as BFMAdd does.
 func (s *Store) BFAddBlind(key []byte, items ...[]byte) error {
+	if legacy, err := s.isLegacyBloom(key); err != nil || !legacy {
+		if err != nil && !errors.Is(err, ErrWrongType) {
+			return err
+		}
+		if errors.Is(err, ErrWrongType) {
+			return nil // dropped, as a blind operand on another kind is
+		}
+		_, err = s.bfAddOver(key, nil, true, true, items...)
+		return err
+	}
 	return s.mergeOp(key)(BFAddOp(nil, items...))
+}
+
+// isLegacyBloom reports whether key holds a Bloom filter stored whole.
+func (s *Store) isLegacyBloom(key []byte) (bool, error) {
+	cur, err := s.get(key)
+	if err != nil || cur == nil {
+		return false, err
+	}
+	if err := expectKind(cur, KindBloom); err != nil {
+		return false, err
+	}
+	return cur[0] == kindBloomValue, nil
 }
 
 // BFExists reports whether item is possibly present (BF.EXISTS); false for
@@ -240,12 +285,33 @@ func (s *Store) BFExists(key, item []byte) (bool, error) {
 // read decodes the whole value, so probing many items of a large filter
 // costs far less this way than one BFExists each.
 func (s *Store) BFMExists(key []byte, items ...[]byte) ([]bool, error) {
-	return readReply(s, key, func(cur []byte) ([]bool, error) { return BFExistsReply(cur, items...) })
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil {
+		if b, err := pagedHeader(cur); err != nil || b != nil {
+			if err != nil {
+				return nil, err
+			}
+			return s.pagedExists(key, b, items)
+		}
+	}
+	return BFExistsReply(cur, items...)
 }
 
 // BFCard returns the number of items added (BF.CARD); 0 for a missing key.
 func (s *Store) BFCard(key []byte) (int64, error) {
-	return readReply(s, key, BFCardReply)
+	return readReply(s, key, func(cur []byte) (int64, error) {
+		if cur != nil && cur[0] == kindPagedBloom {
+			b, err := parsePagedBloom(cur)
+			if err != nil {
+				return 0, err
+			}
+			return b.card(), nil
+		}
+		return BFCardReply(cur)
+	})
 }
 
 // BFInfo returns BF.INFO: capacity (summed over sub-filters), size in
@@ -259,6 +325,13 @@ func (s *Store) BFInfo(key []byte) (BFInfo, error) {
 	}
 	if err != nil {
 		return BFInfo{}, err
+	}
+	if cur[0] == kindPagedBloom {
+		b, err := parsePagedBloom(cur)
+		if err != nil {
+			return BFInfo{}, err
+		}
+		return b.info(), nil
 	}
 	return BFInfoReply(cur)
 }

@@ -11,6 +11,8 @@ const (
 	kindHLLOp       = 0x10 // operand: raise HLL registers
 	kindBloomValue  = 0x20 // value: scalable Bloom filter
 	kindBloomOp     = 0x21 // operand: Bloom adds
+	// 0x22, 0x23: the paged Bloom header and its operand; 0x28, 0x29: a
+	// Bloom page and its operand (pbloom.go, pbloom_page.go)
 	kindCuckooValue = 0x30 // value: scalable cuckoo filter
 	kindCuckooOp    = 0x31 // operand: cuckoo add/addnx/delete records
 	kindCMSValue    = 0x40 // value: Count-Min sketch
@@ -75,6 +77,16 @@ func kindName(b byte) string {
 		return "Top-K value"
 	case kindTopKOp:
 		return "Top-K operand"
+	case kindPagedBloom:
+		return "paged Bloom header"
+	case kindPagedBloomDump:
+		return "paged Bloom dump"
+	case kindPagedBloomOp:
+		return "paged Bloom operand"
+	case kindBloomPage:
+		return "Bloom page"
+	case kindBloomPageOp:
+		return "Bloom page operand"
 	}
 	return "unknown kind"
 }
@@ -114,7 +126,7 @@ func KindOf(value []byte) (Kind, error) {
 	switch value[0] {
 	case kindHLLValue:
 		return KindHLL, nil
-	case kindBloomValue:
+	case kindBloomValue, kindPagedBloom, kindPagedBloomDump:
 		return KindBloom, nil
 	case kindCuckooValue:
 		return KindCuckoo, nil

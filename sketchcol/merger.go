@@ -102,10 +102,14 @@ func partialMergeOps(operands [][]byte) ([]byte, bool) {
 		return appendSetOp(nil, s), true
 	}
 	k := ops[0].kind()
+	_, paged := ops[0].(*pagedBloomOp)
 	for _, o := range ops[1:] {
-		if o.kind() != k {
+		if _, p := o.(*pagedBloomOp); o.kind() != k || p != paged {
 			return nil, false
 		}
+	}
+	if paged {
+		return appendPagedBloomOp(nil, foldPagedBloomOps(ops)), true
 	}
 	switch k {
 	case KindHLL:

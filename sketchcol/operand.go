@@ -8,6 +8,7 @@ package sketchcol
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/sievedb/sieve"
 )
@@ -41,6 +42,16 @@ func decodeValue(b []byte) (sketch, error) {
 	case KindHLL:
 		return ParseHLL(b)
 	case KindBloom:
+		switch b[0] {
+		case kindPagedBloom:
+			return parsePagedBloom(b)
+		case kindPagedBloomDump:
+			d, err := parsePagedDump(b)
+			if err != nil {
+				return nil, err
+			}
+			return d.header, nil
+		}
 		return ParseBloom(b)
 	case KindCMS:
 		return ParseCMS(b)
@@ -109,6 +120,7 @@ func decodeOperand(b []byte) (op, error) {
 var operandDecoders = [256]func([]byte) (op, error){
 	kindSet: decodeSetOp, kindHLLOp: decodeHLLOp, kindBloomOp: decodeBloomOp,
 	kindCuckooOp: decodeCuckooOp, kindCMSOp: decodeCMSOp, kindTopKOp: decodeTopKOp,
+	kindPagedBloomOp: decodePagedBloomOp,
 }
 
 // ---- set: replace the value ----
@@ -123,6 +135,9 @@ func (*setOp) apply(sketch)              {}
 // SetOp returns an operand that replaces the key's value with value (a
 // validated value of any kind): Restore written as a merge operand.
 func SetOp(value []byte) ([]byte, error) {
+	if len(value) > 0 && value[0] == kindPagedBloomDump {
+		return nil, fmt.Errorf("%w: a paged Bloom filter's dump is restored with Store.Restore, not as an operand", ErrInvalidArgument)
+	}
 	if _, err := ValidateValue(value); err != nil {
 		return nil, err
 	}

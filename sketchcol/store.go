@@ -56,6 +56,7 @@ type Store struct {
 type storeState struct {
 	db    *sieve.DB
 	cf    *sieve.ColumnFamily
+	pages *sieve.ColumnFamily // the paged filters' pages (pbloom_page.go)
 	wo    *sieve.WriteOptions
 	seed  maphash.Seed
 	locks [lockStripes]paddedMutex
@@ -113,7 +114,11 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", ColumnFamilyName, err)
 	}
-	s := &Store{storeState: &storeState{db: db, cf: cf, wo: sieve.NoSync, seed: maphash.MakeSeed(), hint: new(cacheHints)}}
+	pages, err := db.OpenColumnFamily(PagesColumnFamilyName, &sieve.ColumnFamilyOptions{Merger: PageMerger{}})
+	if err != nil {
+		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", PagesColumnFamilyName, err)
+	}
+	s := &Store{storeState: &storeState{db: db, cf: cf, pages: pages, wo: sieve.NoSync, seed: maphash.MakeSeed(), hint: new(cacheHints)}}
 	for i := range s.hllCache {
 		s.hllCache[i].hint = s.hint
 	}
@@ -249,10 +254,16 @@ func notFound(key []byte) error {
 // applied, HLL cache valid), so Dump returns the same bytes before and
 // after a compaction. A missing key returns an error wrapping
 // sieve.ErrNotFound.
+//
+// A paged Bloom filter's dump carries its header and every page written
+// (FORMAT.md, "Paged Bloom dump"): it is as large as the filter.
 func (s *Store) Dump(key []byte) ([]byte, error) {
 	v, err := s.get(key)
 	if err == nil && v == nil {
 		err = notFound(key)
+	}
+	if err == nil && v[0] == kindPagedBloom {
+		return s.dumpPaged(key, v)
 	}
 	return v, err
 }
@@ -266,6 +277,19 @@ func (s *Store) Dump(key []byte) ([]byte, error) {
 // PFADD, and a cache is never trusted from outside), so a PFCount of it
 // is one read; its encoding is kept as given.
 func (s *Store) Restore(key, value []byte) error {
+	if len(value) > 0 && (value[0] == kindPagedBloomDump || value[0] == kindPagedBloom) {
+		d, err := parsePagedDump(value)
+		if value[0] == kindPagedBloom { // a header alone: an empty filter of its geometry
+			var h *pagedBloom
+			h, err = parsePagedBloom(value)
+			d = &pagedDump{header: h, raw: value}
+		}
+		if err != nil {
+			return fmt.Errorf("sketchcol: restore: %w", err)
+		}
+		defer s.lock(key)()
+		return s.restorePaged(key, d)
+	}
 	v, err := restoreValue(value)
 	if err != nil {
 		return err
@@ -291,10 +315,25 @@ func (s *Store) Put(key, value []byte) error {
 	return err
 }
 
-// Delete deletes key, whatever it holds.
+// Delete deletes key, whatever it holds, and the pages a paged filter
+// keeps (one range deletion in their family, written whatever the key
+// held, so that no read is needed).
 func (s *Store) Delete(key []byte) error {
 	defer s.lock(key)()
-	err := s.writeDelete(key)
+	wb := s.view
+	if wb == nil {
+		wb = s.db.NewBatch()
+	}
+	if err := wb.DeleteCF(s.cf, key); err != nil {
+		return err
+	}
+	if err := s.dropPages(wb, key); err != nil {
+		return err
+	}
+	var err error
+	if s.view == nil {
+		err = s.db.Apply(wb, s.wo)
+	}
 	s.invalidate(key)
 	return err
 }

@@ -1,6 +1,11 @@
 package sketchcol
 
-import "github.com/sievedb/sieve"
+import (
+	"bytes"
+	"errors"
+
+	"github.com/sievedb/sieve"
+)
 
 // Batch collects blind sketch writes — merge operands and restores — in a
 // sieve.Batch, so that they commit atomically, with one WAL write, and
@@ -14,6 +19,7 @@ type Batch struct {
 	s       *Store
 	b       *sieve.Batch
 	stripes [lockStripes / 64]uint64 // the keys' stripes, made stale by Commit
+	pages   map[string]*pageSet      // paged filters' pages as this batch left them
 }
 
 // NewBatch returns an empty Batch with its own sieve.Batch.
@@ -59,10 +65,51 @@ func (b *Batch) merge(key, op []byte, err error) error {
 	return b.b.MergeCF(b.s.cf, key, op)
 }
 
-// BFAdd adds the blind operand of BF.MADD key items (see Store.BFAddBlind).
+// BFAdd adds BF.MADD key items. On a paged filter (every filter this
+// version creates, and a missing key, created with the defaults) it reads
+// the header and the pages the items touch (the batch's own earlier adds
+// included), so that only new items are counted; it takes no lock, so
+// BF.CARD may count twice an item that concurrent writers add at once.
+// On a filter stored whole it adds the blind operand (see
+// Store.BFAddBlind).
 func (b *Batch) BFAdd(key []byte, items ...[]byte) error {
+	cur, err := b.s.get(key)
+	if err != nil && !errors.Is(err, ErrWrongType) {
+		return err
+	}
+	if err == nil && (cur == nil || cur[0] == kindPagedBloom) {
+		return b.pagedAdd(key, cur, items)
+	}
 	op, err := BFAddOp(nil, items...)
-	return b.merge(key, op, err)
+	return b.merge(key, op, err) // a value of another kind drops it
+}
+
+func (b *Batch) pagedAdd(key, cur []byte, items [][]byte) error {
+	if b.pages == nil {
+		b.pages = map[string]*pageSet{}
+	}
+	ps := b.pages[string(key)]
+	if ps == nil { // the key's first add in this batch: its header as stored
+		h, err := newPagedBloom(DefaultBloomSpec())
+		if cur != nil {
+			h, err = parsePagedBloom(cur)
+		}
+		if err != nil {
+			return err
+		}
+		ps = b.s.newPageSet(bytes.Clone(key))
+		ps.hdr = h
+		b.pages[string(key)] = ps
+	}
+	_, deltas, err := b.s.addItemsTo(ps, key, ps.hdr, items, true)
+	if err != nil {
+		return err
+	}
+	b.touch(key)
+	if err := b.b.MergeCF(b.s.cf, key, appendPagedBloomOp(nil, &pagedBloomOp{layers: len(ps.hdr.counts), deltas: deltas})); err != nil {
+		return err
+	}
+	return ps.writeTo(b.b) // and forgets the positions written
 }
 
 // CFAdd adds the blind operand of CF.ADD of each item (see

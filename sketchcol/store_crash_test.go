@@ -265,14 +265,14 @@ func (m storeModel) applyBlind(t *testing.T, key string, its [][]byte) {
 			h.Add(e)
 		}
 	case 'b':
-		b, _ := m[key].(*ScalableBloom)
+		b, _ := m[key].(*memPaged)
 		if b == nil {
-			b, err = NewScalableBloom(DefaultBloomSpec())
+			b, err = newMemPaged(DefaultBloomSpec())
 			require.NoError(t, err)
 			m[key] = b
 		}
 		for _, it := range its {
-			_, _ = b.addHash(itemHash(it), true)
+			_, _ = b.Add(it, true)
 		}
 	case 'm', 't':
 		m.applyBlindCMSTopK(key, its)

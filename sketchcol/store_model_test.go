@@ -199,14 +199,14 @@ func (w *workload) pfCount() {
 	w.check(fmt.Sprint("PFCount ", keys), got, want, err, wantErr)
 }
 
-func (w *workload) bloomFor(key string) (*ScalableBloom, error) {
+func (w *workload) bloomFor(key string) (*memPaged, error) {
 	if err := w.m.kindErr(key, KindBloom); err != nil {
 		return nil, err
 	}
-	if b, ok := w.m[key].(*ScalableBloom); ok {
+	if b, ok := w.m[key].(*memPaged); ok {
 		return b, nil
 	}
-	b, err := NewScalableBloom(DefaultBloomSpec())
+	b, err := newMemPaged(DefaultBloomSpec())
 	require.NoError(w.t, err)
 	w.m[key] = b
 	return b, nil
@@ -220,7 +220,7 @@ func (w *workload) bfAdd() {
 	if wantErr == nil {
 		want = []bool{}
 		for _, it := range items {
-			added, e := b.Add(it)
+			added, e := b.Add(it, false)
 			if e != nil {
 				wantErr = ErrFilterFull
 				break
@@ -236,7 +236,7 @@ func (w *workload) bfAddBlind() {
 	require.NoError(w.t, w.s.BFAddBlind(k(key), items...))
 	if b, err := w.bloomFor(key); err == nil {
 		for _, it := range items {
-			_, _ = b.addHash(itemHash(it), true)
+			_, _ = b.Add(it, true)
 		}
 	}
 }
@@ -256,7 +256,7 @@ func (w *workload) bfReserve() {
 	case wantErr == nil:
 		spec, e := o.bloomSpec(rate, capacity)
 		require.NoError(w.t, e)
-		b, e := NewScalableBloom(spec)
+		b, e := newMemPaged(spec)
 		require.NoError(w.t, e)
 		w.m[key] = b
 	}
@@ -270,7 +270,7 @@ func (w *workload) bfExists() {
 	wantErr := w.m.kindErr(key, KindBloom)
 	if wantErr == nil {
 		want = make([]bool, len(items))
-		if b, ok := w.m[key].(*ScalableBloom); ok {
+		if b, ok := w.m[key].(*memPaged); ok {
 			for i, it := range items {
 				want[i] = b.Exists(it)
 			}
@@ -279,7 +279,7 @@ func (w *workload) bfExists() {
 	w.check("BFMExists "+key, got, want, err, wantErr)
 	card, err := w.s.BFCard(k(key))
 	var wantCard int64
-	if b, ok := w.m[key].(*ScalableBloom); ok {
+	if b, ok := w.m[key].(*memPaged); ok {
 		wantCard = b.Card()
 	}
 	if wantErr != nil {
@@ -397,6 +397,11 @@ func (w *workload) restore() {
 	}
 	w.check("Dump "+src, v, w.m.bytes(src), err, nil)
 	require.NoError(w.t, w.s.Restore(k(dst), v))
+	if d, err := dumpOf(v); d != nil {
+		require.NoError(w.t, err)
+		w.m[dst] = memPagedOf(d)
+		return
+	}
 	s, err := decodeValue(v)
 	require.NoError(w.t, err)
 	w.m[dst] = s

@@ -1,0 +1,297 @@
+package sketchcol
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/sievedb/sieve"
+)
+
+// The Store's commands on paged Bloom filters (pbloom.go). Every Bloom
+// filter created by this version is paged; a filter stored whole by an
+// earlier one (kind 0x20) keeps its own code path (bloom_store.go).
+
+// getPage returns the bits of a page (nil when never written).
+func (s *Store) getPage(pkey []byte) ([]byte, error) {
+	var v []byte
+	var err error
+	if s.view != nil {
+		v, err = s.view.GetCF(s.pages, pkey)
+	} else {
+		v, err = s.pages.Get(pkey)
+	}
+	if errors.Is(err, sieve.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return pageBitsOf(v)
+}
+
+// pagedHeader decodes cur, a paged header, or returns nil for a legacy
+// Bloom value; another kind is ErrWrongType.
+func pagedHeader(cur []byte) (*pagedBloom, error) {
+	if err := expectKind(cur, KindBloom); err != nil {
+		return nil, err
+	}
+	if cur[0] != kindPagedBloom {
+		return nil, nil
+	}
+	return parsePagedBloom(cur)
+}
+
+// pageSet holds the pages one command reads and writes: read once, then
+// kept with the command's own bits set, so that a later item of the same
+// command sees them; the positions set are the operands to write.
+type pageSet struct {
+	s     *Store
+	key   []byte
+	pages map[string]*pendPage
+	order []string // pages written, in order
+	buf   []byte
+	hdr   *pagedBloom // a Batch's header of the key, as its adds left it
+}
+
+type pendPage struct {
+	bits      []byte // nil: never written and not yet set
+	n         int64  // page bits
+	positions []uint32
+}
+
+func (s *Store) newPageSet(key []byte) *pageSet {
+	return &pageSet{s: s, key: key, pages: map[string]*pendPage{}}
+}
+
+// page returns sub-filter i's page p, reading it the first time.
+func (ps *pageSet) page(i int, l pbLayer, p int64) (string, *pendPage, error) {
+	ps.buf = pageKey(ps.buf[:0], ps.key, i, p)
+	if pp, ok := ps.pages[string(ps.buf)]; ok {
+		return string(ps.buf), pp, nil
+	}
+	bits, err := ps.s.getPage(ps.buf)
+	if err != nil {
+		return "", nil, err
+	}
+	if bits != nil && int64(len(bits))*8 != l.pageBits {
+		// A page an earlier filter of the key left (one replaced by a
+		// Put, not deleted) with another geometry: it reads as zeros, and
+		// the first operand of this filter's size replaces it (PageMerger).
+		bits = nil
+	}
+	pp := &pendPage{bits: bits, n: l.pageBits}
+	k := string(ps.buf)
+	ps.pages[k] = pp
+	return k, pp, nil
+}
+
+// contains reports whether h tests positive in some sub-filter of b.
+func (ps *pageSet) contains(b *pagedBloom, h uint64) (bool, error) {
+	for i := range b.counts {
+		l := b.layer(i)
+		_, pp, err := ps.page(i, l, probeOf(h, i, l).page)
+		if err != nil {
+			return false, err
+		}
+		if testPage(pp.bits, probeOf(h, i, l), l) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// set sets h's bits in sub-filter i.
+func (ps *pageSet) set(b *pagedBloom, i int, h uint64) error {
+	l := b.layer(i)
+	p := probeOf(h, i, l)
+	k, pp, err := ps.page(i, l, p.page)
+	if err != nil {
+		return err
+	}
+	if pp.bits == nil {
+		pp.bits = make([]byte, l.pageBits/8)
+	}
+	if pp.positions == nil {
+		ps.order = append(ps.order, k)
+	}
+	pp.positions = setPage(pp.bits, p, l, pp.positions)
+	return nil
+}
+
+// writeTo adds the pages' operands to wb and forgets their positions
+// (the pages' bits stay, for a later add of the same batch).
+func (ps *pageSet) writeTo(wb *sieve.Batch) error {
+	for _, k := range ps.order {
+		pp := ps.pages[k]
+		if err := wb.MergeCF(ps.s.pages, []byte(k), appendPageOp(nil, pp.n, pp.positions)); err != nil {
+			return err
+		}
+		pp.positions = nil
+	}
+	ps.order = ps.order[:0]
+	return nil
+}
+
+// pagedAdd adds items to the paged filter whose header is cur (nil: a
+// missing key, created with spec or the defaults if create), as BF.ADD,
+// BF.MADD and BF.INSERT do: an item that tests positive in some sub-filter
+// is not added; otherwise it goes into the newest, which is first stacked
+// with a new one when it holds its capacity. REQUIRES: key's lock.
+func (s *Store) pagedAdd(key, cur []byte, spec *BloomSpec, create, overfill bool, items [][]byte) ([]bool, error) {
+	var b *pagedBloom
+	var err error
+	created := cur == nil
+	switch {
+	case created && !create:
+		return nil, notFound(key)
+	case created:
+		sp := DefaultBloomSpec()
+		if spec != nil {
+			sp = *spec
+		}
+		b, err = newPagedBloom(sp)
+	default:
+		b, err = parsePagedBloom(cur)
+	}
+	if err != nil {
+		return nil, err
+	}
+	added, deltas, ps, fullErr := s.addItems(key, b, items, overfill)
+	if fullErr != nil && !errors.Is(fullErr, ErrFilterFull) {
+		return nil, fullErr
+	}
+	if !created && len(ps.order) == 0 {
+		return added, fullErr // nothing new: nothing written
+	}
+	hop := &pagedBloomOp{layers: len(b.counts), deltas: deltas}
+	if created {
+		hop.spec = &b.spec
+	}
+	if err := s.writePaged(key, created, hop, ps); err != nil {
+		return nil, err
+	}
+	return added, fullErr
+}
+
+// addItems runs the adds on b (updated in memory) and returns the
+// answers, the count added to each sub-filter and the pages to write; an
+// item that does not fit a full non-scaling (or 64-deep) filter stops the
+// adds with ErrFilterFull, unless overfill (blind adds), which puts it
+// in the full sub-filter anyway: more false positives, never a false
+// negative.
+func (s *Store) addItems(key []byte, b *pagedBloom, items [][]byte, overfill bool) ([]bool, []int64, *pageSet, error) {
+	ps := s.newPageSet(key)
+	added, deltas, err := s.addItemsTo(ps, key, b, items, overfill)
+	return added, deltas, ps, err
+}
+
+// addItemsTo is addItems on the pages of ps.
+func (s *Store) addItemsTo(ps *pageSet, key []byte, b *pagedBloom, items [][]byte, overfill bool) ([]bool, []int64, error) {
+	added := make([]bool, 0, len(items))
+	deltas := make([]int64, len(b.counts))
+	for _, it := range items {
+		h := itemHash(it)
+		in, err := ps.contains(b, h)
+		if err != nil {
+			return nil, nil, err
+		}
+		if in {
+			added = append(added, false)
+			continue
+		}
+		top := len(b.counts) - 1
+		if full := b.counts[top] >= b.layer(top).capacity; full && (b.spec.NonScaling || len(b.counts) == maxBloomLayers) {
+			if !overfill {
+				return added, deltas, fmt.Errorf("%w: key %q", ErrFilterFull, clip(key))
+			}
+		} else if full {
+			if _, err := pagedLayer(b.spec, top+1); err != nil {
+				return added, deltas, err
+			}
+			b.counts = append(b.counts, 0)
+			deltas = append(deltas, 0)
+			top++
+		}
+		if err := ps.set(b, top, h); err != nil {
+			return nil, nil, err
+		}
+		b.counts[top]++
+		deltas[top]++
+		added = append(added, true)
+	}
+	return added, deltas, nil
+}
+
+// writePaged writes a header operand and pages as one batch (into the
+// view's batch in a transaction); a created filter first deletes whatever
+// pages an earlier filter of the key left.
+func (s *Store) writePaged(key []byte, created bool, hop *pagedBloomOp, ps *pageSet) error {
+	wb := s.view
+	if wb == nil {
+		wb = s.db.NewBatch()
+	}
+	if created {
+		start, end := pageRange(key)
+		if err := wb.DeleteRangeCF(s.pages, start, end); err != nil {
+			return err
+		}
+	}
+	if err := wb.MergeCF(s.cf, key, appendPagedBloomOp(nil, hop)); err != nil {
+		return err
+	}
+	if ps != nil {
+		if err := ps.writeTo(wb); err != nil {
+			return err
+		}
+	}
+	if s.view != nil {
+		return nil
+	}
+	err := s.db.Apply(wb, s.wo)
+	s.invalidate(key)
+	return err
+}
+
+// pagedExists answers BF.EXISTS / BF.MEXISTS on a paged filter, reading
+// one page per sub-filter per item.
+func (s *Store) pagedExists(key []byte, b *pagedBloom, items [][]byte) ([]bool, error) {
+	ps := s.newPageSet(key)
+	out := make([]bool, len(items))
+	for i, it := range items {
+		in, err := ps.contains(b, itemHash(it))
+		if err != nil {
+			return nil, err
+		}
+		out[i] = in
+	}
+	return out, nil
+}
+
+// pagedReserve creates an empty paged filter at key (BF.RESERVE).
+// REQUIRES: key's lock, and key missing.
+func (s *Store) pagedReserve(key []byte, spec BloomSpec) error {
+	b, err := newPagedBloom(spec)
+	if err != nil {
+		return err
+	}
+	return s.writePaged(key, true, &pagedBloomOp{spec: &b.spec, layers: 1}, nil)
+}
+
+// dropPages adds to wb the deletion of every page of key.
+func (s *Store) dropPages(wb *sieve.Batch, key []byte) error {
+	start, end := pageRange(key)
+	return wb.DeleteRangeCF(s.pages, start, end)
+}
+
+// DropPages adds to b (a batch of the Store's DB) the deletion of the
+// pages a paged filter at key keeps in their own family: a caller that
+// deletes or replaces such a key with its own batch adds this too, or
+// the pages stay on disk until the key is deleted through the Store or
+// becomes a Bloom filter again.
+func (s *Store) DropPages(b *sieve.Batch, key []byte) error { return s.dropPages(b, key) }
+
+// DropAllPages adds to b the deletion of every page of every key (a
+// caller that empties the sketch family with its own batch).
+func (s *Store) DropAllPages(b *sieve.Batch) error {
+	return b.DeleteRangeCF(s.pages, nil, allPagesEnd)
+}
