@@ -343,7 +343,7 @@ type bloomWorker struct {
 	g       int
 	rng     *rand.Rand
 	models  []*memPaged // nil: missing
-	strs    []bool           // holds a non-sketch value
+	strs    []bool      // holds a non-sketch value
 	replies *atomic.Int64
 }
 

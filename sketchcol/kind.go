@@ -7,10 +7,10 @@ import "fmt"
 // Redis's "HYLL") follow it with a version byte. The codes are one linear
 // enum, never reused (FORMAT.md, "Kinds").
 const (
-	kindSet         = 0x01 // operand: replace the value (Restore)
-	kindHLLOp       = 0x10 // operand: raise HLL registers
-	kindBloomValue  = 0x20 // value: scalable Bloom filter
-	kindBloomOp     = 0x21 // operand: Bloom adds
+	kindSet        = 0x01 // operand: replace the value (Restore)
+	kindHLLOp      = 0x10 // operand: raise HLL registers
+	kindBloomValue = 0x20 // value: scalable Bloom filter
+	kindBloomOp    = 0x21 // operand: Bloom adds
 	// 0x22, 0x23: the paged Bloom header and its operand; 0x28, 0x29: a
 	// Bloom page and its operand (pbloom.go, pbloom_page.go)
 	kindCuckooValue = 0x30 // value: scalable cuckoo filter

@@ -229,9 +229,9 @@ func parsePagedBloom(v []byte) (*pagedBloom, error) {
 // the defaults) if missing, make sure it has at least layers sub-filters,
 // and add deltas[i] to sub-filter i's count.
 type pagedBloomOp struct {
-	spec    *BloomSpec
-	layers  int
-	deltas  []int64 // by sub-filter
+	spec   *BloomSpec
+	layers int
+	deltas []int64 // by sub-filter
 }
 
 func (*pagedBloomOp) kind() Kind { return KindBloom }

@@ -63,16 +63,23 @@ type Engine interface {
 // Iterator is a forward iterator. Key and Value are valid until the next
 // positioning call.
 type Iterator interface {
+	// Seek moves to the first key >= key and reports whether there is one.
 	Seek(key []byte) bool
+	// Next moves to the following key and reports whether there is one.
 	Next() bool
+	// Key returns the current key.
 	Key() []byte
+	// Value returns the current value.
 	Value() []byte
+	// Close releases the iterator.
 	Close() error
 }
 
 // Reader is one reader goroutine's point-lookup handle.
 type Reader interface {
+	// Get is Engine.Get.
 	Get(key, dst []byte) (value []byte, found bool, err error)
+	// Close releases the handle.
 	Close() error
 }
 
