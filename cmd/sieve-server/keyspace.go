@@ -83,15 +83,16 @@ type ksStripe struct {
 }
 
 const (
-	tagString   = 0x00
-	kindBloom   = 0x20
-	kindCuckoo  = 0x30
-	kindCMS     = 0x40
-	kindTopK    = 0x50
-	kindHLL     = 'H'
-	metaCFName  = "server-hllmeta"
-	hllHdrLen   = 16
-	hllDenseLen = 16 + 16384*6/8
+	tagString      = 0x00
+	kindBloom      = 0x20
+	kindPagedBloom = 0x22 // a paged Bloom filter's header (sketchcol)
+	kindCuckoo     = 0x30
+	kindCMS        = 0x40
+	kindTopK       = 0x50
+	kindHLL        = 'H'
+	metaCFName     = "server-hllmeta"
+	hllHdrLen      = 16
+	hllDenseLen    = 16 + 16384*6/8
 )
 
 type keyType uint8
@@ -280,7 +281,7 @@ func typeOf(raw []byte) keyType {
 		return typeString
 	case kindHLL:
 		return typeHLL
-	case kindBloom:
+	case kindBloom, kindPagedBloom:
 		return typeBloom
 	case kindCuckoo:
 		return typeCuckoo
@@ -493,6 +494,7 @@ func (ks *keyspace) del(keys ...[]byte) error {
 	b := ks.newBatch()
 	for _, k := range keys {
 		_ = b.DeleteCF(ks.cf, k)
+		_ = ks.st.DropPages(b, k)
 		ks.dropMeta(b, k)
 	}
 	err := ks.apply(b, keys)
@@ -526,6 +528,9 @@ func (ks *keyspace) flush() error {
 		}
 		if err := it.Close(); err != nil {
 			return err
+		}
+		if cf == ks.cf {
+			_ = ks.st.DropAllPages(b)
 		}
 		if err := ks.st.Apply(b, nil); err != nil {
 			return err

@@ -206,6 +206,7 @@ func (t *txn) flush(ks *keyspace) error {
 			_ = t.b.DeleteCF(cf, k)
 		}
 	}
+	_ = ks.st.DropAllPages(t.b)
 	for i := range ks.stripes {
 		st := &ks.stripes[i]
 		st.metaMu.Lock()
