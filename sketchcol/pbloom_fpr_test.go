@@ -45,4 +45,3 @@ func TestPagedBloomFPR(t *testing.T) {
 		}
 	}
 }
-
