@@ -5,7 +5,8 @@
 // Why: an atomic add to a line another core wrote last moves the line
 // between the cores' caches, and two readers that do it several times per
 // Get (a read state's reference count, a table's, the read counters) lose
-// a tenth of their throughput to it on a 2-core machine. Striping by key
+// a good part of their throughput to it (doc/performance.md's ledger has
+// the figures and the benchmark that measures them). Striping by key
 // hash does not help: a key-picked stripe was last written by the other
 // core as often as not. Stripes must follow the processor.
 //
@@ -46,11 +47,11 @@ func stripesFor(procs int) int {
 // packages access it using linkname ... Do not remove or change the type
 // signature", runtime/proc.go, go.dev/issue/67401).
 //
-// A per-P sync.Pool token was tried first: it costs five times as much
-// (about 18 ns against 3.5 here), and a token that changes Ps with a
-// goroutine between Get and Put leaves the P it left to make a new one,
-// whose number may be the other P's stripe: two Ps then share every
-// stripe, which with two stripes happens half the time.
+// A per-P sync.Pool token is no substitute: it costs several times as
+// much as procPin, and a token that changes Ps with a goroutine between
+// Get and Put leaves the P it left to make a new one, whose number may be
+// the other P's stripe: two Ps then share every stripe, which with two
+// stripes happens half the time.
 //
 //go:linkname procPin runtime.procPin
 func procPin() int
