@@ -168,12 +168,9 @@ func (s *Store) bfAddOver(key []byte, spec *BloomSpec, create, overfill bool, it
 	m.Lock()
 	defer m.Unlock()
 	if e := s.cachedHLL(stripe, key); e == nil || e.bloom == nil {
-		cur, err := s.get(key)
-		if err != nil {
-			return nil, err
-		}
-		if cur == nil || cur[0] == kindPagedBloom {
-			return s.pagedAdd(key, cur, spec, create, overfill, items)
+		added, err := s.pagedAdd(stripe, key, spec, create, overfill, items)
+		if !errors.Is(err, errLegacyBloom) {
+			return added, err
 		}
 	}
 	// A filter stored whole (before paging): cached (hll_cache.go), or
@@ -285,17 +282,22 @@ func (s *Store) BFExists(key, item []byte) (bool, error) {
 // read decodes the whole value, so probing many items of a large filter
 // costs far less this way than one BFExists each.
 func (s *Store) BFMExists(key []byte, items ...[]byte) ([]bool, error) {
+	stripe := s.stripe(key)
+	m := &s.locks[stripe]
+	m.Lock()
+	b, err := s.pagedHeaderLocked(stripe, key)
+	m.Unlock()
+	switch {
+	case err == nil && b == nil:
+		return make([]bool, len(items)), nil // missing
+	case err == nil:
+		return s.pagedExists(key, b, items)
+	case !errors.Is(err, errLegacyBloom):
+		return nil, err
+	}
 	cur, err := s.get(key)
 	if err != nil {
 		return nil, err
-	}
-	if cur != nil {
-		if b, err := pagedHeader(cur); err != nil || b != nil {
-			if err != nil {
-				return nil, err
-			}
-			return s.pagedExists(key, b, items)
-		}
 	}
 	return BFExistsReply(cur, items...)
 }

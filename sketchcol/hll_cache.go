@@ -165,6 +165,7 @@ type hllCacheEntry struct {
 	h     uint64         // Store.keyHash of the key: the stripe's map key
 	kstr  string         // a key longer than kinl
 	bloom *ScalableBloom // a Bloom filter (BFAdd's entries)
+	paged *pagedBloom    // a paged Bloom filter's header
 	bytes int
 }
 
@@ -367,6 +368,12 @@ func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64
 	s.putEntry(stripe, key, &hllCacheEntry{bloom: b, stripe: st, global: gl})
 }
 
+// putPaged caches a paged filter's header for key, like putHLL.
+// REQUIRES: the stripe's lock.
+func (s *Store) putPaged(stripe int, key []byte, b *pagedBloom, st, gl uint64) {
+	s.putEntry(stripe, key, &hllCacheEntry{paged: b, stripe: st, global: gl})
+}
+
 // putEntry replaces key's entry in its stripe by e and evicts past the
 // stripe's budget. REQUIRES: the stripe's lock.
 func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
@@ -395,6 +402,9 @@ func (s *Store) putEntry(stripe int, key []byte, e *hllCacheEntry) {
 func (e *hllCacheEntry) size() int {
 	if e.bloom != nil {
 		return int(e.bloom.Info().Size)
+	}
+	if e.paged != nil {
+		return 64 + 8*len(e.paged.counts)
 	}
 	return e.regs.size()
 }

@@ -146,6 +146,10 @@ func newPagedBloom(spec BloomSpec) (*pagedBloom, error) {
 	return &pagedBloom{spec: spec.normalized(), counts: []int64{0}}, nil
 }
 
+func (b *pagedBloom) clone() *pagedBloom {
+	return &pagedBloom{spec: b.spec, counts: append([]int64(nil), b.counts...)}
+}
+
 func (b *pagedBloom) layer(i int) pbLayer {
 	l, _ := pagedLayer(b.spec, i) // every layer in counts was checked when added
 	return l

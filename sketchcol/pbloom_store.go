@@ -132,29 +132,57 @@ func (ps *pageSet) writeTo(wb *sieve.Batch) error {
 	return nil
 }
 
-// pagedAdd adds items to the paged filter whose header is cur (nil: a
-// missing key, created with spec or the defaults if create), as BF.ADD,
-// BF.MADD and BF.INSERT do: an item that tests positive in some sub-filter
-// is not added; otherwise it goes into the newest, which is first stacked
-// with a new one when it holds its capacity. REQUIRES: key's lock.
-func (s *Store) pagedAdd(key, cur []byte, spec *BloomSpec, create, overfill bool, items [][]byte) ([]bool, error) {
-	var b *pagedBloom
-	var err error
-	created := cur == nil
+// errLegacyBloom tells pagedAdd's caller that key holds a filter stored
+// whole, which takes its own path.
+var errLegacyBloom = errors.New("sketchcol: a Bloom filter stored whole")
+
+// pagedHeaderLocked returns key's paged header from the cache, or reads
+// and caches it: nil for a missing key, errLegacyBloom for a filter
+// stored whole. The caller may change the header it gets and must then
+// cache it again (putPaged) or invalidate the key. REQUIRES: the
+// stripe's lock.
+func (s *Store) pagedHeaderLocked(stripe int, key []byte) (*pagedBloom, error) {
+	if e := s.cachedHLL(stripe, key); e != nil && e.paged != nil {
+		return e.paged.clone(), nil
+	}
+	st, gl := s.cacheTag(stripe)
+	cur, err := s.get(key)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	b, err := pagedHeader(cur)
 	switch {
-	case created && !create:
-		return nil, notFound(key)
-	case created:
+	case err != nil:
+		return nil, err
+	case b == nil:
+		return nil, errLegacyBloom
+	}
+	s.putPaged(stripe, key, b.clone(), st, gl)
+	return b, nil
+}
+
+// pagedAdd adds items to key's paged filter (a missing key is created
+// with spec, or the defaults, if create), as BF.ADD, BF.MADD and
+// BF.INSERT do: an item that tests positive in some sub-filter is not
+// added; otherwise it goes into the newest, which is first stacked with a
+// new one when it holds its capacity. REQUIRES: the stripe's lock.
+func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfill bool, items [][]byte) ([]bool, error) {
+	b, err := s.pagedHeaderLocked(stripe, key)
+	if err != nil {
+		return nil, err
+	}
+	created := b == nil
+	if created {
+		if !create {
+			return nil, notFound(key)
+		}
 		sp := DefaultBloomSpec()
 		if spec != nil {
 			sp = *spec
 		}
-		b, err = newPagedBloom(sp)
-	default:
-		b, err = parsePagedBloom(cur)
-	}
-	if err != nil {
-		return nil, err
+		if b, err = newPagedBloom(sp); err != nil {
+			return nil, err
+		}
 	}
 	added, deltas, ps, fullErr := s.addItems(key, b, items, overfill)
 	if fullErr != nil && !errors.Is(fullErr, ErrFilterFull) {
@@ -167,8 +195,12 @@ func (s *Store) pagedAdd(key, cur []byte, spec *BloomSpec, create, overfill bool
 	if created {
 		hop.spec = &b.spec
 	}
+	st, gl := s.cacheTag(stripe)
 	if err := s.writePaged(key, created, hop, ps); err != nil {
 		return nil, err
+	}
+	if s.view == nil {
+		s.putPaged(stripe, key, b, st+1, gl) // writePaged made the stripe's entries stale
 	}
 	return added, fullErr
 }
