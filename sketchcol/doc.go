@@ -18,8 +18,13 @@
 //     Dump of it SET there.
 //   - KindBloom, a scalable Bloom filter (RedisBloom's BF.*): "possibly
 //     present" or "certainly not". It cannot delete. Past its capacity it
-//     grows by stacking a sub-filter Expansion times larger at half the
-//     error rate (BloomSpec), so its rate stays below twice ErrorRate.
+//     grows by stacking a sub-filter Expansion times larger at a tighter
+//     error rate (BloomSpec), so its rate stays bounded however far it
+//     scales. A filter is kept as a small header at its key and pages of
+//     at most 4 KiB of bits in a family of their own
+//     (PagesColumnFamilyName), so a command reads and writes only the
+//     pages its items touch; filters stored whole by earlier versions keep
+//     working as they are.
 //   - KindCuckoo, a cuckoo filter (CF.*): the same answers, and it can
 //     delete, but only items that were added: deleting a false positive
 //     removes another item (CuckooSpec).
@@ -38,12 +43,13 @@
 //
 // # The Store
 //
-// Open(db) opens the sketch column family (ColumnFamilyName, "sketch")
-// with the package's Merger, creating it if it does not exist, and returns
-// a Store; OpenWithOptions takes StoreOptions (Sync: every write durable
-// before the command returns). Always open the family this way: its merge
-// operands can only be read with the Merger, whose name the database
-// records (MergerName).
+// Open(db) opens the sketch column family (ColumnFamilyName, "sketch") and
+// the family of the Bloom filters' pages (PagesColumnFamilyName) with the
+// package's merge operators, creating them if they do not exist, and
+// returns a Store; OpenWithOptions takes StoreOptions (Sync: every write
+// durable before the command returns). Always open the families this way:
+// their merge operands can only be read with Merger and PageMerger, whose
+// names the database records (MergerName, PageMergerName).
 //
 // The Store's methods are the commands, named as go-redis names them, and
 // answer what Redis would:
@@ -86,8 +92,9 @@
 // A command whose reply depends on the value (PFAdd, BFAdd, CFDel, ...)
 // reads the key, then writes its operand. Its blind variant — PFAddBlind,
 // BFAddBlind, CFAddBlind, CMSIncrByBlind, TopKAddBlind — writes the same
-// operand without reading and without a reply: a bulk load's cost is the
-// operands'. The price is that nothing is checked when it is written: a
+// operand without a reply and, but for BFAddBlind on a paged Bloom filter
+// (which reads the pages its items touch, to count only new items),
+// without reading: a bulk load's cost is the operands'. The price is that nothing is checked when it is written: a
 // blind write to a key of another kind is dropped when merged, a blind
 // add to a missing key creates it with the default geometry (also for
 // Count-Min and Top-K, which RedisBloom would refuse), a Bloom add past a
@@ -99,12 +106,15 @@
 //
 // A Batch (Store.NewBatch) collects blind writes and restores — PFAdd,
 // BFAdd, CFAdd, CMSIncrBy, TopKAdd, Restore — and commits them atomically,
-// in one WAL write, with Commit. Its Sieve method returns the underlying
-// sieve.Batch, to which writes to other column families of the same
-// database may be added; Store.WrapBatch makes a Batch that adds to a
+// in one WAL write, with Commit (its BFAdd, like BFAddBlind, reads the
+// pages a paged filter's items touch). Its Sieve method returns the
+// underlying sieve.Batch, to which writes to other column families of the
+// same database may be added; Store.WrapBatch makes a Batch that adds to a
 // sieve.Batch of your own. (Either turns the Store's cache of HyperLogLog
 // registers off for good, since the Store cannot see when such a batch is
-// applied; PFAdd then reads the key every time.)
+// applied; PFAdd then reads the key every time.) A batch of your own that
+// deletes or replaces a Bloom filter's key adds Store.DropPages for it, or
+// the filter's pages stay behind.
 //
 // For commands that read, Store.WithBatch returns a view of the Store that
 // reads through an indexed batch (sieve.DB.NewIndexedBatch) and writes into
@@ -142,8 +152,9 @@
 // A Store is safe for concurrent use. Commands that read before they
 // write hold a per-key lock, so their replies are those of some serial
 // order: of several concurrent BFAdds of one item, exactly one reports it
-// added. Read-only commands and blind writes take no lock (Store says how
-// they interleave with the others). Several Stores on one database are
+// added. Read-only commands and blind writes take no lock (BFAddBlind on a
+// paged Bloom filter excepted; Store says how they interleave with the
+// others). Several Stores on one database are
 // correct together only for blind writes and reads: each keeps its own
 // locks and cache. A Batch and a Deferred are not safe for concurrent use.
 // Package-level functions and Merger are safe for concurrent use; the
@@ -156,12 +167,14 @@
 // compacted (decoding the value, applying them, encoding it again) and
 // the command decodes the result. So a command with a reply, or an
 // EXISTS, costs about the size of the value — a 12 KB dense HyperLogLog,
-// a Bloom filter of 1.2 bytes per item at 1% — while a blind write costs
-// the size of its operand. Probe many items with BFMExists or CFMExists
-// (one read). A PFCount of a compacted key is one read answered from the
-// HyperLogLog's cached cardinality. PFAdd is the exception: the Store
-// keeps the decoded registers of hot keys in a bounded cache, so a hot
-// key's PFAdd costs its elements' hashes and its operand.
+// a cuckoo filter of one or two bytes per item of capacity — while a blind
+// write costs the size of its operand. Probe many items of a cuckoo filter
+// with CFMExists (one read). Two exceptions: a paged Bloom filter's
+// command reads its header and the pages its items touch, whatever the
+// filter's size; and PFAdd answers from a bounded cache of the decoded
+// registers of hot keys, so a hot key's PFAdd costs its elements' hashes
+// and its operand. A PFCount of a compacted key is one read, answered from
+// the HyperLogLog's cached cardinality.
 //
 // # Beneath the Store
 //
@@ -308,8 +321,11 @@ package sketchcol
 // locks), store_batch.go (Batch), store_deferred.go (Deferred),
 // hll_cache.go (PFAdd's cache of decoded registers), errors.go and
 // redis_errors.go (the CMS and Top-K errors, with RedisBloom's texts), and
-// murmur.go (the hash HLL positions come from). A Bloom value stacks the filter package's
-// BloomFilter; a cuckoo value stacks internal/cuckoo's Table.
+// murmur.go (the hash HLL positions come from). A Bloom value stored whole
+// stacks the filter package's StandardBloomFilter; a paged Bloom filter
+// is pbloom.go (header and geometry), pbloom_page.go (pages and
+// PageMerger), pbloom_store.go (its commands) and pbloom_dump.go (Dump and
+// Restore). A cuckoo value stacks internal/cuckoo's Table.
 //
 // Tests follow the same names: hll_test.go, bloom_test.go and
 // cuckoo_test.go test a sketch's value, its bytes and its Reply functions;
