@@ -332,13 +332,13 @@ func decodePagedBloomOp(b []byte) (op, error) {
 		return nil, corruptf("paged Bloom operand: bad sub-filter count")
 	}
 	o.layers, rest = int(rest[0]), rest[1:]
-	m, k := binary.Uvarint(rest)
+	m, k := canonicalUvarint(rest)
 	if k <= 0 || m > maxBloomLayers {
 		return nil, corruptf("paged Bloom operand: bad delta count")
 	}
 	rest = rest[k:]
 	for range m {
-		d, k := binary.Uvarint(rest)
+		d, k := canonicalUvarint(rest)
 		if k <= 0 || d > math.MaxInt64/4 {
 			return nil, corruptf("paged Bloom operand: bad delta")
 		}
@@ -366,4 +366,14 @@ func foldPagedBloomOps(ops []op) *pagedBloomOp {
 		}
 	}
 	return out
+}
+
+// canonicalUvarint is binary.Uvarint refusing (n ≤ 0) an encoding longer
+// than the shortest, so that a value decodes from exactly one encoding.
+func canonicalUvarint(b []byte) (uint64, int) {
+	v, n := binary.Uvarint(b)
+	if n > 1 && b[n-1] == 0 {
+		return 0, -1
+	}
+	return v, n
 }

@@ -67,7 +67,7 @@ func parsePagedDump(v []byte) (*pagedDump, error) {
 		return nil, err
 	}
 	rest := v[2:]
-	n, k := binary.Uvarint(rest)
+	n, k := canonicalUvarint(rest)
 	if k <= 0 || n > uint64(len(rest)-k) {
 		return nil, corruptf("paged Bloom dump: bad header length")
 	}
@@ -77,12 +77,13 @@ func parsePagedDump(v []byte) (*pagedDump, error) {
 		return nil, err
 	}
 	d := &pagedDump{header: h, raw: raw, pages: map[string][]byte{}}
+	var prev []byte
 	for rest = rest[k+int(n):]; len(rest) > 0; {
 		if len(rest) < 6 {
 			return nil, corruptf("paged Bloom dump: short page")
 		}
 		i, p := int(rest[0]), int64(binary.BigEndian.Uint32(rest[1:5]))
-		bl, k := binary.Uvarint(rest[5:])
+		bl, k := canonicalUvarint(rest[5:])
 		if k <= 0 || i >= len(h.counts) {
 			return nil, corruptf("paged Bloom dump: page of sub-filter %d", i)
 		}
@@ -91,6 +92,10 @@ func parsePagedDump(v []byte) (*pagedDump, error) {
 		if p >= l.pages || int64(bl)*8 != l.pageBits || uint64(len(body)) < bl {
 			return nil, corruptf("paged Bloom dump: page %d of sub-filter %d (%d bytes)", p, i, bl)
 		}
+		if prev != nil && string(rest[:5]) <= string(prev) {
+			return nil, corruptf("paged Bloom dump: pages out of order")
+		}
+		prev = rest[:5]
 		d.pages[string(pageKey(nil, nil, i, p))] = body[:bl]
 		rest = body[bl:]
 	}

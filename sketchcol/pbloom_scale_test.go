@@ -27,7 +27,7 @@ func TestPagedBloomScale(t *testing.T) {
 		n = 10_000_000
 	}
 	dir := t.TempDir()
-	db, err := sieve.Open(dir, nil)
+	db, err := sieve.Open(dir, scaleOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,4 +119,12 @@ func dirSize(t *testing.T, dir string) int64 {
 		}
 	}
 	return n
+}
+
+func scaleOptions() *sieve.Options {
+	o := &sieve.Options{}
+	if os.Getenv("SIEVE_SCALE_NOSUCC") != "" {
+		o.MaxSuccessiveMerges = -1
+	}
+	return o
 }
