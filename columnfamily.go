@@ -126,7 +126,10 @@ func (cf *ColumnFamily) NewIter(o *IterOptions) *Iterator {
 	return cf.db.newIter(cf.id, o, nil)
 }
 
-// Metrics returns the database metrics with the levels of this family.
+// Metrics returns the database metrics with this family's own figures where
+// a figure has one: its levels and tables, and its mutable memtable
+// (MemTable.Size). WAL, flush, compaction and cache figures are the
+// database's.
 func (cf *ColumnFamily) Metrics() *Metrics { return cf.db.metricsFor(cf.id) }
 
 // checkCF records (as the batch's sticky error, which Apply returns) that

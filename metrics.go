@@ -277,8 +277,10 @@ type Metrics struct {
 	}
 	// MemTable describes the memtables.
 	MemTable struct {
-		// Size is the bytes in the mutable memtables; Immutable counts
-		// full groups waiting for a flush.
+		// Size is the bytes in the mutable memtable: of every column
+		// family in DB.Metrics, of the family in ColumnFamily.Metrics.
+		// Immutable counts full memtables (of every family) waiting for a
+		// flush.
 		Size      int64
 		Immutable int64
 		// MergesCollapsed counts merge operands that a write replaced by
@@ -356,7 +358,12 @@ type Metrics struct {
 // Metrics returns a snapshot of the database's metrics (of the default
 // column family's levels; see ColumnFamily.Metrics for others).
 func (db *DB) Metrics() *Metrics {
-	return db.metricsFor(0)
+	m := db.metricsFor(0)
+	if rs := db.loadReadState(); rs != nil {
+		m.MemTable.Size = rs.mem.size()
+		rs.unref()
+	}
+	return m
 }
 
 func (db *DB) metricsFor(cf uint32) *Metrics {
