@@ -12,7 +12,7 @@ import "fmt"
 // It reads the key to answer; PFAddBlind writes the same operand without
 // reading.
 //
-// A hot key's registers are cached (hll_cache.go): PFAdd then neither
+// A hot key's registers are cached in memory: PFAdd then neither
 // reads nor decodes the value.
 func (s *Store) PFAdd(key []byte, elems ...[]byte) (bool, error) {
 	stripe := s.stripe(key)

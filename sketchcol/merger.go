@@ -7,8 +7,8 @@ import (
 )
 
 // Merger is the merge operator of the sketch column family. It is
-// stateless, deterministic and safe for concurrent use. doc.go states the
-// algebra it implements.
+// stateless, deterministic and safe for concurrent use. The package doc
+// states the algebra it implements.
 type Merger struct{}
 
 var _ sieve.Merger = Merger{}
@@ -24,7 +24,7 @@ func (Merger) Name() string { return MergerName }
 // canonical Redis encoding with a valid cached cardinality, a Bloom or a
 // cuckoo value. A malformed base or operand fails this key only, with an
 // error wrapping ErrCorruption. An operand for another kind of sketch
-// than the key holds is dropped (see doc.go, "Wrong types").
+// than the key holds is dropped (see the package doc, "Wrong types").
 func (Merger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
 	if v, ok := fullMergeSparseHLL(base, hasBase, operands); ok {
 		return v, nil // PFADDs' keys, the common case

@@ -34,7 +34,7 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 // Blind variants (PFAddBlind, BFAddBlind, CFAddBlind and a Batch) never
 // read and take no lock: they are for bulk ingestion, where the replies are
 // not wanted. They commute with the locked commands the way their operands
-// do (doc.go, "The merge algebra"), with two consequences worth knowing: a
+// do (the package doc, "The merge algebra"), with two consequences worth knowing: a
 // blind write to a key of another kind is dropped silently (the locked
 // commands report ErrWrongType instead), and a blind add that reaches a
 // missing key first creates it with the default geometry, so a BFReserve
@@ -42,9 +42,10 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 // first, writes a reserve operand that then changes nothing).
 //
 // The Store holds no state of its own beyond the locks and a bounded cache
-// of decoded HyperLogLog registers that PFAdd answers from (hll_cache.go;
-// every write through the Store keeps it exact): several Stores on one DB
-// are correct together only for blind writes and reads.
+// of decoded values (HyperLogLog registers, paged Bloom headers) that its
+// commands answer from (every write through the Store keeps it exact):
+// several Stores on one DB are correct together only for blind writes and
+// reads.
 type Store struct {
 	*storeState
 	// view is the indexed batch of a view (WithBatch): reads go through

@@ -28,7 +28,7 @@ func (s *Store) NewBatch() *Batch { return &Batch{s: s, b: s.db.NewBatch()} }
 // WrapBatch returns a Batch that adds its writes to b, a batch of the
 // Store's DB that may also hold writes to other column families. Since b
 // may be applied without Commit, where the Store cannot see it, this turns
-// the Store's PFAdd cache off for good (hll_cache.go).
+// the Store's PFAdd cache of decoded values off for good.
 func (s *Store) WrapBatch(b *sieve.Batch) *Batch {
 	s.disableCache()
 	return &Batch{s: s, b: b}

@@ -8,7 +8,7 @@ import (
 // one but added to a sieve.Batch and committed together: a server
 // answering a pipeline of PFADDs writes the pipeline once, and sends the
 // replies after Commit. The replies are exact, computed from the cached
-// registers (hll_cache.go) with the batch's earlier operands applied.
+// registers (the Store's cache) with the batch's earlier operands applied.
 //
 // THE CALLER'S CONTRACT: from a key's first Deferred.PFAdd until Commit
 // returns, nothing else writes that key — no other command of this or any

@@ -21,16 +21,16 @@ type Config struct {
 	Addr         string
 	Dir          string
 	RequirePass  string
-	MaxClients   int
-	Sync         bool
+	MaxClients   int           // Redis's maxclients
+	Sync         bool          // fsync every write before its reply
 	IdleTimeout  time.Duration // 0: none (Redis's "timeout 0")
 	MaxBulkLen   int64         // proto-max-bulk-len
-	MaxArgs      int64
-	MaxInline    int64
+	MaxArgs      int64         // arguments of one command
+	MaxInline    int64         // length of an inline command
 	OutputLimit  int64         // hard limit on one client's pending replies
 	WriteTimeout time.Duration // a client that reads no reply for this long is dropped
 	// BatchPipeline writes the plain SETs and PFADDs of one pipeline as
-	// one batch (deferred.go).
+	// one batch (one WAL write, one fsync with Sync).
 	BatchPipeline bool
 	// MemTableMiB is the engine's memtable size (Options.MemTableSize) in
 	// MiB; 0 keeps the engine's default. A server's writes are small and
@@ -40,8 +40,8 @@ type Config struct {
 	// L0Trigger is the engine's L0CompactionTrigger; 0 keeps the engine's
 	// default (4). A server's keys are few and hot, so every flush covers
 	// most of them and each L0 compaction rewrites the whole base level:
-	// compacting every 8 tables instead of 4 halves that rewriting, about
-	// 15% of the PFADD benchmark's CPU (cmd/sieve-server/README.md), for a
+	// compacting every 8 tables instead of 4 halves that rewriting (the
+	// PFADD benchmark of cmd/sieve-server/README.md measures it), for a
 	// Get that probes up to twice as many L0 filters.
 	L0Trigger int
 	// ProtectedMode refuses clients from other machines while no password
