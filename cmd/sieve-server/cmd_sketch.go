@@ -20,6 +20,8 @@ func init() {
 		&command{name: "bf.mexists", arity: -3, fn: cmdBFMExists},
 		&command{name: "bf.card", arity: 2, fn: cmdBFCard},
 		&command{name: "bf.info", arity: -2, fn: cmdBFInfo},
+		&command{name: "bf.scandump", arity: 3, fn: cmdBFScanDump},
+		&command{name: "bf.loadchunk", arity: 4, fn: cmdBFLoadChunk, write: true},
 		&command{name: "cf.reserve", arity: -3, fn: cmdCFReserve, write: true},
 		&command{name: "cf.add", arity: 3, fn: cmdCFAdd, write: true},
 		&command{name: "cf.addnx", arity: 3, fn: cmdCFAdd, write: true},
@@ -413,4 +415,45 @@ func cmdCFInfo(s *Server, r *reply, args [][]byte) {
 		r.status(f.name)
 		r.int(f.v)
 	}
+}
+
+// cmdBFScanDump is BF.SCANDUMP key iter: [next iter, chunk], [0, ""] at
+// the end (sieve's chunks, loaded by BF.LOADCHUNK of sieve-server).
+func cmdBFScanDump(s *Server, r *reply, args [][]byte) {
+	iter, ok := parseInt(args[2])
+	if !ok {
+		r.err("Second argument must be numeric")
+		return
+	}
+	next, chunk, err := s.ks.st.BFScanDump(args[1], iter)
+	if err != nil {
+		r.bfErr(err, false)
+		return
+	}
+	r.array(2)
+	r.int(next)
+	r.bulk(chunk)
+}
+
+// cmdBFLoadChunk is BF.LOADCHUNK key iter chunk.
+func cmdBFLoadChunk(s *Server, r *reply, args [][]byte) {
+	iter, ok := parseInt(args[2])
+	if !ok {
+		r.err("ERR Second argument must be numeric")
+		return
+	}
+	defer s.ks.lockWrite(args[1])()
+	if t, _, err := s.ks.lookup(args[1]); err == nil && t != typeNone && t != typeBloom {
+		r.wrongType()
+		return
+	}
+	if err := s.ks.st.BFLoadChunk(args[1], iter, args[3]); err != nil {
+		if errors.Is(err, sieve.ErrCorruption) {
+			r.err("ERR received bad data")
+			return
+		}
+		r.bfErr(err, false)
+		return
+	}
+	r.ok()
 }

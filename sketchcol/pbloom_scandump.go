@@ -1,0 +1,159 @@
+package sketchcol
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/sievedb/sieve"
+)
+
+// BF.SCANDUMP and BF.LOADCHUNK: a filter dumped and loaded in chunks, so
+// that neither side holds it whole. A client calls BFScanDump with
+// iterator 0, then with each iterator returned, until it returns 0, and
+// gives every (iterator, chunk) pair to BFLoadChunk in the same order.
+//
+// Chunks are sieve's own bytes (as RedisBloom's are its own): iterator 1's
+// chunk is the header value; each later chunk is up to scanDumpPages page
+// records as in a dump (FORMAT.md, "Paged Bloom dump"), and its iterator
+// says where the scan resumes: 2 + sub-filter<<32 + page. A filter stored
+// whole (before paging) is one chunk, its value.
+
+// scanDumpPages is how many pages a chunk carries (64 KiB of bits).
+const scanDumpPages = 16
+
+// BFScanDump returns the chunk of key's Bloom filter at iter and the
+// iterator of the next one (0 after the last). A missing key returns an
+// error wrapping sieve.ErrNotFound.
+func (s *Store) BFScanDump(key []byte, iter int64) (int64, []byte, error) {
+	cur, err := s.get(key)
+	if err == nil && cur == nil {
+		err = notFound(key)
+	}
+	if err == nil {
+		err = expectKind(cur, KindBloom)
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	switch {
+	case iter < 0:
+		return 0, nil, fmt.Errorf("%w: iterator %d", ErrInvalidArgument, iter)
+	case iter == 0:
+		return 1, cur, nil
+	case iter == 1 && cur[0] == kindBloomValue:
+		return 0, nil, nil // the single value was the only chunk
+	case cur[0] == kindBloomValue:
+		return 0, nil, fmt.Errorf("%w: iterator %d of a one-chunk filter", ErrInvalidArgument, iter)
+	}
+	h, err := parsePagedBloom(cur)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.scanPages(key, h, max(iter, 2))
+}
+
+// scanPages returns the page records of up to scanDumpPages pages from the
+// one iter names on, and the next iterator.
+func (s *Store) scanPages(key []byte, h *pagedBloom, iter int64) (int64, []byte, error) {
+	if s.view != nil {
+		return 0, nil, fmt.Errorf("%w: BFScanDump inside a transaction", ErrInvalidArgument)
+	}
+	pos := uint64(iter - 2)
+	layer, page := int(pos>>32), int64(pos&(1<<32-1))
+	if layer >= len(h.counts) {
+		return 0, nil, nil
+	}
+	start, end := pageRange(key)
+	it := s.pages.NewIter(&sieve.IterOptions{LowerBound: pageKey(nil, key, layer, page), UpperBound: end})
+	var out []byte
+	n, next := 0, int64(0)
+	for ok := it.First(); ok && n < scanDumpPages; ok = it.Next() {
+		k := it.Key()[len(start):]
+		bits, err := pageBitsOf(it.Value())
+		if err != nil || len(k) != 5 {
+			_ = it.Close()
+			return 0, nil, fmt.Errorf("sketchcol: key %q: page %x: %w", clip(key), k, err)
+		}
+		i, p := int(k[0]), int64(binary.BigEndian.Uint32(k[1:]))
+		if i >= len(h.counts) || int64(len(bits))*8 != h.layer(i).pageBits {
+			continue // a page an earlier filter of the key left
+		}
+		out = append(out, k...)
+		out = binary.AppendUvarint(out, uint64(len(bits)))
+		out = append(out, bits...)
+		n++
+		next = 2 + int64(i)<<32 + p + 1
+	}
+	if err := it.Close(); err != nil {
+		return 0, nil, err
+	}
+	if n == 0 {
+		return 0, nil, nil
+	}
+	return next, out, nil
+}
+
+// BFLoadChunk loads one chunk of BFScanDump into key: iterator 1's chunk
+// (the header, or a filter stored whole) replaces whatever key held and
+// its pages; a later chunk's pages are written into the filter that chunk
+// 1 created. A chunk that does not decode, or pages that do not fit the
+// key's filter, return an error wrapping ErrCorruption and write nothing.
+func (s *Store) BFLoadChunk(key []byte, iter int64, chunk []byte) error {
+	if iter < 1 {
+		return fmt.Errorf("%w: iterator %d", ErrInvalidArgument, iter)
+	}
+	if iter == 1 {
+		if len(chunk) > 0 && chunk[0] == kindBloomValue {
+			return s.Restore(key, chunk)
+		}
+		h, err := parsePagedBloom(chunk)
+		if err != nil {
+			return fmt.Errorf("sketchcol: BF.LOADCHUNK: %w", err)
+		}
+		defer s.lock(key)()
+		return s.restorePaged(key, &pagedDump{header: h, raw: chunk})
+	}
+	defer s.lock(key)()
+	cur, err := s.get(key)
+	if err == nil && cur == nil {
+		err = notFound(key)
+	}
+	if err != nil {
+		return err
+	}
+	h, err := pagedHeader(cur)
+	if err == nil && h == nil {
+		err = fmt.Errorf("%w: page chunk for a filter stored whole", ErrInvalidArgument)
+	}
+	if err != nil {
+		return err
+	}
+	hdr := h.appendValue(nil)
+	d, err := parsePagedDump(bytes.Join([][]byte{{kindPagedBloomDump, version1}, binary.AppendUvarint(nil, uint64(len(hdr))), hdr, chunk}, nil))
+	if err != nil {
+		return fmt.Errorf("sketchcol: BF.LOADCHUNK: %w", err)
+	}
+	return s.writePages(key, d)
+}
+
+// writePages writes a dump's pages over key's (its header unchanged).
+// REQUIRES: key's lock.
+func (s *Store) writePages(key []byte, d *pagedDump) error {
+	wb := s.view
+	if wb == nil {
+		wb = s.db.NewBatch()
+	}
+	for k, bits := range d.pages {
+		pk := append(pagePrefix(key), k[len(pagePrefix(nil)):]...)
+		if err := wb.PutCF(s.pages, pk, append([]byte{kindBloomPage, version1}, bits...)); err != nil {
+			return err
+		}
+	}
+	if s.view != nil {
+		return nil
+	}
+	err := s.db.Apply(wb, s.wo)
+	s.invalidate(key)
+	return err
+}
