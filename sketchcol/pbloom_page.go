@@ -100,7 +100,7 @@ func orPageOp(bits, op []byte) ([]byte, error) {
 			return nil, corruptf("Bloom page operand of %d bits", 8*len(src))
 		}
 		if bits == nil || len(bits) != len(src) {
-			bits = make([]byte, len(src))
+			bits = zeroed(bits, len(src))
 		}
 		for i, b := range src {
 			bits[i] |= b
@@ -119,7 +119,7 @@ func orPositions(bits, b []byte) ([]byte, error) {
 	}
 	b = b[k:]
 	if bits == nil || uint64(len(bits))*8 != n {
-		bits = make([]byte, n/8)
+		bits = zeroed(bits, int(n/8))
 	}
 	c, k := binary.Uvarint(b)
 	if k <= 0 || c > uint64(len(b)) {
@@ -149,15 +149,18 @@ var _ sieve.Merger = PageMerger{}
 // Name returns PageMergerName.
 func (PageMerger) Name() string { return PageMergerName }
 
-// FullMerge ORs the operands into the base page (zeros when missing).
+// FullMerge ORs the operands into the base page (zeros when missing),
+// in the one buffer it returns.
 func (PageMerger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
-	var bits []byte
+	out := make([]byte, 2, 2+bloomPageBits/8)
+	out[0], out[1] = kindBloomPage, version1
+	bits := out[2:2]
 	if hasBase {
 		b, err := pageBitsOf(base)
 		if err != nil {
 			return nil, fmt.Errorf("sketchcol: page %x: %w", clip(key), err)
 		}
-		bits = slices.Clone(b)
+		bits = append(bits, b...)
 	}
 	for i, o := range operands {
 		var err error
@@ -165,10 +168,20 @@ func (PageMerger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) (
 			return nil, fmt.Errorf("sketchcol: page %x: operand %d of %d: %w", clip(key), i+1, len(operands), err)
 		}
 	}
-	if bits == nil {
+	if len(bits) == 0 {
 		return nil, fmt.Errorf("sketchcol: page %x: full merge of no base and no operands", clip(key))
 	}
-	return append([]byte{kindBloomPage, version1}, bits...), nil
+	return out[:2+len(bits)], nil
+}
+
+// zeroed returns n zero bytes in buf's array when it has room.
+func zeroed(buf []byte, n int) []byte {
+	if cap(buf) >= n {
+		buf = buf[:n]
+		clear(buf)
+		return buf
+	}
+	return make([]byte, n)
 }
 
 // PartialMerge ORs operands into one of the bits form; it declines a
