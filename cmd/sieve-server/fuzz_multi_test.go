@@ -89,7 +89,7 @@ func fuzzTxCommand(b byte) []any {
 	case 14:
 		return []any{"pfcount", hkey}
 	}
-	return []any{"exists", key, "k0"}
+	return []any{"get", hkey} // an HLL's bytes, Redis's cache bytes included
 }
 
 var (

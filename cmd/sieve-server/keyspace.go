@@ -312,11 +312,7 @@ func (ks *keyspace) lookup(key []byte) (keyType, []byte, error) {
 
 // present applies the Redis cache bytes kept for key to an HLL value.
 func (ks *keyspace) present(key, raw []byte) []byte {
-	i, tag := ks.hash(key)
-	st := &ks.stripes[i]
-	st.metaMu.Lock()
-	c, ok := st.meta.get(key, tag)
-	st.metaMu.Unlock()
+	c, ok := ks.metaLocked(key)
 	if !ok || len(raw) < hllHdrLen {
 		return raw
 	}
@@ -325,8 +321,25 @@ func (ks *keyspace) present(key, raw []byte) []byte {
 	return out
 }
 
-// metaOf returns the cache bytes kept for key. REQUIRES: key's lock.
+// metaLocked is metaOf for a caller without key's lock (it takes
+// metaMu).
+func (ks *keyspace) metaLocked(key []byte) ([8]byte, bool) {
+	if c, ok, pending := ks.tx.metaOf(key); pending {
+		return c, ok
+	}
+	i, tag := ks.hash(key)
+	st := &ks.stripes[i]
+	st.metaMu.Lock()
+	defer st.metaMu.Unlock()
+	return st.meta.get(key, tag)
+}
+
+// metaOf returns the cache bytes kept for key (in a transaction, as it
+// left them). REQUIRES: key's lock.
 func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
+	if c, ok, pending := ks.tx.metaOf(key); pending {
+		return c, ok
+	}
 	i, tag := ks.hash(key)
 	return ks.stripes[i].meta.get(key, tag)
 }
@@ -337,7 +350,6 @@ func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
 	ks.modified(key)
 	if ks.tx != nil {
 		err = ks.tx.b.PutCF(ks.meta, key, c[:])
-		ks.tx.metaKey(key)
 	} else {
 		err = ks.meta.Put(key, c[:], ks.wo)
 	}
@@ -354,7 +366,6 @@ func (ks *keyspace) deleteMeta(key []byte) error {
 	ks.modified(key)
 	if ks.tx != nil {
 		err = ks.tx.b.DeleteCF(ks.meta, key)
-		ks.tx.metaKey(key)
 	} else {
 		err = ks.meta.Delete(key, ks.wo)
 	}
@@ -402,6 +413,10 @@ func (ks *keyspace) dropMeta(b *sieve.Batch, key []byte) bool {
 // noteMeta records cache bytes in memory only (their write is in a
 // pending batch). REQUIRES: key's lock.
 func (ks *keyspace) noteMeta(key []byte, c [8]byte) {
+	if ks.tx != nil {
+		ks.tx.pendMeta(key, &c) // shown to others once EXEC's batch is applied
+		return
+	}
 	i, tag := ks.hash(key)
 	st := &ks.stripes[i]
 	st.metaMu.Lock()
@@ -422,27 +437,13 @@ func (ks *keyspace) reloadMeta(keys [][]byte) {
 	}
 }
 
-// reloadAllMeta rereads every key's cache bytes from disk (after a failed
-// transaction that ran FLUSHALL). REQUIRES: the keyspace exclusively.
-func (ks *keyspace) reloadAllMeta() {
-	for i := range ks.stripes {
-		st := &ks.stripes[i]
-		st.metaMu.Lock()
-		st.meta = metaSet{}
-		st.metaMu.Unlock()
-	}
-	it := ks.meta.NewIter(nil)
-	for ok := it.First(); ok; ok = it.Next() {
-		var c [8]byte
-		copy(c[:], it.Value())
-		ks.noteMeta(it.Key(), c)
-	}
-	_ = it.Close()
-}
-
 // forgetMeta drops the cache bytes kept for keys. REQUIRES: their locks.
 func (ks *keyspace) forgetMeta(keys ...[]byte) {
 	for _, k := range keys {
+		if ks.tx != nil {
+			ks.tx.pendMeta(k, nil)
+			continue
+		}
 		i, tag := ks.hash(k)
 		st := &ks.stripes[i]
 		st.metaMu.Lock()

@@ -156,12 +156,9 @@ func cmdExec(s *Server, r *reply, _ [][]byte) {
 	if err := s.ks.st.Apply(t.b, nil); err != nil {
 		r.out = r.out[:mark]
 		r.err("ERR transaction not applied: " + err.Error())
-		s.ks.reloadMeta(t.meta)
-		if t.flushed {
-			s.ks.reloadAllMeta()
-		}
-		return
+		return // the in-memory cache bytes were never changed
 	}
+	s.ks.applyTxMeta(t)
 	for _, k := range t.keys {
 		s.ks.watch.touch(k)
 	}
@@ -178,17 +175,70 @@ func (s *Server) runQueued(r *reply, q queued) {
 }
 
 // txn is what a transaction's keyspace view collects: its batch, the keys
-// its commands locked (to mark their watchers at the end) and the keys
-// whose cache bytes it wrote (reread if the batch fails).
+// it modified (to mark their watchers at the end), and the HLL cache bytes
+// it changed, kept here until the batch is applied (lock-free readers of
+// the keyspace's copy must not see them before), with whether FLUSHALL
+// cleared them all.
 type txn struct {
-	b       *sieve.Batch
-	keys    [][]byte
-	meta    [][]byte
-	flushed bool // FLUSHALL ran
+	b         *sieve.Batch
+	keys      [][]byte
+	meta      map[string]*[8]byte // nil: deleted
+	metaOrder []string
+	flushed   bool // FLUSHALL ran
 }
 
-func (t *txn) wrote(key []byte)   { t.keys = append(t.keys, key) }
-func (t *txn) metaKey(key []byte) { t.meta = append(t.meta, key) }
+func (t *txn) wrote(key []byte) { t.keys = append(t.keys, key) }
+
+// pendMeta records key's cache bytes (nil: none) as the transaction left
+// them.
+func (t *txn) pendMeta(key []byte, c *[8]byte) {
+	if t.meta == nil {
+		t.meta = map[string]*[8]byte{}
+	}
+	if _, ok := t.meta[string(key)]; !ok {
+		t.metaOrder = append(t.metaOrder, string(key))
+	}
+	t.meta[string(key)] = c
+}
+
+// metaOf returns key's cache bytes as the transaction left them; pending
+// false when it did not touch them (read the keyspace's). A nil txn (no
+// transaction) touched nothing.
+func (t *txn) metaOf(key []byte) (c [8]byte, ok, pending bool) {
+	if t == nil {
+		return c, false, false
+	}
+	if p, touched := t.meta[string(key)]; touched {
+		if p == nil {
+			return c, false, true
+		}
+		return *p, true, true
+	}
+	if t.flushed {
+		return c, false, true
+	}
+	return c, false, false
+}
+
+// applyTxMeta makes a transaction's cache bytes the keyspace's, once its
+// batch is applied. REQUIRES: the keyspace exclusively.
+func (ks *keyspace) applyTxMeta(t *txn) {
+	if t.flushed {
+		for i := range ks.stripes {
+			st := &ks.stripes[i]
+			st.metaMu.Lock()
+			st.meta = metaSet{}
+			st.metaMu.Unlock()
+		}
+	}
+	for _, k := range t.metaOrder {
+		if c := t.meta[k]; c != nil {
+			ks.noteMeta([]byte(k), *c)
+		} else {
+			ks.forgetMeta([]byte(k))
+		}
+	}
+}
 
 // flush is FLUSHALL inside a transaction: it deletes, in the batch, every
 // key of the database and every key the transaction wrote before it.
@@ -207,12 +257,7 @@ func (t *txn) flush(ks *keyspace) error {
 		}
 	}
 	_ = ks.st.DropAllPages(t.b)
-	for i := range ks.stripes {
-		st := &ks.stripes[i]
-		st.metaMu.Lock()
-		st.meta = metaSet{}
-		st.metaMu.Unlock()
-	}
+	t.meta, t.metaOrder = nil, nil // every key's cache bytes are gone
 	return t.b.Err()
 }
 
