@@ -26,7 +26,8 @@ type Deferred struct {
 	index map[string]int // pend's index by key, once pend is long
 	keys  []byte         // the bytes of pend's keys
 	wrote [][]byte
-	op    hllOp  // scratch: the operand being built
+	bloom map[string]*deferredBloom // paged Bloom filters added to (BFAdd)
+	op    hllOp                     // scratch: the operand being built
 	buf   []byte // scratch: its encoding (MergeCF copies it)
 }
 
@@ -210,6 +211,7 @@ func (d *Deferred) Commit() error {
 			s.invalidate(p.key)
 		}
 	}
+	d.commitBloom(err)
 	d.b.Reset() // Apply copied what it needed (WAL buffer, memtable arena)
 	clear(d.pend)
 	d.pend, d.keys, d.index = d.pend[:0], d.keys[:0], nil

@@ -53,7 +53,7 @@ func (s *Server) deferrable(name string, args [][]byte) bool {
 	switch name {
 	case "set":
 		return len(args) == 3 && int64(len(args[2])) <= s.lim.maxBulk.Load() && fitsEngine(args[1], len(args[2])+1)
-	case "pfadd":
+	case "pfadd", "bf.add":
 		return fitsEngine(args[1], 0)
 	}
 	return false
@@ -271,4 +271,23 @@ func (s *Server) markStale(r *reply, key []byte, created bool) {
 		s.ks.noteMeta(key, c)
 		ds.meta = append(ds.meta, key)
 	}
+}
+
+// cmdBFAddDeferred is BF.ADD in the pipeline's batch. A key the Deferred
+// cannot add to (another type, a filter stored whole, a full filter, an
+// error) runs as a plain BF.ADD after the batch is committed, which
+// answers as it would alone.
+func cmdBFAddDeferred(s *Server, r *reply, args [][]byte) {
+	key := args[1]
+	d := s.deferred(r)
+	s.deferKey(r, key, 'b')
+	added, err := d.BFAdd(key, args[2])
+	if err != nil {
+		s.commitDeferred(r)
+		cmdBFAdd(s, r, args)
+		return
+	}
+	r.cl.ds.touched = append(r.cl.ds.touched, key)
+	s.beginReply(r)
+	r.boolInt(added[0])
 }

@@ -442,10 +442,13 @@ func (s *Server) handle(cl *client, cmd Command) {
 		s.commitDeferred(r)
 		r.wrongArgs(c.name)
 	case s.deferrable(name, cmd.Args):
-		if name == "set" {
+		switch name {
+		case "set":
 			cmdSetDeferred(s, r, cmd.Args)
-		} else {
+		case "pfadd":
 			cmdPFAddDeferred(s, r, cmd.Args)
+		default:
+			cmdBFAddDeferred(s, r, cmd.Args)
 		}
 	default:
 		s.commitDeferred(r)
