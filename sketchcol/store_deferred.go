@@ -28,7 +28,7 @@ type Deferred struct {
 	wrote [][]byte
 	bloom map[string]*deferredBloom // paged Bloom filters added to (BFAdd)
 	op    hllOp                     // scratch: the operand being built
-	buf   []byte // scratch: its encoding (MergeCF copies it)
+	buf   []byte                    // scratch: its encoding (MergeCF copies it)
 }
 
 // pendHLL is a key of a Deferred and the registers its replies come from
