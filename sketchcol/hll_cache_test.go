@@ -307,7 +307,7 @@ func TestHLLCacheOffAfterSieve(t *testing.T) {
 // does not hold; a key's pages are read per command): BFAdd, BFMAdd and
 // BFInsert, blind adds, a Batch's adds, Restore, Delete and Put, with
 // compaction racing; every reply is checked against an oracle filter
-// (memPaged), and every Dump at the end.
+// (PagedBloom), and every Dump at the end.
 func TestBloomCacheExact(t *testing.T) {
 	seed := testutil.Seed(t)
 	s := openTestStore(t, nil, nil)
@@ -320,7 +320,7 @@ func TestBloomCacheExact(t *testing.T) {
 	stop := raceCompaction(t, s, 10, func(i int) { _, _ = s.BFCard(k(fmt.Sprintf("g0:%d", i%keysEach))) })
 	runParallel(goroutines, func(g int) {
 		w := &bloomWorker{t: t, s: s, g: g, rng: rand.New(rand.NewPCG(uint64(seed), uint64(g))),
-			models: make([]*memPaged, keysEach), strs: make([]bool, keysEach), replies: &replies}
+			models: make([]*PagedBloom, keysEach), strs: make([]bool, keysEach), replies: &replies}
 		for step := 0; step < steps && !t.Failed(); step++ {
 			w.step(step)
 		}
@@ -342,16 +342,16 @@ type bloomWorker struct {
 	s       *testStore
 	g       int
 	rng     *rand.Rand
-	models  []*memPaged // nil: missing
-	strs    []bool      // holds a non-sketch value
+	models  []*PagedBloom // nil: missing
+	strs    []bool        // holds a non-sketch value
 	replies *atomic.Int64
 }
 
 func (w *bloomWorker) key(i int) []byte { return k(fmt.Sprintf("g%d:%d", w.g, i)) }
 func (w *bloomWorker) item() []byte     { return fmt.Appendf(nil, "it%d", w.rng.IntN(400)) }
 
-func (w *bloomWorker) newModel(sp BloomSpec) *memPaged {
-	b, err := newMemPaged(sp)
+func (w *bloomWorker) newModel(sp BloomSpec) *PagedBloom {
+	b, err := NewPagedBloom(sp)
 	require.NoError(w.t, err)
 	return b
 }
@@ -361,7 +361,7 @@ func (w *bloomWorker) blindModel(i int, it []byte) {
 	if w.models[i] == nil {
 		w.models[i] = w.newModel(DefaultBloomSpec())
 	}
-	_, _ = w.models[i].Add(it, true)
+	_, _ = w.models[i].add(it, true)
 }
 
 // step draws a key and a write path and runs it.
@@ -420,7 +420,7 @@ func (w *bloomWorker) mAdd(step, i int) {
 	want := []bool{}
 	var wantErr error
 	for _, it := range its {
-		a, err := w.models[i].Add(it, false)
+		a, err := w.models[i].add(it, false)
 		if err != nil {
 			wantErr = err
 			break
@@ -452,7 +452,7 @@ func (w *bloomWorker) insertSmall(step, i int) {
 	}
 	want := []bool{}
 	for _, it := range its {
-		a, err := w.models[i].Add(it, false)
+		a, err := w.models[i].add(it, false)
 		if err != nil {
 			break
 		}

@@ -46,11 +46,7 @@ func decodeValue(b []byte) (sketch, error) {
 		case kindPagedBloom:
 			return parsePagedBloom(b)
 		case kindPagedBloomDump:
-			d, err := parsePagedDump(b)
-			if err != nil {
-				return nil, err
-			}
-			return d.header, nil
+			return nil, corruptf("a paged Bloom filter's dump is not a stored value")
 		}
 		return ParseBloom(b)
 	case KindCMS:
@@ -66,6 +62,12 @@ func decodeValue(b []byte) (sketch, error) {
 // returns its kind. Malformed values return an error wrapping
 // ErrCorruption.
 func ValidateValue(value []byte) (Kind, error) {
+	if len(value) > 0 && value[0] == kindPagedBloomDump {
+		if _, err := parsePagedDump(value); err != nil {
+			return KindNone, err
+		}
+		return KindBloom, nil
+	}
 	s, err := decodeValue(value)
 	if err != nil {
 		return KindNone, err

@@ -11,6 +11,7 @@ type deferredBloom struct {
 	hdr    *pagedBloom
 	ps     *pageSet
 	stripe int
+	st, gl uint64 // the cache's epochs before the header was read
 }
 
 // BFAdd is Store.BFMAdd on a paged Bloom filter with its writes added to
@@ -30,6 +31,7 @@ func (d *Deferred) BFAdd(key []byte, items ...[]byte) ([]bool, error) {
 	db := d.bloom[string(key)]
 	created := false
 	if db == nil {
+		st, gl := s.cacheTag(stripe)
 		hdr, err := s.pagedHeaderLocked(stripe, key)
 		if errors.Is(err, errLegacyBloom) {
 			return nil, ErrInvalidArgument
@@ -43,7 +45,7 @@ func (d *Deferred) BFAdd(key []byte, items ...[]byte) ([]bool, error) {
 			}
 			created = true
 		}
-		db = &deferredBloom{hdr: hdr, ps: s.newPageSet(bytes.Clone(key)), stripe: stripe}
+		db = &deferredBloom{hdr: hdr, ps: s.newPageSet(bytes.Clone(key)), stripe: stripe, st: st, gl: gl}
 	}
 	added, deltas, err := s.addItemsTo(db.ps, key, db.hdr, items, false)
 	if err == nil || errors.Is(err, ErrFilterFull) {
@@ -68,11 +70,6 @@ func (d *Deferred) BFAdd(key []byte, items ...[]byte) ([]bool, error) {
 // writeBloom adds one BFAdd's header operand and page operands.
 func (d *Deferred) writeBloom(key []byte, db *deferredBloom, created bool, deltas []int64) error {
 	s := d.s
-	if created {
-		if err := s.dropPages(d.b, key); err != nil {
-			return err
-		}
-	}
 	hop := &pagedBloomOp{layers: len(db.hdr.counts), deltas: deltas}
 	if created {
 		hop.spec = &db.hdr.spec
@@ -93,8 +90,9 @@ func (d *Deferred) commitBloom(err error) {
 		if err != nil {
 			s.invalidate([]byte(k))
 		} else {
-			st, gl := s.cacheTag(db.stripe)
-			s.putPaged(db.stripe, []byte(k), db.hdr, st, gl)
+			// Tagged as of the header's read: any write to the stripe
+			// since (a blind Batch's) makes it stale.
+			s.putPaged(db.stripe, []byte(k), db.hdr, db.st, db.gl)
 		}
 		m.Unlock()
 	}

@@ -19,14 +19,14 @@ func TestPagedBloomFPR(t *testing.T) {
 		capacity, probes = 50_000, 50_000
 	}
 	for _, rate := range []float64{0.1, 0.01, 0.001} {
-		m, err := newMemPaged(BloomSpec{ErrorRate: rate, Capacity: capacity, Expansion: 2})
+		m, err := NewPagedBloom(BloomSpec{ErrorRate: rate, Capacity: capacity, Expansion: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := int64(0)
 		for _, fill := range []int64{capacity, 4 * capacity} {
 			for ; n < fill; n++ {
-				if _, err := m.Add(fmt.Appendf(nil, "in-%d", n), false); err != nil {
+				if _, err := m.add(fmt.Appendf(nil, "in-%d", n), false); err != nil {
 					t.Fatal(err)
 				}
 			}

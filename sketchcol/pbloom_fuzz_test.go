@@ -8,10 +8,10 @@ import (
 
 // pagedSeeds are valid header, operand, page and dump bytes.
 func pagedSeeds(t testing.TB) [][]byte {
-	m, err := newMemPaged(BloomSpec{ErrorRate: 0.01, Capacity: 50, Expansion: 2})
+	m, err := NewPagedBloom(BloomSpec{ErrorRate: 0.01, Capacity: 50, Expansion: 2})
 	require.NoError(t, err)
 	for i := range 120 {
-		_, _ = m.Add([]byte{byte(i), 'x'}, false)
+		_, _ = m.add([]byte{byte(i), 'x'}, false)
 	}
 	spec := DefaultBloomSpec()
 	return [][]byte{

@@ -189,10 +189,16 @@ func zeroed(buf []byte, n int) []byte {
 func (PageMerger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
 	var bits []byte
 	for _, o := range operands {
+		n := len(bits)
 		var err error
-		if bits, err = orPageOp(bits, o); err != nil {
+		if bits, err = orPageOp(bits, o); err != nil || (n > 0 && len(bits) != n) {
+			// Operands of two page sizes: a later one replaces what came
+			// before it only when applied to the value, in order.
 			return nil, false
 		}
+	}
+	if len(bits) == 0 {
+		return nil, false
 	}
 	if ones := popcount(bits); ones*3 < len(bits) { // sparse: positions are smaller
 		positions := make([]uint32, 0, ones)

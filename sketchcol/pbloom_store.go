@@ -167,6 +167,9 @@ func (s *Store) pagedHeaderLocked(stripe int, key []byte) (*pagedBloom, error) {
 // added; otherwise it goes into the newest, which is first stacked with a
 // new one when it holds its capacity. REQUIRES: the stripe's lock.
 func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfill bool, items [][]byte) ([]bool, error) {
+	// The tag is taken before the header is read: a blind writer's commit
+	// (a Batch takes no lock) after it makes the header cached below stale.
+	st, gl := s.cacheTag(stripe)
 	b, err := s.pagedHeaderLocked(stripe, key)
 	if err != nil {
 		return nil, err
@@ -195,7 +198,6 @@ func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfi
 	if created {
 		hop.spec = &b.spec
 	}
-	st, gl := s.cacheTag(stripe)
 	if err := s.writePaged(key, created, hop, ps); err != nil {
 		return nil, err
 	}
@@ -255,18 +257,14 @@ func (s *Store) addItemsTo(ps *pageSet, key []byte, b *pagedBloom, items [][]byt
 }
 
 // writePaged writes a header operand and pages as one batch (into the
-// view's batch in a transaction); a created filter first deletes whatever
-// pages an earlier filter of the key left.
+// view's batch in a transaction). A created filter deletes no pages: a
+// blind Batch may be creating the same key at once, and its pages must
+// not be lost; pages an earlier filter left are dropped when the key is
+// deleted, and one of another size reads as zeros.
 func (s *Store) writePaged(key []byte, created bool, hop *pagedBloomOp, ps *pageSet) error {
 	wb := s.view
 	if wb == nil {
 		wb = s.db.NewBatch()
-	}
-	if created {
-		start, end := pageRange(key)
-		if err := wb.DeleteRangeCF(s.pages, start, end); err != nil {
-			return err
-		}
 	}
 	if err := wb.MergeCF(s.cf, key, appendPagedBloomOp(nil, hop)); err != nil {
 		return err

@@ -361,6 +361,11 @@ var errViewApply = errors.New("sketchcol: Apply on a view (WithBatch); apply the
 
 // restoreValue validates value and returns what to store.
 func restoreValue(value []byte) ([]byte, error) {
+	if len(value) > 0 && (value[0] == kindPagedBloomDump || value[0] == kindPagedBloom) {
+		// A paged filter is its header and its pages: only Store.Restore
+		// (restorePaged) writes both.
+		return nil, fmt.Errorf("%w: a paged Bloom filter is restored with Store.Restore, not written as one value", ErrInvalidArgument)
+	}
 	s, err := decodeValue(value)
 	if err != nil {
 		return nil, fmt.Errorf("sketchcol: restore: %w", err)

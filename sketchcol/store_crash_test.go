@@ -265,14 +265,14 @@ func (m storeModel) applyBlind(t *testing.T, key string, its [][]byte) {
 			h.Add(e)
 		}
 	case 'b':
-		b, _ := m[key].(*memPaged)
+		b, _ := m[key].(*PagedBloom)
 		if b == nil {
-			b, err = newMemPaged(DefaultBloomSpec())
+			b, err = NewPagedBloom(DefaultBloomSpec())
 			require.NoError(t, err)
 			m[key] = b
 		}
 		for _, it := range its {
-			_, _ = b.Add(it, true)
+			_, _ = b.add(it, true)
 		}
 	case 'm', 't':
 		m.applyBlindCMSTopK(key, its)

@@ -199,14 +199,14 @@ func (w *workload) pfCount() {
 	w.check(fmt.Sprint("PFCount ", keys), got, want, err, wantErr)
 }
 
-func (w *workload) bloomFor(key string) (*memPaged, error) {
+func (w *workload) bloomFor(key string) (*PagedBloom, error) {
 	if err := w.m.kindErr(key, KindBloom); err != nil {
 		return nil, err
 	}
-	if b, ok := w.m[key].(*memPaged); ok {
+	if b, ok := w.m[key].(*PagedBloom); ok {
 		return b, nil
 	}
-	b, err := newMemPaged(DefaultBloomSpec())
+	b, err := NewPagedBloom(DefaultBloomSpec())
 	require.NoError(w.t, err)
 	w.m[key] = b
 	return b, nil
@@ -220,7 +220,7 @@ func (w *workload) bfAdd() {
 	if wantErr == nil {
 		want = []bool{}
 		for _, it := range items {
-			added, e := b.Add(it, false)
+			added, e := b.add(it, false)
 			if e != nil {
 				wantErr = ErrFilterFull
 				break
@@ -236,7 +236,7 @@ func (w *workload) bfAddBlind() {
 	require.NoError(w.t, w.s.BFAddBlind(k(key), items...))
 	if b, err := w.bloomFor(key); err == nil {
 		for _, it := range items {
-			_, _ = b.Add(it, true)
+			_, _ = b.add(it, true)
 		}
 	}
 }
@@ -256,7 +256,7 @@ func (w *workload) bfReserve() {
 	case wantErr == nil:
 		spec, e := o.bloomSpec(rate, capacity)
 		require.NoError(w.t, e)
-		b, e := newMemPaged(spec)
+		b, e := NewPagedBloom(spec)
 		require.NoError(w.t, e)
 		w.m[key] = b
 	}
@@ -270,7 +270,7 @@ func (w *workload) bfExists() {
 	wantErr := w.m.kindErr(key, KindBloom)
 	if wantErr == nil {
 		want = make([]bool, len(items))
-		if b, ok := w.m[key].(*memPaged); ok {
+		if b, ok := w.m[key].(*PagedBloom); ok {
 			for i, it := range items {
 				want[i] = b.Exists(it)
 			}
@@ -279,7 +279,7 @@ func (w *workload) bfExists() {
 	w.check("BFMExists "+key, got, want, err, wantErr)
 	card, err := w.s.BFCard(k(key))
 	var wantCard int64
-	if b, ok := w.m[key].(*memPaged); ok {
+	if b, ok := w.m[key].(*PagedBloom); ok {
 		wantCard = b.Card()
 	}
 	if wantErr != nil {

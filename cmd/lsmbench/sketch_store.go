@@ -138,7 +138,7 @@ func storeBlindAdds(s *sketchcol.Store, c sketchLabConfig, ids [][]byte, ph *pha
 // through the sketch types' own methods.
 func standaloneSketches(c sketchLabConfig, ids [][]byte) ([][]byte, error) {
 	h := sketchcol.NewHLL()
-	b, err := sketchcol.NewScalableBloom(sketchcol.BloomSpec{ErrorRate: c.Rate, Capacity: int64(c.Capacity), Expansion: 2})
+	b, err := sketchcol.NewPagedBloom(sketchcol.BloomSpec{ErrorRate: c.Rate, Capacity: int64(c.Capacity), Expansion: 2})
 	if err != nil {
 		return nil, err
 	}

@@ -347,7 +347,7 @@ func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
 // setMeta records the Redis cache bytes of key. REQUIRES: key's lock.
 func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
 	var err error
-	ks.modified(key)
+	defer ks.modified(key) // once the write is visible, under the key's lock
 	if ks.tx != nil {
 		err = ks.tx.b.PutCF(ks.meta, key, c[:])
 	} else {
@@ -363,7 +363,7 @@ func (ks *keyspace) setMeta(key []byte, c [8]byte) error {
 // deleteMeta deletes the cache bytes of key. REQUIRES: key's lock.
 func (ks *keyspace) deleteMeta(key []byte) error {
 	var err error
-	ks.modified(key)
+	defer ks.modified(key) // once the write is visible, under the key's lock
 	if ks.tx != nil {
 		err = ks.tx.b.DeleteCF(ks.meta, key)
 	} else {
@@ -388,9 +388,11 @@ func (ks *keyspace) newBatch() *sieve.Batch {
 // apply applies b, from newBatch, whose writes are to keys (nil: any), and
 // keeps the Store's cache exact. In a transaction the writes wait for EXEC.
 func (ks *keyspace) apply(b *sieve.Batch, keys [][]byte) error {
-	for _, k := range keys {
-		ks.modified(k)
-	}
+	defer func() { // once the writes are visible, under the keys' locks
+		for _, k := range keys {
+			ks.modified(k)
+		}
+	}()
 	if ks.tx != nil {
 		if err := b.Err(); err != nil {
 			return err
@@ -457,7 +459,7 @@ func (ks *keyspace) setString(key, v []byte) error {
 	if err := checkSize(key, len(v)+1); err != nil {
 		return err
 	}
-	ks.modified(key)
+	defer ks.modified(key) // once the write is visible, under the key's lock
 	if _, ok := ks.metaOf(key); !ok {
 		return ks.st.Put(key, encodeString(v))
 	}
@@ -484,9 +486,11 @@ func checkSize(key []byte, vlen int) error {
 
 // del deletes keys that exist (the caller checked). REQUIRES: their locks.
 func (ks *keyspace) del(keys ...[]byte) error {
-	for _, k := range keys {
-		ks.modified(k)
-	}
+	defer func() { // once the deletions are visible, under the keys' locks
+		for _, k := range keys {
+			ks.modified(k)
+		}
+	}()
 	if len(keys) == 1 {
 		if _, ok := ks.metaOf(keys[0]); !ok {
 			return ks.st.Delete(keys[0])
@@ -506,11 +510,17 @@ func (ks *keyspace) del(keys ...[]byte) error {
 // flush deletes every key, and marks the clients watching a key that
 // existed (Redis 7.0 marks those only). REQUIRES: lockAll.
 func (ks *keyspace) flush() error {
+	var existed [][]byte
 	for _, k := range ks.watch.keys() {
 		if v, err := ks.raw(k); err == nil && v != nil {
-			ks.modified(k)
+			existed = append(existed, k)
 		}
 	}
+	defer func() { // once the deletions are visible (lockAll held)
+		for _, k := range existed {
+			ks.modified(k)
+		}
+	}()
 	if ks.tx != nil {
 		return ks.tx.flush(ks)
 	}

@@ -62,7 +62,7 @@ func readPassword(cfg *Config, file string) error {
 		if cfg.RequirePass = strings.TrimRight(line, "\r"); cfg.RequirePass == "" {
 			return fmt.Errorf("-requirepass-file %s: the first line is empty", file)
 		}
-	case hasEnv:
+	case hasEnv && env != "":
 		cfg.RequirePass = env
 	}
 	return nil

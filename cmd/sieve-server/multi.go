@@ -153,7 +153,11 @@ func cmdExec(s *Server, r *reply, _ [][]byte) {
 	for _, q := range m.queue {
 		view.runQueued(r, q)
 	}
-	if err := s.ks.st.Apply(t.b, nil); err != nil {
+	keys := t.keys // the Store's cache entries to make stale
+	if t.flushed {
+		keys = nil // all of them
+	}
+	if err := s.ks.st.Apply(t.b, keys); err != nil {
 		r.out = r.out[:mark]
 		r.err("ERR transaction not applied: " + err.Error())
 		return // the in-memory cache bytes were never changed
@@ -164,8 +168,14 @@ func cmdExec(s *Server, r *reply, _ [][]byte) {
 	}
 }
 
-// runQueued runs one queued command of EXEC on the transaction's view.
+// runQueued runs one queued command of EXEC on the transaction's view. A
+// key over the engine's limit is refused here: in the batch, its write
+// would fail the whole transaction.
 func (s *Server) runQueued(r *reply, q queued) {
+	if len(q.args) > 1 && len(q.args[1]) > sieve.MaxKeySize {
+		r.err(fmt.Sprintf("ERR key of %d bytes exceeds sieve's limit of %d", len(q.args[1]), sieve.MaxKeySize))
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.err(fmt.Sprintf("ERR internal error in '%s': %v", q.c.name, p))

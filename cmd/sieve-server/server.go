@@ -114,6 +114,9 @@ type serverState struct {
 	connMu sync.Mutex
 	live   map[*respConn]struct{} // the open connections
 	done   bool                   // Close ran: no connection is added
+	// running counts the connections' goroutines: Close waits for them,
+	// so that no command holds an iterator or snapshot when the DB closes.
+	running sync.WaitGroup
 
 	shutdownOnce sync.Once
 	shutdown     chan struct{}
@@ -243,7 +246,10 @@ func (s *Server) Serve() error {
 			_ = nc.Close()
 			continue
 		}
-		go s.serveConn(c, cl)
+		go func() {
+			defer s.running.Done()
+			s.serveConn(c, cl)
+		}()
 	}
 }
 
@@ -293,6 +299,7 @@ func (s *Server) Close() error {
 		if s.ln != nil {
 			_ = s.ln.Close()
 		}
+		s.running.Wait() // commands in flight finish (their connections are closed)
 		s.ks.quiesce()
 		s.closeErr = s.db.Close()
 	})
@@ -316,6 +323,7 @@ func (s *Server) accept(c *respConn, cl *client) bool {
 		s.live = make(map[*respConn]struct{})
 	}
 	s.live[c] = struct{}{}
+	s.running.Add(1) // under connMu, so that Close's Wait comes after
 	s.clients.Add(1)
 	s.conns.Add(1)
 	return true
