@@ -122,26 +122,24 @@ func (d *pagedDump) exists(items [][]byte) []bool {
 // restorePaged replaces key with the filter of a dump: its header, its
 // pages, and none of the key's earlier pages. REQUIRES: key's lock.
 func (s *Store) restorePaged(key []byte, d *pagedDump) error {
-	wb := s.view
-	if wb == nil {
-		wb = s.db.NewBatch()
-	}
-	if err := s.dropPages(wb, key); err != nil {
-		return err
-	}
-	if err := wb.PutCF(s.cf, key, d.raw); err != nil {
-		return err
-	}
+	return s.writeKey(key, func(wb *sieve.Batch) error {
+		if err := s.dropPages(wb, key); err != nil {
+			return err
+		}
+		if err := wb.PutCF(s.cf, key, d.raw); err != nil {
+			return err
+		}
+		return s.putPages(wb, key, d)
+	})
+}
+
+// putPages adds d's pages, as key's, to wb.
+func (s *Store) putPages(wb *sieve.Batch, key []byte, d *pagedDump) error {
 	for k, bits := range d.pages {
 		pk := append(pagePrefix(key), k[len(pagePrefix(nil)):]...)
 		if err := wb.PutCF(s.pages, pk, append([]byte{kindBloomPage, version1}, bits...)); err != nil {
 			return err
 		}
 	}
-	if s.view != nil {
-		return nil
-	}
-	err := s.db.Apply(wb, s.wo)
-	s.invalidate(key)
-	return err
+	return nil
 }

@@ -140,20 +140,5 @@ func (s *Store) BFLoadChunk(key []byte, iter int64, chunk []byte) error {
 // writePages writes a dump's pages over key's (its header unchanged).
 // REQUIRES: key's lock.
 func (s *Store) writePages(key []byte, d *pagedDump) error {
-	wb := s.view
-	if wb == nil {
-		wb = s.db.NewBatch()
-	}
-	for k, bits := range d.pages {
-		pk := append(pagePrefix(key), k[len(pagePrefix(nil)):]...)
-		if err := wb.PutCF(s.pages, pk, append([]byte{kindBloomPage, version1}, bits...)); err != nil {
-			return err
-		}
-	}
-	if s.view != nil {
-		return nil
-	}
-	err := s.db.Apply(wb, s.wo)
-	s.invalidate(key)
-	return err
+	return s.writeKey(key, func(wb *sieve.Batch) error { return s.putPages(wb, key, d) })
 }

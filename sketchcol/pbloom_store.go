@@ -198,7 +198,7 @@ func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfi
 	if created {
 		hop.spec = &b.spec
 	}
-	if err := s.writePaged(key, created, hop, ps); err != nil {
+	if err := s.writePaged(key, hop, ps); err != nil {
 		return nil, err
 	}
 	if s.view == nil {
@@ -261,23 +261,32 @@ func (s *Store) addItemsTo(ps *pageSet, key []byte, b *pagedBloom, items [][]byt
 // blind Batch may be creating the same key at once, and its pages must
 // not be lost; pages an earlier filter left are dropped when the key is
 // deleted, and one of another size reads as zeros.
-func (s *Store) writePaged(key []byte, created bool, hop *pagedBloomOp, ps *pageSet) error {
+func (s *Store) writePaged(key []byte, hop *pagedBloomOp, ps *pageSet) error {
+	return s.writeKey(key, func(wb *sieve.Batch) error {
+		if err := wb.MergeCF(s.cf, key, appendPagedBloomOp(nil, hop)); err != nil {
+			return err
+		}
+		if ps == nil {
+			return nil
+		}
+		return ps.writeTo(wb)
+	})
+}
+
+// writeKey applies the writes fill adds to a batch as one (in a view, adds
+// them to its batch) and then makes key's cache entries stale.
+func (s *Store) writeKey(key []byte, fill func(wb *sieve.Batch) error) error {
 	wb := s.view
 	if wb == nil {
 		wb = s.db.NewBatch()
 	}
-	if err := wb.MergeCF(s.cf, key, appendPagedBloomOp(nil, hop)); err != nil {
+	if err := fill(wb); err != nil {
 		return err
 	}
-	if ps != nil {
-		if err := ps.writeTo(wb); err != nil {
-			return err
-		}
+	var err error
+	if s.view == nil {
+		err = s.db.Apply(wb, s.wo)
 	}
-	if s.view != nil {
-		return nil
-	}
-	err := s.db.Apply(wb, s.wo)
 	s.invalidate(key)
 	return err
 }
@@ -304,7 +313,7 @@ func (s *Store) pagedReserve(key []byte, spec BloomSpec) error {
 	if err != nil {
 		return err
 	}
-	return s.writePaged(key, true, &pagedBloomOp{spec: &b.spec, layers: 1}, nil)
+	return s.writePaged(key, &pagedBloomOp{spec: &b.spec, layers: 1}, nil)
 }
 
 // dropPages adds to wb the deletion of every page of key.

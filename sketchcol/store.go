@@ -321,22 +321,12 @@ func (s *Store) Put(key, value []byte) error {
 // held, so that no read is needed).
 func (s *Store) Delete(key []byte) error {
 	defer s.lock(key)()
-	wb := s.view
-	if wb == nil {
-		wb = s.db.NewBatch()
-	}
-	if err := wb.DeleteCF(s.cf, key); err != nil {
-		return err
-	}
-	if err := s.dropPages(wb, key); err != nil {
-		return err
-	}
-	var err error
-	if s.view == nil {
-		err = s.db.Apply(wb, s.wo)
-	}
-	s.invalidate(key)
-	return err
+	return s.writeKey(key, func(wb *sieve.Batch) error {
+		if err := wb.DeleteCF(s.cf, key); err != nil {
+			return err
+		}
+		return s.dropPages(wb, key)
+	})
 }
 
 // Apply applies b, a batch of the Store's DB whose writes to the Store's
