@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: bloom-scale test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
+.PHONY: bloom-scale redisbloom-diff test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
 
 test:
 	$(GO) test ./...
@@ -107,3 +107,12 @@ server-bench:
 BLOOM_ITEMS ?= 10000000
 bloom-scale:
 	GOGC=400 SIEVE_BLOOM_SCALE=$(BLOOM_ITEMS) $(GO) test -run '^TestPagedBloomScale$$' -count=1 -v -timeout 60m ./sketchcol/
+
+# sieve-server against redis-server with the RedisBloom module, command by
+# command (TestRedisBloomDifferential). REDISBLOOM_SO is a module built
+# from RedisBloom 2.4.23's source (the newest that loads into Redis 7.0;
+# cmd/sieve-server/README.md says how); nothing of it is in this repository.
+REDISBLOOM_SO ?= /tmp/redisbloom/redisbloom.so
+redisbloom-diff:
+	@test -f $(REDISBLOOM_SO) || (echo "no RedisBloom module at REDISBLOOM_SO=$(REDISBLOOM_SO)"; exit 1)
+	cd cmd/sieve-server && REDISBLOOM_SO=$(REDISBLOOM_SO) $(GO) test -run '^TestRedisBloomDifferential$$' -count=1 -v .

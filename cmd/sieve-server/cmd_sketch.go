@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/sketchcol"
@@ -25,6 +27,8 @@ func init() {
 		&command{name: "cf.reserve", arity: -3, fn: cmdCFReserve, write: true},
 		&command{name: "cf.add", arity: 3, fn: cmdCFAdd, write: true},
 		&command{name: "cf.addnx", arity: 3, fn: cmdCFAdd, write: true},
+		&command{name: "cf.insert", arity: -4, fn: cmdCFInsert, write: true},
+		&command{name: "cf.insertnx", arity: -4, fn: cmdCFInsert, write: true},
 		&command{name: "cf.exists", arity: 3, fn: cmdCFExists},
 		&command{name: "cf.mexists", arity: -3, fn: cmdCFMExists},
 		&command{name: "cf.del", arity: 3, fn: cmdCFDel, write: true},
@@ -42,16 +46,12 @@ func (r *reply) bfErr(err error, cuckoo bool) {
 		r.err("ERR item exists")
 	case errors.Is(err, sketchcol.ErrFilterFull):
 		if cuckoo {
-			r.err("ERR Filter is full")
+			r.err("Filter is full") // RedisBloom's texts without a code are sent as they are
 		} else {
 			r.err("ERR non scaling filter is full")
 		}
 	case errors.Is(err, sieve.ErrNotFound):
-		if cuckoo {
-			r.err("ERR Not found")
-		} else {
-			r.err("ERR not found")
-		}
+		r.err("ERR not found")
 	case errors.Is(err, sketchcol.ErrInvalidArgument):
 		r.err("ERR " + err.Error())
 	default:
@@ -66,7 +66,7 @@ func parseRate(r *reply, b []byte) (float64, bool) {
 		return 0, false
 	}
 	if f <= 0 || f >= 1 {
-		r.err("ERR (0 < error rate range < 1)")
+		r.err("ERR (0 < error rate range < 1) ") // RedisBloom's text, its space included
 		return 0, false
 	}
 	return f, true
@@ -123,7 +123,7 @@ func cmdBFReserve(s *Server, r *reply, args [][]byte) {
 		}
 	}
 	if o.NonScaling && o.Expansion != 0 {
-		r.err("ERR Nonscaling filters cannot expand")
+		r.err("Nonscaling filters cannot expand")
 		return
 	}
 	defer s.ks.lockWrite(args[1])()
@@ -209,7 +209,7 @@ func cmdBFInsert(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	if o.NonScaling && o.Expansion != 0 {
-		r.err("ERR Nonscaling filters cannot expand")
+		r.err("Nonscaling filters cannot expand")
 		return
 	}
 	defer s.ks.lockWrite(args[1])()
@@ -290,45 +290,27 @@ func cmdBFInfo(s *Server, r *reply, args [][]byte) {
 }
 
 func cmdCFReserve(s *Server, r *reply, args [][]byte) {
+	if len(args)%2 == 0 {
+		r.wrongArgs("cf.reserve")
+		return
+	}
 	capacity, ok := parseInt(args[2])
-	if !ok || capacity <= 0 {
-		r.err("ERR Bad capacity")
+	if !ok {
+		r.err("Bad capacity")
 		return
 	}
 	var o sketchcol.CFReserveOptions
-	for i := 3; i < len(args); i += 2 {
-		if i+1 >= len(args) {
-			r.syntax()
-			return
-		}
-		n, ok := parseInt(args[i+1])
-		switch {
-		case eq(args[i], "bucketsize"):
-			if !ok || n < 1 || n > 255 {
-				r.err("ERR Bad bucket size")
-				return
-			}
-			o.BucketSize = int(n)
-		case eq(args[i], "maxiterations"):
-			if !ok || n < 1 || n > 65535 {
-				r.err("ERR MAXITERATIONS parameter needs to be a positive integer")
-				return
-			}
-			o.MaxIterations = int(n)
-		case eq(args[i], "expansion"):
-			if !ok || n < 0 || n > 32768 {
-				r.err("ERR EXPANSION parameter needs to be a non-negative integer")
-				return
-			}
-			if n == 0 {
-				o.NonScaling = true
-			} else {
-				o.Expansion = int(n)
-			}
-		default:
-			r.syntax()
-			return
-		}
+	if !cfReserveOption(r, args, "maxiterations", 1, 65535, &o.MaxIterations) ||
+		!cfReserveOption(r, args, "bucketsize", 1, 255, &o.BucketSize) ||
+		!cfReserveOption(r, args, "expansion", 0, 32768, &o.Expansion) {
+		return
+	}
+	if o.Expansion == 0 && argIndex(args, "expansion") > 0 {
+		o.NonScaling = true // RedisBloom's EXPANSION 0
+	}
+	if bs := max(o.BucketSize, 2); int64(bs)*2 > capacity {
+		r.err("Capacity must be at least (BucketSize * 2)")
+		return
 	}
 	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.CFReserve(args[1], capacity, &o); err != nil {
@@ -336,6 +318,42 @@ func cmdCFReserve(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	r.ok()
+}
+
+// cfReserveOption reads CF.RESERVE's option name (anywhere after the
+// capacity, as RedisBloom finds it) into *v, answering RedisBloom's error
+// when it does not parse or is out of [lo, hi]; absent, *v is left 0.
+func cfReserveOption(r *reply, args [][]byte, name string, lo, hi int64, v *int) bool {
+	i := argIndex(args, name)
+	if i < 0 {
+		return true
+	}
+	up := strings.ToUpper(name)
+	n, ok := int64(0), i+1 < len(args)
+	if ok {
+		n, ok = parseInt(args[i+1])
+	}
+	switch {
+	case !ok:
+		r.err("Couldn't parse " + up)
+		return false
+	case n < lo || n > hi:
+		r.err(fmt.Sprintf("%s: value must be an integer between %d and %d, inclusive.", up, lo, hi))
+		return false
+	}
+	*v = int(n)
+	return true
+}
+
+// argIndex is the index of the first argument after the key that is name
+// (in any case), or -1.
+func argIndex(args [][]byte, name string) int {
+	for i := 2; i < len(args); i++ {
+		if eq(args[i], name) {
+			return i
+		}
+	}
+	return -1
 }
 
 func cmdCFAdd(s *Server, r *reply, args [][]byte) {
@@ -375,6 +393,10 @@ func cmdCFMExists(s *Server, r *reply, args [][]byte) {
 func cmdCFDel(s *Server, r *reply, args [][]byte) {
 	defer s.ks.lockWrite(args[1])()
 	ok, err := s.ks.st.CFDel(args[1], args[2])
+	if errors.Is(err, sieve.ErrNotFound) {
+		r.err("Not found") // RedisBloom's CF.DEL text
+		return
+	}
 	if err != nil {
 		r.bfErr(err, true)
 		return
@@ -456,4 +478,89 @@ func cmdBFLoadChunk(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	r.ok()
+}
+
+// cfMaxExpansions is RedisBloom's limit on a cuckoo filter's sub-filters
+// for CF.INSERT (CFMaxExpansions).
+const cfMaxExpansions = 32
+
+// cmdCFInsert is CF.INSERT / CF.INSERTNX key [CAPACITY c] [NOCREATE]
+// ITEMS item...: per item 1 (added), 0 (INSERTNX: present) or -1 (full).
+func cmdCFInsert(s *Server, r *reply, args [][]byte) {
+	capacity, create, items := int64(1024), true, -1
+	for i := 2; i < len(args) && items < 0; {
+		switch a := args[i]; {
+		case eq(a, "capacity"):
+			if i+1 == len(args) {
+				r.wrongArgs(lower(args[0]))
+				return
+			}
+			n, ok := parseInt(args[i+1])
+			switch {
+			case !ok:
+				r.err("Bad capacity")
+				return
+			case n < 4:
+				r.err("Capacity must be at least (BucketSize * 2)")
+				return
+			}
+			capacity, i = n, i+2
+		case eq(a, "nocreate"):
+			create, i = false, i+1
+		case eq(a, "items"):
+			items = i + 1
+		default:
+			r.err("Unknown argument received")
+			return
+		}
+	}
+	if items < 0 || items == len(args) {
+		r.wrongArgs(lower(args[0]))
+		return
+	}
+	defer s.ks.lockWrite(args[1])()
+	if !s.cfInsertReady(r, args[1], capacity, create) {
+		return
+	}
+	nx := eq(args[0], "cf.insertnx")
+	r.array(len(args) - items)
+	for _, it := range args[items:] {
+		var ok bool
+		var err error
+		if nx {
+			ok, err = s.ks.st.CFAddNX(args[1], it)
+		} else {
+			ok, err = s.ks.st.CFAdd(args[1], it)
+		}
+		switch {
+		case errors.Is(err, sketchcol.ErrFilterFull):
+			r.int(-1)
+		case err != nil:
+			r.bfErr(err, true)
+		default:
+			r.boolInt(ok)
+		}
+	}
+}
+
+// cfInsertReady creates key's filter for CF.INSERT if missing (and
+// allowed), refuses a filter at RedisBloom's maximum expansions, and
+// answers the error otherwise. REQUIRES: key's lock.
+func (s *Server) cfInsertReady(r *reply, key []byte, capacity int64, create bool) bool {
+	info, err := s.ks.st.CFInfo(key)
+	switch {
+	case errors.Is(err, sieve.ErrNotFound) && create:
+		if err := s.ks.st.CFReserve(key, capacity, nil); err != nil {
+			r.bfErr(err, true)
+			return false
+		}
+		return true
+	case err != nil:
+		r.bfErr(err, true)
+		return false
+	case info.NumFilters >= cfMaxExpansions:
+		r.err("Maximum expansions reached")
+		return false
+	}
+	return true
 }

@@ -112,7 +112,7 @@ func goRedisSketchSteps() []goRedisStep {
 		{[]any{"bf.add", "h", "x"}, "ERR:" + errWrongTypeMsg},
 		{[]any{"bf.reserve", "bf", "0.01", "1000"}, "OK"},
 		{[]any{"bf.reserve", "bf", "0.01", "1000"}, "ERR:ERR item exists"},
-		{[]any{"bf.reserve", "bf2", "2", "1000"}, "ERR:ERR (0 < error rate range < 1)"},
+		{[]any{"bf.reserve", "bf2", "2", "1000"}, "ERR:ERR (0 < error rate range < 1) "},
 		{[]any{"bf.add", "bf", "x"}, "1"},
 		{[]any{"bf.add", "bf", "x"}, "0"},
 		{[]any{"bf.madd", "bf", "x", "y"}, "[0 1]"},
@@ -133,7 +133,7 @@ func goRedisSketchSteps() []goRedisStep {
 		{[]any{"cf.del", "cf", "x"}, "1"},
 		{[]any{"cf.exists", "cf", "x"}, "1"},
 		{[]any{"cf.mexists", "cf", "x", "nope"}, "[1 0]"},
-		{[]any{"cf.del", "nocf", "x"}, "ERR:ERR Not found"},
+		{[]any{"cf.del", "nocf", "x"}, "ERR:Not found"},
 		{[]any{"type", "cf"}, "MBbloomCF"},
 	}
 }
