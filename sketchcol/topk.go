@@ -235,6 +235,22 @@ func (t *TopK) fix(j int) {
 	h[j] = top
 }
 
+// Count returns item's estimated count (TOPK.COUNT, deprecated in
+// RedisBloom): the largest count among the buckets of its rows that hold
+// its fingerprint, 0 when none does.
+func (t *TopK) Count(item []byte) int64 {
+	h := itemHash(item)
+	fp := topKFingerprint(h)
+	var n uint32
+	for i := range t.spec.Depth {
+		b := &t.buckets[i*t.spec.Width+int(rowHash(h, i)%uint64(t.spec.Width))]
+		if b.fp == fp && b.count > n {
+			n = b.count
+		}
+	}
+	return int64(n)
+}
+
 // Query reports whether item is in the heap (TOPK.QUERY).
 func (t *TopK) Query(item []byte) bool {
 	return t.find(item, topKFingerprint(itemHash(item))) >= 0

@@ -75,6 +75,19 @@ func TopKQueryReply(cur []byte, items ...[]byte) ([]bool, error) {
 	return existsAll(t.Query, items), nil
 }
 
+// TopKCountReply returns TOPK.COUNT of items in cur.
+func TopKCountReply(cur []byte, items ...[]byte) ([]int64, error) {
+	t, err := parseTopKKey(cur)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(items))
+	for i, it := range items {
+		out[i] = t.Count(it)
+	}
+	return out, nil
+}
+
 // TopKListReply returns TOPK.LIST WITHCOUNT of cur.
 func TopKListReply(cur []byte) ([]TopKItem, error) {
 	t, err := parseTopKKey(cur)

@@ -59,6 +59,12 @@ func (s *Store) TopKQuery(key []byte, items ...[]byte) ([]bool, error) {
 	return readReply(s, key, func(cur []byte) ([]bool, error) { return TopKQueryReply(cur, items...) })
 }
 
+// TopKCount returns each item's estimated count (TOPK.COUNT, deprecated in
+// RedisBloom). A missing key returns ErrTopKKeyNotFound.
+func (s *Store) TopKCount(key []byte, items ...[]byte) ([]int64, error) {
+	return readReply(s, key, func(cur []byte) ([]int64, error) { return TopKCountReply(cur, items...) })
+}
+
 // TopKList returns the top k items by count, descending, ties by their
 // bytes (TOPK.LIST). A missing key returns ErrTopKKeyNotFound.
 func (s *Store) TopKList(key []byte) ([][]byte, error) {

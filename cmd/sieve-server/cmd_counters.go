@@ -23,6 +23,7 @@ func init() {
 		&command{name: "topk.add", arity: -3, fn: cmdTopKAdd, write: true},
 		&command{name: "topk.incrby", arity: -4, fn: cmdTopKIncrBy, write: true},
 		&command{name: "topk.query", arity: -3, fn: cmdTopKQuery},
+		&command{name: "topk.count", arity: -3, fn: cmdTopKCount},
 		&command{name: "topk.list", arity: -2, fn: cmdTopKList},
 		&command{name: "topk.info", arity: 2, fn: cmdTopKInfo},
 	)
@@ -255,6 +256,19 @@ func cmdTopKQuery(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	r.ints(in)
+}
+
+// cmdTopKCount is TOPK.COUNT key item... (deprecated in RedisBloom).
+func cmdTopKCount(s *Server, r *reply, args [][]byte) {
+	n, err := s.ks.st.TopKCount(args[1], args[2:]...)
+	if err != nil {
+		r.counterErr(err)
+		return
+	}
+	r.array(len(n))
+	for _, c := range n {
+		r.int(c)
+	}
 }
 
 // cmdTopKList is TOPK.LIST key [WITHCOUNT].

@@ -89,6 +89,8 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("topk.reserve", "t", "3", "50", "5", "0.9")
 	add("topk.add", "t", "a", "b", "a", "c")
 	add("topk.query", "t", "a", "z")
+	add("topk.count", "t", "a", "c", "z")
+	add("topk.count", "not", "a")
 	add("topk.add", "not", "a")
 	for i, args := range cmds {
 		got, want := do(sc, args...), do(rc, args...)
