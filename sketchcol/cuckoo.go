@@ -102,7 +102,7 @@ type CuckooFilter struct {
 // CFInfo is what CF.INFO reports, with go-redis's field names, plus
 // ItemsDropped.
 type CFInfo struct {
-	Size             int64 // bytes of the encoded value
+	Size             int64 // as RedisBloom counts it: 40 bytes, 16 per sub-filter, one per slot
 	NumBuckets       int64 // buckets of the first sub-filter
 	NumFilters       int64
 	NumItemsInserted int64 // fingerprints stored now (adds − deletes)
@@ -248,7 +248,7 @@ func (c *CuckooFilter) slotBytes() uint64 {
 // Info returns CF.INFO's fields.
 func (c *CuckooFilter) Info() CFInfo {
 	return CFInfo{
-		Size:             int64(cuckooHeaderLen + uint64(len(c.filters)) + c.slotBytes()),
+		Size:             int64(40 + 16*uint64(len(c.filters)) + c.slotBytes()),
 		NumBuckets:       int64(c.filters[0].Buckets()),
 		NumFilters:       int64(len(c.filters)),
 		NumItemsInserted: int64(c.items),

