@@ -61,3 +61,35 @@ func TestBloomPagedServer(t *testing.T) {
 	want([]any{"bf.reserve", "copy", "0.01", "10000000"}, "OK")
 	want([]any{"bf.exists", "copy", "item1999"}, "0")
 }
+
+// TestCFScanDumpServer: a cuckoo filter moves through CF.SCANDUMP and
+// CF.LOADCHUNK (one chunk in sieve) and keeps its items.
+func TestCFScanDumpServer(t *testing.T) {
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	for i := range 50 {
+		if got := do(c, "cf.add", "cf", fmt.Sprint("i", i)); got != "1" {
+			t.Fatalf("cf.add: %s", got)
+		}
+	}
+	var chunks [][2]any
+	for iter := int64(0); ; {
+		v, err := c.Do(ctx, "cf.scandump", "cf", iter).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v[0].(int64) == 0 {
+			break
+		}
+		chunks = append(chunks, [2]any{v[0], v[1]})
+		iter = v[0].(int64)
+	}
+	for _, ch := range chunks {
+		if got := do(c, "cf.loadchunk", "copy", ch[0], ch[1]); got != "OK" {
+			t.Fatalf("cf.loadchunk: %s", got)
+		}
+	}
+	if got := do(c, "cf.exists", "copy", "i49"); got != "1" {
+		t.Fatalf("cf.exists after the load: %s", got)
+	}
+}

@@ -29,6 +29,8 @@ func init() {
 		&command{name: "cf.addnx", arity: 3, fn: cmdCFAdd, write: true},
 		&command{name: "cf.insert", arity: -4, fn: cmdCFInsert, write: true},
 		&command{name: "cf.insertnx", arity: -4, fn: cmdCFInsert, write: true},
+		&command{name: "cf.scandump", arity: 3, fn: cmdCFScanDump},
+		&command{name: "cf.loadchunk", arity: 4, fn: cmdCFLoadChunk, write: true},
 		&command{name: "cf.exists", arity: 3, fn: cmdCFExists},
 		&command{name: "cf.mexists", arity: -3, fn: cmdCFMExists},
 		&command{name: "cf.del", arity: 3, fn: cmdCFDel, write: true},
@@ -358,6 +360,10 @@ func argIndex(args [][]byte, name string) int {
 
 func cmdCFAdd(s *Server, r *reply, args [][]byte) {
 	defer s.ks.lockWrite(args[1])()
+	if info, err := s.ks.st.CFInfo(args[1]); err == nil && info.NumFilters >= cfMaxExpansions {
+		r.err("Maximum expansions reached") // RedisBloom checks it before every add
+		return
+	}
 	var ok bool
 	var err error
 	if lower(args[0]) == "cf.addnx" {
@@ -563,4 +569,62 @@ func (s *Server) cfInsertReady(r *reply, key []byte, capacity int64, create bool
 		return false
 	}
 	return true
+}
+
+// cmdCFScanDump is CF.SCANDUMP key iter. A cuckoo filter is one value in
+// sieve: iterator 0 answers [1, the value], then [0, nil] (at once for an
+// empty filter, as RedisBloom does).
+func cmdCFScanDump(s *Server, r *reply, args [][]byte) {
+	iter, ok := parseInt(args[2])
+	if !ok || iter < 0 {
+		r.err("Invalid position")
+		return
+	}
+	info, err := s.ks.st.CFInfo(args[1])
+	var v []byte
+	if err == nil && iter == 0 && info.NumItemsInserted > 0 {
+		v, err = s.ks.st.Dump(args[1])
+	}
+	if err != nil {
+		r.bfErr(err, true)
+		return
+	}
+	r.array(2)
+	if v == nil {
+		r.int(0)
+		r.null()
+		return
+	}
+	r.int(1)
+	r.bulk(v)
+}
+
+// cmdCFLoadChunk is CF.LOADCHUNK key iter chunk: chunk 1 of CF.SCANDUMP
+// (the whole filter) creates the missing key; sieve has no later chunks.
+func cmdCFLoadChunk(s *Server, r *reply, args [][]byte) {
+	iter, ok := parseInt(args[2])
+	if !ok || iter == 0 {
+		r.err("Invalid position")
+		return
+	}
+	defer s.ks.lockWrite(args[1])()
+	_, err := s.ks.st.CFInfo(args[1])
+	switch {
+	case iter == 1 && err == nil:
+		r.err("ERR item exists")
+	case iter == 1 && !errors.Is(err, sieve.ErrNotFound):
+		r.bfErr(err, true)
+	case iter == 1 && (len(args[3]) == 0 || args[3][0] != kindCuckoo):
+		r.err("Invalid header")
+	case iter == 1:
+		if err := s.ks.st.Restore(args[1], args[3]); err != nil {
+			r.err("Invalid header")
+			return
+		}
+		r.ok()
+	case err != nil:
+		r.bfErr(err, true)
+	default:
+		r.err("Couldn't load chunk!")
+	}
 }
