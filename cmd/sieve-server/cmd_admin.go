@@ -325,10 +325,21 @@ func (s *Server) infoPersistence() []string {
 	if s.cfg.Sync {
 		syncMode = "on"
 	}
+	// Redis's fields, as sieve has them: no snapshot ever runs in the
+	// background (rdb_bgsave_in_progress 0, which clients such as RLTest
+	// wait on), and the WAL is an append-only log always on (aof_enabled
+	// 1, as CONFIG GET appendonly says), never rewritten.
 	return []string{
 		"loading:0",
 		"rdb_changes_since_last_save:0",
-		"aof_enabled:0",
+		"rdb_bgsave_in_progress:0",
+		"rdb_last_save_time:" + strconv.FormatInt(time.Now().Unix(), 10),
+		"rdb_last_bgsave_status:ok",
+		"aof_enabled:1",
+		"aof_rewrite_in_progress:0",
+		"aof_rewrite_scheduled:0",
+		"aof_last_bgrewrite_status:ok",
+		"aof_last_write_status:ok",
 		"sieve_durable:1",
 		"sieve_sync:" + syncMode,
 		"sieve_dir:" + s.cfg.Dir,
