@@ -130,7 +130,8 @@ func fmix64(h uint64) uint64 {
 // pagedBloom is a decoded header.
 type pagedBloom struct {
 	spec   BloomSpec
-	counts []int64 // items added to each sub-filter; len is the number of sub-filters
+	counts []int64   // items added to each sub-filter; len is the number of sub-filters
+	geo    []pbLayer // the sub-filters' geometry, derived from spec as asked for (layer)
 }
 
 func (*pagedBloom) Kind() Kind { return KindBloom }
@@ -147,12 +148,16 @@ func newPagedBloom(spec BloomSpec) (*pagedBloom, error) {
 }
 
 func (b *pagedBloom) clone() *pagedBloom {
-	return &pagedBloom{spec: b.spec, counts: append([]int64(nil), b.counts...)}
+	return &pagedBloom{spec: b.spec, counts: append([]int64(nil), b.counts...), geo: append([]pbLayer(nil), b.geo...)}
 }
 
+// layer returns sub-filter i's geometry, computed once per header.
 func (b *pagedBloom) layer(i int) pbLayer {
-	l, _ := pagedLayer(b.spec, i) // every layer in counts was checked when added
-	return l
+	for len(b.geo) <= i {
+		l, _ := pagedLayer(b.spec, len(b.geo)) // every layer in counts was checked when added
+		b.geo = append(b.geo, l)
+	}
+	return b.geo[i]
 }
 
 // card is BF.CARD: the items added.

@@ -89,11 +89,12 @@ func (ps *pageSet) page(i int, l pbLayer, p int64) (string, *pendPage, error) {
 func (ps *pageSet) contains(b *pagedBloom, h uint64) (bool, error) {
 	for i := range b.counts {
 		l := b.layer(i)
-		_, pp, err := ps.page(i, l, probeOf(h, i, l).page)
+		p := probeOf(h, i, l)
+		_, pp, err := ps.page(i, l, p.page)
 		if err != nil {
 			return false, err
 		}
-		if testPage(pp.bits, probeOf(h, i, l), l) {
+		if testPage(pp.bits, p, l) {
 			return true, nil
 		}
 	}

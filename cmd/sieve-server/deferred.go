@@ -63,9 +63,7 @@ func (s *Server) deferrable(name string, args [][]byte) bool {
 // within the engine's limits. A command that is not is run alone, where
 // its error reply is its own: in the pipeline's batch it would fail the
 // batch and with it its neighbours.
-func fitsEngine(key []byte, vlen int) bool {
-	return len(key) <= sieve.MaxKeySize && vlen <= sieve.MaxValueSize
-}
+func fitsEngine(key []byte, vlen int) bool { return checkSize(key, vlen) == nil }
 
 // batchRoom is how many bytes the pipeline's batch may reach before it is
 // committed and a new one started (the engine refuses batches over
