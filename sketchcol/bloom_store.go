@@ -286,13 +286,16 @@ func (s *Store) BFMExists(key []byte, items ...[]byte) ([]bool, error) {
 	m := &s.locks[stripe]
 	m.Lock()
 	b, err := s.pagedHeaderLocked(stripe, key)
-	m.Unlock()
 	switch {
 	case err == nil && b == nil:
+		m.Unlock()
 		return make([]bool, len(items)), nil // missing
 	case err == nil:
-		return s.pagedExists(key, b, items)
-	case !errors.Is(err, errLegacyBloom):
+		defer m.Unlock()
+		return s.pagedExists(stripe, key, b, s.takePages(stripe, key), items)
+	}
+	m.Unlock()
+	if !errors.Is(err, errLegacyBloom) {
 		return nil, err
 	}
 	cur, err := s.get(key)

@@ -166,6 +166,7 @@ type hllCacheEntry struct {
 	kstr  string         // a key longer than kinl
 	bloom *ScalableBloom // a Bloom filter (BFAdd's entries)
 	paged *pagedBloom    // a paged Bloom filter's header
+	pages *pageCache     // and its cached pages (pbloom_pcache.go)
 	bytes int
 }
 
@@ -371,7 +372,19 @@ func (s *Store) putBloom(stripe int, key []byte, b *ScalableBloom, st, gl uint64
 // putPaged caches a paged filter's header for key, like putHLL.
 // REQUIRES: the stripe's lock.
 func (s *Store) putPaged(stripe int, key []byte, b *pagedBloom, st, gl uint64) {
-	s.putEntry(stripe, key, &hllCacheEntry{paged: b, stripe: st, global: gl})
+	s.putPagedWith(stripe, key, b, nil, st, gl)
+}
+
+// putPagedWith is putPaged with the filter's cached pages (which it owns
+// from then on: they go with the entry, or back to the budget).
+// REQUIRES: the stripe's lock.
+func (s *Store) putPagedWith(stripe int, key []byte, b *pagedBloom, pc *pageCache, st, gl uint64) {
+	e := &hllCacheEntry{paged: b, pages: pc, stripe: st, global: gl}
+	s.putEntry(stripe, key, e)
+	if !e.cached && e.pages != nil {
+		e.pages.release()
+		e.pages = nil
+	}
 }
 
 // putEntry replaces key's entry in its stripe by e and evicts past the
@@ -421,6 +434,10 @@ func (c *hllCacheStripe) resize(e *hllCacheEntry, key []byte) {
 }
 
 func (c *hllCacheStripe) drop(e *hllCacheEntry) {
+	if e.pages != nil {
+		e.pages.release()
+		e.pages = nil
+	}
 	c.hint.unpublish(e)
 	delete(c.m, e.h)
 	e.cached = false

@@ -46,6 +46,7 @@ func (d *Deferred) BFAdd(key []byte, items ...[]byte) ([]bool, error) {
 			created = true
 		}
 		db = &deferredBloom{hdr: hdr, ps: s.newPageSet(bytes.Clone(key)), stripe: stripe, st: st, gl: gl}
+		db.ps.pc = s.takePages(stripe, key)
 	}
 	added, deltas, err := s.addItemsTo(db.ps, key, db.hdr, items, false)
 	if err == nil || errors.Is(err, ErrFilterFull) {
@@ -57,6 +58,7 @@ func (d *Deferred) BFAdd(key []byte, items ...[]byte) ([]bool, error) {
 		// The key's state here may be ahead of the batch: forget it, and
 		// have Commit make the cached header stale.
 		delete(d.bloom, string(key))
+		db.ps.pc.release()
 		d.Wrote(bytes.Clone(key))
 		return nil, err
 	}
@@ -88,11 +90,12 @@ func (d *Deferred) commitBloom(err error) {
 		m := &s.locks[db.stripe]
 		m.Lock()
 		if err != nil {
+			db.ps.pc.release()
 			s.invalidate([]byte(k))
 		} else {
 			// Tagged as of the header's read: any write to the stripe
 			// since (a blind Batch's) makes it stale.
-			s.putPaged(db.stripe, []byte(k), db.hdr, db.st, db.gl)
+			s.putPagedWith(db.stripe, []byte(k), db.hdr, db.ps.pc, db.st, db.gl)
 		}
 		m.Unlock()
 	}

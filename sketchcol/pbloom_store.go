@@ -51,11 +51,16 @@ type pageSet struct {
 	order []string // pages written, in order
 	buf   []byte
 	hdr   *pagedBloom // a Batch's header of the key, as its adds left it
+	// pc is the filter's page cache (nil: none), which the set bits go
+	// into as they are set: the command that owns it releases it if its
+	// write fails.
+	pc *pageCache
 }
 
 type pendPage struct {
 	bits      []byte // nil: never written and not yet set
 	n         int64  // page bits
+	id        uint64 // pageID
 	positions []uint32
 }
 
@@ -69,17 +74,22 @@ func (ps *pageSet) page(i int, l pbLayer, p int64) (string, *pendPage, error) {
 	if pp, ok := ps.pages[string(ps.buf)]; ok {
 		return string(ps.buf), pp, nil
 	}
-	bits, err := ps.s.getPage(ps.buf)
-	if err != nil {
-		return "", nil, err
+	id := pageID(i, p)
+	bits, hit := ps.pc.get(id)
+	if !hit {
+		var err error
+		if bits, err = ps.s.getPage(ps.buf); err != nil {
+			return "", nil, err
+		}
+		if bits != nil && int64(len(bits))*8 != l.pageBits {
+			// A page an earlier filter of the key left (one replaced by a
+			// Put, not deleted) with another geometry: it reads as zeros, and
+			// the first operand of this filter's size replaces it (PageMerger).
+			bits = nil
+		}
+		ps.pc.put(id, bits)
 	}
-	if bits != nil && int64(len(bits))*8 != l.pageBits {
-		// A page an earlier filter of the key left (one replaced by a
-		// Put, not deleted) with another geometry: it reads as zeros, and
-		// the first operand of this filter's size replaces it (PageMerger).
-		bits = nil
-	}
-	pp := &pendPage{bits: bits, n: l.pageBits}
+	pp := &pendPage{bits: bits, n: l.pageBits, id: id}
 	k := string(ps.buf)
 	ps.pages[k] = pp
 	return k, pp, nil
@@ -111,6 +121,7 @@ func (ps *pageSet) set(b *pagedBloom, i int, h uint64) error {
 	}
 	if pp.bits == nil {
 		pp.bits = make([]byte, l.pageBits/8)
+		ps.pc.put(pp.id, pp.bits)
 	}
 	if pp.positions == nil {
 		ps.order = append(ps.order, k)
@@ -188,11 +199,15 @@ func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfi
 			return nil, err
 		}
 	}
-	added, deltas, ps, fullErr := s.addItems(key, b, items, overfill)
+	ps := s.newPageSet(key)
+	ps.pc = s.takePages(stripe, key)
+	added, deltas, fullErr := s.addItemsTo(ps, key, b, items, overfill)
 	if fullErr != nil && !errors.Is(fullErr, ErrFilterFull) {
+		ps.pc.release() // bits set in place that are not written
 		return nil, fullErr
 	}
 	if !created && len(ps.order) == 0 {
+		s.givePages(stripe, key, ps.pc)
 		return added, fullErr // nothing new: nothing written
 	}
 	hop := &pagedBloomOp{layers: len(b.counts), deltas: deltas}
@@ -200,27 +215,21 @@ func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfi
 		hop.spec = &b.spec
 	}
 	if err := s.writePaged(key, hop, ps); err != nil {
+		ps.pc.release()
 		return nil, err
 	}
 	if s.view == nil {
-		s.putPaged(stripe, key, b, st+1, gl) // writePaged made the stripe's entries stale
+		s.putPagedWith(stripe, key, b, ps.pc, st+1, gl) // writePaged made the stripe's entries stale
 	}
 	return added, fullErr
 }
 
-// addItems runs the adds on b (updated in memory) and returns the
-// answers, the count added to each sub-filter and the pages to write; an
+// addItemsTo runs the adds on b (updated in memory) and returns the
+// answers, the count added to each sub-filter and the pages to write (in ps); an
 // item that does not fit a full non-scaling (or 64-deep) filter stops the
 // adds with ErrFilterFull, unless overfill (blind adds), which puts it
 // in the full sub-filter anyway: more false positives, never a false
 // negative.
-func (s *Store) addItems(key []byte, b *pagedBloom, items [][]byte, overfill bool) ([]bool, []int64, *pageSet, error) {
-	ps := s.newPageSet(key)
-	added, deltas, err := s.addItemsTo(ps, key, b, items, overfill)
-	return added, deltas, ps, err
-}
-
-// addItemsTo is addItems on the pages of ps.
 func (s *Store) addItemsTo(ps *pageSet, key []byte, b *pagedBloom, items [][]byte, overfill bool) ([]bool, []int64, error) {
 	added := make([]bool, 0, len(items))
 	deltas := make([]int64, len(b.counts))
@@ -294,8 +303,12 @@ func (s *Store) writeKey(key []byte, fill func(wb *sieve.Batch) error) error {
 
 // pagedExists answers BF.EXISTS / BF.MEXISTS on a paged filter, reading
 // one page per sub-filter per item.
-func (s *Store) pagedExists(key []byte, b *pagedBloom, items [][]byte) ([]bool, error) {
+// REQUIRES: the stripe's lock when pc is not nil (the filter's cached
+// pages, taken with takePages; pagedExists gives them back).
+func (s *Store) pagedExists(stripe int, key []byte, b *pagedBloom, pc *pageCache, items [][]byte) ([]bool, error) {
 	ps := s.newPageSet(key)
+	ps.pc = pc
+	defer s.givePages(stripe, key, pc)
 	out := make([]bool, len(items))
 	for i, it := range items {
 		in, err := ps.contains(b, itemHash(it))

@@ -66,6 +66,8 @@ type storeState struct {
 	epochs   cacheEpochs
 	hllCache [lockStripes]hllCacheStripe
 	hint     *cacheHints
+	// What the cached pages of paged filters take (pbloom_pcache.go).
+	pageBudget pageBudget
 }
 
 // StoreOptions configure a Store. The zero value (and nil) is the default.
@@ -78,9 +80,18 @@ type StoreOptions struct {
 	// their own options in Batch.Commit.
 	Sync bool
 
+	// PageCacheSize bounds the memory of the cache of paged filters'
+	// pages (their bits as the Store's last commands left them), which
+	// lets a command on a page it holds skip the LSM read. Zero means the
+	// default, 64 MiB; negative turns the cache off.
+	PageCacheSize int64
+
 	// merger replaces Merger{} (tests count its calls).
 	merger sieve.Merger
 }
+
+// DefaultPageCacheSize is StoreOptions.PageCacheSize's default.
+const DefaultPageCacheSize = 64 << 20
 
 // lockStripes is the size of the lock array. Keys hash onto stripes, so
 // two keys may share one; with 256 stripes and a handful of goroutines
@@ -128,6 +139,10 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 	}
 	if opts.Sync {
 		s.wo = sieve.Sync
+	}
+	s.pageBudget.limit = opts.PageCacheSize
+	if opts.PageCacheSize == 0 {
+		s.pageBudget.limit = DefaultPageCacheSize
 	}
 	return s, nil
 }
