@@ -127,8 +127,12 @@ func (t keyType) redisType() string {
 	return "none"
 }
 
-func openKeyspace(db *sieve.DB, sync bool) (*keyspace, error) {
-	st, err := sketchcol.OpenWithOptions(db, &sketchcol.StoreOptions{Sync: sync})
+func openKeyspace(db *sieve.DB, sync bool, pageCacheMiB int) (*keyspace, error) {
+	pc := int64(pageCacheMiB) << 20
+	if pc == 0 {
+		pc = -1 // off
+	}
+	st, err := sketchcol.OpenWithOptions(db, &sketchcol.StoreOptions{Sync: sync, PageCacheSize: pc})
 	if err != nil {
 		return nil, err
 	}

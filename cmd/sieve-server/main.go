@@ -86,6 +86,8 @@ func run(argv []string) int {
 	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs and PFADDs of one pipeline as one batch")
 	fs.IntVar(&cfg.MemTableMiB, "memtable-mib", cfg.MemTableMiB, "memtable size, MiB (0: the engine's default, 32)")
 	fs.IntVar(&cfg.L0Trigger, "l0-compaction-trigger", cfg.L0Trigger, "L0 tables that trigger a compaction (0: the engine's default, 4)")
+	fs.IntVar(&cfg.PageCacheMiB, "sketch-page-cache-mib", cfg.PageCacheMiB, "memory for the pages of paged sketches (Bloom filters) that commands read, MiB (0: off)")
+	memLimit := fs.Int("memory-limit-mib", 768, "soft limit of the Go heap, MiB: the collector works harder near it (0: none; GOMEMLIMIT overrides)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at shutdown")
 	if err := fs.Parse(argv); err != nil {
@@ -97,6 +99,10 @@ func run(argv []string) int {
 	}
 	if cfg.L0Trigger < 0 || cfg.L0Trigger > 32 {
 		fmt.Fprintf(os.Stderr, "sieve-server: -l0-compaction-trigger %d: want 0 (the engine's default) to 32\n", cfg.L0Trigger)
+		return 2
+	}
+	if cfg.PageCacheMiB < 0 || cfg.PageCacheMiB > 1<<20 {
+		fmt.Fprintf(os.Stderr, "sieve-server: -sketch-page-cache-mib %d: want 0 (off) to 1048576\n", cfg.PageCacheMiB)
 		return 2
 	}
 	if err := readPassword(&cfg, *passFile); err != nil {
@@ -145,9 +151,14 @@ func run(argv []string) int {
 		}
 	}
 	// The server's garbage is short-lived (requests, replies): collect
-	// less often than Go's default, at the cost of a larger heap.
+	// less often than Go's default, at the cost of a larger heap, which
+	// the soft memory limit bounds (the collector runs more often near
+	// it rather than let the heap pass it).
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
+		debug.SetMemoryLimit(int64(*memLimit) << 20)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)

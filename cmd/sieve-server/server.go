@@ -44,6 +44,11 @@ type Config struct {
 	// PFADD benchmark of cmd/sieve-server/README.md measures it), for a
 	// Get that probes up to twice as many L0 filters.
 	L0Trigger int
+	// PageCacheMiB bounds the memory of the sketch Store's cache of
+	// paged filters' pages (sketchcol.StoreOptions.PageCacheSize), MiB;
+	// 0 turns it off. The default, 128, holds a Bloom filter for 100M
+	// items at 1% whole, as Redis holds it.
+	PageCacheMiB int
 	// ProtectedMode refuses clients from other machines while no password
 	// is set (Redis's protected-mode; default on).
 	ProtectedMode bool
@@ -66,6 +71,7 @@ func DefaultConfig() Config {
 		ProtectedMode: true,
 		MemTableMiB:   8,
 		L0Trigger:     8,
+		PageCacheMiB:  128,
 	}
 }
 
@@ -167,7 +173,7 @@ func Open(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks, err := openKeyspace(db, cfg.Sync)
+	ks, err := openKeyspace(db, cfg.Sync, cfg.PageCacheMiB)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
