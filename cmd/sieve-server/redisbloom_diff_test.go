@@ -44,6 +44,14 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("bf.info", "b", "filters")
 	add("bf.info", "b", "items")
 	add("bf.info", "b", "expansion")
+	add("bf.debug", "b")
+	add("bf.reserve", "dbg", "0.001", "100", "expansion", "3")
+	for i := range 60 {
+		add("bf.add", "dbg", fmt.Sprint("d", i))
+	}
+	add("bf.debug", "dbg")
+	add("bf.debug", "nokey")
+	add("bf.debug", "str")
 	add("bf.insert", "ns", "capacity", "3", "nonscaling", "items", "a", "b", "c", "d")
 	add("bf.add", "ns", "e")
 	add("bf.insert", "nc", "nocreate", "items", "a")
