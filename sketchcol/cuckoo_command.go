@@ -93,23 +93,31 @@ func CFAddNXReply(cur []byte, spec *CuckooSpec, items ...[]byte) ([]bool, error)
 // CFDelReply returns CF.DEL's answer: whether a copy of item's
 // fingerprint is there to remove (false for a missing key).
 func CFDelReply(cur []byte, item []byte) (bool, error) {
-	return replyOn(cur, KindCuckoo, ParseCuckoo, false, func(c *CuckooFilter) bool { return c.Exists(item) })
+	return replyOn(cur, KindCuckoo, parseCuckooAny, false, func(c *CuckooFilter) bool { return c.Exists(item) })
 }
 
 // CFExistsReply returns CF.EXISTS/CF.MEXISTS for items.
 func CFExistsReply(cur []byte, items ...[]byte) ([]bool, error) {
-	return replyOn(cur, KindCuckoo, ParseCuckoo, make([]bool, len(items)), func(c *CuckooFilter) []bool {
+	return replyOn(cur, KindCuckoo, parseCuckooAny, make([]bool, len(items)), func(c *CuckooFilter) []bool {
 		return existsAll(c.Exists, items)
 	})
 }
 
 // CFCountReply returns CF.COUNT of item (it may over-count).
 func CFCountReply(cur []byte, item []byte) (int64, error) {
-	return replyOn(cur, KindCuckoo, ParseCuckoo, 0, func(c *CuckooFilter) int64 { return c.Count(item) })
+	return replyOn(cur, KindCuckoo, parseCuckooAny, 0, func(c *CuckooFilter) int64 { return c.Count(item) })
 }
 
-// CFInfoReply returns CF.INFO of a value.
+// CFInfoReply returns CF.INFO of a value, a paged filter's header or its
+// dump.
 func CFInfoReply(cur []byte) (CFInfo, error) {
+	if len(cur) > 0 && cur[0] == kindPagedCuckoo {
+		h, err := parsePagedCuckoo(cur)
+		if err != nil {
+			return CFInfo{}, err
+		}
+		return h.info(), nil
+	}
 	c, err := parseCuckooKey(cur)
 	if err != nil {
 		return CFInfo{}, err
@@ -118,11 +126,11 @@ func CFInfoReply(cur []byte) (CFInfo, error) {
 }
 
 func parseCuckooKey(cur []byte) (*CuckooFilter, error) {
-	return parseValue(cur, KindCuckoo, ParseCuckoo)
+	return parseValue(cur, KindCuckoo, parseCuckooAny)
 }
 
 func cuckooOrNew(cur []byte, spec *CuckooSpec) (*CuckooFilter, error) {
-	return valueOrNew(cur, KindCuckoo, ParseCuckoo, func() (*CuckooFilter, error) {
+	return valueOrNew(cur, KindCuckoo, parseCuckooAny, func() (*CuckooFilter, error) {
 		s, err := cuckooSpecOrDefault(spec)
 		if err != nil {
 			return nil, err

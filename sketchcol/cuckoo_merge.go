@@ -29,8 +29,14 @@ const (
 
 func (*cuckooOp) kind() Kind                { return KindCuckoo }
 func (o *cuckooOp) create() (sketch, error) { return NewCuckooFilter(o.spec) }
+
+// apply applies the records to a filter stored whole; a paged filter's
+// header is left alone (its writers place items under the key's lock).
 func (o *cuckooOp) apply(s sketch) {
-	c := s.(*CuckooFilter)
+	c, ok := s.(*CuckooFilter)
+	if !ok {
+		return
+	}
 	for _, r := range o.recs {
 		applyCuckooRecord(c, r)
 	}

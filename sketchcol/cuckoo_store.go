@@ -1,6 +1,9 @@
 package sketchcol
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Cuckoo commands of the Store (RedisBloom's CF.*).
 
@@ -51,14 +54,18 @@ func (o *CFReserveOptions) cuckooSpec(capacity int64) (CuckooSpec, error) {
 // CFReserve creates an empty cuckoo filter at key sized for capacity
 // items (CF.RESERVE). A key that holds a cuckoo filter already returns
 // ErrItemExists, one of another kind ErrWrongType; arguments out of
-// range return ErrInvalidArgument.
+// range return ErrInvalidArgument. The filter is paged (pcuckoo.go): it
+// costs its header until items are added, whatever its capacity.
 func (s *Store) CFReserve(key []byte, capacity int64, o *CFReserveOptions) error {
 	spec, err := o.cuckooSpec(capacity)
 	if err != nil {
 		return err
 	}
-	op, err := CFReserveOp(spec)
-	return s.reserve(key, KindCuckoo, op, err)
+	defer s.lock(key)()
+	if err := s.checkAbsent(key, KindCuckoo); err != nil {
+		return err
+	}
+	return s.cuckooDo(key, &spec, true, func(*cuckooPages) error { return nil })
 }
 
 // CFAdd adds one copy of item to the cuckoo filter at key (CF.ADD;
@@ -68,6 +75,14 @@ func (s *Store) CFReserve(key []byte, capacity int64, o *CFReserveOptions) error
 // (then nothing is written).
 func (s *Store) CFAdd(key, item []byte) (bool, error) {
 	defer s.lock(key)()
+	err := s.cuckooDo(key, nil, true, func(ps *cuckooPages) error { return ps.add(itemHash(item)) })
+	if errors.Is(err, errLegacyCuckoo) {
+		return s.legacyCFAdd(key, item)
+	}
+	return err == nil, err
+}
+
+func (s *Store) legacyCFAdd(key, item []byte) (bool, error) {
 	cur, err := s.get(key)
 	if err != nil {
 		return false, err
@@ -86,6 +101,22 @@ func (s *Store) CFAdd(key, item []byte) (bool, error) {
 // whether it added it; it creates a missing key as CFAdd does.
 func (s *Store) CFAddNX(key, item []byte) (bool, error) {
 	defer s.lock(key)()
+	added := false
+	err := s.cuckooDo(key, nil, true, func(ps *cuckooPages) error {
+		h := itemHash(item)
+		if in, err := ps.exists(h); in || err != nil {
+			return err
+		}
+		added = true
+		return ps.add(h)
+	})
+	if errors.Is(err, errLegacyCuckoo) {
+		return s.legacyCFAddNX(key, item)
+	}
+	return added && err == nil, err
+}
+
+func (s *Store) legacyCFAddNX(key, item []byte) (bool, error) {
 	cur, err := s.get(key)
 	if err != nil {
 		return false, err
@@ -102,12 +133,34 @@ func (s *Store) CFAddNX(key, item []byte) (bool, error) {
 }
 
 // CFAddBlind adds one copy of each item to the cuckoo filter at key,
-// creating one with the defaults if missing, without reading it: one
-// merge operand of add records. An add that finds the filter full when
-// merged is lost and counted in CFInfo.ItemsDropped; on a key of another
-// kind the operand is dropped when merged.
+// creating one with the defaults if missing; an add that finds the filter
+// full is lost and counted in CFInfo.ItemsDropped. On a paged filter (and
+// a missing key) it places the items under the key's lock as CFAdd does,
+// in one write: a cuckoo filter's placement depends on what it holds, so
+// its writes cannot be blind. On a filter stored whole it writes one
+// merge operand of add records without reading; on a key of another kind
+// that operand is dropped when merged.
 func (s *Store) CFAddBlind(key []byte, items ...[]byte) error {
-	return s.mergeOp(key)(CFAddOp(nil, items...))
+	unlock := s.lock(key)
+	err := s.cuckooDo(key, nil, true, func(ps *cuckooPages) error { return ps.addAll(items) })
+	unlock()
+	if errors.Is(err, errLegacyCuckoo) || errors.Is(err, ErrWrongType) {
+		return s.mergeOp(key)(CFAddOp(nil, items...))
+	}
+	return err
+}
+
+// addAll adds items, counting those that find the filter full as dropped.
+func (ps *cuckooPages) addAll(items [][]byte) error {
+	for _, it := range items {
+		err := ps.add(itemHash(it))
+		if errors.Is(err, ErrFilterFull) {
+			ps.hdr.dropped++
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // CFDel removes one copy of item's fingerprint, from the newest sub-filter
@@ -119,15 +172,19 @@ func (s *Store) CFAddBlind(key []byte, items ...[]byte) error {
 // other item, which then tests negative.
 func (s *Store) CFDel(key, item []byte) (bool, error) {
 	defer s.lock(key)()
+	found := false
+	err := s.cuckooDo(key, nil, false, func(ps *cuckooPages) (err error) {
+		found, err = ps.del(itemHash(item))
+		return err
+	})
+	if !errors.Is(err, errLegacyCuckoo) {
+		return found && err == nil, err
+	}
 	cur, err := s.get(key)
 	if err != nil {
 		return false, err
 	}
-	if cur == nil {
-		return false, notFound(key)
-	}
-	found, err := CFDelReply(cur, item)
-	if err != nil || !found {
+	if found, err = CFDelReply(cur, item); err != nil || !found {
 		return false, err
 	}
 	return true, s.merge(key, CFDelOp(item))
@@ -139,23 +196,52 @@ func (s *Store) CFExists(key, item []byte) (bool, error) {
 	return first(s.CFMExists(key, item))
 }
 
-// CFMExists is CF.MEXISTS: CFExists of each item, from one read. Every
-// read decodes the whole value, so probing many items of a large filter
-// costs far less this way than one CFExists each.
+// CFMExists is CF.MEXISTS: CFExists of each item. On a paged filter each
+// item reads the pages of its two buckets in each sub-filter (under the
+// key's lock, so that no add's evictions are seen half done).
 func (s *Store) CFMExists(key []byte, items ...[]byte) ([]bool, error) {
-	return readReply(s, key, func(cur []byte) ([]bool, error) { return CFExistsReply(cur, items...) })
+	out := make([]bool, len(items))
+	unlock := s.lock(key)
+	err := s.cuckooRead(key, func(ps *cuckooPages) error {
+		for i, it := range items {
+			in, err := ps.exists(itemHash(it))
+			if err != nil {
+				return err
+			}
+			out[i] = in
+		}
+		return nil
+	})
+	unlock()
+	if errors.Is(err, errLegacyCuckoo) {
+		return readReply(s, key, func(cur []byte) ([]bool, error) { return CFExistsReply(cur, items...) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // CFCount returns how many copies of item's fingerprint the filter holds
 // (CF.COUNT): at least the times it was added and not deleted, possibly
 // more. 0 for a missing key.
 func (s *Store) CFCount(key, item []byte) (int64, error) {
-	return readReply(s, key, func(cur []byte) (int64, error) { return CFCountReply(cur, item) })
+	var n int64
+	unlock := s.lock(key)
+	err := s.cuckooRead(key, func(ps *cuckooPages) (err error) {
+		n, err = ps.count(itemHash(item), false)
+		return err
+	})
+	unlock()
+	if errors.Is(err, errLegacyCuckoo) {
+		return readReply(s, key, func(cur []byte) (int64, error) { return CFCountReply(cur, item) })
+	}
+	return n, err
 }
 
 // CFInfo returns CF.INFO (with ItemsDropped, the blind adds lost to a full
-// filter). Size is the stored value's length. A missing key returns an
-// error wrapping sieve.ErrNotFound.
+// filter). Size is computed from the geometry as RedisBloom counts it. A
+// missing key returns an error wrapping sieve.ErrNotFound.
 func (s *Store) CFInfo(key []byte) (CFInfo, error) {
 	cur, err := s.get(key)
 	if err == nil && cur == nil {

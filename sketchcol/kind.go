@@ -87,6 +87,16 @@ func kindName(b byte) string {
 		return "Bloom page"
 	case kindBloomPageOp:
 		return "Bloom page operand"
+	case kindPagedCuckoo:
+		return "paged cuckoo header"
+	case kindPagedCuckooOp:
+		return "paged cuckoo operand"
+	case kindPagedCuckooDump:
+		return "paged cuckoo dump"
+	case kindCuckooPage:
+		return "cuckoo page"
+	case kindCuckooPageOp:
+		return "cuckoo page operand"
 	}
 	return "unknown kind"
 }
@@ -128,7 +138,7 @@ func KindOf(value []byte) (Kind, error) {
 		return KindHLL, nil
 	case kindBloomValue, kindPagedBloom, kindPagedBloomDump:
 		return KindBloom, nil
-	case kindCuckooValue:
+	case kindCuckooValue, kindPagedCuckoo, kindPagedCuckooDump:
 		return KindCuckoo, nil
 	case kindCMSValue:
 		return KindCMS, nil

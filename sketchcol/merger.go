@@ -101,14 +101,16 @@ func partialMergeOps(operands [][]byte) ([]byte, bool) {
 		}
 		return appendSetOp(nil, s), true
 	}
-	k := ops[0].kind()
-	_, paged := ops[0].(*pagedBloomOp)
+	k, paged := ops[0].kind(), isPagedOp(ops[0])
 	for _, o := range ops[1:] {
-		if _, p := o.(*pagedBloomOp); o.kind() != k || p != paged {
+		if o.kind() != k || isPagedOp(o) != paged {
 			return nil, false
 		}
 	}
 	if paged {
+		if k == KindCuckoo {
+			return appendPagedCuckooOp(nil, foldPagedCuckooOps(ops)), true
+		}
 		return appendPagedBloomOp(nil, foldPagedBloomOps(ops)), true
 	}
 	switch k {
@@ -124,6 +126,16 @@ func partialMergeOps(operands [][]byte) ([]byte, bool) {
 		return appendTopKOp(nil, foldTopKOps(ops)), true
 	}
 	return nil, false
+}
+
+// isPagedOp reports whether o is a paged filter's header operand, which
+// folds apart from its kind's single-value operands.
+func isPagedOp(o op) bool {
+	switch o.(type) {
+	case *pagedBloomOp, *pagedCuckooOp:
+		return true
+	}
+	return false
 }
 
 // clip shortens a key for an error message.

@@ -54,6 +54,12 @@ func decodeValue(b []byte) (sketch, error) {
 	case KindTopK:
 		return ParseTopK(b)
 	default:
+		switch b[0] {
+		case kindPagedCuckoo:
+			return parsePagedCuckoo(b)
+		case kindPagedCuckooDump:
+			return nil, corruptf("a paged cuckoo filter's dump is not a stored value")
+		}
 		return ParseCuckoo(b)
 	}
 }
@@ -67,6 +73,12 @@ func ValidateValue(value []byte) (Kind, error) {
 			return KindNone, err
 		}
 		return KindBloom, nil
+	}
+	if len(value) > 0 && value[0] == kindPagedCuckooDump {
+		if _, err := parseCuckooDump(value); err != nil {
+			return KindNone, err
+		}
+		return KindCuckoo, nil
 	}
 	s, err := decodeValue(value)
 	if err != nil {
@@ -122,7 +134,7 @@ func decodeOperand(b []byte) (op, error) {
 var operandDecoders = [256]func([]byte) (op, error){
 	kindSet: decodeSetOp, kindHLLOp: decodeHLLOp, kindBloomOp: decodeBloomOp,
 	kindCuckooOp: decodeCuckooOp, kindCMSOp: decodeCMSOp, kindTopKOp: decodeTopKOp,
-	kindPagedBloomOp: decodePagedBloomOp,
+	kindPagedBloomOp: decodePagedBloomOp, kindPagedCuckooOp: decodePagedCuckooOp,
 }
 
 // ---- set: replace the value ----
@@ -139,6 +151,9 @@ func (*setOp) apply(sketch)              {}
 func SetOp(value []byte) ([]byte, error) {
 	if len(value) > 0 && value[0] == kindPagedBloomDump {
 		return nil, fmt.Errorf("%w: a paged Bloom filter's dump is restored with Store.Restore, not as an operand", ErrInvalidArgument)
+	}
+	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
+		return nil, fmt.Errorf("%w: a paged cuckoo filter is restored with Store.Restore, not as an operand", ErrInvalidArgument)
 	}
 	if _, err := ValidateValue(value); err != nil {
 		return nil, err

@@ -149,9 +149,13 @@ var _ sieve.Merger = PageMerger{}
 // Name returns PageMergerName.
 func (PageMerger) Name() string { return PageMergerName }
 
-// FullMerge ORs the operands into the base page (zeros when missing),
-// in the one buffer it returns.
+// FullMerge ORs the operands into the base Bloom page (zeros when
+// missing), in the one buffer it returns; on a cuckoo page (kinds 0x38,
+// 0x39) it applies the slot writes in order (pcuckoo_page.go).
 func (PageMerger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
+	if isCuckooPage(base, hasBase, operands) {
+		return fullMergeCuckooPage(key, base, hasBase, operands)
+	}
 	out := make([]byte, 2, 2+bloomPageBits/8)
 	out[0], out[1] = kindBloomPage, version1
 	bits := out[2:2]
@@ -184,9 +188,13 @@ func zeroed(buf []byte, n int) []byte {
 	return make([]byte, n)
 }
 
-// PartialMerge ORs operands into one of the bits form; it declines a
-// malformed one, so the error surfaces on reads of that page alone.
+// PartialMerge ORs Bloom operands into one of the bits form, and folds
+// cuckoo operands into one (pcuckoo_page.go); it declines a malformed
+// one, so the error surfaces on reads of that page alone.
 func (PageMerger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
+	if isCuckooPage(nil, false, operands) {
+		return partialMergeCuckooPage(operands)
+	}
 	var bits []byte
 	for _, o := range operands {
 		n := len(bits)

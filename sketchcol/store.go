@@ -281,6 +281,9 @@ func (s *Store) Dump(key []byte) ([]byte, error) {
 	if err == nil && v[0] == kindPagedBloom {
 		return s.dumpPaged(key, v)
 	}
+	if err == nil && v[0] == kindPagedCuckoo {
+		return s.dumpPagedCuckoo(key)
+	}
 	return v, err
 }
 
@@ -305,6 +308,9 @@ func (s *Store) Restore(key, value []byte) error {
 		}
 		defer s.lock(key)()
 		return s.restorePaged(key, d)
+	}
+	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
+		return s.restoreCuckoo(key, value)
 	}
 	v, err := restoreValue(value)
 	if err != nil {
@@ -370,6 +376,9 @@ func restoreValue(value []byte) ([]byte, error) {
 		// A paged filter is its header and its pages: only Store.Restore
 		// (restorePaged) writes both.
 		return nil, fmt.Errorf("%w: a paged Bloom filter is restored with Store.Restore, not written as one value", ErrInvalidArgument)
+	}
+	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
+		return nil, fmt.Errorf("%w: a paged cuckoo filter is restored with Store.Restore, not written as one value", ErrInvalidArgument)
 	}
 	s, err := decodeValue(value)
 	if err != nil {

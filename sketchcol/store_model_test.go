@@ -24,6 +24,9 @@ import (
 type storeModel map[string]sketch
 
 func (m storeModel) bytes(key string) []byte {
+	if c, ok := m[key].(*CuckooFilter); ok {
+		return c.pagedDump() // the Store's filters are paged
+	}
 	if s := m[key]; s != nil {
 		return s.appendValue(nil)
 	}
@@ -400,6 +403,12 @@ func (w *workload) restore() {
 	if d, err := dumpOf(v); d != nil {
 		require.NoError(w.t, err)
 		w.m[dst] = memPagedOf(d)
+		return
+	}
+	if len(v) > 0 && v[0] == kindPagedCuckooDump {
+		c, err := parseCuckooAny(v)
+		require.NoError(w.t, err)
+		w.m[dst] = c
 		return
 	}
 	s, err := decodeValue(v)

@@ -571,9 +571,9 @@ func (s *Server) cfInsertReady(r *reply, key []byte, capacity int64, create bool
 	return true
 }
 
-// cmdCFScanDump is CF.SCANDUMP key iter. A cuckoo filter is one value in
-// sieve: iterator 0 answers [1, the value], then [0, nil] (at once for an
-// empty filter, as RedisBloom does).
+// cmdCFScanDump is CF.SCANDUMP key iter: [next iter, chunk], [0, nil]
+// at the end (at once for an empty filter, as RedisBloom does). The
+// chunks are sieve's (Store.CFScanDump): the header, then pages.
 func cmdCFScanDump(s *Server, r *reply, args [][]byte) {
 	iter, ok := parseInt(args[2])
 	if !ok || iter < 0 {
@@ -581,29 +581,30 @@ func cmdCFScanDump(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	info, err := s.ks.st.CFInfo(args[1])
-	var v []byte
-	if err == nil && iter == 0 && info.NumItemsInserted > 0 {
-		v, err = s.ks.st.Dump(args[1])
+	var next int64
+	var chunk []byte
+	if err == nil && (iter > 0 || info.NumItemsInserted > 0) {
+		next, chunk, err = s.ks.st.CFScanDump(args[1], iter)
 	}
 	if err != nil {
 		r.bfErr(err, true)
 		return
 	}
 	r.array(2)
-	if v == nil {
-		r.int(0)
+	r.int(next)
+	if next == 0 {
 		r.null()
 		return
 	}
-	r.int(1)
-	r.bulk(v)
+	r.bulk(chunk)
 }
 
 // cmdCFLoadChunk is CF.LOADCHUNK key iter chunk: chunk 1 of CF.SCANDUMP
-// (the whole filter) creates the missing key; sieve has no later chunks.
+// (the header, or a filter stored whole) creates the missing key; each
+// later chunk writes pages into it.
 func cmdCFLoadChunk(s *Server, r *reply, args [][]byte) {
 	iter, ok := parseInt(args[2])
-	if !ok || iter == 0 {
+	if !ok || iter <= 0 {
 		r.err("Invalid position")
 		return
 	}
@@ -614,10 +615,10 @@ func cmdCFLoadChunk(s *Server, r *reply, args [][]byte) {
 		r.err("ERR item exists")
 	case iter == 1 && !errors.Is(err, sieve.ErrNotFound):
 		r.bfErr(err, true)
-	case iter == 1 && (len(args[3]) == 0 || args[3][0] != kindCuckoo):
+	case iter == 1 && (len(args[3]) == 0 || (args[3][0] != kindCuckoo && args[3][0] != kindPagedCF)):
 		r.err("Invalid header")
 	case iter == 1:
-		if err := s.ks.st.Restore(args[1], args[3]); err != nil {
+		if err := s.ks.st.CFLoadChunk(args[1], iter, args[3]); err != nil {
 			r.err("Invalid header")
 			return
 		}
@@ -625,6 +626,10 @@ func cmdCFLoadChunk(s *Server, r *reply, args [][]byte) {
 	case err != nil:
 		r.bfErr(err, true)
 	default:
-		r.err("Couldn't load chunk!")
+		if err := s.ks.st.CFLoadChunk(args[1], iter, args[3]); err != nil {
+			r.err("Couldn't load chunk!")
+			return
+		}
+		r.ok()
 	}
 }

@@ -87,6 +87,7 @@ const (
 	kindBloom      = 0x20
 	kindPagedBloom = 0x22 // a paged Bloom filter's header (sketchcol)
 	kindCuckoo     = 0x30
+	kindPagedCF    = 0x32 // a paged cuckoo filter's header (sketchcol)
 	kindCMS        = 0x40
 	kindTopK       = 0x50
 	kindHLL        = 'H'
@@ -287,7 +288,7 @@ func typeOf(raw []byte) keyType {
 		return typeHLL
 	case kindBloom, kindPagedBloom:
 		return typeBloom
-	case kindCuckoo:
+	case kindCuckoo, kindPagedCF:
 		return typeCuckoo
 	case kindCMS:
 		return typeCMS

@@ -57,12 +57,24 @@ const fpMix = 0x5bd1e995
 // Buckets1And2 returns the two candidate buckets of an item with hash h
 // and fingerprint fp.
 func (t *Table) Buckets1And2(h uint64, fp byte) (i1, i2 uint64) {
-	i1 = uint64(uint32(h)) & (t.Buckets() - 1)
-	return i1, t.alt(i1, fp)
+	return Buckets1And2(t.log2Buckets, h, fp)
 }
 
 // alt is the other bucket of fp stored in bucket i; alt(alt(i)) = i.
-func (t *Table) alt(i uint64, fp byte) uint64 { return (i ^ uint64(fp)*fpMix) & (t.Buckets() - 1) }
+func (t *Table) alt(i uint64, fp byte) uint64 { return Alt(t.log2Buckets, i, fp) }
+
+// Buckets1And2 returns the two candidate buckets, in a table of
+// 2^log2Buckets buckets, of an item with hash h and fingerprint fp.
+func Buckets1And2(log2Buckets uint8, h uint64, fp byte) (i1, i2 uint64) {
+	i1 = uint64(uint32(h)) & (uint64(1)<<log2Buckets - 1)
+	return i1, Alt(log2Buckets, i1, fp)
+}
+
+// Alt is the other bucket of fp stored in bucket i of a table of
+// 2^log2Buckets buckets; Alt(Alt(i)) = i.
+func Alt(log2Buckets uint8, i uint64, fp byte) uint64 {
+	return (i ^ uint64(fp)*fpMix) & (uint64(1)<<log2Buckets - 1)
+}
 
 func (t *Table) bucket(i uint64) []byte {
 	b := uint64(t.bucketSize)
@@ -136,10 +148,31 @@ func (t *Table) InsertFree(i1, i2 uint64, fp byte) bool {
 // item is never lost). The slots to evict are drawn from a generator
 // seeded with seed, so the outcome depends only on the table and seed.
 func (t *Table) InsertKick(i1, i2 uint64, fp byte, maxIter int, seed uint64) bool {
-	type step struct {
-		i uint64
-		j int
-	}
+	ok, _, _ := Kick(tableBuckets{t}, t.log2Buckets, t.bucketSize, i1, i2, fp, maxIter, seed)
+	return ok
+}
+
+type tableBuckets struct{ t *Table }
+
+func (b tableBuckets) Bucket(i uint64) ([]byte, error) { return b.t.bucket(i), nil }
+
+// Buckets gives Kick the buckets of a table kept elsewhere (in pages): the
+// bucket slices it returns are the table's own, changed in place.
+type Buckets interface {
+	Bucket(i uint64) ([]byte, error)
+}
+
+// Slot names one slot: bucket and index in it.
+type Slot struct {
+	Bucket uint64
+	Index  int
+}
+
+// Kick is Table.InsertKick on any Buckets of a table of 2^log2Buckets
+// buckets of bucketSize slots. It returns whether fp was placed and, when
+// it was, every slot it changed (the last one the empty slot filled). On
+// failure, or on an error from b, the buckets are as they were.
+func Kick(b Buckets, log2Buckets uint8, bucketSize int, i1, i2 uint64, fp byte, maxIter int, seed uint64) (bool, []Slot, error) {
 	r := seed
 	next := func() uint64 { // splitmix64
 		r += 0x9e3779b97f4a7c15
@@ -152,24 +185,30 @@ func (t *Table) InsertKick(i1, i2 uint64, fp byte, maxIter int, seed uint64) boo
 	if next()&1 == 1 {
 		i = i2
 	}
-	path := make([]step, 0, min(maxIter, 64))
+	path := make([]Slot, 0, min(maxIter, 64))
+	var err error
 	for range maxIter {
-		b := t.bucket(i)
-		j := int(next() % uint64(t.bucketSize))
-		fp, b[j] = b[j], fp
-		path = append(path, step{i, j})
-		i = t.alt(i, fp)
-		nb := t.bucket(i)
+		var cur, nb []byte
+		if cur, err = b.Bucket(i); err != nil {
+			break
+		}
+		j := int(next() % uint64(bucketSize))
+		fp, cur[j] = cur[j], fp
+		path = append(path, Slot{i, j})
+		i = Alt(log2Buckets, i, fp)
+		if nb, err = b.Bucket(i); err != nil {
+			break
+		}
 		if k := index(nb, 0); k >= 0 {
 			nb[k] = fp
-			return true
+			return true, append(path, Slot{i, k}), nil
 		}
 	}
 	for s := len(path) - 1; s >= 0; s-- {
-		b := t.bucket(path[s].i)
-		fp, b[path[s].j] = b[path[s].j], fp
+		cur, _ := b.Bucket(path[s].Bucket) // read before: no error now
+		fp, cur[path[s].Index] = cur[path[s].Index], fp
 	}
-	return false
+	return false, nil, err
 }
 
 // Occupied returns the number of non-empty slots.
