@@ -169,14 +169,16 @@ func (b *pagedBloom) card() int64 {
 	return n
 }
 
-// info is BF.INFO: Size counts the sub-filters' bits as bytes, what the
-// filter occupies when every page is written.
+// info is BF.INFO. Size is what RedisBloom reports for a filter of the
+// same sub-filters (its chain's 32 bytes, then 64 per sub-filter and its
+// bit array's bytes): the sub-filters' bits as bytes are what the filter
+// occupies on disk when every page is written.
 func (b *pagedBloom) info() BFInfo {
-	inf := BFInfo{Filters: int64(len(b.counts)), ItemsInserted: b.card(), ExpansionRate: int64(b.spec.Expansion)}
+	inf := BFInfo{Filters: int64(len(b.counts)), ItemsInserted: b.card(), ExpansionRate: int64(b.spec.Expansion), Size: 32}
 	for i := range b.counts {
 		l := b.layer(i)
 		inf.Capacity += l.capacity
-		inf.Size += l.bits() / 8
+		inf.Size += 64 + l.bits()/8
 	}
 	return inf
 }

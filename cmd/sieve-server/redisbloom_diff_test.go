@@ -15,7 +15,7 @@ import (
 // It needs the module (REDISBLOOM_SO=/path/to/redisbloom.so; see
 // cmd/sieve-server/README.md for building RedisBloom 2.4.23, the newest
 // that loads into Redis 7.0) and skips without it. Replies that differ on
-// purpose (BF.INFO's Size, sieve's own SCANDUMP chunks) are not sent.
+// purpose (sieve's own SCANDUMP chunks) are not sent.
 func TestRedisBloomDifferential(t *testing.T) {
 	so := os.Getenv("REDISBLOOM_SO")
 	if so == "" {
@@ -50,6 +50,8 @@ func TestRedisBloomDifferential(t *testing.T) {
 		add("bf.add", "dbg", fmt.Sprint("d", i))
 	}
 	add("bf.debug", "dbg")
+	add("bf.info", "dbg", "size")
+	add("bf.info", "b", "size")
 	add("bf.debug", "nokey")
 	add("bf.debug", "str")
 	add("bf.insert", "ns", "capacity", "3", "nonscaling", "items", "a", "b", "c", "d")
