@@ -320,6 +320,10 @@ func (s *Store) invalidate(key []byte) {
 // Deferred has key pending (the caller's lock on key).
 func (s *Store) ForgetCached(key []byte) { s.invalidate(key) }
 
+// ForgetAllCached drops everything the Store caches, so that the next
+// commands read every key from the DB.
+func (s *Store) ForgetAllCached() { s.invalidateAll() }
+
 // invalidateAll makes every entry stale.
 func (s *Store) invalidateAll() { s.epochs.global.Add(1) }
 

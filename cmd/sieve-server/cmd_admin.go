@@ -559,8 +559,22 @@ func cmdFunction(s *Server, r *reply, args [][]byte) {
 	}
 }
 
+// cmdDebug answers DEBUG RELOAD only. Redis saves its dataset and loads
+// it back; sieve's dataset is always on disk (the WAL and the tables), so
+// RELOAD flushes the memtables and drops the sketch Store's caches, after
+// which every command reads what the tables hold, as after a restart.
 func cmdDebug(s *Server, r *reply, args [][]byte) {
-	r.err("ERR DEBUG is not supported by sieve-server")
+	if !eq(args[1], "reload") || len(args) > 2 {
+		r.err("ERR DEBUG is not supported by sieve-server (except DEBUG RELOAD)")
+		return
+	}
+	defer s.ks.lockAll()()
+	if err := s.db.Flush(); err != nil {
+		r.storeErr(err)
+		return
+	}
+	s.ks.st.ForgetAllCached()
+	r.ok()
 }
 
 func cmdQuit(s *Server, r *reply, args [][]byte) {
