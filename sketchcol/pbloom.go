@@ -76,6 +76,39 @@ const maxPagedBits = 1 << 40
 type pbProbe struct {
 	page int64
 	a, b uint32
+	// rb: RedisBloom's probes (rbBits), from its two hashes ra and rb2
+	rb      bool
+	ra, rb2 uint64
+}
+
+// bfHash is an item's hashes: h places it in pages; a and b, computed
+// for a filter with RedisBloom's probing only, are RedisBloom's two
+// 64-bit MurmurHash64A hashes of it (seed 0xc6a4a7935bd1e995, then a).
+type bfHash struct{ h, a, b uint64 }
+
+// rbSeed is RedisBloom's seed of an item's first hash.
+const rbSeed = 0xc6a4a7935bd1e995
+
+// hashOf returns item's hashes for b.
+func (b *pagedBloom) hashOf(item []byte) bfHash {
+	x := bfHash{h: itemHash(item)}
+	if b.rb {
+		x.a = murmurHash64A(item, rbSeed)
+		x.b = murmurHash64A(item, x.a)
+	}
+	return x
+}
+
+// probe locates x in sub-filter i: a sub-filter of one page in a filter
+// with RedisBloom's probing sets the bits RedisBloom sets in a filter of
+// the same bits (x.a + j·x.b mod bits, j < hashes), so that its answers,
+// false positives included, are RedisBloom's; any other, probeOf's.
+func (b *pagedBloom) probe(x bfHash, i int) pbProbe {
+	l := b.layer(i)
+	if b.rb && l.pages == 1 {
+		return pbProbe{rb: true, ra: x.a, rb2: x.b}
+	}
+	return probeOf(x.h, i, l)
 }
 
 // probeOf locates item hash h in sub-filter i of geometry l. Each
@@ -91,6 +124,9 @@ func probeOf(h uint64, i int, l pbLayer) pbProbe {
 
 // bitAt returns probe j's bit in a page of n bits.
 func (p pbProbe) bitAt(j int, n int64) uint32 {
+	if p.rb {
+		return uint32((p.ra + uint64(j)*p.rb2) % uint64(n))
+	}
 	return uint32((uint64(p.a) + uint64(j)*uint64(p.b)) % uint64(n))
 }
 
@@ -129,6 +165,9 @@ func fmix64(h uint64) uint64 {
 
 // pagedBloom is a decoded header.
 type pagedBloom struct {
+	// rb: its single-page sub-filters probe as RedisBloom's (probe);
+	// every filter created since format v4 does.
+	rb     bool
 	spec   BloomSpec
 	counts []int64   // items added to each sub-filter; len is the number of sub-filters
 	geo    []pbLayer // the sub-filters' geometry, derived from spec as asked for (layer)
@@ -144,11 +183,11 @@ func newPagedBloom(spec BloomSpec) (*pagedBloom, error) {
 	if _, err := pagedLayer(spec, 0); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidArgument, err)
 	}
-	return &pagedBloom{spec: spec.normalized(), counts: []int64{0}}, nil
+	return &pagedBloom{rb: true, spec: spec.normalized(), counts: []int64{0}}, nil
 }
 
 func (b *pagedBloom) clone() *pagedBloom {
-	return &pagedBloom{spec: b.spec, counts: append([]int64(nil), b.counts...), geo: append([]pbLayer(nil), b.geo...)}
+	return &pagedBloom{rb: b.rb, spec: b.spec, counts: append([]int64(nil), b.counts...), geo: append([]pbLayer(nil), b.geo...)}
 }
 
 // layer returns sub-filter i's geometry, computed once per header.
@@ -194,6 +233,9 @@ func (b *pagedBloom) appendValue(dst []byte) []byte {
 	if b.spec.NonScaling {
 		flags = 1
 	}
+	if b.rb {
+		flags |= 2
+	}
 	dst = append(dst, kindPagedBloom, version1, flags, byte(len(b.counts)))
 	dst = le.AppendUint16(dst, uint16(b.spec.Expansion))
 	dst = le.AppendUint64(dst, math.Float64bits(b.spec.ErrorRate))
@@ -214,15 +256,15 @@ func parsePagedBloom(v []byte) (*pagedBloom, error) {
 		return nil, corruptf("paged Bloom header of %d bytes", len(v))
 	}
 	flags, n := v[2], int(v[3])
-	if flags > 1 || n < 1 || n > maxBloomLayers || (flags == 1 && n != 1) || len(v) != pagedHeaderLen+8*n {
+	if flags > 3 || n < 1 || n > maxBloomLayers || (flags&1 == 1 && n != 1) || len(v) != pagedHeaderLen+8*n {
 		return nil, corruptf("paged Bloom header: flags %#x, %d sub-filters, %d bytes", flags, n, len(v))
 	}
 	spec := BloomSpec{Expansion: int(le.Uint16(v[4:])), ErrorRate: math.Float64frombits(le.Uint64(v[6:])),
-		Capacity: int64(le.Uint64(v[14:])), NonScaling: flags == 1}
+		Capacity: int64(le.Uint64(v[14:])), NonScaling: flags&1 == 1}
 	if spec.NonScaling != (spec.Expansion == 0) || spec.Validate() != nil {
 		return nil, corruptf("paged Bloom header: bad geometry %+v", spec)
 	}
-	b := &pagedBloom{spec: spec, counts: make([]int64, n)}
+	b := &pagedBloom{rb: flags&2 != 0, spec: spec, counts: make([]int64, n)}
 	for i := range b.counts {
 		if _, err := pagedLayer(spec, i); err != nil {
 			return nil, corruptf("paged Bloom header: sub-filter %d: %v", i, err)
@@ -241,6 +283,7 @@ func parsePagedBloom(v []byte) (*pagedBloom, error) {
 // and add deltas[i] to sub-filter i's count.
 type pagedBloomOp struct {
 	spec   *BloomSpec
+	rb     bool // with spec: the filter it creates probes as RedisBloom's
 	layers int
 	deltas []int64 // by sub-filter
 }
@@ -252,7 +295,13 @@ func (o *pagedBloomOp) create() (sketch, error) {
 	if o.spec != nil {
 		spec = *o.spec
 	}
-	return newPagedBloom(spec)
+	b, err := newPagedBloom(spec)
+	if err == nil {
+		// Every writer that creates a filter since format v4 gives its
+		// geometry and probing; an operand without them is format v3's.
+		b.rb = o.spec != nil && o.rb
+	}
+	return b, err
 }
 
 // apply folds o into a header; a legacy (single-value) Bloom filter is
@@ -298,6 +347,9 @@ func appendPagedBloomOp(dst []byte, o *pagedBloomOp) []byte {
 		if o.spec.NonScaling {
 			nf = 1
 		}
+		if o.rb {
+			nf |= 2
+		}
 		dst = append(dst, nf)
 		dst = le.AppendUint16(dst, uint16(o.spec.Expansion))
 		dst = le.AppendUint64(dst, math.Float64bits(o.spec.ErrorRate))
@@ -322,10 +374,10 @@ func decodePagedBloomOp(b []byte) (op, error) {
 	o := &pagedBloomOp{}
 	rest := b[3:]
 	if b[2]&opFlagSpec != 0 {
-		if len(rest) < 19 || rest[0] > 1 {
+		if len(rest) < 19 || rest[0] > 3 {
 			return nil, corruptf("paged Bloom operand: short geometry")
 		}
-		spec := BloomSpec{NonScaling: rest[0] == 1, Expansion: int(le.Uint16(rest[1:])),
+		spec := BloomSpec{NonScaling: rest[0]&1 == 1, Expansion: int(le.Uint16(rest[1:])),
 			ErrorRate: math.Float64frombits(le.Uint64(rest[3:])), Capacity: int64(le.Uint64(rest[11:]))}
 		if spec.NonScaling != (spec.Expansion == 0) || spec.Validate() != nil {
 			return nil, corruptf("paged Bloom operand: bad geometry %+v", spec)
@@ -333,7 +385,7 @@ func decodePagedBloomOp(b []byte) (op, error) {
 		if _, err := pagedLayer(spec, 0); err != nil {
 			return nil, corruptf("paged Bloom operand: %v", err)
 		}
-		o.spec, rest = &spec, rest[19:]
+		o.spec, o.rb, rest = &spec, rest[0]&2 != 0, rest[19:]
 	}
 	if len(rest) < 1 || rest[0] > maxBloomLayers {
 		return nil, corruptf("paged Bloom operand: bad sub-filter count")
@@ -361,7 +413,7 @@ func decodePagedBloomOp(b []byte) (op, error) {
 // first one's geometry (the one that creates a missing key), the most
 // sub-filters, the deltas summed.
 func foldPagedBloomOps(ops []op) *pagedBloomOp {
-	out := &pagedBloomOp{spec: ops[0].(*pagedBloomOp).spec}
+	out := &pagedBloomOp{spec: ops[0].(*pagedBloomOp).spec, rb: ops[0].(*pagedBloomOp).rb}
 	for _, x := range ops {
 		o := x.(*pagedBloomOp)
 		out.layers = max(out.layers, o.layers)

@@ -74,7 +74,7 @@ func (d *Deferred) writeBloom(key []byte, db *deferredBloom, created bool, delta
 	s := d.s
 	hop := &pagedBloomOp{layers: len(db.hdr.counts), deltas: deltas}
 	if created {
-		hop.spec = &db.hdr.spec
+		hop.spec, hop.rb = &db.hdr.spec, db.hdr.rb
 	}
 	if err := d.b.MergeCF(s.cf, key, appendPagedBloomOp(nil, hop)); err != nil {
 		return err

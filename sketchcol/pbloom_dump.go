@@ -106,10 +106,10 @@ func parsePagedDump(v []byte) (*pagedDump, error) {
 func (d *pagedDump) exists(items [][]byte) []bool {
 	out := make([]bool, len(items))
 	for j, it := range items {
-		h := itemHash(it)
+		h := d.header.hashOf(it)
 		for i := range d.header.counts {
 			l := d.header.layer(i)
-			p := probeOf(h, i, l)
+			p := d.header.probe(h, i)
 			if testPage(d.pages[string(pageKey(nil, nil, i, p.page))], p, l) {
 				out[j] = true
 				break

@@ -32,10 +32,10 @@ func (*PagedBloom) Kind() Kind { return KindBloom }
 
 // Exists reports whether item is possibly present (BF.EXISTS).
 func (m *PagedBloom) Exists(item []byte) bool {
-	h := itemHash(item)
+	h := m.h.hashOf(item)
 	for i := range m.h.counts {
 		l := m.h.layer(i)
-		p := probeOf(h, i, l)
+		p := m.h.probe(h, i)
 		if testPage(m.pages[string(pageKey(nil, nil, i, p.page))], p, l) {
 			return true
 		}
@@ -64,7 +64,7 @@ func (m *PagedBloom) add(item []byte, overfill bool) (bool, error) {
 		}
 	}
 	l := m.h.layer(top)
-	p := probeOf(itemHash(item), top, l)
+	p := m.h.probe(m.h.hashOf(item), top)
 	k := string(pageKey(nil, nil, top, p.page))
 	if m.pages[k] == nil {
 		m.pages[k] = make([]byte, l.pageBits/8)

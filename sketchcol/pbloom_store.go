@@ -51,6 +51,9 @@ type pageSet struct {
 	order []string // pages written, in order
 	buf   []byte
 	hdr   *pagedBloom // a Batch's header of the key, as its adds left it
+	// create: a Batch's key was missing, and its first operand is to
+	// carry the header's geometry
+	create bool
 	// pc is the filter's page cache (nil: none), which the set bits go
 	// into as they are set: the command that owns it releases it if its
 	// write fails.
@@ -96,10 +99,10 @@ func (ps *pageSet) page(i int, l pbLayer, p int64) (string, *pendPage, error) {
 }
 
 // contains reports whether h tests positive in some sub-filter of b.
-func (ps *pageSet) contains(b *pagedBloom, h uint64) (bool, error) {
+func (ps *pageSet) contains(b *pagedBloom, h bfHash) (bool, error) {
 	for i := range b.counts {
 		l := b.layer(i)
-		p := probeOf(h, i, l)
+		p := b.probe(h, i)
 		_, pp, err := ps.page(i, l, p.page)
 		if err != nil {
 			return false, err
@@ -112,9 +115,9 @@ func (ps *pageSet) contains(b *pagedBloom, h uint64) (bool, error) {
 }
 
 // set sets h's bits in sub-filter i.
-func (ps *pageSet) set(b *pagedBloom, i int, h uint64) error {
+func (ps *pageSet) set(b *pagedBloom, i int, h bfHash) error {
 	l := b.layer(i)
-	p := probeOf(h, i, l)
+	p := b.probe(h, i)
 	k, pp, err := ps.page(i, l, p.page)
 	if err != nil {
 		return err
@@ -212,7 +215,7 @@ func (s *Store) pagedAdd(stripe int, key []byte, spec *BloomSpec, create, overfi
 	}
 	hop := &pagedBloomOp{layers: len(b.counts), deltas: deltas}
 	if created {
-		hop.spec = &b.spec
+		hop.spec, hop.rb = &b.spec, b.rb
 	}
 	if err := s.writePaged(key, hop, ps); err != nil {
 		ps.pc.release()
@@ -234,7 +237,7 @@ func (s *Store) addItemsTo(ps *pageSet, key []byte, b *pagedBloom, items [][]byt
 	added := make([]bool, 0, len(items))
 	deltas := make([]int64, len(b.counts))
 	for _, it := range items {
-		h := itemHash(it)
+		h := b.hashOf(it)
 		in, err := ps.contains(b, h)
 		if err != nil {
 			return nil, nil, err
@@ -311,7 +314,7 @@ func (s *Store) pagedExists(stripe int, key []byte, b *pagedBloom, pc *pageCache
 	defer s.givePages(stripe, key, pc)
 	out := make([]bool, len(items))
 	for i, it := range items {
-		in, err := ps.contains(b, itemHash(it))
+		in, err := ps.contains(b, b.hashOf(it))
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +330,7 @@ func (s *Store) pagedReserve(key []byte, spec BloomSpec) error {
 	if err != nil {
 		return err
 	}
-	return s.writePaged(key, &pagedBloomOp{spec: &b.spec, layers: 1}, nil)
+	return s.writePaged(key, &pagedBloomOp{spec: &b.spec, rb: b.rb, layers: 1}, nil)
 }
 
 // dropPages adds to wb the deletion of every page of key.

@@ -99,7 +99,7 @@ func (b *Batch) pagedAdd(key, cur []byte, items [][]byte) error {
 			return err
 		}
 		ps = b.s.newPageSet(bytes.Clone(key))
-		ps.hdr = h
+		ps.hdr, ps.create = h, cur == nil
 		b.pages[string(key)] = ps
 	}
 	_, deltas, err := b.s.addItemsTo(ps, key, ps.hdr, items, true)
@@ -107,7 +107,11 @@ func (b *Batch) pagedAdd(key, cur []byte, items [][]byte) error {
 		return err
 	}
 	b.touch(key)
-	if err := b.b.MergeCF(b.s.cf, key, appendPagedBloomOp(nil, &pagedBloomOp{layers: len(ps.hdr.counts), deltas: deltas})); err != nil {
+	hop := &pagedBloomOp{layers: len(ps.hdr.counts), deltas: deltas}
+	if ps.create { // the geometry, and how its pages were probed
+		hop.spec, hop.rb, ps.create = &ps.hdr.spec, ps.hdr.rb, false
+	}
+	if err := b.b.MergeCF(b.s.cf, key, appendPagedBloomOp(nil, hop)); err != nil {
 		return err
 	}
 	return ps.writeTo(b.b) // and forgets the positions written
