@@ -89,6 +89,16 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("cf.mexists", "c", "i2", "never")
 	add("cf.add", "str", "a")
 	add("cf.info", "c")
+	add("cf.debug", "c")
+	add("cf.debug", "nokey")
+	add("cf.debug", "str")
+	add("cf.compact", "c")
+	add("cf.compact", "nokey")
+	add("cf.reserve", "cdbg", "8", "maxiterations", "50")
+	for i := range 100 {
+		add("cf.add", "cdbg", fmt.Sprint(i))
+	}
+	add("cf.debug", "cdbg")
 	add("cf.info", "nokey")
 	add("cf.scandump", "nokey", "0")
 	add("cf.loadchunk", "c3", "5", "junk")
