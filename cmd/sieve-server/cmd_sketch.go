@@ -310,7 +310,11 @@ func cmdCFReserve(s *Server, r *reply, args [][]byte) {
 	if o.Expansion == 0 && argIndex(args, "expansion") > 0 {
 		o.NonScaling = true // RedisBloom's EXPANSION 0
 	}
-	if bs := max(o.BucketSize, 2); int64(bs)*2 > capacity {
+	bs := o.BucketSize
+	if bs == 0 {
+		bs = 2 // RedisBloom's default
+	}
+	if int64(bs)*2 > capacity {
 		r.err("Capacity must be at least (BucketSize * 2)")
 		return
 	}

@@ -94,6 +94,10 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("cf.debug", "str")
 	add("cf.compact", "c")
 	add("cf.compact", "nokey")
+	add("cf.reserve", "cbs1", "2", "bucketsize", "1", "expansion", "1")
+	add("cf.reserve", "cbs0", "1", "bucketsize", "1")
+	add("cf.insert", "cbs1", "items", "1 ", "1 ", "1 ", "1 ", "1 ")
+	add("cf.info", "cbs1")
 	add("cf.reserve", "cdbg", "8", "maxiterations", "50")
 	for i := range 100 {
 		add("cf.add", "cdbg", fmt.Sprint(i))
