@@ -142,7 +142,7 @@ func (s *Store) legacyCFAddNX(key, item []byte) (bool, error) {
 // that operand is dropped when merged.
 func (s *Store) CFAddBlind(key []byte, items ...[]byte) error {
 	unlock := s.lock(key)
-	err := s.cuckooDo(key, nil, true, func(ps *cuckooPages) error { return ps.addAll(items) })
+	err := s.cuckooDo(key, nil, true, func(ps *cuckooPages) error { return ps.addHashes(itemHashes(items)) })
 	unlock()
 	if errors.Is(err, errLegacyCuckoo) || errors.Is(err, ErrWrongType) {
 		return s.mergeOp(key)(CFAddOp(nil, items...))
@@ -150,17 +150,12 @@ func (s *Store) CFAddBlind(key []byte, items ...[]byte) error {
 	return err
 }
 
-// addAll adds items, counting those that find the filter full as dropped.
-func (ps *cuckooPages) addAll(items [][]byte) error {
-	for _, it := range items {
-		err := ps.add(itemHash(it))
-		if errors.Is(err, ErrFilterFull) {
-			ps.hdr.dropped++
-		} else if err != nil {
-			return err
-		}
+func itemHashes(items [][]byte) []uint64 {
+	hs := make([]uint64, len(items))
+	for i, it := range items {
+		hs[i] = itemHash(it)
 	}
-	return nil
+	return hs
 }
 
 // CFDel removes one copy of item's fingerprint, from the newest sub-filter
@@ -249,6 +244,16 @@ func (s *Store) CFInfo(key []byte) (CFInfo, error) {
 	}
 	if err != nil {
 		return CFInfo{}, err
+	}
+	if h, err := pagedCuckooHeader(cur); err == nil && h != nil && len(h.pending) > 0 {
+		// A Batch's adds wait to be placed: count them as placed.
+		var info CFInfo
+		unlock := s.lock(key)
+		err := s.cuckooRead(key, func(ps *cuckooPages) error { info = ps.hdr.info(); return nil })
+		unlock()
+		if err == nil || !errors.Is(err, errLegacyCuckoo) {
+			return info, err
+		}
 	}
 	return CFInfoReply(cur)
 }

@@ -59,8 +59,8 @@ const (
 
 // pageBitsOf returns the bits of a stored page value (nil: none).
 func pageBitsOf(v []byte) ([]byte, error) {
-	if v == nil {
-		return nil, nil
+	if v == nil || (len(v) > 0 && v[0] == kindCuckooPage) {
+		return nil, nil // none, or a cuckoo filter's page: zeros (trimForeignPages)
 	}
 	if err := checkValueKind(v, kindBloomPage); err != nil {
 		return nil, err
@@ -153,6 +153,7 @@ func (PageMerger) Name() string { return PageMergerName }
 // missing), in the one buffer it returns; on a cuckoo page (kinds 0x38,
 // 0x39) it applies the slot writes in order (pcuckoo_page.go).
 func (PageMerger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
+	base, hasBase, operands = trimForeignPages(base, hasBase, operands)
 	if isCuckooPage(base, hasBase, operands) {
 		return fullMergeCuckooPage(key, base, hasBase, operands)
 	}

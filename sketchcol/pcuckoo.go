@@ -41,6 +41,9 @@ type pagedCuckoo struct {
 	items   []uint64   // fingerprints stored in each sub-filter; len is the number of sub-filters
 	deletes uint64     // successful deletes
 	dropped uint64     // blind adds that found the filter full
+	// Adds a Batch wrote blind (item hashes, in order), not yet placed:
+	// the next command under the key's lock places them first.
+	pending []uint64
 }
 
 func (*pagedCuckoo) Kind() Kind { return KindCuckoo }
@@ -48,6 +51,7 @@ func (*pagedCuckoo) Kind() Kind { return KindCuckoo }
 func (c *pagedCuckoo) clone() *pagedCuckoo {
 	d := *c
 	d.items = append([]uint64(nil), c.items...)
+	d.pending = append([]uint64(nil), c.pending...)
 	return &d
 }
 
@@ -137,9 +141,14 @@ func (c *pagedCuckoo) info() CFInfo {
 
 // Header value (FORMAT.md, "Paged cuckoo header"): kind, version, bucket
 // size, sub-filters n, max iterations uint16, expansion uint16, capacity
-// uint64, deletes uint64, dropped uint64, then n fingerprint counts
-// uint64; all little-endian.
+// uint64, deletes uint64, dropped uint64, n fingerprint counts uint64,
+// pending m uint32, m item hashes uint64; all little-endian.
 const pagedCuckooHeaderLen = 4 + 2 + 2 + 8 + 8 + 8
+
+// maxCuckooPending bounds the pending adds a header holds (a Batch's
+// adds wait for the key's next command; a header beyond this refuses
+// more, dropping them as a full filter does).
+const maxCuckooPending = 1 << 20
 
 func (c *pagedCuckoo) appendValue(dst []byte) []byte {
 	le := binary.LittleEndian
@@ -152,6 +161,10 @@ func (c *pagedCuckoo) appendValue(dst []byte) []byte {
 	for _, x := range c.items {
 		dst = le.AppendUint64(dst, x)
 	}
+	dst = le.AppendUint32(dst, uint32(len(c.pending)))
+	for _, h := range c.pending {
+		dst = le.AppendUint64(dst, h)
+	}
 	return dst
 }
 
@@ -162,7 +175,9 @@ func parsePagedCuckoo(v []byte) (*pagedCuckoo, error) {
 		return nil, err
 	}
 	n := int(v[3])
-	if n < 1 || n > maxCuckooFilters || len(v) != pagedCuckooHeaderLen+8*n {
+	end := pagedCuckooHeaderLen + 8*n + 4
+	if n < 1 || n > maxCuckooFilters || len(v) < end || uint64(len(v)-end) != 8*uint64(le.Uint32(v[end-4:])) ||
+		le.Uint32(v[end-4:]) > maxCuckooPending {
 		return nil, corruptf("paged cuckoo header: %d sub-filters in %d bytes", n, len(v))
 	}
 	spec, err := checkedCuckooSpec(le.Uint64(v[8:]), v[2], le.Uint16(v[4:]), le.Uint16(v[6:]))
@@ -184,6 +199,9 @@ func parsePagedCuckoo(v []byte) (*pagedCuckoo, error) {
 			return nil, corruptf("paged cuckoo header: sub-filter %d claims %d fingerprints", i, x)
 		}
 		c.items[i] = x
+	}
+	for p := v[end:]; len(p) > 0; p = p[8:] {
+		c.pending = append(c.pending, le.Uint64(p))
 	}
 	return c, nil
 }
@@ -210,7 +228,9 @@ type pagedCuckooOp struct {
 	layers  int
 	deletes uint64
 	dropped uint64
-	items   []int64 // fingerprint count deltas, by sub-filter
+	items   []int64  // fingerprint count deltas, by sub-filter
+	drain   uint64   // pending adds placed: drop this many from the front
+	appends []uint64 // pending adds to append (a Batch's), before drain applies
 }
 
 func (*pagedCuckooOp) kind() Kind { return KindCuckoo }
@@ -241,12 +261,26 @@ func (o *pagedCuckooOp) apply(s sketch) {
 	}
 	c.deletes = min(c.deletes+o.deletes, math.MaxInt64/2)
 	c.dropped = min(c.dropped+o.dropped, math.MaxInt64/2)
+	c.appendPending(o.appends)
+	c.pending = c.pending[min(o.drain, uint64(len(c.pending))):]
+}
+
+// appendPending queues blind adds, dropping (and counting) those past
+// maxCuckooPending.
+func (c *pagedCuckoo) appendPending(hs []uint64) {
+	room := max(0, maxCuckooPending-len(c.pending))
+	if len(hs) > room {
+		c.dropped = min(c.dropped+uint64(len(hs)-room), math.MaxInt64/2)
+		hs = hs[:room]
+	}
+	c.pending = append(c.pending, hs...)
 }
 
 // Header operand (FORMAT.md): kind, version, flags (bit 0: geometry
 // follows), [geometry as the cuckoo operand's: capacity uint64, bucket
 // size 1, max iterations uint16, expansion uint16], sub-filters 1 byte,
-// deletes uvarint, dropped uvarint, m uvarint, m zigzag varint deltas.
+// deletes uvarint, dropped uvarint, m uvarint, m zigzag varint deltas,
+// drain uvarint, a uvarint, a item hashes uint64.
 func appendPagedCuckooOp(dst []byte, o *pagedCuckooOp) []byte {
 	le := binary.LittleEndian
 	dst = appendOpHeader(dst, kindPagedCuckooOp, o.spec != nil)
@@ -262,6 +296,11 @@ func appendPagedCuckooOp(dst []byte, o *pagedCuckooOp) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(o.items)))
 	for _, d := range o.items {
 		dst = binary.AppendVarint(dst, d)
+	}
+	dst = binary.AppendUvarint(dst, o.drain)
+	dst = binary.AppendUvarint(dst, uint64(len(o.appends)))
+	for _, h := range o.appends {
+		dst = le.AppendUint64(dst, h)
 	}
 	return dst
 }
@@ -303,16 +342,34 @@ func decodePagedCuckooOp(b []byte) (op, error) {
 		}
 		o.items, rest = append(o.items, d), rest[k:]
 	}
-	if len(rest) != 0 {
-		return nil, corruptf("paged cuckoo operand: %d trailing bytes", len(rest))
+	return o, o.decodePending(rest)
+}
+
+// decodePending decodes the operand's tail: drain and appends.
+func (o *pagedCuckooOp) decodePending(rest []byte) error {
+	d, k := canonicalUvarint(rest)
+	if k <= 0 || d > maxCuckooPending {
+		return corruptf("paged cuckoo operand: bad drain")
 	}
-	return o, nil
+	o.drain, rest = d, rest[k:]
+	n, k := canonicalUvarint(rest)
+	if k <= 0 || n != uint64(len(rest)-k)/8 || (len(rest)-k)%8 != 0 {
+		return corruptf("paged cuckoo operand: bad pending adds")
+	}
+	for rest = rest[k:]; len(rest) > 0; rest = rest[8:] {
+		o.appends = append(o.appends, binary.LittleEndian.Uint64(rest))
+	}
+	return nil
 }
 
 // foldPagedCuckooOps folds header operands (oldest first) into one: the
-// first one's geometry, the most sub-filters, the deltas summed. The
-// counts' clamping in apply is never reached by a Store's operands (each
-// one's deltas are what its command did), so summing first is exact.
+// first one's geometry, the most sub-filters, the deltas and drains
+// summed, the pending adds concatenated. Dropping from the front of the
+// pending adds commutes with appending to their back while there are
+// enough of them, which a Store's operands ensure (a command drains only
+// adds it read, under the key's lock), and the counts' clamping in apply
+// is never reached by them either (each one's deltas are what its command
+// did), so the fold is exact.
 func foldPagedCuckooOps(ops []op) *pagedCuckooOp {
 	out := &pagedCuckooOp{spec: ops[0].(*pagedCuckooOp).spec}
 	for _, x := range ops {
@@ -320,6 +377,8 @@ func foldPagedCuckooOps(ops []op) *pagedCuckooOp {
 		out.layers = max(out.layers, o.layers)
 		out.deletes = min(out.deletes+o.deletes, math.MaxInt64/4)
 		out.dropped = min(out.dropped+o.dropped, math.MaxInt64/4)
+		out.drain = min(out.drain+o.drain, maxCuckooPending)
+		out.appends = append(out.appends, o.appends...)
 		for i, d := range o.items {
 			if i == len(out.items) {
 				out.items = append(out.items, 0)

@@ -71,6 +71,9 @@ func (s *Store) dumpPagedCuckoo(key []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: Dump of a paged cuckoo filter inside a transaction", ErrInvalidArgument)
 	}
 	defer s.lock(key)()
+	if err := s.drainCuckoo(key); err != nil {
+		return nil, err
+	}
 	cur, err := s.get(key)
 	if err == nil && cur == nil {
 		err = notFound(key)
@@ -189,7 +192,22 @@ func (s *Store) putCuckooPages(wb *sieve.Batch, key []byte, d *cuckooDump) error
 	return nil
 }
 
-// filter returns the in-memory filter of the dump.
+// drainCuckoo places the pending adds of key's paged filter, if it has
+// any, and writes them (what any command does first). It does nothing to
+// a key that holds no paged cuckoo filter. REQUIRES: key's lock.
+func (s *Store) drainCuckoo(key []byte) error {
+	cur, err := s.get(key)
+	if err != nil || cur == nil {
+		return err
+	}
+	if h, err := pagedCuckooHeader(cur); err != nil || h == nil || len(h.pending) == 0 {
+		return nil // the caller's own read reports what is wrong
+	}
+	return s.cuckooDo(key, nil, false, func(*cuckooPages) error { return nil })
+}
+
+// filter returns the in-memory filter of the dump, its pending adds
+// placed.
 func (d *cuckooDump) filter() *CuckooFilter {
 	h := d.header
 	c := &CuckooFilter{spec: h.spec, items: h.stored(), deletes: h.deletes, dropped: h.dropped}
@@ -200,6 +218,9 @@ func (d *cuckooDump) filter() *CuckooFilter {
 			copy(slots[p*int64(l.pageBytes()):], d.pages[string(pageKey(nil, nil, i, p))])
 		}
 		c.filters = append(c.filters, cuckoo.FromSlots(l.log2Buckets, l.bucketSize, slots))
+	}
+	for _, hash := range h.pending {
+		applyCuckooRecord(c, cuckooRecord{op: cuckooAdd, hash: hash})
 	}
 	return c
 }

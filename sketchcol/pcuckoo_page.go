@@ -101,6 +101,28 @@ func applyCuckooPageOp(slots, op []byte) ([]byte, error) {
 	return slots, nil
 }
 
+// trimForeignPages drops from a page merge what precedes the newest
+// operand of another family than the last operand's (a family is a page
+// kind and its operand's, 0x28/0x29, 0x38/0x39, ...): a page that a
+// filter of another kind left, its key replaced by a Put (which drops no
+// pages), is replaced by the new filter's first write, as a page of
+// another size is. A merge of one family is returned as it is.
+func trimForeignPages(base []byte, hasBase bool, operands [][]byte) ([]byte, bool, [][]byte) {
+	if len(operands) == 0 || len(operands[len(operands)-1]) == 0 {
+		return base, hasBase, operands
+	}
+	fam := operands[len(operands)-1][0] &^ 1
+	for i := len(operands) - 2; i >= 0; i-- {
+		if len(operands[i]) > 0 && operands[i][0]&^1 != fam {
+			return nil, false, operands[i+1:]
+		}
+	}
+	if hasBase && len(base) > 0 && base[0]&^1 != fam {
+		return nil, false, operands
+	}
+	return base, hasBase, operands
+}
+
 // isCuckooPage reports whether a page merge is of cuckoo pages: by the
 // base's kind, else the first operand's.
 func isCuckooPage(base []byte, hasBase bool, operands [][]byte) bool {

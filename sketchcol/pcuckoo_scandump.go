@@ -18,6 +18,14 @@ import (
 // iterator of the next one (0, nil after the last). A missing key returns
 // an error wrapping sieve.ErrNotFound.
 func (s *Store) CFScanDump(key []byte, iter int64) (int64, []byte, error) {
+	if iter == 0 { // the header with no pending adds, if no Batch writes meanwhile
+		unlock := s.lock(key)
+		err := s.drainCuckoo(key)
+		unlock()
+		if err != nil {
+			return 0, nil, err
+		}
+	}
 	cur, err := s.get(key)
 	if err == nil && cur == nil {
 		err = notFound(key)

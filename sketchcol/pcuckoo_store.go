@@ -16,7 +16,8 @@ import (
 // that writes a filter holds the key's stripe lock from its first read to
 // its write, and so does every read of pages (a kick moves fingerprints
 // between pages, and a reader between two of its pages must not see half
-// of one).
+// of one). A Batch, which takes no lock, writes pending adds to the
+// header instead; every command places them first (placePending).
 
 // cuckooPages is a filter's header and the pages one command (or one
 // Batch) reads and writes: each page read once, then kept with the
@@ -248,7 +249,8 @@ func (ps *cuckooPages) headerOp() *pagedCuckooOp {
 	}
 	o.deletes -= ps.orig.deletes
 	o.dropped -= ps.orig.dropped
-	changed := o.deletes != 0 || o.dropped != 0 || len(ps.hdr.items) != len(ps.orig.items)
+	o.drain = uint64(len(ps.orig.pending) - len(ps.hdr.pending))
+	changed := o.deletes != 0 || o.dropped != 0 || o.drain != 0 || len(ps.hdr.items) != len(ps.orig.items)
 	for i, x := range ps.hdr.items {
 		var was uint64
 		if i < len(ps.orig.items) {
@@ -353,7 +355,10 @@ func (s *Store) cuckooDo(key []byte, spec *CuckooSpec, create bool, fn func(ps *
 		}
 		ps = s.newCuckooPages(key, hdr, false)
 	}
-	ferr := fn(ps)
+	ferr := ps.placePending()
+	if ferr == nil {
+		ferr = fn(ps)
+	}
 	if ferr != nil && !errors.Is(ferr, ErrFilterFull) {
 		return ferr
 	}
@@ -381,5 +386,38 @@ func (s *Store) cuckooRead(key []byte, fn func(ps *cuckooPages) error) error {
 	case hdr == nil:
 		return errLegacyCuckoo
 	}
-	return fn(s.newCuckooPages(key, hdr, false))
+	ps := s.newCuckooPages(key, hdr, false)
+	if err := ps.placePending(); err != nil {
+		return err
+	}
+	return fn(ps)
+}
+
+// placePending places the adds a Batch wrote blind, in order, as
+// CFAddBlind does (one that finds the filter full is dropped and
+// counted). A command that writes then writes them placed (and the
+// header operand's drain); a read places them in memory only.
+func (ps *cuckooPages) placePending() error {
+	if len(ps.hdr.pending) == 0 {
+		return nil
+	}
+	if err := ps.addHashes(ps.hdr.pending); err != nil {
+		return err
+	}
+	ps.hdr.pending = nil
+	return nil
+}
+
+// addHashes adds items by hash, counting those that find the filter full
+// as dropped.
+func (ps *cuckooPages) addHashes(hs []uint64) error {
+	for _, h := range hs {
+		err := ps.add(h)
+		if errors.Is(err, ErrFilterFull) {
+			ps.hdr.dropped++
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
 }

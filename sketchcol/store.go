@@ -32,7 +32,9 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 // one item, exactly one reports it added. Read-only commands take no lock.
 //
 // Blind variants (PFAddBlind, BFAddBlind, CFAddBlind and a Batch) never
-// read and take no lock: they are for bulk ingestion, where the replies are
+// read and take no lock (but CFAddBlind on a paged cuckoo filter, whose
+// placement depends on what it holds, which adds under the key's lock,
+// cuckoo_store.go): they are for bulk ingestion, where the replies are
 // not wanted. They commute with the locked commands the way their operands
 // do (the package doc, "The merge algebra"), with two consequences worth knowing: a
 // blind write to a key of another kind is dropped silently (the locked

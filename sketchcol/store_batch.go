@@ -20,7 +20,6 @@ type Batch struct {
 	b       *sieve.Batch
 	stripes [lockStripes / 64]uint64 // the keys' stripes, made stale by Commit
 	pages   map[string]*pageSet      // paged filters' pages as this batch left them
-	cuckoo  map[string]*cuckooPages  // paged cuckoo filters as this batch left them
 }
 
 // NewBatch returns an empty Batch with its own sieve.Batch.
@@ -119,56 +118,22 @@ func (b *Batch) pagedAdd(key, cur []byte, items [][]byte) error {
 
 // CFAdd adds CF.ADD key of each item. On a paged filter (every filter
 // this version creates, and a missing key, created with the defaults) it
-// places the items as Store.CFAddBlind does, from the key's header and
-// pages as stored and as the batch's earlier adds left them: an item that
-// finds the filter full is dropped and counted (CFInfo.ItemsDropped).
-// It takes no lock. HAZARD: a cuckoo filter's writes are slot
-// assignments, so a write to key by another writer between this call and
-// Commit is partly overwritten (fingerprints lost); give a paged filter
-// one writer at a time. On a filter stored whole it adds the blind
-// operand of add records (see Store.CFAddBlind).
+// writes the items' hashes to the header as pending adds, without
+// reading: the next command on the key (under its lock) places them in
+// order, before its own work, as CFAddBlind would have; reads count them
+// placed. On a filter stored whole it adds the blind operand of add
+// records (see Store.CFAddBlind). On a key of another kind either is
+// dropped when merged.
 func (b *Batch) CFAdd(key []byte, items ...[]byte) error {
-	ps := b.cuckoo[string(key)]
-	if ps == nil {
-		cur, err := b.s.get(key)
-		if err != nil && !errors.Is(err, ErrWrongType) {
-			return err
-		}
-		if err != nil || (cur != nil && cur[0] != kindPagedCuckoo) {
-			op, err := CFAddOp(nil, items...)
-			return b.merge(key, op, err) // a value of another kind drops it
-		}
-		if ps, err = b.s.batchCuckoo(key, cur); err != nil {
-			return err
-		}
-	}
-	if err := ps.addAll(items); err != nil {
-		delete(b.cuckoo, string(key)) // ahead of the batch: read again
+	cur, err := b.s.get(key)
+	if err != nil && !errors.Is(err, ErrWrongType) {
 		return err
 	}
-	if b.cuckoo == nil {
-		b.cuckoo = map[string]*cuckooPages{}
+	if err == nil && (cur == nil || cur[0] == kindPagedCuckoo) {
+		return b.merge(key, appendPagedCuckooOp(nil, &pagedCuckooOp{appends: itemHashes(items)}), nil)
 	}
-	b.cuckoo[string(key)] = ps
-	b.touch(key)
-	return ps.writeTo(b.b)
-}
-
-// batchCuckoo returns the pages of key's paged filter (cur its header;
-// nil: missing, created with the defaults) for a Batch.
-func (s *Store) batchCuckoo(key, cur []byte) (*cuckooPages, error) {
-	if cur == nil {
-		h, err := newPagedCuckoo(DefaultCuckooSpec())
-		if err != nil {
-			return nil, err
-		}
-		return s.newCuckooPages(bytes.Clone(key), h, true), nil
-	}
-	h, err := parsePagedCuckoo(cur)
-	if err != nil {
-		return nil, err
-	}
-	return s.newCuckooPages(bytes.Clone(key), h, false), nil
+	op, err := CFAddOp(nil, items...)
+	return b.merge(key, op, err)
 }
 
 // Restore adds Store.Restore's write of value to key. The value is
