@@ -132,5 +132,8 @@ func parseCMSKey(cur []byte) (*CountMinSketch, error) {
 	if cur == nil {
 		return nil, ErrCMSKeyNotFound
 	}
+	if c, ok, err := cmsOfPaged(cur); ok {
+		return c, err
+	}
 	return parseValue(cur, KindCMS, ParseCMS)
 }

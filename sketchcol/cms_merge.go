@@ -24,7 +24,10 @@ type cmsRecord struct {
 func (*cmsOp) kind() Kind                { return KindCMS }
 func (o *cmsOp) create() (sketch, error) { return NewCMS(o.spec) }
 func (o *cmsOp) apply(s sketch) {
-	c := s.(*CountMinSketch)
+	c, ok := s.(*CountMinSketch)
+	if !ok {
+		return // a paged sketch: an operand of a sketch stored whole is dropped
+	}
 	for _, r := range o.recs {
 		c.incrHash(r.hash, r.incr)
 	}

@@ -24,8 +24,27 @@ func (s *Store) CMSInitByProb(key []byte, errorRate, probability float64) error 
 }
 
 func (s *Store) cmsInit(key []byte, spec CMSSpec) error {
-	op, err := CMSInitOp(spec)
-	return s.create(key, op, err, ErrCMSKeyExists)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	defer s.lock(key)()
+	if err := s.checkMissing(key, ErrCMSKeyExists); err != nil {
+		return err
+	}
+	return s.cmsInitPaged(key, spec)
+}
+
+// checkMissing returns exists when key holds any value.
+func (s *Store) checkMissing(key []byte, exists error) error {
+	cur, err := s.get(key)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		k, _ := KindOf(cur)
+		return fmt.Errorf("%w (key %q holds a %s)", exists, clip(key), k)
+	}
+	return nil
 }
 
 // create writes op, the operand creating a value (or the error building
@@ -63,6 +82,13 @@ func (s *Store) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int
 	if err != nil {
 		return nil, err
 	}
+	if hdr, err := cmsHeaderOf(cur); err != nil || hdr != nil {
+		if err != nil {
+			return nil, err
+		}
+		recs, _ := cmsRecords(items, increments) // checked by CMSIncrByOp
+		return cmsOverflow(s.cmsPagedIncr(key, hdr, false, recs))
+	}
 	est, rerr := CMSIncrByReply(cur, items, increments)
 	if est == nil {
 		return nil, rerr
@@ -78,14 +104,33 @@ func (s *Store) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int
 // linear: the fold is exact). A key that is missing when the operand is
 // merged is created with DefaultCMSSpec (RedisBloom would refuse the
 // command); on a key of another kind the operand is dropped.
+//
+// On a paged sketch (every sketch this version creates, and a missing
+// key) it reads the key's header for its geometry but no page, and writes
+// the header and page operands as one batch.
 func (s *Store) CMSIncrByBlind(key []byte, items [][]byte, increments []int64) error {
-	return s.mergeOp(key)(CMSIncrByOp(items, increments))
+	op, paged, err := s.cmsIncrBlind(key, items, increments)
+	if err != nil || paged {
+		return err
+	}
+	return s.merge(key, op)
 }
 
 // CMSQuery returns the estimated count of each item (CMS.QUERY). A
 // missing key returns ErrCMSKeyNotFound.
 func (s *Store) CMSQuery(key []byte, items ...[]byte) ([]int64, error) {
-	return readReply(s, key, func(cur []byte) ([]int64, error) { return CMSQueryReply(cur, items...) })
+	defer s.lock(key)() // a paged sketch's pages are read as one state
+	cur, err := s.get(key)
+	if err != nil {
+		return nil, err
+	}
+	if hdr, err := cmsHeaderOf(cur); err != nil || hdr != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.cmsQueryPaged(key, hdr, items)
+	}
+	return CMSQueryReply(cur, items...)
 }
 
 // CMSMerge sets dst to Σ weights[i]·srcs[i] (CMS.MERGE; weights nil: all
@@ -99,10 +144,14 @@ func (s *Store) CMSMerge(dst []byte, srcs [][]byte, weights []int64) error {
 		return ErrCMSNumKeys
 	}
 	defer s.lock(dst)()
-	g, release := s.snapshotGetter()
+	g, pg, release := s.snapshotReaders()
 	defer release()
-	vs, err := getAll(g, append([][]byte{dst}, srcs...))
+	keys := append([][]byte{dst}, srcs...)
+	vs, err := getAll(g, keys)
 	if err != nil {
+		return err
+	}
+	if paged, err := s.cmsMergeAnyPaged(keys, vs, weights, pg); paged || err != nil {
 		return err
 	}
 	op, err := CMSMergeOp(vs[0], vs[1:], weights)
@@ -114,5 +163,11 @@ func (s *Store) CMSMerge(dst []byte, srcs [][]byte, weights []int64) error {
 
 // CMSInfo returns CMS.INFO. A missing key returns ErrCMSKeyNotFound.
 func (s *Store) CMSInfo(key []byte) (CMSInfo, error) {
-	return readReply(s, key, CMSInfoReply)
+	return readReply(s, key, func(cur []byte) (CMSInfo, error) {
+		hdr, err := cmsHeaderOf(cur)
+		if err != nil || hdr == nil {
+			return CMSInfoReply(cur)
+		}
+		return CMSInfo{Width: hdr.spec.Width, Depth: hdr.spec.Depth, Count: hdr.count}, nil
+	})
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // Count-Min and Top-K in TestStoreCrashBlindIngestion: the first batch
-// creates m0 and t0 with small geometries (blind create-if-missing
-// operands), later batches add blind increments and adds to them.
+// creates m0 and t0, paged, with small geometries (blind create-if-missing
+// header operands), later batches add blind increments and adds to them
+// (header and page operands in the batch).
 
 var (
 	crashCMSTopKKeys = []string{"m0", "t0"}
@@ -17,14 +18,20 @@ var (
 )
 
 func (in *blindIngestion) reserveCMSTopK(t *testing.T, b *Batch) {
-	cop, err := CMSInitOp(crashCMSSpec)
-	require.NoError(t, err)
-	top, err := TopKReserveOp(crashTopKSpec)
-	require.NoError(t, err)
+	// Paged sketches, created in the batch as a Batch's first add to a
+	// missing key creates them (the header operand), their geometry
+	// known to the batch's later adds.
+	cop := appendPagedCMSOp(nil, &pagedCMSOp{spec: crashCMSSpec})
+	top := appendPagedTopKOp(nil, &pagedTopKOp{spec: crashTopKSpec})
 	require.NoError(t, b.b.MergeCF(b.s.cf, k("m0"), cop))
 	require.NoError(t, b.b.MergeCF(b.s.cf, k("t0"), top))
-	in.model["m0"], _ = NewCMS(crashCMSSpec)
-	in.model["t0"], _ = NewTopK(crashTopKSpec)
+	b.cms = map[string]CMSSpec{"m0": crashCMSSpec}
+	hdr, err := newPagedTopK(crashTopKSpec)
+	require.NoError(t, err)
+	b.topk = map[string]*topKPageSet{"t0": newTopKPageSet(b.s.rawPage, k("t0"), hdr)}
+	c, _ := NewCMS(crashCMSSpec)
+	tk, _ := NewTopK(crashTopKSpec)
+	in.model["m0"], in.model["t0"] = memPagedCMS{c}, memPagedTopK{tk}
 }
 
 // crashIncrs are the increments of a blind CMS.INCRBY of its.
@@ -46,13 +53,13 @@ func addCMSTopK(t *testing.T, b *Batch, key string, its [][]byte) {
 
 func (m storeModel) applyBlindCMSTopK(key string, its [][]byte) {
 	if key[0] == 'm' {
-		c := m[key].(*CountMinSketch)
+		c := cmsOfModel(m[key])
 		for i, n := range crashIncrs(its) {
 			c.IncrBy(its[i], uint64(n))
 		}
 		return
 	}
-	tk := m[key].(*TopK)
+	tk := topKOfModel(m[key])
 	for _, it := range its {
 		tk.Add(it, 1)
 	}

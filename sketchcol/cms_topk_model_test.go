@@ -283,6 +283,14 @@ func cmsTopKStep(w *workload, g *cmsTopKGen) {
 	case 11:
 		key := cmsTopKKey(w, []string{"m", "k"}[w.rng.IntN(2)])
 		v := g.value(w.t, []Kind{KindCMS, KindTopK}[w.rng.IntN(2)])
+		if w.rng.IntN(2) == 0 { // a paged sketch's dump
+			switch x := v.(type) {
+			case *CountMinSketch:
+				v = memPagedCMS{x}
+			case *TopK:
+				v = memPagedTopK{x}
+			}
+		}
 		require.NoError(w.t, w.s.Restore(k(key), v.appendValue(nil)))
 		w.m[key] = v
 	}
@@ -309,7 +317,8 @@ func cmsInitStep(w *workload, g *cmsTopKGen) {
 	if w.m[key] != nil {
 		werr = ErrCMSKeyExists
 	} else {
-		w.m[key], _ = NewCMS(spec)
+		c, _ := NewCMS(spec)
+		w.m[key] = memPagedCMS{c}
 	}
 	w.checkKnown("CMS.INITBYDIM "+key, nil, nil, err, werr)
 }
@@ -332,10 +341,11 @@ func cmsIncrStep(w *workload, g *cmsTopKGen, blind bool) {
 
 func (*cmsTopKGen) cmsApply(items [][]byte, incrs []int64) func(*testing.T, sketch) sketch {
 	return func(t *testing.T, s sketch) sketch {
-		if s == nil {
-			s, _ = NewCMS(DefaultCMSSpec())
+		if s == nil { // a blind write creates a paged sketch
+			c, _ := NewCMS(DefaultCMSSpec())
+			s = memPagedCMS{c}
 		}
-		if c, ok := s.(*CountMinSketch); ok {
+		if c := cmsOfModel(s); c != nil {
 			for i, it := range items {
 				c.IncrBy(it, uint64(incrs[i]))
 			}
@@ -361,6 +371,11 @@ func cmsMergeStep(w *workload) {
 		o, derr := decodeOperand(op)
 		require.NoError(w.t, derr)
 		w.m[dst] = o.(*setOp).value
+		for _, key := range append([]string{dst}, srcs...) {
+			if _, paged := w.m[key].(memPagedCMS); paged { // the destination becomes paged
+				w.m[dst] = memPagedCMS{o.(*setOp).value.(*CountMinSketch)}
+			}
+		}
 	}
 	w.checkKnown("CMS.MERGE "+dst, nil, nil, err, werr)
 }
@@ -372,7 +387,8 @@ func topKReserveStep(w *workload, g *cmsTopKGen) {
 	if w.m[key] != nil {
 		werr = ErrTopKKeyExists
 	} else {
-		w.m[key], _ = NewTopK(spec)
+		tk, _ := NewTopK(spec)
+		w.m[key] = memPagedTopK{tk}
 	}
 	w.checkKnown("TOPK.RESERVE "+key, nil, nil, err, werr)
 }
@@ -381,10 +397,11 @@ func topKAddStep(w *workload, g *cmsTopKGen, blind bool) {
 	key, items := cmsTopKKey(w, "k"), g.items("t", 6)
 	incrs := g.topKIncrs(len(items))
 	apply := func(s sketch) sketch {
-		if s == nil {
-			s, _ = NewTopK(DefaultTopKSpec())
+		if s == nil { // a blind write creates a paged sketch
+			tk, _ := NewTopK(DefaultTopKSpec())
+			s = memPagedTopK{tk}
 		}
-		if tk, ok := s.(*TopK); ok {
+		if tk := topKOfModel(s); tk != nil {
 			for i, it := range items {
 				tk.Add(it, uint32(incrs[i]))
 			}
@@ -392,9 +409,10 @@ func topKAddStep(w *workload, g *cmsTopKGen, blind bool) {
 		return s
 	}
 	if blind {
-		op, err := TopKIncrByOp(items, incrs)
-		require.NoError(w.t, err)
-		require.NoError(w.t, w.s.merge(k(key), op))
+		for i := range incrs {
+			incrs[i] = 1
+		}
+		require.NoError(w.t, w.s.TopKAddBlind(k(key), items...))
 		w.m[key] = apply(w.m[key])
 		return
 	}

@@ -15,8 +15,9 @@ import (
 //     CMS.INCRBY reply: below that sum plus the increment), and CMS.INFO's
 //     count lies between the increments acknowledged before the read and
 //     those started after it. At the end of a round the count is exact and
-//     the value is byte for byte a sketch built in memory from every
-//     increment (Count-Min commutes: the interleaving does not matter).
+//     the value (a paged sketch's dump) is byte for byte a sketch built in
+//     memory from every increment (Count-Min commutes: the interleaving
+//     does not matter).
 //   - Top-K: one key per goroutine, written by its owner only, so the
 //     owner's model (a TopK fed the same adds in the same order) is exact:
 //     every TOPK.ADD reply and the owner's TOPK.LIST equal the model's,
@@ -178,14 +179,14 @@ func (c *cmsTopKStress) verify(s *stress, stage string) {
 		}
 	}
 	want.count = total
-	if got, err := s.st.Dump(c.cmsKey); err != nil || !bytes.Equal(got, want.appendValue(nil)) {
+	if got, err := s.st.Dump(c.cmsKey); err != nil || !bytes.Equal(got, pagedDumpOf(want)) {
 		s.violation("%s: the Count-Min value differs from the model of every increment (%v)", stage, err)
 	}
 	if total != c.acked.Load() || total != c.started.Load() {
 		s.violation("%s: Count-Min increments: model %d, acknowledged %d, started %d", stage, total, c.acked.Load(), c.started.Load())
 	}
 	for g, key := range c.topKKeys {
-		if got, err := s.st.Dump(key); err != nil || !bytes.Equal(got, c.topKModels[g].appendValue(nil)) {
+		if got, err := s.st.Dump(key); err != nil || !bytes.Equal(got, pagedDumpOf(c.topKModels[g])) {
 			s.violation("%s: Top-K %s differs from its owner's model (%v)", stage, key, err)
 		}
 	}

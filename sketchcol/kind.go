@@ -19,7 +19,10 @@ const (
 	kindCMSOp       = 0x41 // operand: Count-Min increments
 	kindTopKValue   = 0x50 // value: Top-K (HeavyKeeper)
 	kindTopKOp      = 0x51 // operand: Top-K adds
-	kindHLLValue    = 'H'  // value: Redis HyperLogLog ("HYLL" magic)
+	// 0x42..0x44, 0x4a, 0x4b: the paged Count-Min header, its operand,
+	// dump, page and page operand (cms_paged.go); 0x52..0x54, 0x58, 0x59:
+	// the paged Top-K's (topk_paged.go)
+	kindHLLValue = 'H' // value: Redis HyperLogLog ("HYLL" magic)
 
 	version1 = 1
 )
@@ -97,6 +100,18 @@ func kindName(b byte) string {
 		return "cuckoo page"
 	case kindCuckooPageOp:
 		return "cuckoo page operand"
+	case kindPagedCMS:
+		return "paged Count-Min header"
+	case kindPagedCMSOp:
+		return "paged Count-Min operand"
+	case kindPagedCMSDump:
+		return "paged Count-Min dump"
+	case kindPagedTopK:
+		return "paged Top-K header"
+	case kindPagedTopKOp:
+		return "paged Top-K operand"
+	case kindPagedTopKDump:
+		return "paged Top-K dump"
 	}
 	return "unknown kind"
 }
@@ -140,9 +155,9 @@ func KindOf(value []byte) (Kind, error) {
 		return KindBloom, nil
 	case kindCuckooValue, kindPagedCuckoo, kindPagedCuckooDump:
 		return KindCuckoo, nil
-	case kindCMSValue:
+	case kindCMSValue, kindPagedCMS, kindPagedCMSDump:
 		return KindCMS, nil
-	case kindTopKValue:
+	case kindTopKValue, kindPagedTopK, kindPagedTopKDump:
 		return KindTopK, nil
 	}
 	return KindNone, corruptf("not a sketch value: %s (kind byte %#02x)", kindName(value[0]), value[0])

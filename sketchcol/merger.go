@@ -2,6 +2,7 @@ package sketchcol
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/sievedb/sieve"
 )
@@ -101,17 +102,21 @@ func partialMergeOps(operands [][]byte) ([]byte, bool) {
 		}
 		return appendSetOp(nil, s), true
 	}
-	k, paged := ops[0].kind(), isPagedOp(ops[0])
+	k := ops[0].kind()
 	for _, o := range ops[1:] {
-		if o.kind() != k || isPagedOp(o) != paged {
+		if o.kind() != k || reflect.TypeOf(o) != reflect.TypeOf(ops[0]) { // a paged op and a legacy one of one kind do not fold
 			return nil, false
 		}
 	}
-	if paged {
-		if k == KindCuckoo {
-			return appendPagedCuckooOp(nil, foldPagedCuckooOps(ops)), true
-		}
+	switch ops[0].(type) {
+	case *pagedBloomOp:
 		return appendPagedBloomOp(nil, foldPagedBloomOps(ops)), true
+	case *pagedCuckooOp:
+		return appendPagedCuckooOp(nil, foldPagedCuckooOps(ops)), true
+	case *pagedCMSOp:
+		return appendPagedCMSOp(nil, foldPagedCMSOps(ops)), true
+	case *pagedTopKOp:
+		return appendPagedTopKOp(nil, foldPagedTopKOps(ops)), true
 	}
 	switch k {
 	case KindHLL:
@@ -126,16 +131,6 @@ func partialMergeOps(operands [][]byte) ([]byte, bool) {
 		return appendTopKOp(nil, foldTopKOps(ops)), true
 	}
 	return nil, false
-}
-
-// isPagedOp reports whether o is a paged filter's header operand, which
-// folds apart from its kind's single-value operands.
-func isPagedOp(o op) bool {
-	switch o.(type) {
-	case *pagedBloomOp, *pagedCuckooOp:
-		return true
-	}
-	return false
 }
 
 // clip shortens a key for an error message.

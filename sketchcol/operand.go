@@ -50,8 +50,20 @@ func decodeValue(b []byte) (sketch, error) {
 		}
 		return ParseBloom(b)
 	case KindCMS:
+		switch b[0] {
+		case kindPagedCMS:
+			return parsePagedCMS(b)
+		case kindPagedCMSDump:
+			return nil, corruptf("a paged Count-Min sketch's dump is not a stored value")
+		}
 		return ParseCMS(b)
 	case KindTopK:
+		switch b[0] {
+		case kindPagedTopK:
+			return parsePagedTopK(b)
+		case kindPagedTopKDump:
+			return nil, corruptf("a paged Top-K sketch's dump is not a stored value")
+		}
 		return ParseTopK(b)
 	default:
 		switch b[0] {
@@ -73,6 +85,9 @@ func ValidateValue(value []byte) (Kind, error) {
 			return KindNone, err
 		}
 		return KindBloom, nil
+	}
+	if k, ok, err := validateCountersDump(value); ok {
+		return k, err
 	}
 	if len(value) > 0 && value[0] == kindPagedCuckooDump {
 		if _, err := parseCuckooDump(value); err != nil {
@@ -134,7 +149,7 @@ func decodeOperand(b []byte) (op, error) {
 var operandDecoders = [256]func([]byte) (op, error){
 	kindSet: decodeSetOp, kindHLLOp: decodeHLLOp, kindBloomOp: decodeBloomOp,
 	kindCuckooOp: decodeCuckooOp, kindCMSOp: decodeCMSOp, kindTopKOp: decodeTopKOp,
-	kindPagedBloomOp: decodePagedBloomOp, kindPagedCuckooOp: decodePagedCuckooOp,
+	kindPagedBloomOp: decodePagedBloomOp, kindPagedCuckooOp: decodePagedCuckooOp, kindPagedCMSOp: decodePagedCMSOp, kindPagedTopKOp: decodePagedTopKOp,
 }
 
 // ---- set: replace the value ----
@@ -151,6 +166,9 @@ func (*setOp) apply(sketch)              {}
 func SetOp(value []byte) ([]byte, error) {
 	if len(value) > 0 && value[0] == kindPagedBloomDump {
 		return nil, fmt.Errorf("%w: a paged Bloom filter's dump is restored with Store.Restore, not as an operand", ErrInvalidArgument)
+	}
+	if len(value) > 0 && (value[0] == kindPagedCMSDump || value[0] == kindPagedTopKDump) {
+		return nil, fmt.Errorf("%w: a paged sketch's dump is restored with Store.Restore, not as an operand", ErrInvalidArgument)
 	}
 	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
 		return nil, fmt.Errorf("%w: a paged cuckoo filter is restored with Store.Restore, not as an operand", ErrInvalidArgument)

@@ -157,6 +157,12 @@ func (PageMerger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) (
 	if isCuckooPage(base, hasBase, operands) {
 		return fullMergeCuckooPage(key, base, hasBase, operands)
 	}
+	if v, ok, err := fullMergeCounterPage(base, hasBase, operands); ok { // Count-Min, Top-K (cms_paged.go)
+		if err != nil {
+			return nil, fmt.Errorf("sketchcol: page %x: %w", clip(key), err)
+		}
+		return v, nil
+	}
 	out := make([]byte, 2, 2+bloomPageBits/8)
 	out[0], out[1] = kindBloomPage, version1
 	bits := out[2:2]
@@ -195,6 +201,9 @@ func zeroed(buf []byte, n int) []byte {
 func (PageMerger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
 	if isCuckooPage(nil, false, operands) {
 		return partialMergeCuckooPage(operands)
+	}
+	if k := counterPageKind(nil, false, operands); k != 0 {
+		return partialMergeCounterPage(k, operands)
 	}
 	var bits []byte
 	for _, o := range operands {

@@ -283,6 +283,9 @@ func (s *Store) Dump(key []byte) ([]byte, error) {
 	if err == nil && v[0] == kindPagedBloom {
 		return s.dumpPaged(key, v)
 	}
+	if err == nil && (v[0] == kindPagedCMS || v[0] == kindPagedTopK) {
+		return s.dumpCounters(key, v)
+	}
 	if err == nil && v[0] == kindPagedCuckoo {
 		return s.dumpPagedCuckoo(key)
 	}
@@ -310,6 +313,13 @@ func (s *Store) Restore(key, value []byte) error {
 		}
 		defer s.lock(key)()
 		return s.restorePaged(key, d)
+	}
+	if d, ok, err := countersRestore(value); ok { // a paged Count-Min or Top-K sketch
+		if err != nil {
+			return fmt.Errorf("sketchcol: restore: %w", err)
+		}
+		defer s.lock(key)()
+		return s.restoreCounters(key, d)
 	}
 	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
 		return s.restoreCuckoo(key, value)
@@ -378,6 +388,9 @@ func restoreValue(value []byte) ([]byte, error) {
 		// A paged filter is its header and its pages: only Store.Restore
 		// (restorePaged) writes both.
 		return nil, fmt.Errorf("%w: a paged Bloom filter is restored with Store.Restore, not written as one value", ErrInvalidArgument)
+	}
+	if _, ok, _ := countersRestore(value); ok {
+		return nil, fmt.Errorf("%w: a paged Count-Min or Top-K sketch is restored with Store.Restore, not written as one value", ErrInvalidArgument)
 	}
 	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
 		return nil, fmt.Errorf("%w: a paged cuckoo filter is restored with Store.Restore, not written as one value", ErrInvalidArgument)

@@ -20,6 +20,8 @@ type Batch struct {
 	b       *sieve.Batch
 	stripes [lockStripes / 64]uint64 // the keys' stripes, made stale by Commit
 	pages   map[string]*pageSet      // paged filters' pages as this batch left them
+	topk    map[string]*topKPageSet  // paged Top-K sketches as this batch left them
+	cms     map[string]CMSSpec       // paged Count-Min sketches' geometry, read once
 }
 
 // NewBatch returns an empty Batch with its own sieve.Batch.

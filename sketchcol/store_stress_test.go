@@ -1901,6 +1901,9 @@ func (s *stress) checkIterator(stage string) {
 		if d, err := dumpOf(want); d != nil && err == nil {
 			want = d.raw // a paged filter's key holds the dump's header
 		}
+		if d, ok, err := countersRestore(want); ok && err == nil {
+			want = d.raw // so does a paged Count-Min or Top-K sketch's
+		}
 		if d, err := parseCuckooDump(want); err == nil {
 			want = d.raw
 		}

@@ -126,23 +126,36 @@ func (t *TopK) decayProb(c uint32) float64 {
 func (t *TopK) Add(item []byte, incr uint32) []byte {
 	h := itemHash(item)
 	fp := topKFingerprint(h)
-	heapMin := t.heap[0].count
 	var maxCount uint32
 	for i := range t.spec.Depth {
 		b := &t.buckets[i*t.spec.Width+int(rowHash(h, i)%uint64(t.spec.Width))]
-		switch {
-		case b.count == 0:
-			b.fp, b.count = fp, incr
-		case b.fp == fp:
-			b.count = uint32(min(uint64(b.count)+uint64(incr), math.MaxUint32))
-		default:
-			t.decay(b, h, i, fp, incr)
-		}
+		t.addBucket(b, h, i, incr)
 		if b.fp == fp {
 			maxCount = max(maxCount, b.count)
 		}
 	}
-	if maxCount < heapMin {
+	return t.offer(item, fp, maxCount)
+}
+
+// addBucket is HeavyKeeper's step on row i's bucket b of an item of hash
+// h counted incr times.
+func (t *TopK) addBucket(b *hkBucket, h uint64, i int, incr uint32) {
+	fp := topKFingerprint(h)
+	switch {
+	case b.count == 0:
+		b.fp, b.count = fp, incr
+	case b.fp == fp:
+		b.count = uint32(min(uint64(b.count)+uint64(incr), math.MaxUint32))
+	default:
+		t.decay(b, h, i, fp, incr)
+	}
+}
+
+// offer is the heap's step of an add of item (of fingerprint fp) whose
+// buckets hold at most maxCount: it returns the item expelled, nil when
+// none.
+func (t *TopK) offer(item []byte, fp, maxCount uint32) []byte {
+	if maxCount < t.heap[0].count {
 		return nil
 	}
 	if j := t.find(item, fp); j >= 0 {

@@ -26,15 +26,7 @@ func (t *TopK) appendBinary(dst []byte) []byte {
 	for _, b := range t.buckets {
 		dst = le.AppendUint32(le.AppendUint32(dst, b.fp), b.count)
 	}
-	for _, e := range t.heap {
-		if !e.used {
-			dst = append(dst, 0)
-			continue
-		}
-		dst = le.AppendUint32(append(dst, 1), e.count)
-		dst = append(binary.AppendUvarint(dst, uint64(len(e.item))), e.item...)
-	}
-	return dst
+	return t.appendHeap(dst)
 }
 
 // ParseTopK decodes a Top-K value, checking every field: kind, version,

@@ -112,5 +112,8 @@ func parseTopKKey(cur []byte) (*TopK, error) {
 	if cur == nil {
 		return nil, ErrTopKKeyNotFound
 	}
+	if t, ok, err := topKOfPaged(cur); ok {
+		return t, err
+	}
 	return parseValue(cur, KindTopK, ParseTopK)
 }

@@ -24,7 +24,10 @@ type topKRecord struct {
 func (*topKOp) kind() Kind                { return KindTopK }
 func (o *topKOp) create() (sketch, error) { return NewTopK(o.spec) }
 func (o *topKOp) apply(s sketch) {
-	t := s.(*TopK)
+	t, ok := s.(*TopK)
+	if !ok {
+		return // a paged sketch: an operand of a sketch stored whole is dropped
+	}
 	for _, r := range o.recs {
 		t.Add(r.item, r.incr)
 	}

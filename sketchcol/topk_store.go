@@ -14,8 +14,14 @@ func (s *Store) TopKReserve(key []byte, k, width, depth int, decay float64) erro
 	if width == 0 && depth == 0 && decay == 0 {
 		spec.Width, spec.Depth, spec.Decay = def.Width, def.Depth, def.Decay
 	}
-	op, err := TopKReserveOp(spec)
-	return s.create(key, op, err, ErrTopKKeyExists)
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	defer s.lock(key)()
+	if err := s.checkMissing(key, ErrTopKKeyExists); err != nil {
+		return err
+	}
+	return s.topKReservePaged(key, spec)
 }
 
 // TopKAdd adds each item once, in order (TOPK.ADD), and returns the item
@@ -38,6 +44,13 @@ func (s *Store) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]
 	if err != nil {
 		return nil, err
 	}
+	if hdr, err := topKHeaderOf(cur); err != nil || hdr != nil {
+		if err != nil {
+			return nil, err
+		}
+		recs, _ := topKRecords(items, increments) // checked by TopKIncrByOp
+		return s.topKPagedAdd(key, hdr, false, recs)
+	}
 	out, err := TopKIncrByReply(cur, items, increments)
 	if err != nil {
 		return nil, err
@@ -49,20 +62,47 @@ func (s *Store) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]
 // applied in order when merged. A missing key is created with
 // DefaultTopKSpec (k 10; RedisBloom would refuse); on a key of another
 // kind the operand is dropped.
+//
+// On a paged sketch (every sketch this version creates, and a missing
+// key) it reads the header and the pages the items touch, without the
+// key's lock: the buckets' adds are exact (the merge replays them in
+// commit order), the heap's offers come from what it read.
 func (s *Store) TopKAddBlind(key []byte, items ...[]byte) error {
+	if ok, err := s.topKBlind(key, items); ok || err != nil {
+		return err
+	}
 	return s.mergeOp(key)(TopKIncrByOp(items, nil))
 }
 
 // TopKQuery reports whether each item is among the top k (TOPK.QUERY).
 // A missing key returns ErrTopKKeyNotFound.
 func (s *Store) TopKQuery(key []byte, items ...[]byte) ([]bool, error) {
-	return readReply(s, key, func(cur []byte) ([]bool, error) { return TopKQueryReply(cur, items...) })
+	r, cur, ok, err := topKReadPaged(s, key, func(ps *topKPageSet) ([]bool, error) {
+		return existsAll(ps.hdr.Query, items), nil
+	})
+	if ok || err != nil {
+		return r, err
+	}
+	return TopKQueryReply(cur, items...)
 }
 
 // TopKCount returns each item's estimated count (TOPK.COUNT, deprecated in
 // RedisBloom). A missing key returns ErrTopKKeyNotFound.
 func (s *Store) TopKCount(key []byte, items ...[]byte) ([]int64, error) {
-	return readReply(s, key, func(cur []byte) ([]int64, error) { return TopKCountReply(cur, items...) })
+	r, cur, ok, err := topKReadPaged(s, key, func(ps *topKPageSet) ([]int64, error) {
+		out := make([]int64, len(items))
+		for i, it := range items {
+			var err error
+			if out[i], err = ps.count(it); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	})
+	if ok || err != nil {
+		return r, err
+	}
+	return TopKCountReply(cur, items...)
 }
 
 // TopKList returns the top k items by count, descending, ties by their
@@ -82,10 +122,26 @@ func (s *Store) TopKList(key []byte) ([][]byte, error) {
 // TopKListWithCount is TOPK.LIST WITHCOUNT: TopKList with each item's
 // HeavyKeeper count.
 func (s *Store) TopKListWithCount(key []byte) ([]TopKItem, error) {
-	return readReply(s, key, TopKListReply)
+	return readReply(s, key, func(cur []byte) ([]TopKItem, error) {
+		if hdr, err := topKHeaderOf(cur); err != nil || hdr != nil {
+			if err != nil {
+				return nil, err
+			}
+			return hdr.List(), nil
+		}
+		return TopKListReply(cur)
+	})
 }
 
 // TopKInfo returns TOPK.INFO. A missing key returns ErrTopKKeyNotFound.
 func (s *Store) TopKInfo(key []byte) (TopKInfo, error) {
-	return readReply(s, key, TopKInfoReply)
+	return readReply(s, key, func(cur []byte) (TopKInfo, error) {
+		if hdr, err := topKHeaderOf(cur); err != nil || hdr != nil {
+			if err != nil {
+				return TopKInfo{}, err
+			}
+			return hdr.Info(), nil
+		}
+		return TopKInfoReply(cur)
+	})
 }

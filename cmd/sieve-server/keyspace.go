@@ -89,7 +89,9 @@ const (
 	kindCuckoo     = 0x30
 	kindPagedCF    = 0x32 // a paged cuckoo filter's header (sketchcol)
 	kindCMS        = 0x40
+	kindPagedCMS   = 0x42 // a paged Count-Min sketch's header (sketchcol)
 	kindTopK       = 0x50
+	kindPagedTopK  = 0x52 // a paged Top-K sketch's header (sketchcol)
 	kindHLL        = 'H'
 	metaCFName     = "server-hllmeta"
 	hllHdrLen      = 16
@@ -290,9 +292,9 @@ func typeOf(raw []byte) keyType {
 		return typeBloom
 	case kindCuckoo, kindPagedCF:
 		return typeCuckoo
-	case kindCMS:
+	case kindCMS, kindPagedCMS:
 		return typeCMS
-	case kindTopK:
+	case kindTopK, kindPagedTopK:
 		return typeTopK
 	}
 	return typeString // not written by the server; shown as bytes
