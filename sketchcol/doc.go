@@ -93,8 +93,11 @@
 // reads the key, then writes its operand. Its blind variant — PFAddBlind,
 // BFAddBlind, CFAddBlind, CMSIncrByBlind, TopKAddBlind — writes the same
 // operand without a reply and, but for BFAddBlind on a paged Bloom filter
-// (which reads the pages its items touch, to count only new items),
-// without reading: a bulk load's cost is the operands'. The price is that nothing is checked when it is written: a
+// (which reads the pages its items touch, to count only new items) and
+// CFAddBlind on a paged cuckoo filter (which places its items under the
+// key's lock, reading the pages of their buckets: where a fingerprint
+// goes depends on what the filter holds), without reading: a bulk load's
+// cost is the operands'. The price is that nothing is checked when it is written: a
 // blind write to a key of another kind is dropped when merged, a blind
 // add to a missing key creates it with the default geometry (also for
 // Count-Min and Top-K, which RedisBloom would refuse), a Bloom add past a
@@ -107,7 +110,9 @@
 // A Batch (Store.NewBatch) collects blind writes and restores — PFAdd,
 // BFAdd, CFAdd, CMSIncrBy, TopKAdd, Restore — and commits them atomically,
 // in one WAL write, with Commit (its BFAdd, like BFAddBlind, reads the
-// pages a paged filter's items touch). Its Sieve method returns the
+// pages a paged filter's items touch; its CFAdd on a paged cuckoo filter
+// writes the items as pending adds in the header, which the key's next
+// command places first). Its Sieve method returns the
 // underlying sieve.Batch, to which writes to other column families of the
 // same database may be added; Store.WrapBatch makes a Batch that adds to a
 // sieve.Batch of your own. (Either turns the Store's cache of HyperLogLog
@@ -169,9 +174,10 @@
 // EXISTS, costs about the size of the value — a 12 KB dense HyperLogLog,
 // a cuckoo filter of one or two bytes per item of capacity — while a blind
 // write costs the size of its operand. Probe many items of a cuckoo filter
-// with CFMExists (one read). Two exceptions: a paged Bloom filter's
-// command reads its header and the pages its items touch, whatever the
-// filter's size; and PFAdd answers from a bounded cache of the decoded
+// with CFMExists (one read). Exceptions: a paged Bloom filter's command
+// reads its header and the pages its items touch, whatever the filter's
+// size; so does a paged cuckoo filter's (two pages per sub-filter per
+// item, and those its evictions visit); and PFAdd answers from a bounded cache of the decoded
 // registers of hot keys, so a hot key's PFAdd costs its elements' hashes
 // and its operand. A PFCount of a compacted key is one read, answered from
 // the HyperLogLog's cached cardinality.
