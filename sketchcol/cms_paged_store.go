@@ -39,6 +39,32 @@ type cmsPageSet struct {
 	pages map[int64]*cmsPend
 	order []int64 // pages with increments, in order
 	buf   []byte
+	cache *pageCacheRef // the sketch's cache entry (nil: none)
+}
+
+// pageCacheRef is a page set's cache entry: pages are looked up in it
+// first, and kept in it as read and changed. REQUIRES: the stripe's lock.
+type pageCacheRef struct {
+	s      *Store
+	stripe int
+	key    []byte
+	e      *counterEntry
+}
+
+// lookup returns a cached page body (nil: zeros), which the command may
+// change in place.
+func (c *pageCacheRef) lookup(p int64) ([]byte, bool) {
+	if c == nil {
+		return nil, false
+	}
+	b, ok := c.e.pages[p]
+	return b, ok
+}
+
+func (c *pageCacheRef) keep(p int64, body []byte) {
+	if c != nil {
+		c.s.cachePage(c.stripe, c.key, c.e, p, body)
+	}
 }
 
 type cmsPend struct {
@@ -58,6 +84,11 @@ func (ps *cmsPageSet) page(p int64) (*cmsPend, error) {
 	if pp := ps.pages[p]; pp != nil {
 		return pp, nil
 	}
+	if body, ok := ps.cache.lookup(p); ok {
+		pp := &cmsPend{body: body, owned: body != nil}
+		ps.pages[p] = pp
+		return pp, nil
+	}
 	ps.buf = pageKey(ps.buf[:0], ps.key, kindCMSPage, p)
 	v, err := ps.get(ps.buf)
 	if err != nil {
@@ -72,6 +103,7 @@ func (ps *cmsPageSet) page(p int64) (*cmsPend, error) {
 	}
 	pp := &cmsPend{body: body}
 	ps.pages[p] = pp
+	ps.cache.keep(p, body)
 	return pp, nil
 }
 
@@ -112,6 +144,7 @@ func (ps *cmsPageSet) incr(h, incr uint64) (uint32, error) {
 			body := make([]byte, 4*cmsPageLen(ps.spec, p))
 			copy(body, pp.body)
 			pp.body, pp.owned = body, true
+			ps.cache.keep(p, body)
 		}
 		if pp.adds == nil {
 			ps.order = append(ps.order, p)
@@ -151,24 +184,52 @@ func cmsHeaderOf(cur []byte) (*pagedCMS, error) {
 	return parsePagedCMS(cur)
 }
 
-// cmsPagedIncr runs CMS.INCRBY on a paged sketch (REQUIRES: key's lock,
-// or a blind caller that wants no reply): the estimates after each
-// increment, and header and page operands written as one batch.
-func (s *Store) cmsPagedIncr(key []byte, hdr *pagedCMS, created bool, recs []cmsRecord) ([]int64, error) {
+// cmsLocked returns key's paged header and its cache entry (from the
+// cache, or read and cached), or the key's value when it holds no paged
+// sketch (hdr nil; a missing key is ErrCMSKeyNotFound). REQUIRES: the
+// stripe's lock.
+func (s *Store) cmsLocked(stripe int, key []byte) (hdr *pagedCMS, c *pageCacheRef, cur []byte, err error) {
+	st, gl := s.cacheTag(stripe)
+	if e := s.counterCached(stripe, key); e != nil && e.cms != nil {
+		return e.cms, &pageCacheRef{s: s, stripe: stripe, key: key, e: e}, nil, nil
+	}
+	if cur, err = s.get(key); err != nil {
+		return nil, nil, nil, err
+	}
+	if hdr, err = cmsHeaderOf(cur); err != nil || hdr == nil {
+		return nil, nil, cur, err
+	}
+	e := &counterEntry{cms: hdr}
+	if s.putCounters(stripe, key, e, st, gl) {
+		c = &pageCacheRef{s: s, stripe: stripe, key: key, e: e}
+	}
+	return hdr, c, nil, nil
+}
+
+// cmsPagedIncr runs CMS.INCRBY on a paged sketch: the estimates after each
+// increment, and header and page operands written as one batch; the cache
+// entry (c, nil for none) follows. REQUIRES: key's lock.
+func (s *Store) cmsPagedIncr(key []byte, hdr *pagedCMS, c *pageCacheRef, recs []cmsRecord) ([]int64, error) {
 	ps := newCMSPageSet(s.rawPage, key, hdr.spec)
+	ps.cache = c
 	out, delta, err := cmsIncrRecs(ps, recs)
-	if err != nil {
-		return nil, err
+	wrote := len(ps.order) > 0
+	if err == nil && wrote {
+		err = s.writeKey(key, func(wb *sieve.Batch) error {
+			if err := wb.MergeCF(s.cf, key, appendPagedCMSOp(nil, &pagedCMSOp{spec: hdr.spec, delta: delta})); err != nil {
+				return err
+			}
+			return ps.writeTo(s, wb)
+		})
+		hdr.count = satAdd(hdr.count, delta)
 	}
-	if !created && len(ps.order) == 0 {
-		return out, nil
-	}
-	err = s.writeKey(key, func(wb *sieve.Batch) error {
-		if err := wb.MergeCF(s.cf, key, appendPagedCMSOp(nil, &pagedCMSOp{spec: hdr.spec, delta: delta})); err != nil {
-			return err
+	if c != nil && (wrote || err != nil) {
+		if err != nil { // the entry may be ahead of the value
+			s.dropCounters(c.stripe, string(key))
+		} else {
+			c.e.st++ // past our own write, tagged as of the read: any other write makes it stale
 		}
-		return ps.writeTo(s, wb)
-	})
+	}
 	return out, err
 }
 
@@ -188,9 +249,11 @@ func cmsIncrRecs(ps *cmsPageSet, recs []cmsRecord) ([]int64, uint64, error) {
 	return out, delta, nil
 }
 
-// cmsQueryPaged answers CMS.QUERY on a paged sketch.
-func (s *Store) cmsQueryPaged(key []byte, hdr *pagedCMS, items [][]byte) ([]int64, error) {
+// cmsQueryPaged answers CMS.QUERY on a paged sketch. REQUIRES: key's
+// lock.
+func (s *Store) cmsQueryPaged(key []byte, hdr *pagedCMS, c *pageCacheRef, items [][]byte) ([]int64, error) {
 	ps := newCMSPageSet(s.rawPage, key, hdr.spec)
+	ps.cache = c
 	out := make([]int64, len(items))
 	for i, it := range items {
 		est, err := ps.query(itemHash(it))

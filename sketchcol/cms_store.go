@@ -1,6 +1,9 @@
 package sketchcol
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Count-Min commands of the Store (RedisBloom's CMS.*).
 
@@ -77,17 +80,16 @@ func (s *Store) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int
 	if err != nil {
 		return nil, err
 	}
-	defer s.lock(key)()
-	cur, err := s.get(key)
-	if err != nil {
+	stripe := s.stripe(key)
+	s.locks[stripe].Lock()
+	defer s.locks[stripe].Unlock()
+	hdr, c, cur, err := s.cmsLocked(stripe, key)
+	if err != nil && !errors.Is(err, ErrCMSKeyNotFound) {
 		return nil, err
 	}
-	if hdr, err := cmsHeaderOf(cur); err != nil || hdr != nil {
-		if err != nil {
-			return nil, err
-		}
+	if hdr != nil {
 		recs, _ := cmsRecords(items, increments) // checked by CMSIncrByOp
-		return cmsOverflow(s.cmsPagedIncr(key, hdr, false, recs))
+		return cmsOverflow(s.cmsPagedIncr(key, hdr, c, recs))
 	}
 	est, rerr := CMSIncrByReply(cur, items, increments)
 	if est == nil {
@@ -119,16 +121,15 @@ func (s *Store) CMSIncrByBlind(key []byte, items [][]byte, increments []int64) e
 // CMSQuery returns the estimated count of each item (CMS.QUERY). A
 // missing key returns ErrCMSKeyNotFound.
 func (s *Store) CMSQuery(key []byte, items ...[]byte) ([]int64, error) {
-	defer s.lock(key)() // a paged sketch's pages are read as one state
-	cur, err := s.get(key)
-	if err != nil {
+	stripe := s.stripe(key)
+	s.locks[stripe].Lock() // a paged sketch's pages are read as one state
+	defer s.locks[stripe].Unlock()
+	hdr, c, cur, err := s.cmsLocked(stripe, key)
+	if err != nil && !errors.Is(err, ErrCMSKeyNotFound) {
 		return nil, err
 	}
-	if hdr, err := cmsHeaderOf(cur); err != nil || hdr != nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.cmsQueryPaged(key, hdr, items)
+	if hdr != nil {
+		return s.cmsQueryPaged(key, hdr, c, items)
 	}
 	return CMSQueryReply(cur, items...)
 }

@@ -289,3 +289,78 @@ func TestPagedPageMergeAlgebra(t *testing.T) {
 		}
 	}
 }
+
+// TestPagedCountersCacheCoherence: the cached header and pages of a paged
+// sketch follow every other way of writing it — a Batch, a transaction's
+// view, a blind command, Delete and Restore — so that every reply equals
+// the model's.
+func TestPagedCountersCacheCoherence(t *testing.T) {
+	seed := testutil.Seed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 23))
+	s := openTestStore(t, &sieve.Options{MemTableSize: 256 << 10}, nil)
+	cspec, tspec := CMSSpec{Width: 1500, Depth: 3}, TopKSpec{K: 4, Width: 600, Depth: 3, Decay: 0.9}
+	var cm *CountMinSketch
+	var tm *TopK
+	reset := func() {
+		require.NoError(t, s.Delete(k("c")))
+		require.NoError(t, s.Delete(k("t")))
+		require.NoError(t, s.CMSInitByDim(k("c"), cspec.Width, cspec.Depth))
+		require.NoError(t, s.TopKReserve(k("t"), tspec.K, tspec.Width, tspec.Depth, tspec.Decay))
+		cm, _ = NewCMS(cspec)
+		tm, _ = NewTopK(tspec)
+	}
+	reset()
+	item := func() []byte { return []byte{byte('a' + rng.IntN(8))} }
+	for i := range 3000 {
+		it := item()
+		switch rng.IntN(8) {
+		case 0, 1:
+			got, err := s.CMSIncrBy(k("c"), [][]byte{it}, []int64{2})
+			require.NoError(t, err)
+			require.Equal(t, []int64{int64(cm.IncrBy(it, 2))}, got, "step %d (seed %d)", i, seed)
+		case 2, 3:
+			got, err := s.TopKAdd(k("t"), it)
+			require.NoError(t, err)
+			require.Equal(t, [][]byte{tm.Add(it, 1)}, got, "step %d (seed %d)", i, seed)
+		case 4:
+			b := s.NewBatch()
+			require.NoError(t, b.CMSIncrBy(k("c"), [][]byte{it}, []int64{3}))
+			require.NoError(t, b.TopKAdd(k("t"), it, it))
+			require.NoError(t, b.Commit(nil))
+			cm.IncrBy(it, 3)
+			tm.Add(it, 1)
+			tm.Add(it, 1)
+		case 5:
+			wb := s.db.NewIndexedBatch()
+			v := s.WithBatch(wb)
+			_, err := v.CMSIncrBy(k("c"), [][]byte{it}, []int64{1})
+			require.NoError(t, err)
+			_, err = v.TopKAdd(k("t"), it)
+			require.NoError(t, err)
+			require.NoError(t, s.Apply(wb, ks("c", "t")))
+			cm.IncrBy(it, 1)
+			tm.Add(it, 1)
+		case 6:
+			require.NoError(t, s.CMSIncrByBlind(k("c"), [][]byte{it}, []int64{1}))
+			require.NoError(t, s.TopKAddBlind(k("t"), it))
+			cm.IncrBy(it, 1)
+			tm.Add(it, 1)
+		default:
+			if rng.IntN(10) == 0 {
+				reset()
+			} else if rng.IntN(5) == 0 {
+				d, err := s.Dump(k("t"))
+				require.NoError(t, err)
+				require.NoError(t, s.Restore(k("t"), d))
+			}
+		}
+	}
+	for _, it := range ks("a", "b", "c", "h") {
+		q, err := s.CMSQuery(k("c"), it)
+		require.NoError(t, err)
+		require.Equal(t, []int64{int64(cm.Query(it))}, q)
+	}
+	l, err := s.TopKListWithCount(k("t"))
+	require.NoError(t, err)
+	require.Equal(t, tm.List(), l)
+}

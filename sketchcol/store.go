@@ -44,8 +44,8 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 // first, writes a reserve operand that then changes nothing).
 //
 // The Store holds no state of its own beyond the locks and a bounded cache
-// of decoded values (HyperLogLog registers, paged Bloom headers) that its
-// commands answer from (every write through the Store keeps it exact):
+// of decoded values (HyperLogLog registers, paged Bloom headers, paged
+// Count-Min and Top-K headers and pages) that its commands answer from (every write through the Store keeps it exact):
 // several Stores on one DB are correct together only for blind writes and
 // reads.
 type Store struct {
@@ -70,6 +70,8 @@ type storeState struct {
 	hint     *cacheHints
 	// What the cached pages of paged filters take (pbloom_pcache.go).
 	pageBudget pageBudget
+	// The paged Count-Min and Top-K sketches' cache (counters_cache.go).
+	counters counterCache
 }
 
 // StoreOptions configure a Store. The zero value (and nil) is the default.

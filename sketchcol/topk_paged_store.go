@@ -23,6 +23,7 @@ type topKPageSet struct {
 	// created: the header operand must be written (a Batch creating the
 	// key), even without offers.
 	created bool
+	cache   *pageCacheRef // the sketch's cache entry (nil: none)
 }
 
 type topKPend struct {
@@ -41,6 +42,11 @@ func (ps *topKPageSet) page(p int64) (*topKPend, error) {
 	if pp := ps.pages[p]; pp != nil {
 		return pp, nil
 	}
+	if body, ok := ps.cache.lookup(p); ok {
+		pp := &topKPend{body: body, owned: body != nil}
+		ps.pages[p] = pp
+		return pp, nil
+	}
 	ps.buf = pageKey(ps.buf[:0], ps.key, kindTopKPage, p)
 	v, err := ps.get(ps.buf)
 	if err != nil {
@@ -55,6 +61,7 @@ func (ps *topKPageSet) page(p int64) (*topKPend, error) {
 	}
 	pp := &topKPend{body: body}
 	ps.pages[p] = pp
+	ps.cache.keep(p, body)
 	return pp, nil
 }
 
@@ -74,6 +81,7 @@ func (ps *topKPageSet) add(item []byte, incr uint32) ([]byte, error) {
 			body := make([]byte, 8*topKPageLen(t.spec, p))
 			copy(body, pp.body)
 			pp.body, pp.owned = body, true
+			ps.cache.keep(p, body)
 		}
 		if pp.adds == nil {
 			ps.order = append(ps.order, p)
@@ -167,31 +175,62 @@ func topKAddRecs(ps *topKPageSet, recs []topKRecord) ([][]byte, error) {
 // and page operands as one batch. With the key's lock held the replies
 // are exact; a blind caller (no lock) writes the same adds, which the
 // merge replays in commit order, with offers computed from what it read.
-func (s *Store) topKPagedAdd(key []byte, hdr *pagedTopK, created bool, recs []topKRecord) ([][]byte, error) {
+// The cache entry c (nil: none; REQUIRES: the key's lock) follows.
+func (s *Store) topKPagedAdd(key []byte, hdr *pagedTopK, c *pageCacheRef, created bool, recs []topKRecord) ([][]byte, error) {
 	ps := newTopKPageSet(s.rawPage, key, hdr)
+	ps.cache = c
 	out, err := topKAddRecs(ps, recs)
+	wrote := created || len(ps.order) > 0
+	if err == nil && wrote {
+		err = s.writeKey(key, func(wb *sieve.Batch) error { return ps.writeTo(s, wb, created) })
+	}
+	if c != nil && (wrote || err != nil) {
+		if err != nil { // the entry (header, pages) may be ahead of the value
+			s.dropCounters(c.stripe, string(key))
+		} else {
+			c.e.st++ // past our own write, tagged as of the read: any other write makes it stale
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !created && len(ps.order) == 0 {
-		return out, nil
+	return out, nil
+}
+
+// topKLocked is cmsLocked for a Top-K sketch (a missing key is
+// ErrTopKKeyNotFound). REQUIRES: the stripe's lock.
+func (s *Store) topKLocked(stripe int, key []byte) (hdr *pagedTopK, c *pageCacheRef, cur []byte, err error) {
+	st, gl := s.cacheTag(stripe)
+	if e := s.counterCached(stripe, key); e != nil && e.topk != nil {
+		return e.topk, &pageCacheRef{s: s, stripe: stripe, key: key, e: e}, nil, nil
 	}
-	return out, s.writeKey(key, func(wb *sieve.Batch) error { return ps.writeTo(s, wb, created) })
+	if cur, err = s.get(key); err != nil {
+		return nil, nil, nil, err
+	}
+	if hdr, err = topKHeaderOf(cur); err != nil || hdr == nil {
+		return nil, nil, cur, err
+	}
+	e := &counterEntry{topk: hdr}
+	if s.putCounters(stripe, key, e, st, gl) {
+		c = &pageCacheRef{s: s, stripe: stripe, key: key, e: e}
+	}
+	return hdr, c, nil, nil
 }
 
 // topKReadPaged answers a reading command on key: reply gets the header
 // (and the page set, for the pages it needs); ok false means the key holds
 // a sketch stored whole, cur.
 func topKReadPaged[R any](s *Store, key []byte, reply func(ps *topKPageSet) (R, error)) (r R, cur []byte, ok bool, err error) {
-	defer s.lock(key)() // a paged sketch's header and pages are read as one state
-	if cur, err = s.get(key); err != nil {
-		return r, nil, false, err
-	}
-	hdr, err := topKHeaderOf(cur)
+	stripe := s.stripe(key)
+	s.locks[stripe].Lock() // a paged sketch's header and pages are read as one state
+	defer s.locks[stripe].Unlock()
+	hdr, c, cur, err := s.topKLocked(stripe, key)
 	if err != nil || hdr == nil {
 		return r, cur, false, err
 	}
-	r, err = reply(newTopKPageSet(s.rawPage, key, hdr))
+	ps := newTopKPageSet(s.rawPage, key, hdr)
+	ps.cache = c
+	r, err = reply(ps)
 	return r, nil, true, err
 }
 
@@ -214,7 +253,7 @@ func (s *Store) topKBlind(key []byte, items [][]byte) (ok bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	_, err = s.topKPagedAdd(key, hdr, created, recs)
+	_, err = s.topKPagedAdd(key, hdr, nil, created, recs)
 	return true, err
 }
 

@@ -1,5 +1,7 @@
 package sketchcol
 
+import "errors"
+
 // Top-K commands of the Store (RedisBloom's TOPK.*).
 
 // TopKReserve creates an empty Top-K sketch at key keeping the k heaviest
@@ -39,17 +41,16 @@ func (s *Store) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]
 	if err != nil {
 		return nil, err
 	}
-	defer s.lock(key)()
-	cur, err := s.get(key)
-	if err != nil {
+	stripe := s.stripe(key)
+	s.locks[stripe].Lock()
+	defer s.locks[stripe].Unlock()
+	hdr, c, cur, err := s.topKLocked(stripe, key)
+	if err != nil && !errors.Is(err, ErrTopKKeyNotFound) {
 		return nil, err
 	}
-	if hdr, err := topKHeaderOf(cur); err != nil || hdr != nil {
-		if err != nil {
-			return nil, err
-		}
+	if hdr != nil {
 		recs, _ := topKRecords(items, increments) // checked by TopKIncrByOp
-		return s.topKPagedAdd(key, hdr, false, recs)
+		return s.topKPagedAdd(key, hdr, c, false, recs)
 	}
 	out, err := TopKIncrByReply(cur, items, increments)
 	if err != nil {
