@@ -96,7 +96,10 @@
 // (which reads the pages its items touch, to count only new items) and
 // CFAddBlind on a paged cuckoo filter (which places its items under the
 // key's lock, reading the pages of their buckets: where a fingerprint
-// goes depends on what the filter holds), without reading: a bulk load's
+// goes depends on what the filter holds), CMSIncrByBlind on a paged
+// Count-Min sketch (which reads the header, for the geometry) and
+// TopKAddBlind on a paged Top-K sketch (which reads the header and the
+// pages its items touch, to offer them to the heap), without reading: a bulk load's
 // cost is the operands'. The price is that nothing is checked when it is written: a
 // blind write to a key of another kind is dropped when merged, a blind
 // add to a missing key creates it with the default geometry (also for
@@ -177,7 +180,10 @@
 // with CFMExists (one read). Exceptions: a paged Bloom filter's command
 // reads its header and the pages its items touch, whatever the filter's
 // size; so does a paged cuckoo filter's (two pages per sub-filter per
-// item, and those its evictions visit); and PFAdd answers from a bounded cache of the decoded
+// item, and those its evictions visit); so does a paged Count-Min or
+// Top-K sketch's (one page per row per item; CMS.INFO, TOPK.LIST and
+// TOPK.INFO the header only), answered from a bounded cache of the hot
+// sketches' headers and pages; and PFAdd answers from a bounded cache of the decoded
 // registers of hot keys, so a hot key's PFAdd costs its elements' hashes
 // and its operand. A PFCount of a compacted key is one read, answered from
 // the HyperLogLog's cached cardinality.
@@ -331,7 +337,11 @@ package sketchcol
 // stacks the filter package's StandardBloomFilter; a paged Bloom filter
 // is pbloom.go (header and geometry), pbloom_page.go (pages and
 // PageMerger), pbloom_store.go (its commands) and pbloom_dump.go (Dump and
-// Restore). A cuckoo value stacks internal/cuckoo's Table.
+// Restore). A cuckoo value stacks internal/cuckoo's Table. Paged Count-Min
+// and Top-K sketches are cms_paged.go and topk_paged.go (header, pages,
+// their operands and merges), cms_paged_store.go and topk_paged_store.go
+// (their commands), counters_dump.go (Dump and Restore) and
+// counters_cache.go (the cache of hot sketches).
 //
 // Tests follow the same names: hll_test.go, bloom_test.go and
 // cuckoo_test.go test a sketch's value, its bytes and its Reply functions;

@@ -45,7 +45,8 @@ var ErrItemExists = errors.New("sketchcol: item exists")
 //
 // The Store holds no state of its own beyond the locks and a bounded cache
 // of decoded values (HyperLogLog registers, paged Bloom headers, paged
-// Count-Min and Top-K headers and pages) that its commands answer from (every write through the Store keeps it exact):
+// Count-Min and Top-K headers and pages) that its commands answer from
+// (every write through the Store keeps it exact):
 // several Stores on one DB are correct together only for blind writes and
 // reads.
 type Store struct {
