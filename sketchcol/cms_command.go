@@ -69,7 +69,8 @@ func CMSIncrByReply(cur []byte, items [][]byte, increments []int64) ([]int64, er
 }
 
 // CMSQueryReply returns CMS.QUERY of items on cur, which must hold a
-// sketch.
+// sketch: a value stored whole, or a paged sketch's dump (Store.Dump; the
+// Reply functions of this file build it in memory).
 func CMSQueryReply(cur []byte, items ...[]byte) ([]int64, error) {
 	c, err := parseCMSKey(cur)
 	if err != nil {

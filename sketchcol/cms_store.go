@@ -37,7 +37,8 @@ func (s *Store) cmsInit(key []byte, spec CMSSpec) error {
 	return s.cmsInitPaged(key, spec)
 }
 
-// checkMissing returns exists when key holds any value.
+// checkMissing returns exists when key holds any value (RedisBloom's
+// CMS.INITBY* and TOPK.RESERVE refuse any existing key).
 func (s *Store) checkMissing(key []byte, exists error) error {
 	cur, err := s.get(key)
 	if err != nil {
@@ -48,25 +49,6 @@ func (s *Store) checkMissing(key []byte, exists error) error {
 		return fmt.Errorf("%w (key %q holds a %s)", exists, clip(key), k)
 	}
 	return nil
-}
-
-// create writes op, the operand creating a value (or the error building
-// it), on key unless the key holds any value, which returns exists
-// (RedisBloom's CMS.INITBY* and TOPK.RESERVE refuse any existing key).
-func (s *Store) create(key, op []byte, err, exists error) error {
-	if err != nil {
-		return err
-	}
-	defer s.lock(key)()
-	cur, err := s.get(key)
-	if err != nil {
-		return err
-	}
-	if cur != nil {
-		k, _ := KindOf(cur)
-		return fmt.Errorf("%w (key %q holds a %s)", exists, clip(key), k)
-	}
-	return s.merge(key, op)
 }
 
 // CMSIncrBy adds increments[i] (≥ 0, else ErrCMSNegative) to items[i]'s
@@ -140,6 +122,12 @@ func (s *Store) CMSQuery(key []byte, items ...[]byte) ([]int64, error) {
 // counter of the sum outside 0..2³²−1, or a negative total, returns
 // ErrCMSMergeOverflow. On any error nothing is written. The sources are
 // read from one snapshot.
+//
+// When dst or a source is paged, dst becomes a paged sketch, written page
+// by page: a sketch of more than 1024 pages (4 MiB of counters) is summed
+// once to check it, then written in batches of 1024 pages, so it is never
+// in memory whole — and a crash between two batches leaves dst partly
+// merged.
 func (s *Store) CMSMerge(dst []byte, srcs [][]byte, weights []int64) error {
 	if len(srcs) == 0 {
 		return ErrCMSNumKeys
