@@ -16,7 +16,9 @@ import (
 // reserved for 1M with 100k added: one command at a time, p50 and p99 of
 // each, ops/s, and the data directory's size. It runs only when asked
 // (make bloom-scale; SIEVE_BLOOM_SCALE=<items in the large filter> sets
-// the fill, default 10,000,000) and takes a few minutes.
+// the fill, default 10,000,000; SIEVE_BLOOM_SCALE_DIR keeps the database
+// there; SIEVE_PAGE_CACHE_MIB sets StoreOptions.PageCacheSize) and takes
+// a few minutes.
 func TestPagedBloomScale(t *testing.T) {
 	fill := os.Getenv("SIEVE_BLOOM_SCALE")
 	if fill == "" {
@@ -27,15 +29,23 @@ func TestPagedBloomScale(t *testing.T) {
 		n = 10_000_000
 	}
 	dir := t.TempDir()
+	if d := os.Getenv("SIEVE_BLOOM_SCALE_DIR"); d != "" {
+		dir = d // kept, for sieve lsm
+	}
 	db, err := sieve.Open(dir, scaleOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	st, err := Open(db)
+	var so StoreOptions
+	if mib, err := strconv.ParseInt(os.Getenv("SIEVE_PAGE_CACHE_MIB"), 10, 64); err == nil {
+		so.PageCacheSize = mib << 20 // 0: the default; negative: off
+	}
+	st, err := OpenWithOptions(db, &so)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("page cache %d MiB", st.pageBudget.limit>>20)
 	for _, f := range []struct {
 		key      string
 		capacity int64
@@ -72,14 +82,25 @@ func TestPagedBloomScale(t *testing.T) {
 		t.Logf("%s: reserved %d at 1%%, %d items (loaded by BF.MADD of 1000 in %v, %.0f items/s); BF.ADD %s; BF.EXISTS %s; BF.INFO size %d MB, %d sub-filters",
 			f.key, f.capacity, f.fill, load.Round(time.Millisecond), float64(f.fill)/load.Seconds(), add, exists, info.Size>>20, info.Filters)
 	}
-	if err := db.Compact(nil, nil); err != nil {
-		t.Fatal(err)
+	for _, cf := range []*sieve.ColumnFamily{st.cf, st.pages} {
+		if err := cf.Compact(nil, nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var pages int64
 	for _, l := range st.pages.Metrics().Levels {
 		pages += l.Size
 	}
-	t.Logf("after a full compaction: data directory %d MB, of which the pages' tables %d MB", dirSize(t, dir)>>20, pages>>20)
+	it := st.pages.NewIter(nil)
+	written := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		written++
+	}
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after a full compaction: data directory %d MB, of which the pages' tables %d MB; %d pages written (sieve lsm -tables %s: their tables' entries)",
+		dirSize(t, dir)>>20, pages>>20, written, dir)
 }
 
 // opTimes summarizes timed commands.
