@@ -364,3 +364,52 @@ func TestPagedCountersCacheCoherence(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, tm.List(), l)
 }
+
+// TestPagedCountersHeaderAlgebra: every grouping of partial and full
+// merges of paged Count-Min and Top-K header operands (with a header
+// base or none) equals applying them one at a time.
+func TestPagedCountersHeaderAlgebra(t *testing.T) {
+	seed := testutil.Seed(t)
+	rng := rand.New(rand.NewPCG(uint64(seed), 24))
+	cspec, tspec := CMSSpec{Width: 7, Depth: 2}, TopKSpec{K: 3, Width: 5, Depth: 2, Decay: 0.9}
+	for h := range 200 {
+		topk := h%2 == 1
+		var ops [][]byte
+		for range 1 + rng.IntN(15) {
+			if !topk {
+				ops = append(ops, appendPagedCMSOp(nil, &pagedCMSOp{spec: cspec, delta: []uint64{0, 1, 1 << 63}[rng.IntN(3)]}))
+				continue
+			}
+			o := &pagedTopKOp{spec: tspec}
+			for range rng.IntN(4) {
+				o.offers = append(o.offers, topKOffer{count: uint32(rng.IntN(9)), item: []byte{byte('a' + rng.IntN(6))}})
+			}
+			ops = append(ops, appendPagedTopKOp(nil, o))
+		}
+		var base []byte
+		var s sketch
+		if rng.IntN(2) == 0 {
+			if topk {
+				p, _ := newPagedTopK(tspec)
+				s = p
+			} else {
+				s = &pagedCMS{spec: cspec, count: 5}
+			}
+			base = s.appendValue(nil)
+		}
+		want := make([][]byte, len(ops)+1)
+		for i, raw := range ops {
+			o, err := decodeOperand(raw)
+			require.NoError(t, err)
+			s, err = applyOp(s, o)
+			require.NoError(t, err)
+			want[i+1] = s.appendValue(nil)
+		}
+		for g := range 4 {
+			values, cuts := mergeInAnyGrouping(t, rng, base, ops)
+			for k, v := range values {
+				require.Equal(t, want[cuts[k]], v, "history %d grouping %d (seed %d)", h, g, seed)
+			}
+		}
+	}
+}

@@ -167,8 +167,8 @@ func SetOp(value []byte) ([]byte, error) {
 	if len(value) > 0 && value[0] == kindPagedBloomDump {
 		return nil, fmt.Errorf("%w: a paged Bloom filter's dump is restored with Store.Restore, not as an operand", ErrInvalidArgument)
 	}
-	if len(value) > 0 && (value[0] == kindPagedCMSDump || value[0] == kindPagedTopKDump) {
-		return nil, fmt.Errorf("%w: a paged sketch's dump is restored with Store.Restore, not as an operand", ErrInvalidArgument)
+	if _, ok, _ := countersRestore(value); ok { // its pages are the key's too
+		return nil, fmt.Errorf("%w: a paged Count-Min or Top-K sketch is restored with Store.Restore, not as an operand", ErrInvalidArgument)
 	}
 	if len(value) > 0 && (value[0] == kindPagedCuckooDump || value[0] == kindPagedCuckoo) {
 		return nil, fmt.Errorf("%w: a paged cuckoo filter is restored with Store.Restore, not as an operand", ErrInvalidArgument)
