@@ -88,7 +88,8 @@ type StoreOptions struct {
 	// PageCacheSize bounds the memory of the cache of paged filters'
 	// pages (their bits as the Store's last commands left them), which
 	// lets a command on a page it holds skip the LSM read. Zero means the
-	// default, 64 MiB; negative turns the cache off.
+	// default, 128 MiB (a Bloom filter for 100M items at 1% whole); negative
+	// turns the cache off. It costs nothing until paged filters are used.
 	PageCacheSize int64
 
 	// merger replaces Merger{} (tests count its calls).
@@ -96,7 +97,7 @@ type StoreOptions struct {
 }
 
 // DefaultPageCacheSize is StoreOptions.PageCacheSize's default.
-const DefaultPageCacheSize = 64 << 20
+const DefaultPageCacheSize = 128 << 20
 
 // lockStripes is the size of the lock array. Keys hash onto stripes, so
 // two keys may share one; with 256 stripes and a handful of goroutines
