@@ -509,22 +509,17 @@ func (s *Store) newChunkWriter(key []byte) *chunkWriter {
 }
 
 func (w *chunkWriter) put(pkey, v []byte) error {
-	var err error
-	if v == nil {
-		err = w.wb.DeleteCF(w.s.pages, pkey)
-	} else {
-		err = w.wb.PutCF(w.s.pages, pkey, v)
-	}
-	if err != nil {
-		return err
-	}
-	if w.n++; w.n%cmsMergeChunk == 0 && w.s.view == nil {
+	if w.n > 0 && w.n%cmsMergeChunk == 0 && w.s.view == nil { // a full batch, and more to come
 		if err := w.s.db.Apply(w.wb, w.s.wo); err != nil {
 			return err
 		}
 		w.wb = w.s.db.NewBatch()
 	}
-	return nil
+	w.n++
+	if v == nil {
+		return w.wb.DeleteCF(w.s.pages, pkey)
+	}
+	return w.wb.PutCF(w.s.pages, pkey, v)
 }
 
 func (w *chunkWriter) finish(header []byte) error {
