@@ -17,6 +17,12 @@ func bloomSpecOrDefault(spec *BloomSpec) (BloomSpec, error) {
 // if the key is missing. (BF.RESERVE on an existing key is an error in
 // Redis; the Store checks before writing. Should the key be created
 // concurrently, the operand finds it and changes nothing.)
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value Bloom filter, and onto a paged one (every Bloom filter the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func BFReserveOp(spec BloomSpec) ([]byte, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -28,6 +34,12 @@ func BFReserveOp(spec BloomSpec) ([]byte, error) {
 // each with BF.ADD's rule, creating a filter of spec (nil: the defaults,
 // error 0.01 and capacity 100) if the key is missing. A blind add that
 // does not fit a non-scaling filter overfills it rather than being lost.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value Bloom filter, and onto a paged one (every Bloom filter the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func BFAddOp(spec *BloomSpec, items ...[]byte) ([]byte, error) {
 	s, err := bloomSpecOrDefault(spec)
 	if err != nil {

@@ -10,6 +10,12 @@ import (
 
 // CMSInitOp returns the operand of CMS.INITBYDIM/CMS.INITBYPROB: create an
 // empty sketch of spec if the key is missing.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value Count-Min sketch, and onto a paged one (every Count-Min sketch the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func CMSInitOp(spec CMSSpec) ([]byte, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -20,6 +26,12 @@ func CMSInitOp(spec CMSSpec) ([]byte, error) {
 // CMSIncrByOp returns the operand of CMS.INCRBY: add increments[i] to
 // items[i]'s count. On a missing key (only a blind write reaches one) it
 // first creates a sketch of DefaultCMSSpec. Increments must be ≥ 0.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value Count-Min sketch, and onto a paged one (every Count-Min sketch the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func CMSIncrByOp(items [][]byte, increments []int64) ([]byte, error) {
 	recs, err := cmsRecords(items, increments)
 	if err != nil {
@@ -97,6 +109,10 @@ func CMSInfoReply(cur []byte) (CMSInfo, error) {
 // the values of existing sketches of one geometry. weights nil means all
 // 1. Nothing is returned on overflow (ErrCMSMergeOverflow) or mismatched
 // dimensions (ErrCMSDimensions).
+//
+// Deprecated: it takes and returns whole values, which the Store still
+// reads but no longer creates; Store.CMSMerge merges paged sketches page
+// by page.
 func CMSMergeOp(dst []byte, srcs [][]byte, weights []int64) ([]byte, error) {
 	if len(srcs) == 0 {
 		return nil, ErrCMSNumKeys

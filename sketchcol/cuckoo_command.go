@@ -12,6 +12,12 @@ func cuckooSpecOrDefault(spec *CuckooSpec) (CuckooSpec, error) {
 
 // CFReserveOp returns the operand of CF.RESERVE: create a filter of spec
 // if the key is missing.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value cuckoo filter, and onto a paged one (every cuckoo filter the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func CFReserveOp(spec CuckooSpec) ([]byte, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -35,12 +41,24 @@ func cuckooRecordsOp(spec *CuckooSpec, kind byte, items [][]byte) ([]byte, error
 // each, creating a filter of spec (nil: the defaults, capacity 1024) if
 // the key is missing. A blind add that finds the filter full when merged
 // is dropped and counted (CFInfo.ItemsDropped).
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value cuckoo filter, and onto a paged one (every cuckoo filter the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func CFAddOp(spec *CuckooSpec, items ...[]byte) ([]byte, error) {
 	return cuckooRecordsOp(spec, cuckooAdd, items)
 }
 
 // CFAddNXOp returns the operand of CF.ADDNX/CF.INSERTNX: add each item
 // unless it is possibly present when the operand is merged.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value cuckoo filter, and onto a paged one (every cuckoo filter the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func CFAddNXOp(spec *CuckooSpec, items ...[]byte) ([]byte, error) {
 	return cuckooRecordsOp(spec, cuckooAddNX, items)
 }
@@ -50,6 +68,12 @@ func CFAddNXOp(spec *CuckooSpec, items ...[]byte) ([]byte, error) {
 // reads first (its reply says whether it found the item), so the
 // operand meets a missing key only if the key is deleted in between; it
 // then leaves an empty filter of the default geometry.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value cuckoo filter, and onto a paged one (every cuckoo filter the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func CFDelOp(item []byte) []byte {
 	b, _ := cuckooRecordsOp(nil, cuckooDel, [][]byte{item})
 	return b

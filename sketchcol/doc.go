@@ -194,9 +194,14 @@
 // route or batch commands themselves: a Reply function computes Redis's
 // answer from the current value (PFAddReply, BFAddReply, CFDelReply,
 // CMSIncrByReply, ...), and an Op function builds the operand to write
-// (PFAddOp, BFAddOp, CFDelOp, CMSIncrByOp, SetOp, ...). A Store command
-// reads the value, calls the Reply and merges the Op; its blind variant
-// merges the Op alone. Merger is the merge operator they rely on.
+// (PFAddOp, BFAddOp, CFDelOp, CMSIncrByOp, SetOp, ...). For HyperLogLogs
+// a Store command reads the value, calls the Reply and merges the Op; its
+// blind variant merges the Op alone. Merger is the merge operator they
+// rely on. The Bloom, cuckoo, Count-Min and Top-K Op functions build
+// operands of the whole-value encoding, which the Store still reads but no
+// longer creates (its sketches are paged): merged onto a paged sketch they
+// are dropped, so they are deprecated; write through Store.NewBatch or
+// Store.WrapBatch instead.
 //
 // # The merge algebra
 //

@@ -7,6 +7,12 @@ import "fmt"
 
 // TopKReserveOp returns the operand of TOPK.RESERVE: create an empty
 // sketch of spec if the key is missing.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value Top-K sketch, and onto a paged one (every Top-K sketch the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func TopKReserveOp(spec TopKSpec) ([]byte, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -18,6 +24,12 @@ func TopKReserveOp(spec TopKSpec) ([]byte, error) {
 // nil, all 1): add each item its increment (0..100000) in order. On a
 // missing key (only a blind write reaches one) it first creates a sketch
 // of DefaultTopKSpec.
+//
+// Deprecated: the operand is of the whole-value encoding, which the
+// Store still reads but no longer creates: merged onto a missing key it
+// creates a whole-value Top-K sketch, and onto a paged one (every Top-K sketch the Store
+// creates) it is dropped. Write through Store.NewBatch or Store.WrapBatch,
+// whose adds apply to both encodings.
 func TopKIncrByOp(items [][]byte, increments []int64) ([]byte, error) {
 	recs, err := topKRecords(items, increments)
 	if err != nil {
