@@ -370,11 +370,14 @@ func cmsMergeStep(w *workload) {
 	if werr == nil {
 		o, derr := decodeOperand(op)
 		require.NoError(w.t, derr)
-		w.m[dst] = o.(*setOp).value
+		paged := false // the destination becomes paged if any key is (dst may be a source)
 		for _, key := range append([]string{dst}, srcs...) {
-			if _, paged := w.m[key].(memPagedCMS); paged { // the destination becomes paged
-				w.m[dst] = memPagedCMS{o.(*setOp).value.(*CountMinSketch)}
-			}
+			_, p := w.m[key].(memPagedCMS)
+			paged = paged || p
+		}
+		w.m[dst] = o.(*setOp).value
+		if paged {
+			w.m[dst] = memPagedCMS{o.(*setOp).value.(*CountMinSketch)}
 		}
 	}
 	w.checkKnown("CMS.MERGE "+dst, nil, nil, err, werr)
