@@ -29,6 +29,8 @@ type Deferred struct {
 	bloom map[string]*deferredBloom // paged Bloom filters added to (BFAdd)
 	op    hllOp                     // scratch: the operand being built
 	buf   []byte                    // scratch: its encoding (MergeCF copies it)
+
+	cuckoo deferredCuckoo // paged cuckoo filters added to (CFAdd)
 }
 
 // pendHLL is a key of a Deferred and the registers its replies come from
@@ -186,7 +188,7 @@ func (d *Deferred) Commit() error {
 	s := d.s
 	var err error
 	if d.b.Len() > 0 {
-		err = s.db.Apply(d.b, s.wo)
+		err = d.applyCuckoo()
 	}
 	for _, k := range d.wrote {
 		s.invalidate(k)
@@ -212,6 +214,7 @@ func (d *Deferred) Commit() error {
 		}
 	}
 	d.commitBloom(err)
+	d.commitCuckoo()
 	d.b.Reset() // Apply copied what it needed (WAL buffer, memtable arena)
 	clear(d.pend)
 	d.pend, d.keys, d.index = d.pend[:0], d.keys[:0], nil
