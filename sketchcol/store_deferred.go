@@ -31,6 +31,8 @@ type Deferred struct {
 	buf   []byte                    // scratch: its encoding (MergeCF copies it)
 
 	cuckoo deferredCuckoo // paged cuckoo filters added to (CFAdd)
+
+	counters map[string]*deferredCounter // paged Count-Min and Top-K sketches written (CMSIncrBy, TopKIncrBy)
 }
 
 // pendHLL is a key of a Deferred and the registers its replies come from
@@ -213,6 +215,7 @@ func (d *Deferred) Commit() error {
 			s.invalidate(p.key)
 		}
 	}
+	d.commitCounters(err)
 	d.commitBloom(err)
 	d.commitCuckoo()
 	d.b.Reset() // Apply copied what it needed (WAL buffer, memtable arena)
