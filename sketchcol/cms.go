@@ -43,7 +43,7 @@ func (s CMSSpec) Validate() error {
 	case s.Depth < 1 || s.Depth > math.MaxUint32:
 		return fmt.Errorf("%w (%d)", ErrCMSInvalidDepth, s.Depth)
 	case s.Width > maxCMSCounters/s.Depth:
-		return fmt.Errorf("%w: %d × %d counters is more than %d", ErrCMSInvalidInit, s.Width, s.Depth, maxCMSCounters)
+		return fmt.Errorf("%w: %d × %d counters is more than %d", ErrCMSTooLarge, s.Width, s.Depth, maxCMSCounters)
 	}
 	return nil
 }

@@ -10,7 +10,7 @@ import (
 // CMSInitByDim creates an empty Count-Min sketch of width × depth counters
 // at key (CMS.INITBYDIM). An existing key (of any kind) returns
 // ErrCMSKeyExists; dimensions below 1 ErrCMSInvalidWidth/Depth, above
-// 2²⁷ counters in all ErrCMSInvalidInit.
+// 2²⁷ counters in all ErrCMSTooLarge.
 func (s *Store) CMSInitByDim(key []byte, width, depth int) error {
 	return s.cmsInit(key, CMSSpec{Width: width, Depth: depth})
 }

@@ -46,7 +46,7 @@ func TestStoreCMS(t *testing.T) {
 		{name: "CMS.INFO missing", do: cmsInfo("c"), errs: notFound},
 		{name: "INITBYDIM width 0", do: cmsInit("c", 0, 5), errs: []error{ErrCMSInvalidWidth, ErrInvalidArgument}},
 		{name: "INITBYDIM depth 0", do: cmsInit("c", 5, 0), errs: []error{ErrCMSInvalidDepth}},
-		{name: "INITBYDIM too large", do: cmsInit("c", 1<<20, 1<<10), errs: []error{ErrCMSInvalidInit}},
+		{name: "INITBYDIM too large", do: cmsInit("c", 1<<20, 1<<10), errs: []error{ErrCMSTooLarge, ErrInvalidArgument}},
 		{name: "INITBYDIM", do: cmsInit("c", 100, 5)},
 		{name: "INITBYDIM again", do: cmsInit("c", 100, 5), errs: []error{ErrCMSKeyExists, ErrItemExists}},
 		{name: "INITBYPROB existing", do: func(s *Store) (any, error) { return nil, s.CMSInitByProb(k("c"), 0.01, 0.01) }, errs: []error{ErrCMSKeyExists}},

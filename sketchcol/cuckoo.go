@@ -60,7 +60,7 @@ func (s CuckooSpec) Validate() error {
 		return fmt.Errorf("%w: cuckoo capacity %d must be at least twice the bucket size (%d)", ErrInvalidArgument, s.Capacity, 2*s.BucketSize)
 	}
 	if lb := cuckooLog2Buckets(s.Capacity, s.BucketSize); lb > cuckoo.MaxLog2Buckets || uint64(s.BucketSize)<<lb > maxCuckooFirstBytes {
-		return fmt.Errorf("%w: cuckoo capacity %d is too large", ErrInvalidArgument, s.Capacity)
+		return fmt.Errorf("%w: cuckoo capacity %d is too large", ErrCFTooLarge, s.Capacity)
 	}
 	return nil
 }

@@ -26,6 +26,9 @@ var (
 	ErrCMSInvalidError  error = &commandError{"CMS: invalid overestimation value", ErrInvalidArgument}
 	ErrCMSInvalidProb   error = &commandError{"CMS: invalid prob value", ErrInvalidArgument}
 	ErrCMSInvalidInit   error = &commandError{"CMS: invalid init arguments", ErrInvalidArgument}
+	// ErrCMSTooLarge: more counters than sieve holds in one sketch
+	// (RedisBloom's text for a sketch it cannot allocate).
+	ErrCMSTooLarge error = &commandError{"CMS: Insufficient memory to create the key", ErrInvalidArgument}
 	ErrCMSNegative      error = &commandError{"CMS: Number cannot be negative", ErrInvalidArgument}
 	ErrCMSNumKeys       error = &commandError{"CMS: Number of keys must be positive", ErrInvalidArgument}
 	ErrCMSKeysWeights   error = &commandError{"CMS: wrong number of keys/weights", ErrInvalidArgument}
@@ -46,9 +49,13 @@ var (
 	ErrTopKInvalidDepth  error = &commandError{"TopK: invalid depth", ErrInvalidArgument}
 	ErrTopKInvalidDecay  error = &commandError{"TopK: invalid decay value. must be '<= 1' & '> 0'", ErrInvalidArgument}
 	ErrTopKInvalidIncr   error = &commandError{"TopK: increment must be an integer greater or equal to 0 and smaller or equal to 100,000", ErrInvalidArgument}
-	ErrTopKTooLarge      error = &commandError{"TopK: invalid init arguments", ErrInvalidArgument}
+	ErrTopKTooLarge      error = &commandError{"ERR Insufficient memory to create topk data structure", ErrInvalidArgument}
 	ErrTopKItemsMismatch error = &commandError{"TopK: items and increments differ in number", ErrInvalidArgument}
 )
+
+// ErrCFTooLarge is a cuckoo filter larger than sieve holds, with
+// RedisBloom's text for a filter it cannot allocate.
+var ErrCFTooLarge error = &commandError{"ERR Insufficient memory to create filter", ErrInvalidArgument}
 
 // RedisBloomText returns the RedisBloom reply text of a Count-Min or Top-K
 // command error (the Store wraps them with the key they concern), and

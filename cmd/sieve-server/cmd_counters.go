@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"strconv"
 
 	"github.com/sievedb/sieve/sketchcol"
@@ -52,17 +53,37 @@ func positiveInt(r *reply, b []byte, msg string) (int, bool) {
 	return int(n), true
 }
 
+// dimension parses a Count-Min or Top-K dimension as RedisBloom does, an
+// integer from 1 to max, answering msg otherwise. One that parses but is
+// larger than sieve holds gets RedisBloom's reply for a sketch it cannot
+// allocate (from the Store, or tooLarge here above 2³¹).
+func dimension(r *reply, b []byte, max int64, msg string) (int64, bool) {
+	n, ok := parseInt(b)
+	if !ok || n < 1 || n > max {
+		r.err(msg)
+		return 0, false
+	}
+	return n, true
+}
+
 func cmdCMSInitByDim(s *Server, r *reply, args [][]byte) {
-	w, ok := positiveInt(r, args[2], sketchcol.ErrCMSInvalidWidth.Error())
+	w, ok := dimension(r, args[2], math.MaxInt64, sketchcol.ErrCMSInvalidWidth.Error())
 	if !ok {
 		return
 	}
-	d, ok := positiveInt(r, args[3], sketchcol.ErrCMSInvalidDepth.Error())
-	if !ok {
+	d, ok := dimension(r, args[3], math.MaxInt64, sketchcol.ErrCMSInvalidDepth.Error())
+	switch {
+	case !ok:
+		return
+	case w > math.MaxInt64/d:
+		r.err(sketchcol.ErrCMSInvalidInit.Error())
+		return
+	case w > 1<<31 || d > 1<<31:
+		r.err(sketchcol.ErrCMSTooLarge.Error())
 		return
 	}
 	defer s.ks.lockWrite(args[1])()
-	if err := s.ks.st.CMSInitByDim(args[1], w, d); err != nil {
+	if err := s.ks.st.CMSInitByDim(args[1], int(w), int(d)); err != nil {
 		r.counterErr(err)
 		return
 	}
@@ -195,25 +216,29 @@ func cmdTopKReserve(s *Server, r *reply, args [][]byte) {
 		r.wrongArgs("TOPK.RESERVE")
 		return
 	}
-	k, ok := positiveInt(r, args[2], sketchcol.ErrTopKInvalidK.Error())
+	k, ok := dimension(r, args[2], math.MaxUint32, sketchcol.ErrTopKInvalidK.Error())
 	if !ok {
 		return
 	}
-	spec := sketchcol.TopKSpec{K: k, Width: 8, Depth: 7, Decay: 0.9}
+	w, dp, decay := int64(8), int64(7), 0.9
 	if len(args) == 6 {
-		if spec.Width, ok = positiveInt(r, args[3], sketchcol.ErrTopKInvalidWidth.Error()); !ok {
+		if w, ok = dimension(r, args[3], math.MaxUint32, sketchcol.ErrTopKInvalidWidth.Error()); !ok {
 			return
 		}
-		if spec.Depth, ok = positiveInt(r, args[4], sketchcol.ErrTopKInvalidDepth.Error()); !ok {
+		if dp, ok = dimension(r, args[4], math.MaxUint32, sketchcol.ErrTopKInvalidDepth.Error()); !ok {
 			return
 		}
-		d, err := strconv.ParseFloat(string(args[5]), 64)
-		if err != nil {
+		var err error
+		if decay, err = strconv.ParseFloat(string(args[5]), 64); err != nil || !(decay > 0 && decay <= 1) {
 			r.err(sketchcol.ErrTopKInvalidDecay.Error())
 			return
 		}
-		spec.Decay = d
 	}
+	if k > 1<<31 || w > 1<<31 || dp > 1<<31 {
+		r.err(sketchcol.ErrTopKTooLarge.Error())
+		return
+	}
+	spec := sketchcol.TopKSpec{K: int(k), Width: int(w), Depth: int(dp), Decay: decay}
 	defer s.ks.lockWrite(args[1])()
 	if err := s.ks.st.TopKReserve(args[1], spec.K, spec.Width, spec.Depth, spec.Decay); err != nil {
 		r.counterErr(err)

@@ -46,6 +46,8 @@ func (r *reply) bfErr(err error, cuckoo bool) {
 		r.wrongType()
 	case errors.Is(err, sketchcol.ErrItemExists):
 		r.err("ERR item exists")
+	case errors.Is(err, sketchcol.ErrCFTooLarge):
+		r.err(sketchcol.ErrCFTooLarge.Error())
 	case errors.Is(err, sketchcol.ErrFilterFull):
 		if cuckoo {
 			r.err("Filter is full") // RedisBloom's texts without a code are sent as they are
