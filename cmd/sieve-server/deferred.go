@@ -55,6 +55,8 @@ func (s *Server) deferrable(name string, args [][]byte) bool {
 		return len(args) == 3 && int64(len(args[2])) <= s.lim.maxBulk.Load() && fitsEngine(args[1], len(args[2])+1)
 	case "pfadd", "bf.add":
 		return fitsEngine(args[1], 0)
+	case "cms.incrby", "topk.add", "topk.incrby":
+		return fitsEngine(args[1], 0)
 	}
 	return false
 }
