@@ -270,8 +270,55 @@ func cmdTopKAdd(s *Server, r *reply, args [][]byte) {
 	r.expelled(out)
 }
 
+// topKIncrText is RedisBloom 2.4.23's reply to a bad TOPK.INCRBY
+// increment, byte for byte (its C source continues the string literal on
+// a second line, spaces included).
+const topKIncrText = "TopK: increment must be an integer greater or equal to 0                            and smaller or equal to 100,000"
+
+// cmdTopKIncrBy is TOPK.INCRBY as RedisBloom runs it: the items before
+// the first bad increment are added, and the reply is their expelled
+// items followed by the error as the array's last element (RedisBloom
+// declares an element per item and stops there, which frames the reply
+// right only when the bad increment is the last; sieve's array is as
+// long as what it holds).
 func cmdTopKIncrBy(s *Server, r *reply, args [][]byte) {
-	incrBy(s, r, args, "TOPK.INCRBY", sketchcol.ErrTopKInvalidIncr.Error(), s.ks.st.TopKIncrBy, (*reply).expelled)
+	if len(args)%2 != 0 {
+		r.wrongArgs("TOPK.INCRBY")
+		return
+	}
+	var items [][]byte
+	var incrs []int64
+	bad := false
+	for i := 2; i < len(args) && !bad; i += 2 {
+		n, ok := parseInt(args[i+1])
+		if bad = !ok || n < 0 || n > 100000; !bad {
+			items, incrs = append(items, args[i]), append(incrs, n)
+		}
+	}
+	defer s.ks.lockWrite(args[1])()
+	var out [][]byte
+	var err error
+	if len(items) > 0 {
+		out, err = s.ks.st.TopKIncrBy(args[1], items, incrs)
+	} else {
+		_, err = s.ks.st.TopKInfo(args[1]) // the key's errors come first
+	}
+	switch {
+	case err != nil:
+		r.counterErr(err)
+	case !bad:
+		r.expelled(out)
+	default:
+		r.array(len(out) + 1)
+		for _, e := range out {
+			if e == nil {
+				r.null()
+			} else {
+				r.bulk(e)
+			}
+		}
+		r.err(topKIncrText)
+	}
 }
 
 func cmdTopKQuery(s *Server, r *reply, args [][]byte) {
