@@ -53,7 +53,7 @@ func (s *Server) deferrable(name string, args [][]byte) bool {
 	switch name {
 	case "set":
 		return len(args) == 3 && int64(len(args[2])) <= s.lim.maxBulk.Load() && fitsEngine(args[1], len(args[2])+1)
-	case "pfadd", "bf.add":
+	case "pfadd", "bf.add", "cf.add", "cf.addnx":
 		return fitsEngine(args[1], 0)
 	case "cms.incrby", "topk.add", "topk.incrby":
 		return fitsEngine(args[1], 0)

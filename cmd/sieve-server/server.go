@@ -461,6 +461,8 @@ func (s *Server) handle(cl *client, cmd Command) {
 			cmdSetDeferred(s, r, cmd.Args)
 		case "pfadd":
 			cmdPFAddDeferred(s, r, cmd.Args)
+		case "cf.add", "cf.addnx":
+			cmdCFAddDeferred(s, r, cmd.Args)
 		case "cms.incrby", "topk.add", "topk.incrby":
 			deferredCounterCmd(name)(s, r, cmd.Args)
 		default:
