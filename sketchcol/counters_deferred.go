@@ -7,9 +7,11 @@ import (
 )
 
 // A Deferred's CMS.INCRBY, TOPK.ADD and TOPK.INCRBY on paged sketches:
-// the replies come from the key's header and pages with the batch's
-// earlier writes applied, which the Deferred holds (out of the counters
-// cache) until Commit caches them.
+// the replies come from the key's header and pages with the Deferred's
+// earlier writes applied, which it holds (out of the counters cache)
+// until Commit caches them. Their operands are added to the batch at
+// Commit, one per page and one header operand per key: a pipeline's
+// increments to a page are one merge operand, not one per command.
 
 // deferredCounter is a paged Count-Min or Top-K sketch a Deferred writes:
 // its header and pages as the batch's earlier writes left them.
@@ -19,8 +21,10 @@ type deferredCounter struct {
 	topk   *topKPageSet  // a Top-K sketch's pages (else nil)
 	stripe int
 	st, gl uint64 // the cache's epochs before the header was read
-	// bad: a call failed midway, so the state may be ahead of the batch;
-	// later calls on the key are refused and Commit drops it.
+	delta  uint64 // a Count-Min sketch's pending increments' sum
+	// bad: a call failed midway (not expected: its pages are read first),
+	// so the state may be ahead of its operands; later calls on the key
+	// are refused and Commit fails.
 	bad bool
 }
 
@@ -34,16 +38,17 @@ func runPlain(err error) error {
 var errLegacyCounter = errors.New("sketch stored whole")
 
 // CMSIncrBy is Store.CMSIncrBy on a paged Count-Min sketch with its writes
-// added to the batch: the estimates are exact, computed from the key's
-// header and pages with the batch's earlier increments applied. The
+// added to the batch (at Commit): the estimates are exact, computed from
+// the key's header and pages with the Deferred's earlier increments
+// applied. The
 // Deferred's contract holds (the caller locks key until Commit). An
 // estimate saturated at 2³²−1 returns ErrCMSIncrByOverflow beside the
 // estimates, the increments written, as Store.CMSIncrBy. A missing key,
 // another kind or a sketch stored whole returns an error wrapping
 // ErrInvalidArgument (and the Store's own error) and adds nothing: run
 // Store.CMSIncrBy instead (after Commit). On any other error nothing of
-// this call is in the batch, or the key's state is dropped: later calls
-// on the key fail until Commit, which makes its cache entry stale.
+// this call is written (or, not expected, the key's state is dropped:
+// later calls on it fail, and so does Commit).
 func (d *Deferred) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int64, error) {
 	recs, err := cmsRecords(items, increments)
 	if err != nil {
@@ -59,19 +64,20 @@ func (d *Deferred) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]
 		return nil, err
 	}
 	ps := dc.cms
-	out, delta, err := cmsIncrRecs(ps, recs)
-	if err == nil && len(ps.order) > 0 {
-		hdr := dc.e.cms
-		err = d.b.MergeCF(s.cf, ps.key, appendPagedCMSOp(nil, &pagedCMSOp{spec: hdr.spec, delta: delta}))
-		if err == nil {
-			err = ps.writeTo(s, d.b)
+	for _, r := range recs { // every page first: an error changes nothing
+		for i := range ps.spec.Depth {
+			if _, err := ps.page(cmsPageOf(ps.spec, r.hash, i)); err != nil {
+				return nil, err
+			}
 		}
-		hdr.count = satAdd(hdr.count, delta)
 	}
+	out, delta, err := cmsIncrRecs(ps, recs)
 	if err != nil {
 		dc.bad = true
 		return nil, err
 	}
+	dc.delta = satAdd(dc.delta, delta)
+	dc.e.cms.count = satAdd(dc.e.cms.count, delta)
 	return cmsOverflow(out, nil)
 }
 
@@ -81,8 +87,9 @@ func (d *Deferred) TopKAdd(key []byte, items ...[]byte) ([][]byte, error) {
 }
 
 // TopKIncrBy is Store.TopKIncrBy on a paged Top-K sketch with its writes
-// added to the batch: the items expelled are exact, computed from the
-// key's header and pages with the batch's earlier adds applied. Errors
+// added to the batch (at Commit): the items expelled are exact, computed
+// from the key's header and pages with the Deferred's earlier adds
+// applied. Errors
 // as CMSIncrBy's (a bad increment is the Store's error, nothing added).
 func (d *Deferred) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]byte, error) {
 	recs, err := topKRecords(items, increments)
@@ -98,10 +105,17 @@ func (d *Deferred) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([
 	if err != nil {
 		return nil, err
 	}
-	out, err := topKAddRecs(dc.topk, recs)
-	if err == nil && len(dc.topk.order) > 0 {
-		err = dc.topk.writeTo(s, d.b, false)
+	ps := dc.topk
+	for _, r := range recs { // every page first: an error changes nothing
+		h := itemHash(r.item)
+		for i := range ps.hdr.spec.Depth {
+			p, _ := topKCell(ps.hdr.spec, h, i)
+			if _, err := ps.page(p); err != nil {
+				return nil, err
+			}
+		}
 	}
+	out, err := topKAddRecs(ps, recs)
 	if err != nil {
 		dc.bad = true
 		return nil, err
@@ -176,6 +190,40 @@ func (s *Store) takeCounters(stripe int, key []byte, cms bool) (*counterEntry, e
 		err = errLegacyCounter
 	}
 	return &counterEntry{topk: hdr}, err
+}
+
+// cmsPageOf is the page of row i's counter of hash h.
+func cmsPageOf(spec CMSSpec, h uint64, i int) int64 {
+	p, _ := cmsCell(spec, h, i)
+	return p
+}
+
+// writeCounters adds the operands of the Deferred's Count-Min and Top-K
+// writes to the batch: per key its header operand and one operand per
+// page written. An error (a key whose state was dropped) fails the
+// Commit.
+func (d *Deferred) writeCounters() error {
+	s := d.s
+	for _, dc := range d.counters {
+		if dc.bad {
+			return fmt.Errorf("%w: a deferred Count-Min or Top-K write failed", ErrInvalidArgument)
+		}
+		switch ps := dc.cms; {
+		case ps != nil && len(ps.order) > 0:
+			op := &pagedCMSOp{spec: ps.spec, delta: dc.delta}
+			if err := d.b.MergeCF(s.cf, ps.key, appendPagedCMSOp(nil, op)); err != nil {
+				return err
+			}
+			if err := ps.writeTo(s, d.b); err != nil {
+				return err
+			}
+		case dc.topk != nil && len(dc.topk.order) > 0:
+			if err := dc.topk.writeTo(s, d.b, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // commitCounters caches the states the Deferred's writes left (err nil),

@@ -94,7 +94,7 @@ func (d *Deferred) Batch() *sieve.Batch { return d.b }
 func (d *Deferred) Wrote(key []byte) { d.wrote = append(d.wrote, key) }
 
 // Pending reports whether there is anything to commit.
-func (d *Deferred) Pending() bool { return d.b.Len() > 0 }
+func (d *Deferred) Pending() bool { return d.b.Len() > 0 || len(d.counters) > 0 }
 
 // PFAdd is Store.PFAdd with its operand added to the batch. created
 // reports that the key was missing (PFADD creates it; changed is then
@@ -188,8 +188,10 @@ func (d *Deferred) PFAddMarked(key []byte, elems ...[]byte) (changed, created, m
 // Deferred is empty afterwards (its batch reset).
 func (d *Deferred) Commit() error {
 	s := d.s
-	var err error
-	if d.b.Len() > 0 {
+	err := d.writeCounters()
+	if err != nil {
+		s.invalidateAll() // nothing is applied, and no cached state holds
+	} else if d.b.Len() > 0 {
 		err = d.applyCuckoo()
 	}
 	for _, k := range d.wrote {
