@@ -150,13 +150,8 @@ func run(argv []string) int {
 			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
 		}
 	}
-	// The server's garbage is short-lived (requests, replies): collect
-	// less often than Go's default, at the cost of a larger heap, which
-	// the soft memory limit bounds (the collector runs more often near
-	// it rather than let the heap pass it).
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
+	// A soft limit on the heap: near it the collector runs more often
+	// rather than let the heap pass it.
 	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
 		debug.SetMemoryLimit(int64(*memLimit) << 20)
 	}
