@@ -17,7 +17,14 @@ import (
 // applied; a goroutine holds one stripe at a time.
 type deferredCuckoo struct {
 	stripe int
-	keys   map[string]*cuckooPages
+	keys   map[string]*deferredCF
+}
+
+// deferredCF is a filter of a Deferred: its state, and the cache's epochs
+// before its header was read (pcuckoo_dcache.go).
+type deferredCF struct {
+	ps     *cuckooPages
+	st, gl uint64
 }
 
 // errDeferredCuckoo is CFAdd's answer for a key it leaves to the plain
@@ -62,16 +69,17 @@ func (d *Deferred) cfAdd(key, item []byte, nx bool) (bool, error) {
 	m := &s.locks[stripe]
 	m.Lock()
 	defer m.Unlock()
-	ps, known := d.cuckoo.keys[string(key)]
-	if known && ps == nil {
+	dc, known := d.cuckoo.keys[string(key)]
+	if known && dc == nil {
 		return false, errDeferredCuckoo
 	}
 	if !known {
 		var err error
-		if ps, err = d.cuckooPagesOf(key); err != nil {
+		if dc, err = d.cuckooPagesOf(stripe, key); err != nil {
 			return false, err
 		}
 	}
+	ps := dc.ps
 	if len(ps.hdr.items) >= maxCuckooFilters {
 		return false, errDeferredCuckoo // RedisBloom refuses it: the plain command says so
 	}
@@ -92,22 +100,27 @@ func (d *Deferred) cfAdd(key, item []byte, nx bool) (bool, error) {
 	}
 	if !known {
 		if d.cuckoo.keys == nil {
-			d.cuckoo.keys = map[string]*cuckooPages{}
+			d.cuckoo.keys = map[string]*deferredCF{}
 		}
-		d.cuckoo.keys[string(ps.key)] = ps
+		d.cuckoo.keys[string(ps.key)] = dc
 		d.cuckoo.stripe = stripe
 	}
 	return added, nil
 }
 
-// cuckooPagesOf reads key's paged filter (a missing key: one created with
-// the defaults) and places its pending adds, for a Deferred's first add
-// to key. REQUIRES: the stripe's lock.
-func (d *Deferred) cuckooPagesOf(key []byte) (*cuckooPages, error) {
+// cuckooPagesOf returns key's paged filter for a Deferred's first add to
+// key: the one an earlier Deferred left if current, else read (a missing
+// key: one created with the defaults) with its pending adds placed.
+// REQUIRES: the stripe's lock.
+func (d *Deferred) cuckooPagesOf(stripe int, key []byte) (*deferredCF, error) {
 	s := d.s
 	if d.bloom[string(key)] != nil || d.pending(key, s.keyHash(key)) != nil {
 		return nil, errDeferredCuckoo // the batch wrote it as another type
 	}
+	if dc := s.takeCuckoo(stripe, key); dc != nil {
+		return dc, nil
+	}
+	st, gl := s.cacheTag(stripe)
 	cur, err := s.get(key)
 	if err != nil {
 		return nil, err
@@ -136,7 +149,7 @@ func (d *Deferred) cuckooPagesOf(key []byte) (*cuckooPages, error) {
 	if err := ps.placePending(); err != nil {
 		return nil, err
 	}
-	return ps, nil
+	return &deferredCF{ps: ps, st: st, gl: gl}, nil
 }
 
 // addOne is CF.ADD (CF.ADDNX with nx) of hash h: whether it added it.
@@ -170,7 +183,8 @@ func (d *Deferred) dropCuckoo(key []byte, known bool) {
 }
 
 // applyCuckoo applies the batch holding the stripe of the cuckoo filters
-// it adds to (if any), whose cached state it then makes stale.
+// it adds to (if any), which it then caches (pcuckoo_dcache.go; a key
+// whose state was dropped is made stale instead).
 func (d *Deferred) applyCuckoo() error {
 	s := d.s
 	if len(d.cuckoo.keys) == 0 {
@@ -180,8 +194,12 @@ func (d *Deferred) applyCuckoo() error {
 	m.Lock()
 	defer m.Unlock()
 	err := s.db.Apply(d.b, s.wo)
-	for k := range d.cuckoo.keys {
-		s.invalidate([]byte(k))
+	for k, dc := range d.cuckoo.keys {
+		if err != nil || dc == nil {
+			s.invalidate([]byte(k))
+		} else {
+			s.putCuckoo(d.cuckoo.stripe, dc)
+		}
 	}
 	return err
 }

@@ -40,9 +40,20 @@ func cfDeferredKeys(t *testing.T, s *testStore, ref *testStore) []string {
 // after Commit; a call it refuses, run by the Store after a Commit as a
 // server does, answers as the Store alone. Blind adds (Batch.CFAdd) leave
 // pending adds for the Deferred's first add to place.
+// The filters Commit caches for the next Deferred (pcuckoo_dcache.go) are
+// tried with the default budget, one of a few pages and none; plain
+// Store commands between Deferreds make them stale.
 func TestDeferredCFAdd(t *testing.T) {
+	for _, size := range []int64{0, 3 * cuckooPageCost, -1} {
+		t.Run(fmt.Sprint("cache", size), func(t *testing.T) {
+			testDeferredCFAdd(t, &StoreOptions{PageCacheSize: size})
+		})
+	}
+}
+
+func testDeferredCFAdd(t *testing.T, o *StoreOptions) {
 	rng := rand.New(rand.NewPCG(uint64(testutil.Seed(t)), 1))
-	s := openTestStore(t, nil, nil)
+	s := openTestStore(t, nil, o)
 	ref := openTestStore(t, nil, nil) // the same commands, one Store call each
 	keys := cfDeferredKeys(t, s, ref)
 	refused := 0
@@ -59,6 +70,12 @@ func TestDeferredCFAdd(t *testing.T) {
 		for i := range 300 {
 			key, nx := k(keys[rng.IntN(len(keys))]), rng.IntN(3) == 0
 			item := fmt.Appendf(nil, "i%d", rng.IntN(400))
+			if rng.IntN(40) == 0 { // a plain write between Deferreds
+				require.NoError(t, d.Commit())
+				_, err := s.CFDel(key, item)
+				_, werr := ref.CFDel(key, item)
+				require.Equal(t, werr, err)
+			}
 			if !d.CFJoins(key) {
 				require.NoError(t, d.Commit())
 			}

@@ -73,6 +73,8 @@ type storeState struct {
 	pageBudget pageBudget
 	// The paged Count-Min and Top-K sketches' cache (counters_cache.go).
 	counters counterCache
+	// The cuckoo filters Deferreds added to last (pcuckoo_dcache.go).
+	cuckooCache [lockStripes]cuckooCacheSlot
 }
 
 // StoreOptions configure a Store. The zero value (and nil) is the default.
