@@ -83,7 +83,7 @@ func run(argv []string) int {
 	fs.Int64Var(&cfg.MaxArgs, "max-args", cfg.MaxArgs, "maximum arguments of one command")
 	fs.Int64Var(&cfg.MaxInline, "max-inline", cfg.MaxInline, "maximum length of an inline command line, bytes")
 	fs.Int64Var(&cfg.OutputLimit, "output-limit", cfg.OutputLimit, "a client with more unread reply bytes than this is dropped")
-	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs and PFADDs of one pipeline as one batch")
+	fs.BoolVar(&cfg.BatchPipeline, "batch-pipeline", cfg.BatchPipeline, "write the SETs, PFADDs, BF.ADDs, CF.ADDs, CMS.INCRBYs and TOPK.ADDs of one pipeline as one batch")
 	fs.IntVar(&cfg.MemTableMiB, "memtable-mib", cfg.MemTableMiB, "memtable size, MiB (0: the engine's default, 32)")
 	fs.IntVar(&cfg.L0Trigger, "l0-compaction-trigger", cfg.L0Trigger, "L0 tables that trigger a compaction (0: the engine's default, 4)")
 	fs.IntVar(&cfg.PageCacheMiB, "sketch-page-cache-mib", cfg.PageCacheMiB, "memory for the pages of paged sketches (Bloom filters) that commands read, MiB (0: off)")
