@@ -13,17 +13,8 @@ import (
 
 // getPage returns the bits of a page (nil when never written).
 func (s *Store) getPage(pkey []byte) ([]byte, error) {
-	var v []byte
-	var err error
-	if s.view != nil {
-		v, err = s.view.GetCF(s.pages, pkey)
-	} else {
-		v, err = s.pages.Get(pkey)
-	}
-	if errors.Is(err, sieve.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	v, err := s.rawPage(pkey)
+	if err != nil || v == nil {
 		return nil, err
 	}
 	return pageBitsOf(v)

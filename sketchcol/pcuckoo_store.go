@@ -49,17 +49,8 @@ func (s *Store) newCuckooPages(key []byte, hdr *pagedCuckoo, created bool) *cuck
 
 // getCuckooPage returns a stored page's slots (nil when never written).
 func (s *Store) getCuckooPage(pkey []byte) ([]byte, error) {
-	var v []byte
-	var err error
-	if s.view != nil {
-		v, err = s.view.GetCF(s.pages, pkey)
-	} else {
-		v, err = s.pages.Get(pkey)
-	}
-	if errors.Is(err, sieve.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
+	v, err := s.rawPage(pkey)
+	if err != nil || v == nil {
 		return nil, err
 	}
 	return cuckooSlotsOf(v)
