@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: bloom-scale redisbloom-diff test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
+.PHONY: bloom-scale sketch-scale redisbloom-diff test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
 
 test:
 	$(GO) test ./...
@@ -107,6 +107,14 @@ server-bench:
 BLOOM_ITEMS ?= 10000000
 bloom-scale:
 	GOGC=400 SIEVE_BLOOM_SCALE=$(BLOOM_ITEMS) $(GO) test -run '^TestPagedBloomScale$$' -count=1 -v -timeout 60m ./sketchcol/
+
+# The same for CF.ADD/CF.EXISTS on a cuckoo filter reserved for 100M items
+# (CUCKOO_ITEMS added, default 1M) beside one for 1M, and for CMS.INCRBY
+# (3000×30) and TOPK.ADD (k=50, 2000×7); doc/sketches.md quotes them.
+CUCKOO_ITEMS ?= 1000000
+sketch-scale: bloom-scale
+	SIEVE_CUCKOO_SCALE=$(CUCKOO_ITEMS) $(GO) test -run '^TestPagedCuckooScale$$' -count=1 -v -timeout 60m ./sketchcol/
+	SIEVE_COUNTERS_SCALE=1 $(GO) test -run '^TestPagedCountersScale$$' -count=1 -v ./sketchcol/
 
 # sieve-server against redis-server with the RedisBloom module, command by
 # command (TestRedisBloomDifferential). REDISBLOOM_SO is a module built
