@@ -199,6 +199,15 @@ func (b *pagedBloom) layer(i int) pbLayer {
 	return b.geo[i]
 }
 
+// pages is the number of pages of all its sub-filters.
+func (b *pagedBloom) pages() int64 {
+	var n int64
+	for i := range b.counts {
+		n += b.layer(i).pages
+	}
+	return n
+}
+
 // card is BF.CARD: the items added.
 func (b *pagedBloom) card() int64 {
 	var n int64

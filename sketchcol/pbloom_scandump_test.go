@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sievedb/sieve"
 	"github.com/stretchr/testify/require"
 )
 
@@ -79,4 +80,40 @@ func TestBFScanDumpLoadChunk(t *testing.T) {
 	ok, err := s.BFExists(k("legacy2"), k("x"))
 	require.NoError(t, err)
 	require.True(t, ok)
+}
+
+// TestScanDumpByGetEqualsIter: the two ways of scanning a filter's pages
+// give the same chunks, also over the deleted pages of an earlier, larger
+// filter of the same key.
+func TestScanDumpByGetEqualsIter(t *testing.T) {
+	ts := openTestStore(t, &sieve.Options{MemTableSize: 256 << 10}, nil)
+	st := ts.Store
+	key := []byte("bf")
+	require.NoError(t, st.BFReserve(key, 0.01, 5_000_000, nil))
+	for i := range 3000 {
+		_, err := st.BFAdd(key, fmt.Appendf(nil, "old%d", i))
+		require.NoError(t, err)
+	}
+	require.NoError(t, st.Delete(key))
+	require.NoError(t, st.BFReserve(key, 0.01, 500_000, nil))
+	for i := range 2000 {
+		_, err := st.BFAdd(key, fmt.Appendf(nil, "new%d", i))
+		require.NoError(t, err)
+	}
+	scan := func(threshold int64) [][]byte {
+		defer func(old int64) { scanByGetPages = old }(scanByGetPages)
+		scanByGetPages = threshold
+		var chunks [][]byte
+		for it := int64(0); ; {
+			next, chunk, err := st.BFScanDump(key, it)
+			require.NoError(t, err)
+			if next == 0 {
+				return chunks
+			}
+			chunks, it = append(chunks, chunk), next
+		}
+	}
+	byGet, byIter := scan(1<<40), scan(0)
+	require.Greater(t, len(byGet), 2, "several chunks of pages")
+	require.Equal(t, byIter, byGet)
 }

@@ -19,16 +19,16 @@ func (e *commandError) Is(target error) bool { return target == e.is }
 
 // Count-Min sketch errors, with RedisBloom's texts.
 var (
-	ErrCMSKeyNotFound   error = &commandError{"CMS: key does not exist", sieve.ErrNotFound}
-	ErrCMSKeyExists     error = &commandError{"CMS: key already exists", ErrItemExists}
-	ErrCMSInvalidWidth  error = &commandError{"CMS: invalid width", ErrInvalidArgument}
-	ErrCMSInvalidDepth  error = &commandError{"CMS: invalid depth", ErrInvalidArgument}
-	ErrCMSInvalidError  error = &commandError{"CMS: invalid overestimation value", ErrInvalidArgument}
-	ErrCMSInvalidProb   error = &commandError{"CMS: invalid prob value", ErrInvalidArgument}
-	ErrCMSInvalidInit   error = &commandError{"CMS: invalid init arguments", ErrInvalidArgument}
+	ErrCMSKeyNotFound  error = &commandError{"CMS: key does not exist", sieve.ErrNotFound}
+	ErrCMSKeyExists    error = &commandError{"CMS: key already exists", ErrItemExists}
+	ErrCMSInvalidWidth error = &commandError{"CMS: invalid width", ErrInvalidArgument}
+	ErrCMSInvalidDepth error = &commandError{"CMS: invalid depth", ErrInvalidArgument}
+	ErrCMSInvalidError error = &commandError{"CMS: invalid overestimation value", ErrInvalidArgument}
+	ErrCMSInvalidProb  error = &commandError{"CMS: invalid prob value", ErrInvalidArgument}
+	ErrCMSInvalidInit  error = &commandError{"CMS: invalid init arguments", ErrInvalidArgument}
 	// ErrCMSTooLarge: more counters than sieve holds in one sketch
 	// (RedisBloom's text for a sketch it cannot allocate).
-	ErrCMSTooLarge error = &commandError{"CMS: Insufficient memory to create the key", ErrInvalidArgument}
+	ErrCMSTooLarge      error = &commandError{"CMS: Insufficient memory to create the key", ErrInvalidArgument}
 	ErrCMSNegative      error = &commandError{"CMS: Number cannot be negative", ErrInvalidArgument}
 	ErrCMSNumKeys       error = &commandError{"CMS: Number of keys must be positive", ErrInvalidArgument}
 	ErrCMSKeysWeights   error = &commandError{"CMS: wrong number of keys/weights", ErrInvalidArgument}
