@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: bloom-scale sketch-scale redisbloom-diff test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
+.PHONY: bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite server-bench
 
 test:
 	$(GO) test ./...
@@ -120,6 +120,14 @@ sketch-scale: bloom-scale
 # command (TestRedisBloomDifferential). REDISBLOOM_SO is a module built
 # from RedisBloom 2.4.23's source (the newest that loads into Redis 7.0;
 # cmd/sieve-server/README.md says how); nothing of it is in this repository.
+# RedisBloom's own flow tests (RLTest) against sieve-server, one process
+# per test: REDISBLOOM_SRC and RLTEST_SRC are their source trees
+# (cmd/sieve-server/README.md).
+REDISBLOOM_SRC ?= /tmp/redisbloom/src
+RLTEST_SRC ?= /tmp/rltest
+redisbloom-flow:
+	REDISBLOOM_SRC=$(REDISBLOOM_SRC) RLTEST_SRC=$(RLTEST_SRC) cmd/sieve-server/redisbloom-flow.sh
+
 REDISBLOOM_SO ?= /tmp/redisbloom/redisbloom.so
 redisbloom-diff:
 	@test -f $(REDISBLOOM_SO) || (echo "no RedisBloom module at REDISBLOOM_SO=$(REDISBLOOM_SO)"; exit 1)
