@@ -89,10 +89,18 @@ func (s *Store) CMSIncrBy(key []byte, items [][]byte, increments []int64) ([]int
 // merged is created with DefaultCMSSpec (RedisBloom would refuse the
 // command); on a key of another kind the operand is dropped.
 //
-// On a paged sketch (every sketch this version creates, and a missing
-// key) it reads the key's header for its geometry but no page, and writes
-// the header and page operands as one batch.
+// On an existing sketch it is CMSIncrBy without the reply (and without
+// ErrCMSIncrByOverflow), whose locked read of the header comes from the
+// cache of hot sketches; on a missing key it reads the default header and
+// no page, and writes the header and page operands as one batch.
 func (s *Store) CMSIncrByBlind(key []byte, items [][]byte, increments []int64) error {
+	_, err := s.CMSIncrBy(key, items, increments)
+	switch {
+	case err == nil || errors.Is(err, ErrCMSIncrByOverflow):
+		return nil
+	case !errors.Is(err, ErrCMSKeyNotFound) && !errors.Is(err, ErrWrongType):
+		return err
+	}
 	op, paged, err := s.cmsIncrBlind(key, items, increments)
 	if err != nil || paged {
 		return err

@@ -96,11 +96,12 @@
 // (which reads the pages its items touch, to count only new items) and
 // CFAddBlind on a paged cuckoo filter (which places its items under the
 // key's lock, reading the pages of their buckets: where a fingerprint
-// goes depends on what the filter holds), CMSIncrByBlind on a paged
-// Count-Min sketch (which reads the header, for the geometry) and
-// TopKAddBlind on a paged Top-K sketch (which reads the header and the
-// pages its items touch, to offer them to the heap), without reading: a bulk load's
-// cost is the operands'. The price is that nothing is checked when it is written: a
+// goes depends on what the filter holds), and CMSIncrByBlind and
+// TopKAddBlind on an existing paged sketch (which run the replied command
+// under the key's lock, from the cache of hot sketches, and drop the
+// reply: Count-Min needs the header's geometry, Top-K the pages its items
+// touch to offer them to the heap), without reading: a bulk load's cost
+// is the operands'. The price is that nothing is checked when it is written: a
 // blind write to a key of another kind is dropped when merged, a blind
 // add to a missing key creates it with the default geometry (also for
 // Count-Min and Top-K, which RedisBloom would refuse), a Bloom add past a

@@ -225,8 +225,12 @@ func (d *cuckooDump) filter() *CuckooFilter {
 	return c
 }
 
-// pagedDump returns the dump of a paged filter holding c's fingerprints
-// (what Store.Dump returns for a paged filter given the same commands).
+// PagedDump returns what Store.Dump returns for a paged filter (every
+// filter the Store creates) given the same commands as c: its header and
+// the pages that hold fingerprints, which Store.Restore loads.
+func (c *CuckooFilter) PagedDump() []byte { return c.pagedDump() }
+
+// pagedDump is PagedDump.
 func (c *CuckooFilter) pagedDump() []byte {
 	h := &pagedCuckoo{spec: c.spec, deletes: c.deletes, dropped: c.dropped}
 	for _, t := range c.filters {

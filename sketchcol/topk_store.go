@@ -64,11 +64,16 @@ func (s *Store) TopKIncrBy(key []byte, items [][]byte, increments []int64) ([][]
 // DefaultTopKSpec (k 10; RedisBloom would refuse); on a key of another
 // kind the operand is dropped.
 //
-// On a paged sketch (every sketch this version creates, and a missing
-// key) it reads the header and the pages the items touch, without the
+// On an existing sketch it is TopKAdd without the reply: the adds need
+// the header and the pages the items touch (to offer the items to the
+// heap), which the locked command takes from the cache of hot sketches.
+// On a missing key it reads the default header and the pages without the
 // key's lock: the buckets' adds are exact (the merge replays them in
 // commit order), the heap's offers come from what it read.
 func (s *Store) TopKAddBlind(key []byte, items ...[]byte) error {
+	if _, err := s.TopKAdd(key, items...); !errors.Is(err, ErrTopKKeyNotFound) && !errors.Is(err, ErrWrongType) {
+		return err
+	}
 	if ok, err := s.topKBlind(key, items); ok || err != nil {
 		return err
 	}

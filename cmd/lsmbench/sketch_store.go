@@ -158,8 +158,7 @@ func standaloneSketches(c sketchLabConfig, ids [][]byte) ([][]byte, error) {
 		}
 	}
 	bb, _ := b.MarshalBinary()
-	cb, _ := cf.MarshalBinary()
-	return [][]byte{h.Bytes(), bb, cb}, nil
+	return [][]byte{h.Bytes(), bb, cf.PagedDump()}, nil
 }
 
 // storeProbe reads a filter back through the Store: IDs added that test
