@@ -28,6 +28,11 @@ type ColumnFamilyOptions struct {
 	// family; when Prefix is nil the family uses the DB's.
 	Prefix     func(key []byte) int
 	PrefixName string
+	// MaxSuccessiveMerges is Options.MaxSuccessiveMerges for this family:
+	// 0 uses the DB's, a negative value disables the cap. A family whose
+	// hot keys are read from a cache of the caller's (sketchcol's pages)
+	// gains nothing from the collapses and pays for them on every write.
+	MaxSuccessiveMerges int
 }
 
 // ColumnFamily is a handle on a column family: a keyspace with its own
@@ -80,6 +85,7 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies, prefixOf(co)); err != nil {
 		return nil, err
 	}
+	db.setMergeCap(st.id, co.MaxSuccessiveMerges)
 	return &ColumnFamily{db: db, id: st.id, name: name, dropped: st.dropped}, nil
 }
 

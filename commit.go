@@ -7,6 +7,7 @@ import (
 
 	"github.com/sievedb/sieve/internal/base"
 	"github.com/sievedb/sieve/internal/lockrank"
+	"github.com/sievedb/sieve/memtable"
 	"github.com/sievedb/sieve/wal"
 )
 
@@ -654,13 +655,9 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 	br := newEntryReader(b.data[batchHeaderLen:], b.count)
 	for e, ok := br.next(); ok; e, ok = br.next() {
 		t := g.tableForWrite(e.cf)
-		if e.kind == base.KindMerge && db.opts.MaxSuccessiveMerges > 0 &&
-			t.HasSuccessiveMerges(e.key, db.opts.MaxSuccessiveMerges) {
-			if v, ok := db.collapseMerge(e.cf, e.key, e.value, seq); ok {
-				t.Add(seq, base.KindSet, e.key, v)
-				seq++
-				continue
-			}
+		if e.kind == base.KindMerge && db.collapsed(t, e, seq) {
+			seq++
+			continue
 		}
 		if e.kind == base.KindRangeDelete {
 			db.metrics.rangeDel.written.Add(1)
@@ -672,6 +669,49 @@ func (db *DB) applyToMemtable(g *memGroup, b *Batch) {
 		// The batch was built by Batch methods; a decode failure is a bug.
 		panic(fmt.Sprintf("sieve: committed batch does not decode: %v", br.Err))
 	}
+}
+
+// collapsed stores merge entry e as its key's merged value, at seq, when
+// the key already stacks its family's cap of operands in t (and the value
+// can be computed), and reports whether it did.
+func (db *DB) collapsed(t *memtable.MemTable, e batchEntry, seq uint64) bool {
+	c := db.mergeCap(e.cf)
+	if c <= 0 || !t.HasSuccessiveMerges(e.key, c) {
+		return false
+	}
+	v, ok := db.collapseMerge(e.cf, e.key, e.value, seq)
+	if ok {
+		t.Add(seq, base.KindSet, e.key, v)
+	}
+	return ok
+}
+
+// mergeCap is family cf's MaxSuccessiveMerges (≤ 0: no cap).
+func (db *DB) mergeCap(cf uint32) int {
+	if m := db.mergeCaps.Load(); m != nil {
+		if c, ok := (*m)[cf]; ok {
+			return c
+		}
+	}
+	return db.opts.MaxSuccessiveMerges
+}
+
+// setMergeCap records family cf's own cap (0: the DB's). REQUIRES: the
+// registry's createMu (writers are serialized).
+func (db *DB) setMergeCap(cf uint32, c int) {
+	old := db.mergeCaps.Load()
+	m := map[uint32]int{}
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	if c == 0 {
+		delete(m, cf)
+	} else {
+		m[cf] = c
+	}
+	db.mergeCaps.Store(&m)
 }
 
 // collapseMerge resolves key's value as of seq-1 with operand on top, so

@@ -136,6 +136,9 @@ type DB struct {
 	versionMu lockrank.Mutex
 
 	cfs *cfRegistry
+	// mergeCaps holds the families' own MaxSuccessiveMerges
+	// (ColumnFamilyOptions), by family ID; copied on write.
+	mergeCaps atomic.Pointer[map[uint32]int]
 
 	tables *tableCache
 	// pinning: Options.PinL0FilterAndIndexBlocks is in effect.

@@ -134,7 +134,9 @@ func OpenWithOptions(db *sieve.DB, o *StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", ColumnFamilyName, err)
 	}
-	pages, err := db.OpenColumnFamily(PagesColumnFamilyName, &sieve.ColumnFamilyOptions{Merger: PageMerger{}})
+	// Hot pages are read from the Store's page caches, so collapsing their
+	// operands in the memtable (MaxSuccessiveMerges) only costs writes.
+	pages, err := db.OpenColumnFamily(PagesColumnFamilyName, &sieve.ColumnFamilyOptions{Merger: PageMerger{}, MaxSuccessiveMerges: -1})
 	if err != nil {
 		return nil, fmt.Errorf("sketchcol: opening column family %q: %w", PagesColumnFamilyName, err)
 	}
