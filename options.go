@@ -210,6 +210,7 @@ type Options struct {
 	// memtable: the write that would exceed it stores the merged value
 	// instead (RocksDB's max_successive_merges), so reads of a hot key stay
 	// fast. Default 64; a negative value disables the cap.
+	// ColumnFamilyOptions.MaxSuccessiveMerges sets it per family.
 	MaxSuccessiveMerges int
 	// Logger receives background events (flushes, compactions, stalls,
 	// errors). Default: discard.
