@@ -68,6 +68,33 @@ func readPassword(cfg *Config, file string) error {
 	return nil
 }
 
+// checkFlags checks the numeric flags' ranges and sets ProtectedMode from
+// -protected-mode.
+func checkFlags(cfg *Config, protected string) error {
+	for _, f := range []struct {
+		name       string
+		v, lo, hi  int
+		acceptable string
+	}{
+		{"memtable-mib", cfg.MemTableMiB, 0, 4096, "0 (the engine's default) to 4096"},
+		{"l0-compaction-trigger", cfg.L0Trigger, 0, 32, "0 (the engine's default) to 32"},
+		{"sketch-page-cache-mib", cfg.PageCacheMiB, 0, 1 << 20, "0 (off) to 1048576"},
+	} {
+		if f.v < f.lo || f.v > f.hi {
+			return fmt.Errorf("-%s %d: want %s", f.name, f.v, f.acceptable)
+		}
+	}
+	switch protected {
+	case "yes":
+		cfg.ProtectedMode = true
+	case "no":
+		cfg.ProtectedMode = false
+	default:
+		return fmt.Errorf("-protected-mode %q: want yes or no", protected)
+	}
+	return nil
+}
+
 func run(argv []string) int {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("sieve-server", flag.ContinueOnError)
@@ -93,29 +120,12 @@ func run(argv []string) int {
 	if err := fs.Parse(argv); err != nil {
 		return 2
 	}
-	if cfg.MemTableMiB < 0 || cfg.MemTableMiB > 4096 {
-		fmt.Fprintf(os.Stderr, "sieve-server: -memtable-mib %d: want 0 (the engine's default) to 4096\n", cfg.MemTableMiB)
-		return 2
-	}
-	if cfg.L0Trigger < 0 || cfg.L0Trigger > 32 {
-		fmt.Fprintf(os.Stderr, "sieve-server: -l0-compaction-trigger %d: want 0 (the engine's default) to 32\n", cfg.L0Trigger)
-		return 2
-	}
-	if cfg.PageCacheMiB < 0 || cfg.PageCacheMiB > 1<<20 {
-		fmt.Fprintf(os.Stderr, "sieve-server: -sketch-page-cache-mib %d: want 0 (off) to 1048576\n", cfg.PageCacheMiB)
+	if err := checkFlags(&cfg, *protected); err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
 		return 2
 	}
 	if err := readPassword(&cfg, *passFile); err != nil {
 		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
-		return 2
-	}
-	switch *protected {
-	case "yes":
-		cfg.ProtectedMode = true
-	case "no":
-		cfg.ProtectedMode = false
-	default:
-		fmt.Fprintf(os.Stderr, "sieve-server: -protected-mode %q: want yes or no\n", *protected)
 		return 2
 	}
 	if fs.NArg() > 0 {
@@ -155,6 +165,12 @@ func run(argv []string) int {
 	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
 		debug.SetMemoryLimit(int64(*memLimit) << 20)
 	}
+	return serveUntilStopped(s, cfg)
+}
+
+// serveUntilStopped serves until a signal, SHUTDOWN or a serving error,
+// then closes the server; it returns the process's exit code.
+func serveUntilStopped(s *Server, cfg Config) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan error, 1)
