@@ -24,6 +24,42 @@ func TestRedisBloomDifferential(t *testing.T) {
 	raddr := startRedisWithModule(t, so)
 	s := startServer(t, "", nil)
 	sc, rc := newClient(t, s.Addr()), newClient(t, raddr)
+	cmds := append(append(bloomDiffCommands(), cuckooDiffCommands()...), counterDiffCommands()...)
+	for i, args := range cmds {
+		got, want := do(sc, args...), do(rc, args...)
+		if got != want {
+			t.Errorf("command %d %v: sieve %q, RedisBloom %q", i, args, got, want)
+		}
+	}
+	t.Logf("%d commands compared", len(cmds))
+}
+
+// startRedisWithModule starts redis-server with a module on a free port.
+func startRedisWithModule(t *testing.T, so string) string {
+	t.Helper()
+	path := needTool(t, "redis-server")
+	dir := t.TempDir()
+	for attempt := range 5 {
+		port := 20000 + (os.Getpid()*7+attempt*131)%20000
+		cmd := exec.Command(path, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loadmodule", so)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
+		c := newClient(t, addr)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if out := do(c, "module", "list"); strings.Contains(out, "bf") {
+				return addr
+			}
+		}
+	}
+	t.Fatal("redis-server with the module did not start")
+	return ""
+}
+
+// bloomDiffCommands returns the BF.* commands of TestRedisBloomDifferential.
+func bloomDiffCommands() [][]any {
 	var cmds [][]any
 	add := func(args ...any) { cmds = append(cmds, args) }
 	add("bf.reserve", "b", "0.01", "100")
@@ -60,6 +96,13 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("bf.exists", "nokey", "a")
 	add("set", "str", "v")
 	add("bf.add", "str", "a")
+	return cmds
+}
+
+// cuckooDiffCommands returns its CF.* commands (after the BF.* ones, whose keys they may meet).
+func cuckooDiffCommands() [][]any {
+	var cmds [][]any
+	add := func(args ...any) { cmds = append(cmds, args) }
 	add("cf.reserve", "c", "100")
 	add("cf.reserve", "c", "100")
 	add("cf.reserve", "c2", "1")
@@ -94,6 +137,14 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("cf.debug", "str")
 	add("cf.compact", "c")
 	add("cf.compact", "nokey")
+	return cmds
+}
+
+// counterDiffCommands returns the rest, in order: TOPK.INCRBY and size-limit
+// cases, later CF.* cases, then CMS.* and TOPK.*.
+func counterDiffCommands() [][]any {
+	var cmds [][]any
+	add := func(args ...any) { cmds = append(cmds, args) }
 	add("topk.reserve", "tki", "3", "10", "3", "1")
 	add("topk.incrby", "tki", "bar", "3", "baz", "6", "42", "2")
 	add("topk.incrby", "tki", "42", "8", "xyzzy", "4")
@@ -149,35 +200,5 @@ func TestRedisBloomDifferential(t *testing.T) {
 	add("topk.count", "t", "a", "c", "z")
 	add("topk.count", "not", "a")
 	add("topk.add", "not", "a")
-	for i, args := range cmds {
-		got, want := do(sc, args...), do(rc, args...)
-		if got != want {
-			t.Errorf("command %d %v: sieve %q, RedisBloom %q", i, args, got, want)
-		}
-	}
-	t.Logf("%d commands compared", len(cmds))
-}
-
-// startRedisWithModule starts redis-server with a module on a free port.
-func startRedisWithModule(t *testing.T, so string) string {
-	t.Helper()
-	path := needTool(t, "redis-server")
-	dir := t.TempDir()
-	for attempt := range 5 {
-		port := 20000 + (os.Getpid()*7+attempt*131)%20000
-		cmd := exec.Command(path, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir, "--loadmodule", so)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		c := newClient(t, addr)
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-			if out := do(c, "module", "list"); strings.Contains(out, "bf") {
-				return addr
-			}
-		}
-	}
-	t.Fatal("redis-server with the module did not start")
-	return ""
+	return cmds
 }
