@@ -82,6 +82,12 @@ func TestPagedBloomScale(t *testing.T) {
 		t.Logf("%s: reserved %d at 1%%, %d items (loaded by BF.MADD of 1000 in %v, %.0f items/s); BF.ADD %s; BF.EXISTS %s; BF.INFO size %d MB, %d sub-filters",
 			f.key, f.capacity, f.fill, load.Round(time.Millisecond), float64(f.fill)/load.Seconds(), add, exists, info.Size>>20, info.Filters)
 	}
+	compactAndCount(t, st, dir)
+}
+
+// compactAndCount compacts both sketch families and logs the data
+// directory's size and the pages written (one entry each, after it).
+func compactAndCount(t *testing.T, st *Store, dir string) {
 	for _, cf := range []*sieve.ColumnFamily{st.cf, st.pages} {
 		if err := cf.Compact(nil, nil); err != nil {
 			t.Fatal(err)
