@@ -71,40 +71,7 @@ func TestStressCopyIngestIterators(t *testing.T) {
 	})
 	for r := 0; r < 4; r++ {
 		rng := rand.New(rand.NewPCG(seed, uint64(100+r)))
-		wg.Go(func() {
-			for !stopped(stop) {
-				before := acked.Load()
-				it := db.NewIter(&IterOptions{LowerBound: []byte("z"), UpperBound: []byte("{")})
-				after := acked.Load()
-				first := scanIngested(it, nil)
-				scans.Add(1)
-				if m, ok := wholePrefix(first); !ok || int64(m) < before || int64(m) > after+1 {
-					fail("iterator made between ingests %d and %d sees %d tables (whole: %v)", before, after, m, ok)
-				}
-				for k := 0; k < 1+rng.IntN(4); k++ {
-					time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
-					var seek []byte
-					if rng.IntN(2) == 0 {
-						seek = fmt.Appendf(nil, "z%06d", 1+rng.Int64N(acked.Load()+1))
-					}
-					again := scanIngested(it, seek)
-					want := stdmaps.Clone(first)
-					if seek != nil {
-						stdmaps.DeleteFunc(want, func(k string, _ string) bool { return k < string(seek) })
-					}
-					if !stdmaps.Equal(want, again) {
-						fail("a held iterator's scan changed: %d keys, then %d (ingests acknowledged %d → %d)", len(first), len(again), after, acked.Load())
-					}
-					rescans.Add(1)
-					if acked.Load() > after {
-						crossed.Add(1)
-					}
-				}
-				if err := it.Close(); err != nil {
-					fail("iterator: %v", err)
-				}
-			}
-		})
+		wg.Go(func() { copyIngestReader(db, rng, stop, &acked, &scans, &rescans, &crossed, fail) })
 	}
 	time.Sleep(d)
 	close(stop)
@@ -124,6 +91,44 @@ func TestStressCopyIngestIterators(t *testing.T) {
 	require.Positive(t, m.Ingest.Copied, "no Ingest took the copy path")
 	require.Positive(t, crossed.Load(), "no held iterator was rescanned across an Ingest")
 	require.Positive(t, m.IteratorRefreshes, "no iterator was refreshed")
+}
+
+// copyIngestReader makes iterators over the ingested keys, checks that
+// each sees a whole prefix of the acknowledged ingests, and rescans each
+// while later ingests land: a held iterator's view never changes.
+func copyIngestReader(db *DB, rng *rand.Rand, stop chan struct{}, acked, scans, rescans, crossed *atomic.Int64, fail func(string, ...any)) {
+	for !stopped(stop) {
+		before := acked.Load()
+		it := db.NewIter(&IterOptions{LowerBound: []byte("z"), UpperBound: []byte("{")})
+		after := acked.Load()
+		first := scanIngested(it, nil)
+		scans.Add(1)
+		if m, ok := wholePrefix(first); !ok || int64(m) < before || int64(m) > after+1 {
+			fail("iterator made between ingests %d and %d sees %d tables (whole: %v)", before, after, m, ok)
+		}
+		for k := 0; k < 1+rng.IntN(4); k++ {
+			time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+			var seek []byte
+			if rng.IntN(2) == 0 {
+				seek = fmt.Appendf(nil, "z%06d", 1+rng.Int64N(acked.Load()+1))
+			}
+			again := scanIngested(it, seek)
+			want := stdmaps.Clone(first)
+			if seek != nil {
+				stdmaps.DeleteFunc(want, func(k string, _ string) bool { return k < string(seek) })
+			}
+			if !stdmaps.Equal(want, again) {
+				fail("a held iterator's scan changed: %d keys, then %d (ingests acknowledged %d → %d)", len(first), len(again), after, acked.Load())
+			}
+			rescans.Add(1)
+			if acked.Load() > after {
+				crossed.Add(1)
+			}
+		}
+		if err := it.Close(); err != nil {
+			fail("iterator: %v", err)
+		}
+	}
 }
 
 func stopped(c chan struct{}) bool {
