@@ -124,3 +124,38 @@ func (s *Store) givePages(stripe int, key []byte, pc *pageCache) {
 	}
 	pc.release()
 }
+
+// releaseCached drops key's cache entry, and the pages it holds, after a
+// write to key made it stale: its bytes go back to the budget at once, not
+// when the key is next read (a deleted filter's pages would otherwise hold
+// the budget, which other filters cannot evict). REQUIRES: the stripe's
+// lock.
+func (s *Store) releaseCached(stripe int, key []byte) {
+	if s.view != nil {
+		return
+	}
+	c := &s.hllCache[stripe]
+	if e := c.get(s.keyHash(key), key); e != nil && e.pages != nil {
+		c.drop(e)
+	}
+}
+
+// releaseAllPages drops every cache entry that holds pages, after a write
+// that made every entry stale; it takes each stripe's lock in turn.
+// REQUIRES: no stripe lock held.
+func (s *Store) releaseAllPages() {
+	if s.view != nil || s.pageBudget.used.Load() == 0 {
+		return
+	}
+	for i := range s.hllCache {
+		m := &s.locks[i]
+		m.Lock()
+		c := &s.hllCache[i]
+		for _, e := range c.m {
+			if e.pages != nil {
+				c.drop(e)
+			}
+		}
+		m.Unlock()
+	}
+}

@@ -164,7 +164,18 @@ func TestPageCacheUsed(t *testing.T) {
 	require.LessOrEqual(t, st.pageBudget.used.Load(), int64(1<<20))
 	require.Equal(t, e.pages.bytes, st.pageBudget.used.Load())
 	require.NoError(t, st.Delete(key))
-	_, _ = st.BFExists(key, []byte("x")) // finds the entry stale, drops it
+	require.Zero(t, st.pageBudget.used.Load(), "a deleted filter's pages go back to the budget at once")
+
+	// A batch applied for any key (FLUSHALL's) releases every filter's pages.
+	for _, k := range []string{"a", "b"} {
+		require.NoError(t, st.BFReserve([]byte(k), 0.01, 10_000_000, nil))
+		_, err := st.BFMAdd([]byte(k), []byte("x"), []byte("y"))
+		require.NoError(t, err)
+	}
+	require.Positive(t, st.pageBudget.used.Load())
+	b := ts.db.NewBatch()
+	require.NoError(t, st.DropAllPages(b))
+	require.NoError(t, st.Apply(b, nil))
 	require.Zero(t, st.pageBudget.used.Load())
 }
 

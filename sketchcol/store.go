@@ -362,18 +362,22 @@ func (s *Store) Put(key, value []byte) error {
 // held, so that no read is needed).
 func (s *Store) Delete(key []byte) error {
 	defer s.lock(key)()
-	return s.writeKey(key, func(wb *sieve.Batch) error {
+	err := s.writeKey(key, func(wb *sieve.Batch) error {
 		if err := wb.DeleteCF(s.cf, key); err != nil {
 			return err
 		}
 		return s.dropPages(wb, key)
 	})
+	s.releaseCached(s.stripe(key), key)
+	return err
 }
 
 // Apply applies b, a batch of the Store's DB whose writes to the Store's
 // family are to keys (nil: to any key), with the Store's write options,
 // and keeps the cache exact: the keys' stripes (or the whole cache) are
-// made stale once it is applied. It takes no per-key lock.
+// made stale once it is applied, and the pages cached for those keys (or
+// for every key) are released. It takes the keys' stripe locks only after
+// the write, one at a time, for that.
 func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
 	if s.view != nil {
 		return errViewApply
@@ -381,9 +385,13 @@ func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
 	err := s.db.Apply(b, s.wo)
 	if keys == nil {
 		s.invalidateAll()
+		s.releaseAllPages()
 	}
 	for _, k := range keys {
 		s.invalidate(k)
+		unlock := s.lock(k)
+		s.releaseCached(s.stripe(k), k)
+		unlock()
 	}
 	return err
 }
