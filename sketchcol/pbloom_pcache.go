@@ -125,8 +125,10 @@ func (s *Store) givePages(stripe int, key []byte, pc *pageCache) {
 	pc.release()
 }
 
-// releaseCached drops key's cache entry, and the pages it holds, after a
-// write to key made it stale: its bytes go back to the budget at once, not
+// releaseCached drops key's cache entries (its Bloom header's, with the
+// pages it holds, its cuckoo filter's and its Count-Min or Top-K
+// sketch's) after a write to key made them stale: their bytes go back to
+// the budgets at once, not
 // when the key is next read (a deleted filter's pages would otherwise hold
 // the budget, which other filters cannot evict). REQUIRES: the stripe's
 // lock.
@@ -138,13 +140,18 @@ func (s *Store) releaseCached(stripe int, key []byte) {
 	if e := c.get(s.keyHash(key), key); e != nil && e.pages != nil {
 		c.drop(e)
 	}
+	if cc := &s.cuckooCache[stripe]; cc.ps != nil && string(cc.ps.key) == string(key) {
+		s.dropCuckooCache(cc)
+	}
+	s.dropCounters(stripe, string(key))
 }
 
-// releaseAllPages drops every cache entry that holds pages, after a write
+// releaseAllPages drops every cache entry that holds pages (of Bloom,
+// cuckoo, Count-Min and Top-K sketches), after a write
 // that made every entry stale; it takes each stripe's lock in turn.
 // REQUIRES: no stripe lock held.
 func (s *Store) releaseAllPages() {
-	if s.view != nil || s.pageBudget.used.Load() == 0 {
+	if s.view != nil || (s.pageBudget.used.Load() == 0 && s.counters.used.Load() == 0) {
 		return
 	}
 	for i := range s.hllCache {
@@ -155,6 +162,10 @@ func (s *Store) releaseAllPages() {
 			if e.pages != nil {
 				c.drop(e)
 			}
+		}
+		s.dropCuckooCache(&s.cuckooCache[i])
+		for k := range s.counters.stripes[i] {
+			s.dropCounters(i, k)
 		}
 		m.Unlock()
 	}

@@ -172,11 +172,16 @@ func TestPageCacheUsed(t *testing.T) {
 		_, err := st.BFMAdd([]byte(k), []byte("x"), []byte("y"))
 		require.NoError(t, err)
 	}
+	require.NoError(t, st.CMSInitByDim([]byte("cms"), 2000, 7))
+	_, err := st.CMSIncrBy([]byte("cms"), [][]byte{[]byte("x")}, []int64{1})
+	require.NoError(t, err)
 	require.Positive(t, st.pageBudget.used.Load())
+	require.Positive(t, st.counters.used.Load())
 	b := ts.db.NewBatch()
 	require.NoError(t, st.DropAllPages(b))
 	require.NoError(t, st.Apply(b, nil))
 	require.Zero(t, st.pageBudget.used.Load())
+	require.Zero(t, st.counters.used.Load())
 }
 
 // TestPageCacheModel interleaves, in one goroutine and in a random order
