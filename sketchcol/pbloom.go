@@ -89,10 +89,11 @@ type bfHash struct{ h, a, b uint64 }
 // rbSeed is RedisBloom's seed of an item's first hash.
 const rbSeed = 0xc6a4a7935bd1e995
 
-// hashOf returns item's hashes for b.
+// hashOf returns item's hashes for b: RedisBloom's two only when some
+// sub-filter is one page (sub-filters only grow, so the first one is).
 func (b *pagedBloom) hashOf(item []byte) bfHash {
 	x := bfHash{h: itemHash(item)}
-	if b.rb {
+	if b.rb && b.layer(0).pages == 1 {
 		x.a = murmurHash64A(item, rbSeed)
 		x.b = murmurHash64A(item, x.a)
 	}
