@@ -108,6 +108,9 @@ func (b *Batch) get(cf uint32, key []byte) ([]byte, error) {
 		switch e.kind {
 		case base.KindSet:
 			return b.resolve(cf, key, v, true, ops)
+		case base.KindSetExpiring:
+			d, val, _ := base.SplitExpiring(v)
+			return b.resolve(cf, key, val, !b.db.expired(d), ops)
 		case base.KindDelete:
 			return b.resolve(cf, key, nil, false, ops)
 		case base.KindMerge:

@@ -33,6 +33,10 @@ type ColumnFamilyOptions struct {
 	// hot keys are read from a cache of the caller's (sketchcol's pages)
 	// gains nothing from the collapses and pays for them on every write.
 	MaxSuccessiveMerges int
+	// CompactionFilter removes values of the family during compaction
+	// (see CompactionFilter); nil: none. Expired values are removed
+	// without one.
+	CompactionFilter CompactionFilter
 }
 
 // ColumnFamily is a handle on a column family: a keyspace with its own
@@ -86,6 +90,7 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 		return nil, err
 	}
 	db.setMergeCap(st.id, co.MaxSuccessiveMerges)
+	db.setCompactionFilter(st.id, co.CompactionFilter)
 	return &ColumnFamily{db: db, id: st.id, name: name, dropped: st.dropped}, nil
 }
 

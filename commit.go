@@ -722,7 +722,9 @@ func (db *DB) setMergeCap(cf uint32, c int) {
 func (db *DB) collapseMerge(cf uint32, key, operand []byte, seq uint64) ([]byte, bool) {
 	prev := seq - 1
 	st, err := db.lookup(cf, key, prev)
-	if err != nil {
+	if err != nil || st.deadline != 0 {
+		// A base with a deadline keeps its operands: their merged value
+		// would be a SetExpiring, which the memtable's cap does not write.
 		return nil, false
 	}
 	v, err := db.fullMerge(cf, key, st.value, st.found, append(st.operands(1), operand))

@@ -193,9 +193,14 @@ func (db *DB) gcOptions(cf uint32) compaction.GCOptions {
 	db.mu.Lock()
 	snapshots := db.mu.snapshots.all()
 	db.mu.Unlock()
-	opts := compaction.GCOptions{Snapshots: snapshots}
+	opts := compaction.GCOptions{Snapshots: snapshots, Now: db.nowNanos()}
 	if st := db.cfs.get(cf); st != nil && st.merger != nil {
 		opts.Merger = st.merger
+	}
+	if f := db.compactionFilter(cf); f != nil {
+		opts.Filter = func(ukey, value []byte, deadline int64) bool {
+			return f.Filter(ukey, value, deadlineTime(deadline))
+		}
 	}
 	return opts
 }
@@ -302,6 +307,8 @@ func (db *DB) recordCompaction(c *compaction.Compaction, metas []*manifest.FileM
 	m.levelBytesWritten[c.OutputLevel].Add(int64(written))
 	m.mergeErrors.Add(gc.MergeErrors)
 	m.rangeDel.keysDropped.Add(gc.DroppedByRangeDel)
+	m.expired.Add(gc.Expired)
+	m.filtered.Add(gc.Filtered)
 	if ranges > 1 {
 		m.splitCompactions.Add(1)
 	}

@@ -139,6 +139,8 @@ type DB struct {
 	// mergeCaps holds the families' own MaxSuccessiveMerges
 	// (ColumnFamilyOptions), by family ID; copied on write.
 	mergeCaps atomic.Pointer[map[uint32]int]
+	// cfFilters holds the families' CompactionFilters (expiry.go).
+	cfFilters atomic.Pointer[map[uint32]CompactionFilter]
 
 	tables *tableCache
 	// pinning: Options.PinL0FilterAndIndexBlocks is in effect.
@@ -313,6 +315,7 @@ func (db *DB) open() error {
 	if err := db.cfs.load(); err != nil {
 		return err
 	}
+	db.setCompactionFilter(0, db.opts.CompactionFilter)
 	return db.recover(dir)
 }
 

@@ -168,7 +168,10 @@ func (db *DB) writeTable(cf uint32, it forwardIter, rd *rangedel.List) (*manifes
 		err = cerr
 	}
 	if gc, ok := it.(*compaction.Iter); ok {
-		db.metrics.rangeDel.keysDropped.Add(gc.Stats().DroppedByRangeDel)
+		s := gc.Stats()
+		db.metrics.rangeDel.keysDropped.Add(s.DroppedByRangeDel)
+		db.metrics.expired.Add(s.Expired)
+		db.metrics.filtered.Add(s.Filtered)
 	}
 	if err == nil {
 		err = out.finish(true)

@@ -30,8 +30,11 @@ type getState struct {
 	opBuf  []byte
 	opEnds []int
 	value  []byte // the base value, copied (valid when found)
-	found  bool   // a Set was reached
-	done   bool   // a Set or Delete was reached: stop searching
+	// deadline is the base value's (a SetExpiring's; 0: none), judged
+	// by resolve
+	deadline int64
+	found    bool // a Set was reached
+	done     bool // a Set or Delete was reached: stop searching
 	// seen is set by visit when any entry for the key was visited; the
 	// table path uses it to tell filter false positives.
 	seen bool
@@ -82,6 +85,17 @@ func (st *getState) visit(k base.InternalKey, v []byte) bool {
 		st.value = append([]byte{}, v...)
 		st.found, st.done = true, true
 		return false
+	case base.KindSetExpiring:
+		d, val, ok := base.SplitExpiring(v)
+		if !ok {
+			// A short value is corrupt: read it as absent rather than
+			// guess (a table's checksums passed, so this is a bug).
+			st.done = true
+			return false
+		}
+		st.value, st.deadline = append([]byte{}, val...), d
+		st.found, st.done = true, true
+		return false
 	case base.KindDelete:
 		st.done = true
 		return false
@@ -100,6 +114,12 @@ func (db *DB) Get(key []byte) ([]byte, error) {
 
 // getCF reads key in column family cf as of snapshot seq (nil = latest).
 func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error) {
+	return db.getCFExpiry(cf, key, snapSeq, nil)
+}
+
+// getCFExpiry is getCF that also stores the value's deadline (0: none)
+// in *dl when dl is not nil.
+func (db *DB) getCFExpiry(cf uint32, key []byte, snapSeq *uint64, dl *int64) (v []byte, err error) {
 	if err := db.checkOpen(); err != nil {
 		return nil, err
 	}
@@ -145,7 +165,11 @@ func (db *DB) getCF(cf uint32, key []byte, snapSeq *uint64) (v []byte, err error
 	if err != nil {
 		return nil, err
 	}
-	return db.resolve(cf, &st)
+	v, err = db.resolve(cf, &st)
+	if dl != nil {
+		*dl = st.deadline
+	}
+	return v, err
 }
 
 // errReadStateRetired fails an optimistic lookup (getState.lazy) that
@@ -258,6 +282,10 @@ func (st *getState) operands(extra int) [][]byte {
 
 // resolve turns what a lookup found into the answer.
 func (db *DB) resolve(cf uint32, st *getState) ([]byte, error) {
+	if st.deadline != 0 && db.expired(st.deadline) {
+		// Expired: the base reads as a Delete.
+		st.found, st.value, st.deadline = false, nil, 0
+	}
 	if len(st.opEnds) == 0 {
 		if st.found {
 			return st.value, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"time"
 	"unsafe"
 
 	"github.com/sievedb/sieve/compaction"
@@ -61,7 +62,9 @@ type Iterator struct {
 	// memtable's bytes, valid while iter stays there.
 	key, value []byte
 	valueBuf   []byte
-	valid      bool
+	// deadline is the current value's (0: none; see Expiry).
+	deadline int64
+	valid    bool
 	// forward is the direction of the last move: when valid and forward,
 	// iter is at the first entry after the current key's entries (at the
 	// key's Set itself when atKey: Next skips the key's entries first, so
@@ -228,6 +231,21 @@ func (it *Iterator) Key() []byte { return it.key }
 // Value returns the current value.
 func (it *Iterator) Value() []byte { return it.value }
 
+// Expiry returns the current value's deadline (zero: none): a value
+// written with PutWithExpiry, or merged onto one. Keys whose deadline has
+// come (by Options.Now, when the iterator reaches them) are skipped.
+func (it *Iterator) Expiry() time.Time { return deadlineTime(it.deadline) }
+
+// liveExpiring splits a SetExpiring entry's value, reporting ok=false
+// when its deadline has come (it reads as a Delete) or it is malformed.
+func (it *Iterator) liveExpiring(v []byte) (deadline int64, value []byte, ok bool) {
+	d, val, ok := base.SplitExpiring(v)
+	if !ok || it.db.expired(d) {
+		return 0, nil, false
+	}
+	return d, val, true
+}
+
 // Error returns the error that stopped the iterator, if any.
 func (it *Iterator) Error() error { return it.err }
 
@@ -318,6 +336,14 @@ func (it *Iterator) findNextAny(ok bool) bool {
 		case base.KindSet:
 			it.atSet(k.UserKey, it.iter.Value())
 			return it.yield()
+		case base.KindSetExpiring:
+			if d, v, live := it.liveExpiring(it.iter.Value()); live {
+				it.atSet(k.UserKey, v)
+				it.deadline = d
+				return it.yield()
+			}
+			it.key = append(it.key[:0], k.UserKey...)
+			ok = it.skipKey(it.key)
 		case base.KindDelete:
 			it.key = append(it.key[:0], k.UserKey...)
 			ok = it.skipKey(it.key)
@@ -343,7 +369,7 @@ func (it *Iterator) findNextAny(ok bool) bool {
 // (Next skips the key's older entries).
 func (it *Iterator) atSet(ukey, value []byte) {
 	it.key = append(it.key[:0], ukey...)
-	it.value = value
+	it.value, it.deadline = value, 0
 	it.atKey, it.iterPositioned = true, true
 }
 
@@ -408,6 +434,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 	it.opBuf = it.opBuf[:0]
 	var offs []int
 	hasBase := false
+	var deadline int64
 	it.baseBuf = it.baseBuf[:0]
 	ok := true
 	for ok {
@@ -424,6 +451,12 @@ func (it *Iterator) mergeForward() (bool, error) {
 			case base.KindSet:
 				it.baseBuf = append(it.baseBuf, it.iter.Value()...)
 				hasBase, done = true, true
+			case base.KindSetExpiring:
+				if d, v, live := it.liveExpiring(it.iter.Value()); live {
+					it.baseBuf = append(it.baseBuf, v...)
+					hasBase, deadline = true, d
+				}
+				done = true
 			case base.KindDelete:
 				done = true
 			}
@@ -441,7 +474,7 @@ func (it *Iterator) mergeForward() (bool, error) {
 		return false, err
 	}
 	it.valueBuf = append(it.valueBuf[:0], v...)
-	it.value = it.valueBuf
+	it.value, it.deadline = it.valueBuf, deadline
 	return ok, nil
 }
 
@@ -464,6 +497,7 @@ func (it *Iterator) findPrev(ok bool) bool {
 			merging  bool
 			offs     []int
 			anyEntry bool
+			deadline int64
 		)
 		it.opBuf, it.baseBuf = it.opBuf[:0], it.baseBuf[:0]
 		for ok {
@@ -476,10 +510,15 @@ func (it *Iterator) findPrev(ok bool) bool {
 				switch k.Kind() {
 				case base.KindSet:
 					it.baseBuf = append(it.baseBuf[:0], it.iter.Value()...)
-					present, hasBase, merging = true, true, false
+					present, hasBase, merging, deadline = true, true, false, 0
+					it.opBuf, offs = it.opBuf[:0], offs[:0]
+				case base.KindSetExpiring:
+					d, v, live := it.liveExpiring(it.iter.Value())
+					it.baseBuf = append(it.baseBuf[:0], v...)
+					present, hasBase, merging, deadline = live, live, false, d
 					it.opBuf, offs = it.opBuf[:0], offs[:0]
 				case base.KindDelete:
-					present, hasBase, merging = false, false, false
+					present, hasBase, merging, deadline = false, false, false, 0
 					it.opBuf, offs = it.opBuf[:0], offs[:0]
 				case base.KindMerge:
 					offs = append(offs, len(it.opBuf))
@@ -495,6 +534,7 @@ func (it *Iterator) findPrev(ok bool) bool {
 			continue
 		}
 		it.iterPositioned = ok
+		it.deadline = deadline
 		if !merging {
 			it.valueBuf = append(it.valueBuf[:0], it.baseBuf...)
 			it.value = it.valueBuf

@@ -33,6 +33,7 @@ type dbMetrics struct {
 	levelBytesIn, levelBytesRead, levelBytesWritten [manifest.NumLevels]atomic.Int64
 	stalls, stallNanos                              atomic.Int64
 	mergesCollapsed, mergeErrors, slowdowns         atomic.Int64
+	expired, filtered                               atomic.Int64
 	multiGets, multiGetKeys, cfDrops                atomic.Int64
 	// getRestarts counts the Gets whose optimistic pass found its read
 	// state retired when it had to read a table (getCF); tests read it.
@@ -311,6 +312,10 @@ type Metrics struct {
 		// MergeErrors counts keys whose operands compaction copied
 		// through because the merger failed on them.
 		MergeErrors int64
+		// Expired counts values flushes and compactions removed because
+		// their deadline had come (PutWithExpiry); Filtered those a
+		// CompactionFilter removed.
+		Expired, Filtered int64
 		// Running is the number of compactions in progress now,
 		// background and manual (with MemTable.Immutable, queued
 		// flushes: whether the database is busy in the background).
@@ -404,6 +409,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.IteratorRefreshes = m.iterRefreshes.Load()
 	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
 	out.Compaction.MergeErrors = m.mergeErrors.Load()
+	out.Compaction.Expired, out.Compaction.Filtered = m.expired.Load(), m.filtered.Load()
 	out.Compaction.Running = m.compactionsRunning.Load()
 	if out.WAL.Bytes > 0 {
 		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)

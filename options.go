@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"time"
 
 	"github.com/sievedb/sieve/filter"
 	"github.com/sievedb/sieve/internal/manifest"
@@ -212,6 +213,12 @@ type Options struct {
 	// fast. Default 64; a negative value disables the cap.
 	// ColumnFamilyOptions.MaxSuccessiveMerges sets it per family.
 	MaxSuccessiveMerges int
+	// Now is the clock expiry is judged by (PutWithExpiry); nil: time.Now.
+	// A test sets its own to move time.
+	Now func() time.Time
+	// CompactionFilter removes values of the default column family during
+	// compaction (ColumnFamilyOptions.CompactionFilter for other families).
+	CompactionFilter CompactionFilter
 	// Logger receives background events (flushes, compactions, stalls,
 	// errors). Default: discard.
 	Logger *slog.Logger

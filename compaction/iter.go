@@ -53,6 +53,16 @@ type GCOptions struct {
 	// iterator does not yield the tombstones themselves: the caller
 	// writes them (rangedel.Compact).
 	RangeDels *rangedel.List
+	// Now is the time (unix nanoseconds) deadlines are judged by: a
+	// SetExpiring whose deadline is at or before Now becomes a Delete of
+	// the same sequence number, which hides what is below it as the
+	// expired value did (0: nothing expires).
+	Now int64
+	// Filter, if not nil, is asked about each full value (a Set or live
+	// SetExpiring, or a FullMerge's result) of a key's newest stripe, the
+	// one no snapshot sees; true removes the value, which becomes a Delete
+	// of the same sequence number. deadline is the value's (0: none).
+	Filter func(ukey, value []byte, deadline int64) bool
 }
 
 // GCStats counts what a compaction iterator did.
@@ -81,6 +91,10 @@ type GCStats struct {
 	// DroppedByRangeDel counts entries dropped because a range tombstone
 	// in the same snapshot stripe covers them.
 	DroppedByRangeDel int64
+	// Expired counts values turned into Deletes because their deadline
+	// had come; Filtered those GCOptions.Filter removed.
+	Expired  int64
+	Filtered int64
 }
 
 // Add adds o's counts to s (the stats of a compaction run as
@@ -96,6 +110,8 @@ func (s *GCStats) Add(o GCStats) {
 	s.PartialMergesDeclined += o.PartialMergesDeclined
 	s.MergeErrors += o.MergeErrors
 	s.DroppedByRangeDel += o.DroppedByRangeDel
+	s.Expired += o.Expired
+	s.Filtered += o.Filtered
 }
 
 // output is one entry waiting to be yielded; its user key is Iter.ukey.
@@ -108,6 +124,47 @@ type output struct {
 }
 
 func (o output) kind() base.Kind { return base.Kind(o.trailer & 0xff) }
+
+// deadline is a SetExpiring output's deadline (0 for other kinds).
+func (o output) deadline() int64 {
+	if o.kind() != base.KindSetExpiring {
+		return 0
+	}
+	d, _, _ := base.SplitExpiring(o.value)
+	return d
+}
+
+// expiring returns the output for the input's current entry, a
+// SetExpiring: itself, or a Delete of its sequence number if it expired.
+func (i *Iter) expiring(k base.InternalKey) output {
+	d, _, ok := base.SplitExpiring(i.in.Value())
+	if !ok {
+		i.err = base.CorruptionErrorf("compaction: expiring value of %s shorter than its deadline", k)
+		return output{}
+	}
+	if i.opts.Now != 0 && i.opts.Now >= d {
+		i.stats.Expired++
+		return output{trailer: base.MakeTrailer(k.SeqNum(), base.KindDelete)}
+	}
+	return output{trailer: k.Trailer, value: i.save(i.in.Value())}
+}
+
+// filtered asks GCOptions.Filter about o, a full value (val its user
+// value; nil: o.value) of the given stripe, and returns o or the Delete
+// that replaces it.
+func (i *Iter) filtered(o output, val []byte, deadline int64, stripe int) output {
+	if i.opts.Filter == nil || stripe != len(i.opts.Snapshots) || !o.kind().IsSet() {
+		return o
+	}
+	if val == nil {
+		val = o.value
+	}
+	if !i.opts.Filter(i.ukey, val, deadline) {
+		return o
+	}
+	i.stats.Filtered++
+	return output{trailer: base.MakeTrailer(o.trailer>>8, base.KindDelete)}
+}
 
 // Iter is the compaction iterator: it reads a forward stream of internal
 // keys (the merged inputs of a compaction) and yields the entries the
@@ -317,6 +374,16 @@ func (i *Iter) fill() bool {
 			i.opValues = append(i.opValues, i.save(i.in.Value()))
 		case kind == base.KindSet || kind == base.KindDelete:
 			term, hasTerm = output{trailer: k.Trailer, value: i.save(i.in.Value())}, true
+			if kind == base.KindSet {
+				term = i.filtered(term, nil, 0, stripe)
+			}
+		case kind == base.KindSetExpiring:
+			if term, hasTerm = i.expiring(k), true; i.err != nil {
+				return false
+			}
+			if term.kind() == base.KindSetExpiring {
+				term = i.filtered(term, term.value[base.ExpiryLen:], term.deadline(), stripe)
+			}
 		default:
 			i.err = base.CorruptionErrorf("compaction: unknown kind in %s", k)
 			return false
@@ -336,7 +403,7 @@ func (i *Iter) fill() bool {
 		// base of its operands.
 		term, hasTerm = output{trailer: base.MakeTrailer(tomb, base.KindDelete), virtual: true}, true
 	}
-	i.resolveStripe(term, hasTerm, !sameKey)
+	i.resolveStripe(term, hasTerm, !sameKey, stripe)
 	if !sameKey {
 		i.finishKey()
 	}
@@ -345,7 +412,7 @@ func (i *Iter) fill() bool {
 
 // resolveStripe emits what one stripe of ukey keeps: its operands (merged
 // where the rules allow) and its newest Set or Delete, if any.
-func (i *Iter) resolveStripe(term output, hasTerm, lastStripe bool) {
+func (i *Iter) resolveStripe(term output, hasTerm, lastStripe bool, stripe int) {
 	ops := len(i.opValues)
 	m := i.opts.Merger
 	switch {
@@ -354,11 +421,21 @@ func (i *Iter) resolveStripe(term output, hasTerm, lastStripe bool) {
 	case m == nil || i.mergeFailed:
 		i.emitOperands(term, hasTerm)
 	case hasTerm && term.kind() == base.KindSet:
-		i.fullMerge(term, hasTerm, term.value, true)
+		i.fullMerge(term, hasTerm, term.value, true, stripe)
+	case hasTerm && term.kind() == base.KindSetExpiring:
+		// Operands are not folded onto an expiring value: from its
+		// deadline on they read as written onto nothing (as the read
+		// paths resolve them), which a merged value could not.
+		if ops == 1 {
+			i.emitOperands(term, true)
+		} else {
+			i.partialMerge()
+			i.emit(term)
+		}
 	case hasTerm: // a Delete: the operands apply to nothing
-		i.fullMerge(term, hasTerm, nil, false)
+		i.fullMerge(term, hasTerm, nil, false, stripe)
 	case lastStripe && i.elideKey():
-		i.fullMerge(term, hasTerm, nil, false)
+		i.fullMerge(term, hasTerm, nil, false, stripe)
 	case ops == 1:
 		i.emitOperands(term, hasTerm)
 	default:
@@ -381,7 +458,8 @@ func (i *Iter) mergedTrailer(kind base.Kind) uint64 {
 	return base.MakeTrailer(i.opTrailers[0]>>8, kind)
 }
 
-func (i *Iter) fullMerge(term output, hasTerm bool, baseValue []byte, hasBase bool) {
+// fullMerge merges the stripe's operands onto baseValue.
+func (i *Iter) fullMerge(term output, hasTerm bool, baseValue []byte, hasBase bool, stripe int) {
 	v, err := i.opts.Merger.FullMerge(i.ukey, baseValue, hasBase, i.oldestFirst())
 	if err != nil {
 		i.stats.MergeErrors++
@@ -391,7 +469,7 @@ func (i *Iter) fullMerge(term output, hasTerm bool, baseValue []byte, hasBase bo
 	}
 	i.stats.FullMerges++
 	i.stats.OperandsMerged += int64(len(i.opValues))
-	i.emit(output{trailer: i.mergedTrailer(base.KindSet), value: v})
+	i.emit(i.filtered(output{trailer: i.mergedTrailer(base.KindSet), value: v}, nil, 0, stripe))
 }
 
 func (i *Iter) partialMerge() {

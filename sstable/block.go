@@ -119,7 +119,7 @@ func (b *block) entryAt(off, prevLen int) (shared, p, k, next int, err error) {
 // (the error is built only for a key that fails).
 func validInternalKey(key []byte) bool {
 	n := len(key)
-	return n >= base.TrailerLen && base.Kind(key[n-base.TrailerLen]) <= base.KindMax
+	return n >= base.TrailerLen && base.Kind(key[n-base.TrailerLen]).Valid()
 }
 
 // checkInternalKey reports whether key is a well-formed encoded internal key.
@@ -127,7 +127,7 @@ func checkInternalKey(key []byte) error {
 	if len(key) < base.TrailerLen {
 		return fmt.Errorf("key %q shorter than a trailer", key)
 	}
-	if base.Kind(key[len(key)-base.TrailerLen]) > base.KindMax {
+	if !base.Kind(key[len(key)-base.TrailerLen]).Valid() {
 		return fmt.Errorf("key %q has unknown kind %d", key[:len(key)-base.TrailerLen], key[len(key)-base.TrailerLen])
 	}
 	return nil

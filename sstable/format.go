@@ -138,10 +138,13 @@ func decodeFooter(buf []byte) (footer, error) {
 	return f, nil
 }
 
-// separatorTrailer is the trailer of a shortened index separator: the
-// largest valid trailer, so (u, separatorTrailer) is the smallest internal
-// key with user key u.
-var separatorTrailer = base.MakeTrailer(base.SeqNumMax, base.KindMax)
+// separatorTrailer is the trailer of a shortened index separator: with
+// the largest sequence number it sorts before every entry of user key u
+// (entries never carry SeqNumMax), so (u, separatorTrailer) is the
+// smallest internal key with user key u. Its kind stays MERGE, the
+// largest kind when the format was defined, so that tables keep their
+// bytes.
+var separatorTrailer = base.MakeTrailer(base.SeqNumMax, base.KindMerge)
 
 // seekTrailer sorts before every trailer, valid or not, for the same user
 // key; seeking to (ukey, seekTrailer) finds the first entry of ukey.

@@ -305,7 +305,7 @@ func (p *Properties) count(k base.InternalKey, val []byte) {
 	switch k.Kind() {
 	case base.KindDelete:
 		p.NumDeletions++
-	case base.KindSet:
+	case base.KindSet, base.KindSetExpiring:
 		p.NumSets++
 	case base.KindMerge:
 		p.NumMerges++

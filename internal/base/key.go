@@ -22,22 +22,49 @@ const (
 	// KindMax is the largest valid kind. Seeking to (ukey, seq, KindMax)
 	// positions before every version of ukey visible at seq, because for
 	// equal user keys and sequence numbers larger trailers sort first.
-	KindMax = KindMerge
+	KindMax = KindSetExpiring
 
 	// KindRangeDelete is a range tombstone in a batch (key = start, value
 	// = end, deleting [start, end)). It is not a point kind: memtables and
 	// tables keep range tombstones apart from their point entries (package
 	// rangedel), so Valid is false for it.
 	KindRangeDelete Kind = 3
+
+	// KindSetExpiring is a full value with a deadline: its stored value is
+	// the deadline (unix nanoseconds, 8 bytes little-endian) followed by
+	// the value. From its deadline on it reads as a Delete (expiry.go in
+	// the root package).
+	KindSetExpiring Kind = 4
 )
 
-var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE", KindRangeDelete: "RANGEDEL"}
+var kindNames = [...]string{KindDelete: "DEL", KindSet: "SET", KindMerge: "MERGE", KindRangeDelete: "RANGEDEL", KindSetExpiring: "SETEXP"}
 
-// String returns the kind's name: SET, DEL, MERGE or RANGEDEL.
+// String returns the kind's name: SET, DEL, MERGE, RANGEDEL or SETEXP.
 func (k Kind) String() string { return EnumName(k, kindNames[:], "KIND") }
 
 // Valid reports whether k is a kind this version of sieve understands.
-func (k Kind) Valid() bool { return k <= KindMax }
+func (k Kind) Valid() bool { return k <= KindMax && k != KindRangeDelete }
+
+// IsSet reports whether k is a full value (Set or SetExpiring).
+func (k Kind) IsSet() bool { return k == KindSet || k == KindSetExpiring }
+
+// ExpiryLen is the length of the deadline that starts a SetExpiring value.
+const ExpiryLen = 8
+
+// SplitExpiring returns the deadline (unix nanoseconds) and the value of
+// a SetExpiring entry's stored value; ok is false if it is too short.
+func SplitExpiring(v []byte) (deadline int64, value []byte, ok bool) {
+	if len(v) < ExpiryLen {
+		return 0, nil, false
+	}
+	return int64(binary.LittleEndian.Uint64(v)), v[ExpiryLen:], true
+}
+
+// AppendExpiring appends a SetExpiring entry's stored value to dst.
+func AppendExpiring(dst []byte, deadline int64, value []byte) []byte {
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(deadline))
+	return append(dst, value...)
+}
 
 // SeqNumMax is the largest sequence number; sequence numbers take the top
 // 56 bits of a trailer.
