@@ -154,7 +154,7 @@ func cmdPFCount(s *Server, r *reply, args [][]byte) {
 	// Redis writes the recomputed cache back: drop the stale bytes kept
 	// for a merged value, rewrite a stored value whose own cache is stale.
 	if refreshed != nil {
-		if err := s.ks.setString(key, refreshed); err != nil {
+		if err := s.ks.setStringKeepTTL(key, refreshed); err != nil {
 			r.storeErr(err)
 			return
 		}

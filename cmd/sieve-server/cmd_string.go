@@ -29,16 +29,6 @@ func init() {
 		&command{name: "decr", arity: 2, fn: cmdIncr, write: true},
 		&command{name: "incrby", arity: 3, fn: cmdIncr, write: true},
 		&command{name: "decrby", arity: 3, fn: cmdIncr, write: true},
-		&command{name: "ttl", arity: 2, fn: cmdTTL},
-		&command{name: "pttl", arity: 2, fn: cmdTTL},
-		&command{name: "persist", arity: 2, fn: cmdPersist, write: true},
-		&command{name: "expire", arity: -3, fn: cmdExpire, write: true},
-		&command{name: "pexpire", arity: -3, fn: cmdExpire, write: true},
-		&command{name: "expireat", arity: -3, fn: cmdExpire, write: true},
-		&command{name: "pexpireat", arity: -3, fn: cmdExpire, write: true},
-		&command{name: "setex", arity: 4, fn: cmdExpire, write: true},
-		&command{name: "psetex", arity: 4, fn: cmdExpire, write: true},
-		&command{name: "getex", arity: -2, fn: cmdGetEx},
 		&command{name: "scan", arity: -2, fn: cmdScan},
 		&command{name: "keys", arity: 2, fn: cmdKeys},
 		&command{name: "dbsize", arity: 1, fn: cmdDBSize},
@@ -46,8 +36,6 @@ func init() {
 		&command{name: "flushdb", arity: -1, fn: cmdFlush, write: true},
 	)
 }
-
-const errNoTTL = "ERR sieve-server does not support key expiry (EX, PX, EXAT, PXAT, EXPIRE, SETEX): keys never expire"
 
 func (r *reply) storeErr(err error) { r.err("ERR " + err.Error()) }
 
@@ -79,8 +67,10 @@ func cmdGet(s *Server, r *reply, args [][]byte) {
 
 func cmdSet(s *Server, r *reply, args [][]byte) {
 	key, val := args[1], args[2]
-	var nx, xx, get bool
+	var nx, xx, get, keep, ttl bool
+	var d int64
 	for i := 3; i < len(args); i++ {
+		ms, abs, isTTL := ttlOption(args[i])
 		switch a := args[i]; {
 		case eq(a, "nx") && !xx:
 			nx = true
@@ -88,23 +78,26 @@ func cmdSet(s *Server, r *reply, args [][]byte) {
 			xx = true
 		case eq(a, "get"):
 			get = true
-		case eq(a, "keepttl"):
-			// No key has a TTL: keeping it is what every SET does.
-		case eq(a, "ex"), eq(a, "px"), eq(a, "exat"), eq(a, "pxat"):
-			if i+1 >= len(args) {
-				r.syntax()
+		case eq(a, "keepttl") && !ttl:
+			keep = true
+		case isTTL && !ttl && !keep && i+1 < len(args):
+			var ok bool
+			if d, ok = parseTTLArg(r, "set", args[i+1], ms, abs); !ok {
 				return
 			}
-			if _, ok := parseInt(args[i+1]); !ok {
-				r.notInt()
-				return
-			}
-			r.err(errNoTTL)
-			return
+			ttl = true
+			i++
 		default:
 			r.syntax()
 			return
 		}
+	}
+	write := s.ks.setString
+	switch {
+	case keep:
+		write = s.ks.setStringKeepTTL
+	case ttl:
+		write = func(k, v []byte) error { return s.ks.setStringDeadline(k, v, d) }
 	}
 	if int64(len(val)) > s.lim.maxBulk.Load() {
 		r.err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
@@ -112,7 +105,7 @@ func cmdSet(s *Server, r *reply, args [][]byte) {
 	}
 	if !nx && !xx && !get {
 		defer s.ks.lock(key)()
-		if err := s.ks.setString(key, val); err != nil {
+		if err := write(key, val); err != nil {
 			r.storeErr(err)
 			return
 		}
@@ -137,7 +130,7 @@ func cmdSet(s *Server, r *reply, args [][]byte) {
 		}
 		return
 	}
-	if err := s.ks.setString(key, val); err != nil {
+	if err := write(key, val); err != nil {
 		r.storeErr(err)
 		return
 	}
@@ -308,7 +301,7 @@ func cmdAppend(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	nv := append(bytes.Clone(v), args[2]...)
-	if err := s.ks.setString(args[1], nv); err != nil {
+	if err := s.ks.setStringKeepTTL(args[1], nv); err != nil {
 		r.storeErr(err)
 		return
 	}
@@ -344,7 +337,7 @@ func cmdSetRange(s *Server, r *reply, args [][]byte) {
 	nv := make([]byte, n)
 	copy(nv, v)
 	copy(nv[off:], val)
-	if err := s.ks.setString(args[1], nv); err != nil {
+	if err := s.ks.setStringKeepTTL(args[1], nv); err != nil {
 		r.storeErr(err)
 		return
 	}
@@ -422,37 +415,11 @@ func cmdIncr(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	cur += by
-	if err := s.ks.setString(args[1], strconv.AppendInt(nil, cur, 10)); err != nil {
+	if err := s.ks.setStringKeepTTL(args[1], strconv.AppendInt(nil, cur, 10)); err != nil {
 		r.storeErr(err)
 		return
 	}
 	r.int(cur)
-}
-
-func cmdTTL(s *Server, r *reply, args [][]byte) {
-	raw, err := s.ks.raw(args[1])
-	switch {
-	case err != nil:
-		r.storeErr(err)
-	case raw == nil:
-		r.int(-2)
-	default:
-		r.int(-1)
-	}
-}
-
-func cmdPersist(s *Server, r *reply, args [][]byte) { r.int(0) }
-
-func cmdExpire(s *Server, r *reply, args [][]byte) { r.err(errNoTTL) }
-
-func cmdGetEx(s *Server, r *reply, args [][]byte) {
-	for _, a := range args[2:] {
-		if !eq(a, "persist") {
-			r.err(errNoTTL)
-			return
-		}
-	}
-	cmdGet(s, r, args[:2])
 }
 
 // scanOpts are SCAN's MATCH, COUNT and TYPE options.

@@ -63,6 +63,9 @@ type ksState struct {
 	meta *sieve.ColumnFamily
 	wo   *sieve.WriteOptions
 
+	expCF *sieve.ColumnFamily // the deadlines (expires.go)
+	exp   expTable
+
 	all  sync.RWMutex
 	seed maphash.Seed
 
@@ -143,7 +146,14 @@ func openKeyspace(db *sieve.DB, sync bool, pageCacheMiB int) (*keyspace, error) 
 	if err != nil {
 		return nil, err
 	}
-	ks := &keyspace{st: st, ksState: &ksState{db: db, cf: st.ColumnFamily(), meta: meta, wo: sieve.NoSync, seed: maphash.MakeSeed(), cursors: map[uint64][]byte{}}}
+	expCF, err := db.OpenColumnFamily(expiresCFName, nil)
+	if err != nil {
+		return nil, err
+	}
+	ks := &keyspace{st: st, ksState: &ksState{db: db, cf: st.ColumnFamily(), meta: meta, expCF: expCF, wo: sieve.NoSync, seed: maphash.MakeSeed(), cursors: map[uint64][]byte{}}}
+	if err := ks.loadExpires(); err != nil {
+		return nil, err
+	}
 	if sync {
 		ks.wo = sieve.Sync
 	}
@@ -261,8 +271,11 @@ func appendString(dst, v []byte) []byte {
 	return append(dst, v...)
 }
 
-// raw reads key's stored value (nil when missing).
+// raw reads key's stored value (nil when missing or expired).
 func (ks *keyspace) raw(key []byte) ([]byte, error) {
+	if ks.expiredNow(key) {
+		return nil, nil
+	}
 	var v []byte
 	var err error
 	if ks.tx != nil {
@@ -467,15 +480,36 @@ func (ks *keyspace) setString(key, v []byte) error {
 		return err
 	}
 	defer ks.modified(key) // once the write is visible, under the key's lock
-	if _, ok := ks.metaOf(key); !ok {
+	_, hasMeta := ks.metaOf(key)
+	hadTTL := ks.deadline(key) != 0
+	if !hasMeta && !hadTTL {
 		return ks.st.Put(key, encodeString(v))
 	}
 	b := ks.newBatch()
 	_ = b.PutCF(ks.cf, key, encodeString(v))
 	ks.dropMeta(b, key)
+	ks.putDeadline(b, key, 0)
 	err := ks.apply(b, [][]byte{key})
 	ks.forgetMeta(key)
+	if err == nil && hadTTL {
+		ks.noteDeadline(key, 0)
+	}
 	return err
+}
+
+// setStringKeepTTL stores a string value at key keeping the key's
+// deadline (APPEND, SETRANGE, INCR... keep it in Redis). REQUIRES: key's
+// lock.
+func (ks *keyspace) setStringKeepTTL(key, v []byte) error {
+	d := ks.deadline(key)
+	if d == 0 {
+		return ks.setString(key, v)
+	}
+	if err := checkSize(key, len(v)+1); err != nil {
+		return err
+	}
+	defer ks.modified(key)
+	return ks.writeValue(key, encodeString(v), d)
 }
 
 // checkSize refuses a key or stored value over the engine's limits before
@@ -499,18 +533,28 @@ func (ks *keyspace) del(keys ...[]byte) error {
 		}
 	}()
 	if len(keys) == 1 {
-		if _, ok := ks.metaOf(keys[0]); !ok {
+		if _, ok := ks.metaOf(keys[0]); !ok && ks.deadline(keys[0]) == 0 {
 			return ks.st.Delete(keys[0])
 		}
 	}
 	b := ks.newBatch()
+	var timed [][]byte
 	for _, k := range keys {
 		_ = b.DeleteCF(ks.cf, k)
 		_ = ks.st.DropPages(b, k)
 		ks.dropMeta(b, k)
+		if ks.deadline(k) != 0 {
+			ks.putDeadline(b, k, 0)
+			timed = append(timed, k)
+		}
 	}
 	err := ks.apply(b, keys)
 	ks.forgetMeta(keys...)
+	if err == nil {
+		for _, k := range timed {
+			ks.noteDeadline(k, 0)
+		}
+	}
 	return err
 }
 
@@ -531,7 +575,7 @@ func (ks *keyspace) flush() error {
 	if ks.tx != nil {
 		return ks.tx.flush(ks)
 	}
-	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta} {
+	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta, ks.expCF} {
 		it := cf.NewIter(nil)
 		b := ks.db.NewBatch()
 		for ok := it.First(); ok; ok = it.Next() {
@@ -560,6 +604,7 @@ func (ks *keyspace) flush() error {
 		st.meta = metaSet{}
 		st.metaMu.Unlock()
 	}
+	ks.exp.clear()
 	ks.cursorMu.Lock()
 	ks.cursors = map[uint64][]byte{}
 	ks.cursorMu.Unlock()

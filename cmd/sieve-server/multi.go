@@ -163,6 +163,7 @@ func cmdExec(s *Server, r *reply, _ [][]byte) {
 		return // the in-memory cache bytes were never changed
 	}
 	s.ks.applyTxMeta(t)
+	s.ks.applyTxExpires(t)
 	for _, k := range t.keys {
 		s.ks.watch.touch(k)
 	}
@@ -181,7 +182,9 @@ func (s *Server) runQueued(r *reply, q queued) {
 			r.err(fmt.Sprintf("ERR internal error in '%s': %v", q.c.name, p))
 		}
 	}()
+	s.expireKeys(q.c.name, q.args)
 	q.c.fn(s, r, q.args)
+	s.afterWrite(q.c, q.args)
 }
 
 // txn is what a transaction's keyspace view collects: its batch, the keys
@@ -195,6 +198,7 @@ type txn struct {
 	meta      map[string]*[8]byte // nil: deleted
 	metaOrder []string
 	flushed   bool // FLUSHALL ran
+	exp       map[string]int64 // deadlines set (0: removed), published at EXEC
 }
 
 func (t *txn) wrote(key []byte) { t.keys = append(t.keys, key) }
@@ -254,7 +258,7 @@ func (ks *keyspace) applyTxMeta(t *txn) {
 // key of the database and every key the transaction wrote before it.
 func (t *txn) flush(ks *keyspace) error {
 	t.flushed = true
-	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta} {
+	for _, cf := range []*sieve.ColumnFamily{ks.cf, ks.meta, ks.expCF} {
 		it := cf.NewIter(nil)
 		for ok := it.First(); ok; ok = it.Next() {
 			_ = t.b.DeleteCF(cf, it.Key())
@@ -268,6 +272,7 @@ func (t *txn) flush(ks *keyspace) error {
 	}
 	_ = ks.st.DropAllPages(t.b)
 	t.meta, t.metaOrder = nil, nil // every key's cache bytes are gone
+	t.exp = nil
 	return t.b.Err()
 }
 

@@ -88,6 +88,8 @@ type Server struct {
 type serverState struct {
 	cfg     Config
 	db      *sieve.DB
+	// sweepStop stops the expired keys' sweeper, which closes sweepDone.
+	sweepStop, sweepDone chan struct{}
 	lim     protoLimits
 	ln      net.Listener
 	started time.Time
@@ -178,7 +180,9 @@ func Open(cfg Config) (*Server, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Server{serverState: &serverState{cfg: cfg, db: db, started: time.Now(), shutdown: make(chan struct{})}, ks: ks}
+	s := &Server{serverState: &serverState{cfg: cfg, db: db, started: time.Now(), shutdown: make(chan struct{}),
+		sweepStop: make(chan struct{}), sweepDone: make(chan struct{})}, ks: ks}
+	go func() { defer close(s.sweepDone); ks.runSweeper(s.sweepStop) }()
 	s.lim.maxBulk.Store(cfg.MaxBulkLen)
 	s.lim.maxArgs.Store(cfg.MaxArgs)
 	s.lim.maxInline.Store(cfg.MaxInline)
@@ -306,6 +310,8 @@ func (s *Server) Close() error {
 			_ = s.ln.Close()
 		}
 		s.running.Wait() // commands in flight finish (their connections are closed)
+		close(s.sweepStop)
+		<-s.sweepDone
 		s.ks.quiesce()
 		s.closeErr = s.db.Close()
 	})
@@ -470,7 +476,9 @@ func (s *Server) handle(cl *client, cmd Command) {
 		}
 	default:
 		s.commitDeferred(r)
+		s.expireKeys(name, cmd.Args)
 		c.fn(s, r, cmd.Args)
+		s.afterWrite(c, cmd.Args)
 	}
 	s.afterCommand(r)
 }
