@@ -197,7 +197,7 @@ type txn struct {
 	keys      [][]byte
 	meta      map[string]*[8]byte // nil: deleted
 	metaOrder []string
-	flushed   bool // FLUSHALL ran
+	flushed   bool             // FLUSHALL ran
 	exp       map[string]int64 // deadlines set (0: removed), published at EXEC
 }
 

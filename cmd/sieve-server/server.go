@@ -86,13 +86,13 @@ type Server struct {
 
 // serverState is the server's state, shared by its transaction views.
 type serverState struct {
-	cfg     Config
-	db      *sieve.DB
+	cfg Config
+	db  *sieve.DB
 	// sweepStop stops the expired keys' sweeper, which closes sweepDone.
 	sweepStop, sweepDone chan struct{}
-	lim     protoLimits
-	ln      net.Listener
-	started time.Time
+	lim                  protoLimits
+	ln                   net.Listener
+	started              time.Time
 
 	pass      atomic.Pointer[password] // set by CONFIG SET from any connection
 	hasPass   atomic.Bool
