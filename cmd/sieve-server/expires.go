@@ -43,7 +43,11 @@ type expTable struct {
 	nexp atomic.Int64
 }
 
-func nowMs() int64 { return time.Now().UnixMilli() }
+// clock is the time expiry is judged by, the engine's too (Open sets
+// sieve.Options.Now to it); a test sets its own.
+var clock = time.Now
+
+func nowMs() int64 { return clock().UnixMilli() }
 
 // get returns key's deadline (0: none).
 func (e *expTable) get(key []byte) int64 {

@@ -164,6 +164,9 @@ func Open(cfg Config) (*Server, error) {
 	if cfg.DBOptions != nil {
 		opts = *cfg.DBOptions
 	}
+	if opts.Now == nil {
+		opts.Now = func() time.Time { return clock() }
+	}
 	if opts.MemTableSize == 0 && cfg.MemTableMiB > 0 {
 		opts.MemTableSize = int64(cfg.MemTableMiB) << 20
 	}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sievedb/sieve/sstable"
+)
+
+// fakeClock replaces the server's clock (and so the engine's) for a test.
+func fakeClock(t *testing.T) *atomic.Int64 {
+	var ns atomic.Int64
+	ns.Store(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	old := clock
+	clock = func() time.Time { return time.Unix(0, ns.Load()) }
+	t.Cleanup(func() { clock = old })
+	return &ns
+}
+
+// TestExpirySketches: a sketch with a deadline keeps it across its
+// writes (PFADD, BF.ADD, CMS.INCRBY), disappears at it, and a new sketch
+// at the key starts empty (its predecessor's pages are gone).
+func TestExpirySketches(t *testing.T) {
+	ns := fakeClock(t)
+	dir := t.TempDir()
+	s := startServer(t, dir, nil)
+	c := newClient(t, s.Addr())
+	ctx := context.Background()
+	do := func(args ...any) any {
+		v, err := c.Do(ctx, args...).Result()
+		if err != nil {
+			return "ERR:" + err.Error()
+		}
+		return v
+	}
+	for _, step := range [][]any{
+		{"pfadd", "uv", "a", "b"}, {"expire", "uv", 100}, {"pfadd", "uv", "c"},
+		{"bf.reserve", "bf", 0.01, 10000}, {"expire", "bf", 100},
+		{"cms.initbydim", "cms", 100, 4}, {"cms.incrby", "cms", "x", 5}, {"expire", "cms", 100}, {"cms.incrby", "cms", "x", 1},
+		{"set", "s", "v", "ex", 100}, {"append", "s", "w"},
+	} {
+		do(step...)
+	}
+	for i := range 500 {
+		do("bf.add", "bf", i)
+	}
+	for _, k := range []string{"uv", "bf", "cms", "s"} {
+		if ttl := do("ttl", k); ttl != int64(100) {
+			t.Fatalf("TTL %s after its writes: %v, want 100", k, ttl)
+		}
+	}
+	if v := do("pfcount", "uv"); v != int64(3) {
+		t.Fatalf("PFCOUNT %v", v)
+	}
+	ns.Add(int64(101 * time.Second))
+	for _, k := range []string{"uv", "bf", "cms", "s"} {
+		if n := do("exists", k); n != int64(0) {
+			t.Fatalf("%s exists after its deadline", k)
+		}
+	}
+	if v := do("pfcount", "uv"); v != int64(0) {
+		t.Fatalf("PFCOUNT of an expired HLL: %v", v)
+	}
+	do("bf.reserve", "bf", 0.01, 10000)
+	pos := 0
+	for i := range 500 {
+		if do("bf.exists", "bf", i) == int64(1) {
+			pos++
+		}
+	}
+	if pos > 25 {
+		t.Fatalf("a new filter at an expired one's key answers %d of its 500 items", pos)
+	}
+	if v := do("ttl", "bf"); v != int64(-1) {
+		t.Fatalf("TTL of the new filter: %v", v)
+	}
+	// Deadlines survive a restart.
+	do("set", "later", "x", "px", 5000)
+	_ = c.Close()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = startServer(t, dir, nil)
+	c = newClient(t, s.Addr())
+	if v := do("pttl", "later"); v != int64(5000) {
+		t.Fatalf("PTTL after a restart: %v", v)
+	}
+}
+
+// TestSeedsWeek is the users' scenario: a daily HLL of visitors kept for
+// 7 days and a Bloom guard rebuilt every night, run for two weeks on a
+// fake clock. After a compaction the tables hold only the live days.
+func TestSeedsWeek(t *testing.T) {
+	ns := fakeClock(t)
+	dir := t.TempDir()
+	s := startServer(t, dir, nil)
+	c := newClient(t, s.Addr())
+	ctx := context.Background()
+	const days = 14
+	for day := range days {
+		p := c.Pipeline()
+		uv, guard := fmt.Sprintf("uv:%02d", day), fmt.Sprintf("guard:%02d", day)
+		for i := range 2000 {
+			p.Do(ctx, "pfadd", uv, fmt.Sprintf("user%d", day*1000+i))
+		}
+		p.Do(ctx, "expire", uv, 7*86400)
+		p.Do(ctx, "bf.reserve", guard, 0.01, 5000)
+		for i := range 2000 {
+			p.Do(ctx, "bf.add", guard, fmt.Sprintf("id%d", i))
+		}
+		p.Do(ctx, "expire", guard, 86400+3600) // until the next night's is built
+		if _, err := p.Exec(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ns.Add(int64(24 * time.Hour))
+		time.Sleep(150 * time.Millisecond) // the sweeper's round
+	}
+	live := map[string]bool{}
+	for day := days - 6; day < days; day++ { // uv:07 ran out at the start of day 14
+		live[fmt.Sprintf("uv:%02d", day)] = true
+	}
+	live[fmt.Sprintf("guard:%02d", days-1)] = true
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != len(live) {
+		t.Fatalf("KEYS: %v, want the %d live ones", keys, len(live))
+	}
+	for _, name := range s.db.ColumnFamilies() {
+		cf, err := s.db.OpenColumnFamily(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cf.Compact(nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found := tableKeys(t, dir)
+	for day := range days {
+		for _, k := range []string{fmt.Sprintf("uv:%02d", day), fmt.Sprintf("guard:%02d", day)} {
+			if found[k] && !live[k] {
+				t.Errorf("%s is still in the tables after a compaction", k)
+			}
+			if !found[k] && live[k] {
+				t.Errorf("%s is live but not in the tables", k)
+			}
+		}
+	}
+	t.Logf("tables after two weeks and a compaction hold %d sketch keys (%d live): %v", len(found), len(live), found)
+}
+
+// tableKeys lists the uv:/guard: keys named by any entry of any table
+// in dir (pages' keys start with their sketch's key).
+func tableKeys(t *testing.T, dir string) map[string]bool {
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
+	found := map[string]bool{}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fi, _ := f.Stat()
+		r, err := sstable.NewReader(f, fi.Size(), sstable.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := r.NewIter(nil, nil)
+		for ok := it.First(); ok; ok = it.Next() {
+			for _, pre := range []string{"uv:", "guard:"} {
+				if i := bytes.Index(it.Key().UserKey, []byte(pre)); i >= 0 {
+					found[string(it.Key().UserKey[i:i+len(pre)+2])] = true
+				}
+			}
+		}
+		_ = it.Close()
+		_ = r.Close()
+	}
+	return found
+}
