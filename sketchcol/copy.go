@@ -1,6 +1,8 @@
 package sketchcol
 
 import (
+	"errors"
+
 	"github.com/sievedb/sieve"
 )
 
@@ -19,24 +21,37 @@ import (
 // The copy of a paged value is as large as the value (Dump's bytes are
 // built in memory): a Bloom filter for 100M items at 1% takes 120 MB.
 func (s *Store) CopyValue(b *sieve.Batch, src, dst []byte) (bool, error) {
-	v, err := s.get(src)
-	if err != nil || v == nil {
+	// Every read comes before the first write to b, so that a failed read
+	// leaves b as it was (a transaction's batch goes on).
+	g := s.cf.Get
+	if s.view != nil {
+		g = s.viewGet
+	}
+	v, err := g(src) // as it is: a value that is no sketch is copied too
+	switch {
+	case errors.Is(err, sieve.ErrNotFound):
+		return false, nil
+	case err != nil:
 		return false, err
+	case len(v) == 0:
+		return true, b.PutCF(s.cf, dst, v)
+	}
+	paged := false
+	switch v[0] {
+	case kindPagedBloom, kindPagedCMS, kindPagedTopK, kindPagedCuckoo:
+		paged = true
+		if v, err = s.Dump(src); err != nil {
+			return false, err
+		}
 	}
 	if err := s.dropPages(b, dst); err != nil {
 		return false, err
 	}
-	switch v[0] {
-	case kindPagedBloom, kindPagedCMS, kindPagedTopK, kindPagedCuckoo:
-	default:
+	if !paged {
 		s.invalidate(dst)
 		return true, b.PutCF(s.cf, dst, v)
 	}
-	d, err := s.Dump(src)
-	if err != nil {
-		return false, err
-	}
 	// Restore on a view of b adds the header and the pages to b (and
 	// drops dst's pages again, first: a no-op).
-	return true, s.WithBatch(b).Restore(dst, d)
+	return true, s.WithBatch(b).Restore(dst, v)
 }

@@ -81,4 +81,14 @@ func TestCopyValue(t *testing.T) {
 	ok, err := s.CopyValue(s.db.NewBatch(), k("missing"), k("dst"))
 	require.NoError(t, err)
 	require.False(t, ok)
+	// A caller's own bytes (no sketch) are copied as they are.
+	require.NoError(t, s.Put(k("own"), []byte{0, 'x'}))
+	b := s.db.NewBatch()
+	ok, err = s.CopyValue(b, k("own"), k("own2"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, s.Apply(b, ks("own2")))
+	v, err := s.cf.Get(k("own2"))
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 'x'}, v)
 }
