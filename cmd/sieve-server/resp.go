@@ -461,7 +461,9 @@ func (s *Server) serveConn(c *respConn, cl *client) {
 	}()
 	for {
 		c.setIdle(time.Duration(s.idle.Load()))
-		if err = c.readCommands(); err != nil {
+		err = c.readCommands()
+		cl.lastActive.Store(time.Now().UnixNano())
+		if err != nil {
 			var pe *protoError
 			if errors.As(err, &pe) && err != cl.conn.guardConn.pending {
 				// The parser's own find (the guard has written its own).
