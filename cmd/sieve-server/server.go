@@ -121,7 +121,7 @@ type serverState struct {
 	// another lock or running a command.
 	connMu sync.Mutex
 	live   map[*respConn]*client // the open connections
-	done   bool                   // Close ran: no connection is added
+	done   bool                  // Close ran: no connection is added
 	// running counts the connections' goroutines: Close waits for them,
 	// so that no command holds an iterator or snapshot when the DB closes.
 	running sync.WaitGroup
@@ -158,11 +158,11 @@ type client struct {
 	monitor    atomic.Bool
 	// CLIENT REPLY OFF and SKIP (the connection's own goroutine only).
 	replyOff, skipNext bool
-	pending int64 // reply bytes written since the last flush (approximate)
-	conn    *clientConn
-	ds      deferState
-	multi   multiState
-	r       reply // reused by every command of the connection
+	pending            int64 // reply bytes written since the last flush (approximate)
+	conn               *clientConn
+	ds                 deferState
+	multi              multiState
+	r                  reply // reused by every command of the connection
 }
 
 // Open opens the DB in cfg.Dir and returns a server that is not yet
