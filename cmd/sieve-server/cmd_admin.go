@@ -149,53 +149,6 @@ func cmdSelect(s *Server, r *reply, args [][]byte) {
 	}
 }
 
-func cmdCommand(s *Server, r *reply, args [][]byte) {
-	if len(args) == 1 {
-		names := sortedCommands()
-		r.array(len(names))
-		for _, n := range names {
-			c := commands[n]
-			r.array(6)
-			r.bulkString(n)
-			r.int(int64(c.arity))
-			r.array(1)
-			if c.write {
-				r.status("write")
-			} else {
-				r.status("readonly")
-			}
-			r.int(1)
-			r.int(1)
-			r.int(1)
-		}
-		return
-	}
-	switch sub := lower(args[1]); sub {
-	case "count":
-		r.int(int64(len(commands)))
-	case "docs":
-		r.array(0) // no documentation: clients fall back to their own
-	case "info":
-		r.array(len(args) - 2)
-		for _, a := range args[2:] {
-			c := commands[lower(a)]
-			if c == nil {
-				r.null()
-				continue
-			}
-			r.array(6)
-			r.bulkString(c.name)
-			r.int(int64(c.arity))
-			r.array(0)
-			r.int(1)
-			r.int(1)
-			r.int(1)
-		}
-	default:
-		r.err("ERR unknown subcommand '" + clip(args[1], 64) + "'. Try COMMAND HELP.")
-	}
-}
-
 func sortedCommands() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
