@@ -171,7 +171,7 @@ func cmdInfo(s *Server, r *reply, args [][]byte) {
 		"master_replid:0000000000000000000000000000000000000000", "master_repl_offset:0")
 	ib.section("cpu", infoCPU()...)
 	if ib.want["commandstats"] || ib.want["all"] || ib.want["everything"] {
-		ib.section("commandstats", infoCommandStats()...)
+		ib.section("commandstats", s.infoCommandStats()...)
 	}
 	if ib.wants("keyspace") {
 		ib.section("keyspace", s.infoKeyspace()...)

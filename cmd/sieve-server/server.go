@@ -113,8 +113,9 @@ type serverState struct {
 		n, hits, misses atomic.Int64 // commands, keyspace hits and misses
 		_               [40]byte
 	}
-	stats statsState // commandstats, ops/s (stats.go)
-	mon   monitors   // the MONITOR clients (cmd_client.go)
+	stats  statsState           // ops/s (stats.go)
+	cstats [][cmdShards]cmdStat // commandstats, by command.idx (stats.go)
+	mon    monitors             // the MONITOR clients (cmd_client.go)
 
 	// connMu guards live and done. A leaf of the lock order: held only
 	// to register, unregister or close connections, never while taking
@@ -196,6 +197,7 @@ func Open(cfg Config) (*Server, error) {
 	s.idle.Store(int64(cfg.IdleTimeout))
 	s.setPass(cfg.RequirePass)
 	s.protectedMode.Store(cfg.ProtectedMode)
+	s.cstats = make([][cmdShards]cmdStat, len(commands))
 	s.startSampler()
 	return s, nil
 }
@@ -407,7 +409,7 @@ type command struct {
 	arity int // Redis's: n exact, -n at least n (the name included)
 	fn    func(s *Server, r *reply, args [][]byte)
 	write bool
-	stats [cmdShards]cmdStat // INFO commandstats (stats.go)
+	idx   int // its counters' index in serverState.cstats
 }
 
 var commands map[string]*command
@@ -417,6 +419,10 @@ func register(cs ...*command) {
 		commands = make(map[string]*command)
 	}
 	for _, c := range cs {
+		c.idx = len(commands)
+		if old, ok := commands[c.name]; ok {
+			c.idx = old.idx
+		}
 		commands[c.name] = c
 	}
 }
@@ -471,7 +477,7 @@ func (s *Server) handle(cl *client, cmd Command) {
 		s.commitDeferred(r)
 		cl.multi.aborted = cl.multi.on
 		if c != nil {
-			c.reject(cl.id)
+			s.reject(c, cl.id)
 		}
 		r.err("NOAUTH Authentication required.")
 	case cl.multi.on && !multiOK[name]:
@@ -482,7 +488,7 @@ func (s *Server) handle(cl *client, cmd Command) {
 		r.err(unknownCommand(cmd.Args))
 	case (c.arity > 0 && len(cmd.Args) != c.arity) || (c.arity < 0 && len(cmd.Args) < -c.arity):
 		s.commitDeferred(r)
-		c.reject(cl.id)
+		s.reject(c, cl.id)
 		r.wrongArgs(c.name)
 	case !quiet && s.deferrable(name, cmd.Args):
 		s.runDeferred(r, c, cmd.Args)
@@ -502,7 +508,7 @@ func (s *Server) run(r *reply, c *command, args [][]byte) {
 	mark := len(r.out)
 	t0 := time.Now()
 	c.fn(s, r, args)
-	c.record(r.cl.id, time.Since(t0), len(r.out) > mark && r.out[mark] == '-')
+	s.record(c, r.cl.id, time.Since(t0), len(r.out) > mark && r.out[mark] == '-')
 	if s.mon.n.Load() > 0 {
 		s.mon.feed(r.cl, c, args)
 	}
@@ -524,7 +530,7 @@ func (s *Server) runDeferred(r *reply, c *command, args [][]byte) {
 	default:
 		cmdBFAddDeferred(s, r, args)
 	}
-	c.record(r.cl.id, 0, false)
+	s.record(c, r.cl.id, 0, false)
 	if s.mon.n.Load() > 0 {
 		s.mon.feed(r.cl, c, args)
 	}

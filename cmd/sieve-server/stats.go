@@ -73,8 +73,8 @@ func (s *Server) opsPerSec() int64 {
 }
 
 // record counts a command run by client id.
-func (c *command) record(id int64, d time.Duration, failed bool) {
-	st := &c.stats[id%cmdShards]
+func (s *Server) record(c *command, id int64, d time.Duration, failed bool) {
+	st := &s.cstats[c.idx][id%cmdShards]
 	st.calls.Add(1)
 	st.usec.Add(d.Microseconds())
 	if failed {
@@ -83,7 +83,7 @@ func (c *command) record(id int64, d time.Duration, failed bool) {
 }
 
 // reject counts a command refused before it ran (arity, NOAUTH).
-func (c *command) reject(id int64) { c.stats[id%cmdShards].rejected.Add(1) }
+func (s *Server) reject(c *command, id int64) { s.cstats[c.idx][id%cmdShards].rejected.Add(1) }
 
 // hit counts a read of a key that exists (or not): Redis's
 // keyspace_hits and keyspace_misses.
@@ -110,9 +110,9 @@ func (s *Server) resetStats() {
 		s.cmds[i].hits.Store(0)
 		s.cmds[i].misses.Store(0)
 	}
-	for _, c := range commands {
-		for i := range c.stats {
-			st := &c.stats[i]
+	for j := range s.cstats {
+		for i := range s.cstats[j] {
+			st := &s.cstats[j][i]
 			st.calls.Store(0)
 			st.usec.Store(0)
 			st.failed.Store(0)
@@ -123,7 +123,7 @@ func (s *Server) resetStats() {
 
 // infoCommandStats is INFO's "# Commandstats": the commands called or
 // rejected since the start (or CONFIG RESETSTAT), in Redis's format.
-func infoCommandStats() []string {
+func (s *Server) infoCommandStats() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
@@ -132,8 +132,8 @@ func infoCommandStats() []string {
 	var lines []string
 	for _, n := range names {
 		var calls, usec, failed, rejected int64
-		for i := range commands[n].stats {
-			st := &commands[n].stats[i]
+		for i := range s.cstats[commands[n].idx] {
+			st := &s.cstats[commands[n].idx][i]
 			calls += st.calls.Load()
 			usec += st.usec.Load()
 			failed += st.failed.Load()
