@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"math/big"
 )
 
@@ -171,6 +172,18 @@ func cmdCopy(s *Server, r *reply, args [][]byte) {
 // HLL's cache bytes), replacing whatever dst held, and with del deletes
 // src in the same batch (RENAME). REQUIRES: both keys' locks; src exists.
 func (ks *keyspace) moveKey(src, dst []byte, del bool) error {
+	if ks.tx != nil {
+		// The Store reads a paged value's pages from the DB, not through
+		// a transaction's batch (Store.Dump refuses it there).
+		raw, err := ks.raw(src)
+		if err != nil {
+			return err
+		}
+		switch raw[0] {
+		case kindPagedBloom, kindPagedCF, kindPagedCMS, kindPagedTopK:
+			return errors.New("sieve-server cannot RENAME or COPY a paged filter or sketch inside MULTI/EXEC (it can outside a transaction)")
+		}
+	}
 	b := ks.newBatch()
 	if _, err := ks.st.CopyValue(b, src, dst); err != nil {
 		return err

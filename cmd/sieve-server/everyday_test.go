@@ -208,3 +208,31 @@ func TestProtocolNegativeLengths(t *testing.T) {
 		}
 	}
 }
+
+// TestEverydayInTransaction: the new commands inside MULTI/EXEC read the
+// transaction's own writes; RENAME or COPY of a paged filter there is
+// refused with its reason and the transaction goes on.
+func TestEverydayInTransaction(t *testing.T) {
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	mustDo(t, c, "OK", "bf.reserve", "bf", "0.01", "100000")
+	mustDo(t, c, "1", "pfadd", "h", "x", "y")
+	hll := do(c, "get", "h")
+	rc := dialRaw(t, s.Addr())
+	rc.send("MULTI\r\nSET a 1\r\nRENAME a b\r\nCOPY b c\r\nINCRBYFLOAT c 0.5\r\nRENAME bf bf2\r\nRENAME h h2\r\nGETDEL b\r\nMSETNX b 1 d 2\r\nLCS c d\r\nEXEC\r\n")
+	for range 10 {
+		if l := rc.line(); l != "+OK" && l != "+QUEUED" {
+			t.Fatalf("queueing: %q", l)
+		}
+	}
+	want := []string{"*9", "+OK", "+OK", ":1", "$3", "1.5",
+		"-ERR sieve-server cannot RENAME or COPY a paged filter or sketch inside MULTI/EXEC (it can outside a transaction)",
+		"+OK", "$1", "1", ":1", "$0", ""}
+	for _, w := range want {
+		if l := rc.line(); l != w {
+			t.Fatalf("EXEC: %q, want %q", l, w)
+		}
+	}
+	mustDo(t, c, hll, "get", "h2")
+	mustDo(t, c, "MBbloom--", "type", "bf")
+}

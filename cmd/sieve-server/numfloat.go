@@ -40,8 +40,8 @@ func parseLongDouble(b []byte) (x *big.Float, inf bool, ok bool) {
 		return nil, false, false
 	}
 	f, _, err := big.ParseFloat(s, 0, ldPrec, big.ToNearestEven)
-	if err != nil {
-		return nil, false, false
+	if err != nil || f.IsInf() {
+		return nil, false, false // an exponent past any range: ERANGE
 	}
 	if e := f.MantExp(nil); f.Sign() != 0 && (e > ldMaxExp || e < ldMinExp) {
 		return nil, false, false // strtold's ERANGE: HUGE_VAL or 0
