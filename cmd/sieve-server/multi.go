@@ -181,7 +181,7 @@ func (s *Server) runQueued(r *reply, q queued) {
 			r.err(fmt.Sprintf("ERR internal error in '%s': %v", q.c.name, p))
 		}
 	}()
-	q.c.fn(s, r, q.args)
+	s.run(r, q.c, q.args) // counted and shown to monitors, as Redis does in EXEC
 }
 
 // txn is what a transaction's keyspace view collects: its batch, the keys
