@@ -73,7 +73,7 @@ func cmdHello(s *Server, r *reply, args [][]byte) {
 			}
 			i += 2
 		case eq(args[i], "setname") && i+1 < len(args):
-			r.cl.name = string(args[i+1])
+			r.cl.setName(string(args[i+1]))
 			i++
 		default:
 			r.err("ERR Syntax error in HELLO option '" + clip(args[i], 64) + "'")
@@ -149,85 +149,6 @@ func cmdSelect(s *Server, r *reply, args [][]byte) {
 	}
 }
 
-func cmdClient(s *Server, r *reply, args [][]byte) {
-	switch sub := lower(args[1]); {
-	case sub == "setname" && len(args) == 3:
-		if strings.ContainsAny(string(args[2]), " \n") {
-			r.err("ERR Client names cannot contain spaces, newlines or special characters.")
-			return
-		}
-		r.cl.name = string(args[2])
-		r.ok()
-	case sub == "getname" && len(args) == 2:
-		if r.cl.name == "" {
-			r.null()
-		} else {
-			r.bulkString(r.cl.name)
-		}
-	case sub == "id" && len(args) == 2:
-		r.int(r.cl.id)
-	case sub == "setinfo" && len(args) == 4:
-		r.ok()
-	case sub == "info" && len(args) == 2:
-		r.bulkString(fmt.Sprintf("id=%d addr=%s name=%s age=%d db=0 cmd=client|info\n", r.cl.id, r.cl.addr, r.cl.name, int(time.Since(r.cl.created).Seconds())))
-	case sub == "help":
-		r.array(4)
-		r.status("CLIENT <subcommand> [<arg> ...]. Subcommands are:")
-		r.status("SETNAME <name>, GETNAME, ID, INFO, SETINFO <attr> <value>")
-		r.status("(other subcommands are not supported by sieve-server)")
-		r.status("HELP")
-	default:
-		r.err("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1], 64) + "'. Try CLIENT HELP.")
-	}
-}
-
-func cmdCommand(s *Server, r *reply, args [][]byte) {
-	if len(args) == 1 {
-		names := sortedCommands()
-		r.array(len(names))
-		for _, n := range names {
-			c := commands[n]
-			r.array(6)
-			r.bulkString(n)
-			r.int(int64(c.arity))
-			r.array(1)
-			if c.write {
-				r.status("write")
-			} else {
-				r.status("readonly")
-			}
-			r.int(1)
-			r.int(1)
-			r.int(1)
-		}
-		return
-	}
-	switch sub := lower(args[1]); sub {
-	case "count":
-		r.int(int64(len(commands)))
-	case "docs":
-		r.array(0) // no documentation: clients fall back to their own
-	case "info":
-		r.array(len(args) - 2)
-		for _, a := range args[2:] {
-			c := commands[lower(a)]
-			if c == nil {
-				r.null()
-				continue
-			}
-			r.array(6)
-			r.bulkString(c.name)
-			r.int(int64(c.arity))
-			r.array(0)
-			r.int(1)
-			r.int(1)
-			r.int(1)
-		}
-	default:
-		r.err("ERR unknown subcommand '" + clip(args[1], 64) + "'. Try COMMAND HELP.")
-	}
-}
-
 func sortedCommands() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -246,6 +167,12 @@ func cmdInfo(s *Server, r *reply, args [][]byte) {
 	ib.section("memory", infoMemory(&ms)...)
 	ib.section("persistence", s.infoPersistence()...)
 	ib.section("stats", s.infoStats()...)
+	ib.section("replication", "role:master", "connected_slaves:0", "master_failover_state:no-failover",
+		"master_replid:0000000000000000000000000000000000000000", "master_repl_offset:0")
+	ib.section("cpu", infoCPU()...)
+	if ib.want["commandstats"] || ib.want["all"] || ib.want["everything"] {
+		ib.section("commandstats", s.infoCommandStats()...)
+	}
 	if ib.wants("keyspace") {
 		ib.section("keyspace", s.infoKeyspace()...)
 	}
@@ -282,7 +209,11 @@ func (ib *infoBuilder) section(name string, lines ...string) {
 	if ib.b.Len() > 0 {
 		ib.b.WriteString("\r\n")
 	}
-	ib.b.WriteString("# " + strings.ToUpper(name[:1]) + name[1:] + "\r\n")
+	title := strings.ToUpper(name[:1]) + name[1:]
+	if name == "cpu" {
+		title = "CPU"
+	}
+	ib.b.WriteString("# " + title + "\r\n")
 	for _, l := range lines {
 		ib.b.WriteString(l + "\r\n")
 	}
@@ -347,9 +278,15 @@ func (s *Server) infoPersistence() []string {
 }
 
 func (s *Server) infoStats() []string {
+	hits, misses := s.hitsMisses()
 	return []string{
 		"total_connections_received:" + strconv.FormatInt(s.conns.Load(), 10),
 		"total_commands_processed:" + strconv.FormatInt(s.commands(), 10),
+		"instantaneous_ops_per_sec:" + strconv.FormatInt(s.opsPerSec(), 10),
+		"keyspace_hits:" + strconv.FormatInt(hits, 10),
+		"keyspace_misses:" + strconv.FormatInt(misses, 10),
+		"expired_keys:0",
+		"evicted_keys:0",
 		"rejected_connections:" + strconv.FormatInt(s.rejected.Load(), 10),
 		"protocol_errors:" + strconv.FormatInt(s.protoErrs.Load(), 10),
 		"auth_failures:" + strconv.FormatInt(s.authFails.Load(), 10),
@@ -540,6 +477,7 @@ func cmdConfig(s *Server, r *reply, args [][]byte) {
 		}
 		r.ok()
 	case sub == "resetstat" && len(args) == 2:
+		s.resetStats()
 		r.ok()
 	case sub == "rewrite" && len(args) == 2:
 		r.err("ERR sieve-server has no config file to rewrite (its configuration is its flags)")

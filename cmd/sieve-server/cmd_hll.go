@@ -121,6 +121,21 @@ func cmdPFAdd(s *Server, r *reply, args [][]byte) {
 
 func cmdPFCount(s *Server, r *reply, args [][]byte) {
 	if len(args) > 2 {
+		// Redis checks the keys in order, each one's type and then its
+		// registers (merging it): a corrupted HLL before a key of another
+		// type answers INVALIDOBJ, after it WRONGTYPE.
+		for _, k := range args[1:] {
+			raw, ok := s.checkHLLKey(r, k)
+			if !ok {
+				return
+			}
+			if raw != nil {
+				if _, err := sketchcol.ValidateValue(raw); err != nil {
+					r.hllErr(err)
+					return
+				}
+			}
+		}
 		n, err := s.ks.st.PFCount(args[1:]...)
 		if err != nil {
 			r.hllErr(err)

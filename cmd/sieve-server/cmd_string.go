@@ -56,6 +56,7 @@ func (s *Server) stringOf(r *reply, key []byte) (v []byte, exists, ok bool) {
 
 func cmdGet(s *Server, r *reply, args [][]byte) {
 	v, exists, ok := s.stringOf(r, args[1])
+	r.hit(exists || !ok)
 	switch {
 	case !ok:
 	case !exists:
@@ -197,6 +198,7 @@ func cmdMGet(s *Server, r *reply, args [][]byte) {
 			return
 		}
 		out = append(out, res{v, t == typeString || t == typeHLL})
+		r.hit(t != typeNone)
 	}
 	r.array(len(out))
 	for _, x := range out {
@@ -270,6 +272,7 @@ func cmdExists(s *Server, r *reply, args [][]byte) {
 		if raw != nil || err != nil {
 			n++
 		}
+		r.hit(raw != nil || err != nil)
 	}
 	r.int(n)
 }
@@ -280,11 +283,13 @@ func cmdType(s *Server, r *reply, args [][]byte) {
 		r.storeErr(err)
 		return
 	}
+	r.hit(raw != nil)
 	r.status(typeOf(raw).redisType())
 }
 
 func cmdStrlen(s *Server, r *reply, args [][]byte) {
-	v, _, ok := s.stringOf(r, args[1])
+	v, exists, ok := s.stringOf(r, args[1])
+	r.hit(exists || !ok)
 	if ok {
 		r.int(int64(len(v)))
 	}

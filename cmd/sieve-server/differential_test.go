@@ -44,17 +44,31 @@ func TestDifferentialRedis(t *testing.T) {
 		steps, _ = strconv.Atoi(v)
 	}
 	g := &diffGen{rng: rng, red: red, keys: []string{"k0", "k1", "k2", "k3", "k4", "h{t}"}}
+	// A sparse HLL whose runs cover twice the registers: only multi-key
+	// PFCOUNT reads it (a single-key PFCOUNT would answer Redis's cached
+	// count, which sieve does not trust; see the comment above).
+	corrupt := "HYLL\x01\x00\x00\x00" + strings.Repeat("\x00", 8) + "\x7f\xff\x7f\xff"
+	for _, c := range []*redis.Client{red, sie} {
+		if err := c.Set(ctx, "corrupt{hll}", corrupt, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var st diffStats
+	byName := map[string][2]int{} // replies compared per command: [ok, error]
 	for step := 0; step < steps; step++ {
 		args := g.command(step)
 		want, got := do(red, args...), do(sie, args...)
 		if want != got {
 			t.Fatalf("step %d %s: redis %q, sieve %q", step, show(args), want, got)
 		}
+		n := byName[args[0].(string)]
+		n[b2i(strings.HasPrefix(want, "ERR:"))]++
+		byName[args[0].(string)] = n
 		for _, kk := range g.keys {
 			st.compareGet(t, red, sie, step, args, kk)
 		}
 	}
+	t.Logf("replies compared, [ok errors] per command: %v", byName)
 	t.Logf("%d steps; %d GETs of HLL values compared (%d dense), %d differed in encoding only (same registers; resynchronised)", steps, st.compared, st.dense, st.diverged)
 }
 
@@ -86,11 +100,69 @@ func (g *diffGen) isHLL(k string) bool {
 // command draws the key and the command of step.
 func (g *diffGen) command(step int) []any {
 	k := g.key()
-	op := g.rng.IntN(100)
-	if op < 62 {
+	op := g.rng.IntN(116)
+	switch {
+	case op < 62:
 		return g.hllOrSetCommand(op, k, step)
+	case op >= 100:
+		return g.everydayCommand(op-100, k)
 	}
 	return g.stringCommand(op, k)
+}
+
+// diffFloats are INCRBYFLOAT's increments: numbers strtold reads, and
+// some it refuses or that overflow.
+var diffFloats = []string{"1.5", "-0.25", "1e3", "0x10", "abc", "1e5000", "3", "-3.0e-2", "inf", "0.1",
+	"1e-20", "12345678.9", "-1e15", "007", "+2", ".5", "5.", "1e", " 1", "-0", "1.5e-4940", "0x1.8p1"}
+
+// diffInts are INCRBY's increments, with some that Redis's string2ll
+// refuses (leading zeros, a plus sign, "-0", spaces).
+var diffInts = []string{"012", "+1", "-0", " 1", "1 ", "00", "9223372036854775807", "-9223372036854775808", "9223372036854775808"}
+
+// everydayCommand: GETDEL, MSETNX, RENAME, RENAMENX, COPY, INCRBYFLOAT,
+// LCS (op 0..15).
+func (g *diffGen) everydayCommand(op int, k string) []any {
+	k2 := g.key()
+	switch {
+	case op < 2:
+		return []any{"getdel", k}
+	case op < 4:
+		return []any{"msetnx", k, g.str(), k2, g.str()}
+	case op < 6:
+		return []any{[]string{"rename", "renamenx"}[g.rng.IntN(2)], k, k2}
+	case op < 9:
+		args := []any{"copy", k, k2}
+		if g.rng.IntN(4) == 0 {
+			args = append(args, "db", "0")
+		}
+		if g.rng.IntN(2) == 0 {
+			args = append(args, "replace")
+		}
+		return args
+	case op < 12:
+		if g.rng.IntN(3) == 0 {
+			return []any{"incrby", k, diffInts[g.rng.IntN(len(diffInts))]}
+		}
+		if g.rng.IntN(3) > 0 {
+			k = "float" // a key that holds numbers: the sums' formatting
+		}
+		return []any{"incrbyfloat", k, diffFloats[g.rng.IntN(len(diffFloats))]}
+	}
+	if g.isHLL(k) || g.isHLL(k2) { // a dense HLL's table would be 150M cells
+		return []any{"strlen", k}
+	}
+	args := []any{"lcs", k, k2}
+	switch g.rng.IntN(5) {
+	case 1:
+		args = append(args, "len")
+	case 2:
+		args = append(args, "idx")
+	case 3:
+		args = append(args, "idx", "minmatchlen", strconv.Itoa(g.rng.IntN(4)-1), "withmatchlen")
+	case 4:
+		args = append(args, "withmatchlen", "idx")
+	}
+	return args
 }
 
 // hllOrSetCommand: PFADD, PFCOUNT, PFMERGE, SET (op < 62).
@@ -109,8 +181,12 @@ func (g *diffGen) hllOrSetCommand(op int, k string, step int) []any {
 		return args
 	case op < 42:
 		args := []any{"pfcount", k}
-		if g.rng.IntN(3) == 0 {
+		for n := g.rng.IntN(4) - 1; n > 0; n-- { // multi-key: Redis's order of checks
 			args = append(args, g.key())
+		}
+		if len(args) > 2 && g.rng.IntN(3) == 0 { // a corrupted HLL among them
+			i := 1 + g.rng.IntN(len(args)-1)
+			args = append(args[:i], append([]any{"corrupt{hll}"}, args[i:]...)...)
 		}
 		return args
 	case op < 48:
@@ -318,8 +394,12 @@ func (g *pipeGen) command() []any {
 	case op < 97:
 		g.mayBeHLL[sk] = true
 		return []any{"pfadd", sk, g.elem()}
-	default:
+	case op < 98:
 		return []any{"mget", h, sk}
+	case op < 99:
+		return []any{"copy", h, g.pick(g.hkeys), "replace"}
+	default:
+		return []any{"incrbyfloat", sk, "1.5"}
 	}
 }
 

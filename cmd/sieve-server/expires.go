@@ -269,9 +269,9 @@ func (ks *keyspace) runSweeper(stop <-chan struct{}) {
 	}
 }
 
-// commandKeys returns the keys among a command's arguments (Redis's key
+// keyArgsOf returns the keys among a command's arguments (Redis's key
 // specs, for the commands sieve-server has): args[1] unless listed.
-func commandKeys(name string, args [][]byte) [][]byte {
+func keyArgsOf(name string, args [][]byte) [][]byte {
 	switch name {
 	case "mget", "del", "unlink", "exists", "touch", "pfcount", "pfmerge", "watch":
 		return args[1:]
@@ -310,7 +310,7 @@ func (s *Server) expireKeys(name string, args [][]byte) {
 	if s.ks.exp.nexp.Load() == 0 {
 		return
 	}
-	for _, k := range commandKeys(name, args) {
+	for _, k := range keyArgsOf(name, args) {
 		if s.ks.expiredNow(k) {
 			unlock := s.ks.lock(k)
 			_ = s.ks.expireIfNeeded(k)

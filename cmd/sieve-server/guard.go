@@ -129,7 +129,7 @@ func (g *guardConn) scan(b []byte) (int, error) {
 		case gInline:
 			err = g.inlineByte(b[i], maxInline)
 		case gCount, gBulkLen:
-			if c := b[i]; c >= '0' && c <= '9' && g.digits < 18 {
+			if c := b[i]; c >= '0' && c <= '9' && g.digits < 18 && (g.digits != 1 || g.num != 0) {
 				g.digits++
 				g.num = g.num*10 + int64(c-'0')
 				continue
@@ -184,14 +184,17 @@ func (g *guardConn) lenOther(c byte) error {
 	case c == '-' && g.digits == 0 && !g.neg:
 		g.neg = true
 	case c >= '0' && c <= '9':
+		if g.digits == 1 && g.num == 0 {
+			return g.lenError() // a leading zero (Redis's string2ll)
+		}
 		g.digits++
 		g.num = g.num*10 + int64(c-'0')
 		if g.digits > 18 {
 			return g.lenError()
 		}
 	case c == '\r':
-		if g.digits == 0 {
-			return g.lenError()
+		if g.digits == 0 || (g.neg && g.num == 0) {
+			return g.lenError() // no digits, or "-0" (Redis's string2ll)
 		}
 		if g.st == gCount {
 			g.st = gCountLF
@@ -211,7 +214,7 @@ func (g *guardConn) countEnd(c byte, maxArgs int64) error {
 	}
 	switch {
 	case g.neg || g.num == 0:
-		g.st = gStart // the reader refuses these itself
+		g.st = gStart // Redis ignores such a request (the reader skips it)
 	case g.num > maxArgs:
 		if g.authed != nil && !g.authed() {
 			return &protoError{"unauthenticated multibulk length"}

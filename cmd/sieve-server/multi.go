@@ -182,9 +182,7 @@ func (s *Server) runQueued(r *reply, q queued) {
 			r.err(fmt.Sprintf("ERR internal error in '%s': %v", q.c.name, p))
 		}
 	}()
-	s.expireKeys(q.c.name, q.args)
-	q.c.fn(s, r, q.args)
-	s.afterWrite(q.c, q.args)
+	s.run(r, q.c, q.args) // counted and shown to monitors, as Redis does in EXEC
 }
 
 // txn is what a transaction's keyspace view collects: its batch, the keys

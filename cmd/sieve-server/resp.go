@@ -154,15 +154,15 @@ func parseLen(b []byte, i int, bad *protoError) (n int64, next int, err error) {
 	for ; i < len(b); i++ {
 		ch := b[i]
 		if ch >= '0' && ch <= '9' {
-			if digits == 18 {
-				return 0, 0, bad
+			if digits == 18 || (digits == 1 && n == 0) {
+				return 0, 0, bad // too long, or a leading zero (Redis's string2ll)
 			}
 			n = n*10 + int64(ch-'0')
 			digits++
 			continue
 		}
-		if ch != '\r' || digits == 0 {
-			return 0, 0, bad
+		if ch != '\r' || digits == 0 || (neg && n == 0) {
+			return 0, 0, bad // "-0" too (Redis's string2ll)
 		}
 		if i+1 == len(b) {
 			return 0, 0, nil
@@ -186,7 +186,7 @@ func (c *respConn) parseMultibulk(b []byte) (int, error) {
 		return 0, err
 	}
 	if count <= 0 {
-		return 0, errMultibulkLen
+		return i, nil // Redis skips an empty or negative multibulk: no command
 	}
 	first := len(c.argv)
 	for range count {
@@ -461,7 +461,9 @@ func (s *Server) serveConn(c *respConn, cl *client) {
 	}()
 	for {
 		c.setIdle(time.Duration(s.idle.Load()))
-		if err = c.readCommands(); err != nil {
+		err = c.readCommands()
+		cl.lastActive.Store(time.Now().UnixNano())
+		if err != nil {
 			var pe *protoError
 			if errors.As(err, &pe) && err != cl.conn.guardConn.pending {
 				// The parser's own find (the guard has written its own).

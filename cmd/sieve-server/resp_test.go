@@ -28,8 +28,16 @@ func TestRESPReader(t *testing.T) {
 		{"SET k \"oops\r\n", "", "Protocol error: unbalanced quotes in request"},
 		{"SET k 'oops\r\n", "", "Protocol error: unbalanced quotes in request"},
 		{"*1\r\n$4\r\nPING\r\n*x\r\n", "[[PING]]", "Protocol error: invalid multibulk length"},
-		{"*0\r\n", "", "Protocol error: invalid multibulk length"},
-		{"*-1\r\n", "", "Protocol error: invalid multibulk length"},
+		// Redis skips an empty or negative multibulk count; "-0" and
+		// leading zeros are not integers to its string2ll.
+		{"*0\r\n", "", ""},
+		{"*-1\r\n", "", ""},
+		{"*-10\r\n*1\r\n$4\r\nPING\r\n", "[[PING]]", ""},
+		{"*-0\r\n", "", "Protocol error: invalid multibulk length"},
+		{"*01\r\n$4\r\nPING\r\n", "", "Protocol error: invalid multibulk length"},
+		{"*1\r\n$04\r\nPING\r\n", "", "Protocol error: invalid bulk length"},
+		{"*1\r\n$-0\r\n", "", "Protocol error: invalid bulk length"},
+		{"*1\r\n$-10\r\n", "", "Protocol error: invalid bulk length"},
 		{"*1\r\n$-1\r\n", "", "Protocol error: invalid bulk length"},
 		{"*1\r\n$9223372036854775806\r\nab", "", "Protocol error: invalid bulk length"},
 		{"*1\r\n+PING\r\n", "", "Protocol error: expected '$', got '+'"},

@@ -112,16 +112,19 @@ type serverState struct {
 	// read-mostly fields above).
 	_    [64]byte // off the line of the fields above
 	cmds [cmdShards]struct {
-		n atomic.Int64
-		_ [56]byte
+		n, hits, misses atomic.Int64 // commands, keyspace hits and misses
+		_               [40]byte
 	}
+	stats  statsState           // ops/s (stats.go)
+	cstats [][cmdShards]cmdStat // commandstats, by command.idx (stats.go)
+	mon    monitors             // the MONITOR clients (cmd_client.go)
 
 	// connMu guards live and done. A leaf of the lock order: held only
 	// to register, unregister or close connections, never while taking
 	// another lock or running a command.
 	connMu sync.Mutex
-	live   map[*respConn]struct{} // the open connections
-	done   bool                   // Close ran: no connection is added
+	live   map[*respConn]*client // the open connections
+	done   bool                  // Close ran: no connection is added
 	// running counts the connections' goroutines: Close waits for them,
 	// so that no command holds an iterator or snapshot when the DB closes.
 	running sync.WaitGroup
@@ -146,15 +149,23 @@ func (s *Server) commands() int64 {
 // client is one connection's state.
 type client struct {
 	id      int64
-	name    string
+	name    atomic.Pointer[string] // CLIENT SETNAME (CLIENT LIST reads it from other connections)
 	authed  atomic.Bool
 	addr    string
+	laddr   string
 	created time.Time
-	pending int64 // reply bytes written since the last flush (approximate)
-	conn    *clientConn
-	ds      deferState
-	multi   multiState
-	r       reply // reused by every command of the connection
+	// Read by CLIENT LIST from other connections: the last command and
+	// the time of the last read of requests (UnixNano).
+	lastCmd    atomic.Pointer[string]
+	lastActive atomic.Int64
+	monitor    atomic.Bool
+	// CLIENT REPLY OFF and SKIP (the connection's own goroutine only).
+	replyOff, skipNext bool
+	pending            int64 // reply bytes written since the last flush (approximate)
+	conn               *clientConn
+	ds                 deferState
+	multi              multiState
+	r                  reply // reused by every command of the connection
 }
 
 // Open opens the DB in cfg.Dir and returns a server that is not yet
@@ -193,6 +204,8 @@ func Open(cfg Config) (*Server, error) {
 	s.idle.Store(int64(cfg.IdleTimeout))
 	s.setPass(cfg.RequirePass)
 	s.protectedMode.Store(cfg.ProtectedMode)
+	s.cstats = make([][cmdShards]cmdStat, len(commands))
+	s.startSampler()
 	return s, nil
 }
 
@@ -248,7 +261,8 @@ func (s *Server) Serve() error {
 		if s.refuseProtected(nc) {
 			continue
 		}
-		cl := &client{id: s.nextID.Add(1), addr: nc.RemoteAddr().String(), created: time.Now()}
+		cl := &client{id: s.nextID.Add(1), addr: nc.RemoteAddr().String(), laddr: nc.LocalAddr().String(), created: time.Now()}
+		cl.lastActive.Store(cl.created.UnixNano())
 		cl.authed.Store(!s.hasPass.Load())
 		g := &guardConn{Conn: nc, lim: &s.lim}
 		g.authed = func() bool { return !s.hasPass.Load() || cl.authed.Load() }
@@ -303,6 +317,7 @@ func (s *Server) Shutdown() <-chan struct{} { return s.shutdown }
 // syncs the WAL: every acknowledged write is on disk).
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		close(s.stats.stop)
 		s.connMu.Lock()
 		s.done = true
 		for c := range s.live {
@@ -335,9 +350,9 @@ func (s *Server) accept(c *respConn, cl *client) bool {
 		return false
 	}
 	if s.live == nil {
-		s.live = make(map[*respConn]struct{})
+		s.live = make(map[*respConn]*client)
 	}
-	s.live[c] = struct{}{}
+	s.live[c] = cl
 	s.running.Add(1) // under connMu, so that Close's Wait comes after
 	s.clients.Add(1)
 	s.conns.Add(1)
@@ -353,6 +368,7 @@ func (s *Server) forget(c *respConn) {
 
 func (s *Server) closed(cl *client, err error) {
 	s.clients.Add(-1)
+	s.mon.remove(cl)
 	s.ks.watch.unwatch(cl)
 	var pe *protoError
 	if errors.As(err, &pe) {
@@ -402,6 +418,7 @@ type command struct {
 	arity int // Redis's: n exact, -n at least n (the name included)
 	fn    func(s *Server, r *reply, args [][]byte)
 	write bool
+	idx   int // its counters' index in serverState.cstats
 }
 
 var commands map[string]*command
@@ -411,6 +428,10 @@ func register(cs ...*command) {
 		commands = make(map[string]*command)
 	}
 	for _, c := range cs {
+		c.idx = len(commands)
+		if old, ok := commands[c.name]; ok {
+			c.idx = old.idx
+		}
 		commands[c.name] = c
 	}
 }
@@ -441,6 +462,7 @@ func (s *Server) handle(cl *client, cmd Command) {
 	name := ""
 	if c != nil {
 		name = c.name
+		cl.lastCmd.Store(&c.name)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -450,10 +472,22 @@ func (s *Server) handle(cl *client, cmd Command) {
 			s.afterCommand(r)
 		}
 	}()
+	// CLIENT REPLY OFF/SKIP: the command runs alone (not deferred), and
+	// its reply is dropped.
+	skipThis, wasOff := cl.skipNext, cl.replyOff
+	cl.skipNext = false
+	quiet, mark := skipThis || wasOff, 0
+	if quiet {
+		s.commitDeferred(r)
+		mark = len(r.out)
+	}
 	switch {
 	case s.hasPass.Load() && !cl.authed.Load() && !noAuthOK[name]:
 		s.commitDeferred(r)
 		cl.multi.aborted = cl.multi.on
+		if c != nil {
+			s.reject(c, cl.id)
+		}
 		r.err("NOAUTH Authentication required.")
 	case cl.multi.on && !multiOK[name]:
 		s.commitDeferred(r)
@@ -463,27 +497,54 @@ func (s *Server) handle(cl *client, cmd Command) {
 		r.err(unknownCommand(cmd.Args))
 	case (c.arity > 0 && len(cmd.Args) != c.arity) || (c.arity < 0 && len(cmd.Args) < -c.arity):
 		s.commitDeferred(r)
+		s.reject(c, cl.id)
 		r.wrongArgs(c.name)
-	case s.deferrable(name, cmd.Args):
-		switch name {
-		case "set":
-			cmdSetDeferred(s, r, cmd.Args)
-		case "pfadd":
-			cmdPFAddDeferred(s, r, cmd.Args)
-		case "cf.add", "cf.addnx":
-			cmdCFAddDeferred(s, r, cmd.Args)
-		case "cms.incrby", "topk.add", "topk.incrby":
-			deferredCounterCmd(name)(s, r, cmd.Args)
-		default:
-			cmdBFAddDeferred(s, r, cmd.Args)
-		}
+	case !quiet && s.deferrable(name, cmd.Args):
+		s.runDeferred(r, c, cmd.Args)
 	default:
 		s.commitDeferred(r)
-		s.expireKeys(name, cmd.Args)
-		c.fn(s, r, cmd.Args)
-		s.afterWrite(c, cmd.Args)
+		s.run(r, c, cmd.Args)
+	}
+	if skipThis || (wasOff && cl.replyOff) {
+		r.out = r.out[:min(mark, len(r.out))]
 	}
 	s.afterCommand(r)
+}
+
+// run runs a command now, counting it for INFO commandstats, and shows
+// it to the monitors.
+func (s *Server) run(r *reply, c *command, args [][]byte) {
+	mark := len(r.out)
+	t0 := time.Now()
+	s.expireKeys(c.name, args)
+	c.fn(s, r, args)
+	s.afterWrite(c, args)
+	s.record(c, r.cl.id, time.Since(t0), len(r.out) > mark && r.out[mark] == '-')
+	if s.mon.n.Load() > 0 {
+		s.mon.feed(r.cl, c, args)
+	}
+}
+
+// runDeferred runs a command of a pipeline's batch (deferred.go): its
+// reply may come when the batch commits, so it counts as succeeded and
+// its time is not measured.
+func (s *Server) runDeferred(r *reply, c *command, args [][]byte) {
+	switch c.name {
+	case "set":
+		cmdSetDeferred(s, r, args)
+	case "pfadd":
+		cmdPFAddDeferred(s, r, args)
+	case "cf.add", "cf.addnx":
+		cmdCFAddDeferred(s, r, args)
+	case "cms.incrby", "topk.add", "topk.incrby":
+		deferredCounterCmd(c.name)(s, r, args)
+	default:
+		cmdBFAddDeferred(s, r, args)
+	}
+	s.record(c, r.cl.id, 0, false)
+	if s.mon.n.Load() > 0 {
+		s.mon.feed(r.cl, c, args)
+	}
 }
 
 // afterCommand enforces the output limit: replies pending beyond 64 KiB
