@@ -103,8 +103,11 @@ func cmdRename(s *Server, r *reply, args [][]byte) {
 			return
 		}
 	}
-	// TTL: once keys expire, dst takes src's TTL (and loses its own).
 	if err := s.ks.moveKey(src, dst, true); err != nil {
+		r.storeErr(err)
+		return
+	}
+	if err := s.ks.moveDeadline(src, dst, true); err != nil {
 		r.storeErr(err)
 		return
 	}
@@ -160,8 +163,11 @@ func cmdCopy(s *Server, r *reply, args [][]byte) {
 		r.int(0)
 		return
 	}
-	// TTL: once keys expire, dst takes src's TTL (and loses its own).
 	if err := s.ks.moveKey(src, dst, false); err != nil {
+		r.storeErr(err)
+		return
+	}
+	if err := s.ks.moveDeadline(src, dst, false); err != nil {
 		r.storeErr(err)
 		return
 	}

@@ -347,3 +347,26 @@ func (s *Server) afterWrite(c *command, args [][]byte) {
 	defer unlock()
 	_ = s.ks.keepDeadline(k)
 }
+
+// moveDeadline gives dst, just made a copy of src (RENAME, COPY), src's
+// deadline (or none), and with del forgets src's. It is a second batch
+// after the copy's: a crash between them leaves dst without its deadline.
+// REQUIRES: both keys' locks.
+func (ks *keyspace) moveDeadline(src, dst []byte, del bool) error {
+	d := ks.deadline(src)
+	if d != 0 || ks.deadline(dst) != 0 {
+		if err := ks.setDeadline(dst, d); err != nil {
+			return err
+		}
+	}
+	if !del || d == 0 {
+		return nil
+	}
+	b := ks.newBatch()
+	ks.putDeadline(b, src, 0)
+	if err := ks.apply(b, nil); err != nil {
+		return err
+	}
+	ks.noteDeadline(src, 0)
+	return nil
+}
