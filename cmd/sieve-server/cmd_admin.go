@@ -297,7 +297,8 @@ func (s *Server) infoKeyspace() []string {
 	n, err := s.dbsize()
 	lines := []string{}
 	if err == nil && n > 0 {
-		lines = append(lines, fmt.Sprintf("db0:keys=%d,expires=0,avg_ttl=0", n))
+		ne, avg := s.ks.exp.stats()
+		lines = append(lines, fmt.Sprintf("db0:keys=%d,expires=%d,avg_ttl=%d", n, ne, avg))
 	}
 	return lines
 }
