@@ -141,6 +141,9 @@ func (ks *keyspace) writePaged(key []byte, st *pstr, edits []edit, newLen int64)
 	if err := checkSize(key, 20); err != nil {
 		return err
 	}
+	if !st.paged && isHLLString(st.inline) {
+		return ks.writeInline(key, st, edits, newLen)
+	}
 	b := ks.newBatch()
 	create := !st.paged
 	if create {
@@ -325,4 +328,26 @@ func (ks *keyspace) dropPaged(b *sieve.Batch, key []byte) {
 	start, end := sketchcol.StrPageRange(key)
 	_ = b.DeleteRangeCF(ks.pagesCF(), start, end)
 	ks.bits.drop(key)
+}
+
+// writeInline is writePaged for a string kept whole: HyperLogLog bytes,
+// which the PF commands read as one value (at most 12304 bytes).
+func (ks *keyspace) writeInline(key []byte, st *pstr, edits []edit, newLen int64) error {
+	v := make([]byte, newLen)
+	copy(v, st.inline)
+	for _, e := range edits {
+		for i, d := range e.data {
+			if e.mask == nil {
+				v[e.off+int64(i)] = d
+			} else {
+				c := &v[e.off+int64(i)]
+				*c = *c&^e.mask[i] | d
+			}
+		}
+	}
+	if err := ks.setString(key, v); err != nil {
+		return err
+	}
+	st.inline, st.length = v, newLen
+	return nil
 }
