@@ -89,7 +89,9 @@ func bitmapStep(c *redis.Client, rng *rand.Rand, mine []map[int64]bool, w, worke
 	case 8:
 		return c.BitCount(ctx, key, nil).Err()
 	default:
-		return c.Get(ctx, key).Err()
+		if err := c.Get(ctx, key).Err(); err != redis.Nil {
+			return err
+		}
 	}
 	return nil
 }
