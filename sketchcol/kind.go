@@ -21,7 +21,8 @@ const (
 	kindTopKOp      = 0x51 // operand: Top-K adds
 	// 0x42..0x44, 0x4a, 0x4b: the paged Count-Min header, its operand,
 	// dump, page and page operand (cms_paged.go); 0x52..0x54, 0x58, 0x59:
-	// the paged Top-K's (topk_paged.go)
+	// the paged Top-K's (topk_paged.go); 0x60, 0x68, 0x69: a paged
+	// string's header, page and page operand (strpage.go)
 	kindHLLValue = 'H' // value: Redis HyperLogLog ("HYLL" magic)
 
 	version1 = 1
@@ -112,6 +113,12 @@ func kindName(b byte) string {
 		return "paged Top-K operand"
 	case kindPagedTopKDump:
 		return "paged Top-K dump"
+	case kindStrHeader:
+		return "paged string header"
+	case kindStrPage:
+		return "string page"
+	case kindStrPageOp:
+		return "string page operand"
 	}
 	return "unknown kind"
 }

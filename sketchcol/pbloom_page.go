@@ -154,6 +154,13 @@ func (PageMerger) Name() string { return PageMergerName }
 // 0x39) it applies the slot writes in order (pcuckoo_page.go).
 func (PageMerger) FullMerge(key, base []byte, hasBase bool, operands [][]byte) ([]byte, error) {
 	base, hasBase, operands = trimForeignPages(base, hasBase, operands)
+	if isStrPage(base, hasBase, operands) { // a paged string's (strpage.go)
+		v, err := fullMergeStrPage(base, hasBase, operands)
+		if err != nil {
+			return nil, fmt.Errorf("sketchcol: page %x: %w", clip(key), err)
+		}
+		return v, nil
+	}
 	if isCuckooPage(base, hasBase, operands) {
 		return fullMergeCuckooPage(key, base, hasBase, operands)
 	}
@@ -199,6 +206,9 @@ func zeroed(buf []byte, n int) []byte {
 // cuckoo operands into one (pcuckoo_page.go); it declines a malformed
 // one, so the error surfaces on reads of that page alone.
 func (PageMerger) PartialMerge(key []byte, operands [][]byte) ([]byte, bool) {
+	if isStrPage(nil, false, operands) {
+		return partialMergeStrPage(operands)
+	}
 	if isCuckooPage(nil, false, operands) {
 		return partialMergeCuckooPage(operands)
 	}

@@ -342,3 +342,8 @@ func (s *Store) DropPages(b *sieve.Batch, key []byte) error { return s.dropPages
 func (s *Store) DropAllPages(b *sieve.Batch) error {
 	return b.DeleteRangeCF(s.pages, nil, allPagesEnd)
 }
+
+// PagesColumnFamily returns the family of the pages (PagesColumnFamilyName),
+// for a caller that keeps pages of its own there with this package's
+// formats (a paged string, strpage.go).
+func (s *Store) PagesColumnFamily() *sieve.ColumnFamily { return s.pages }

@@ -228,7 +228,7 @@ func (ks *keyspace) setStringDeadline(key, v []byte, d int64) error {
 // must drop (del drops them).
 func (ks *keyspace) isPaged(key []byte) bool {
 	v, err := ks.rawEngine(key)
-	return err == nil && typeOf(v).isSketch()
+	return err == nil && (typeOf(v).isSketch() || (len(v) > 0 && v[0] == kindPagedString))
 }
 
 // ttlOption is one of SET's and GETEX's EX, PX, EXAT, PXAT.

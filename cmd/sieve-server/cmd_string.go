@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+
+	"github.com/sievedb/sieve/sketchcol"
 	"math"
 	"strconv"
 )
@@ -228,6 +230,9 @@ func cmdMSet(s *Server, r *reply, args [][]byte) {
 	for i := 1; i < len(args); i += 2 {
 		_ = b.PutCF(s.ks.cf, args[i], encodeString(args[i+1]))
 		s.ks.dropMeta(b, args[i])
+		if paged, _ := s.ks.isPagedString(args[i]); paged {
+			s.ks.dropPaged(b, args[i])
+		}
 	}
 	if err := s.ks.apply(b, keys); err != nil {
 		r.storeErr(err)
@@ -288,15 +293,38 @@ func cmdType(s *Server, r *reply, args [][]byte) {
 }
 
 func cmdStrlen(s *Server, r *reply, args [][]byte) {
-	v, exists, ok := s.stringOf(r, args[1])
-	r.hit(exists || !ok)
-	if ok {
-		r.int(int64(len(v)))
+	t, st, err := s.ks.strState(args[1]) // a paged string's header only
+	r.hit(err != nil || t != typeNone)
+	switch {
+	case err != nil:
+		r.storeErr(err)
+	case t.isSketch():
+		r.wrongType()
+	default:
+		r.int(st.length)
 	}
+}
+
+// pagedState returns key's state when it is a paged string (ok=false:
+// answered with an error).
+func (s *Server) pagedState(r *reply, key []byte) (st pstr, ok bool) {
+	t, st, err := s.ks.strState(key)
+	if err != nil {
+		r.storeErr(err)
+		return st, false
+	}
+	_ = t // a sketch is not paged: the caller's string path answers WRONGTYPE
+	return st, true
 }
 
 func cmdAppend(s *Server, r *reply, args [][]byte) {
 	defer s.ks.lock(args[1])()
+	if st, ok := s.pagedState(r, args[1]); !ok || st.paged {
+		if ok {
+			s.writeRange(r, args[1], &st, st.length, args[2])
+		}
+		return
+	}
 	v, _, ok := s.stringOf(r, args[1])
 	if !ok {
 		return
@@ -324,6 +352,14 @@ func cmdSetRange(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	defer s.ks.lock(args[1])()
+	if st, ok := s.pagedState(r, args[1]); !ok || st.paged {
+		if ok && len(args[3]) == 0 {
+			r.int(st.length)
+		} else if ok {
+			s.writeRange(r, args[1], &st, off, args[3])
+		}
+		return
+	}
 	v, exists, ok := s.stringOf(r, args[1])
 	if !ok {
 		return
@@ -697,4 +733,19 @@ func globClass(p []byte, pi int, c byte, nocase bool) int {
 		return j - pi
 	}
 	return 0
+}
+
+// writeRange writes data at off in the paged string at key (APPEND,
+// SETRANGE) and answers the new length. REQUIRES: key's lock.
+func (s *Server) writeRange(r *reply, key []byte, st *pstr, off int64, data []byte) {
+	end := off + int64(len(data))
+	if end > s.lim.maxBulk.Load() || end > sketchcol.StrMaxLen {
+		r.err("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return
+	}
+	if err := s.ks.writePaged(key, st, []edit{{off: off, data: data}}, end); err != nil {
+		r.storeErr(err)
+		return
+	}
+	r.int(st.length)
 }

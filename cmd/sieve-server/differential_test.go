@@ -100,6 +100,9 @@ func (g *diffGen) isHLL(k string) bool {
 // command draws the key and the command of step.
 func (g *diffGen) command(step int) []any {
 	k := g.key()
+	if g.rng.IntN(4) == 0 {
+		return g.bitCommand(k)
+	}
 	op := g.rng.IntN(116)
 	switch {
 	case op < 62:
@@ -442,4 +445,109 @@ func (g *pipeGen) compareGet(t *testing.T, red, sie *redis.Client, p int, k stri
 	if rerr == nil && isHLLString([]byte(rv)) {
 		g.lastHLL = rv
 	}
+}
+
+// bitOff draws a bit offset: mostly in the first bytes, sometimes pages
+// away (a paged string's later pages).
+func (g *diffGen) bitOff() int {
+	if g.rng.IntN(5) == 0 {
+		return g.rng.IntN(80000)
+	}
+	return g.rng.IntN(200)
+}
+
+// bitIdx draws a start or end argument of BITCOUNT and BITPOS.
+func (g *diffGen) bitIdx() string { return strconv.Itoa(g.rng.IntN(120) - 40) }
+
+// bitCommand: SETBIT GETBIT BITCOUNT BITPOS BITOP BITFIELD BITFIELD_RO,
+// and SETRANGE/APPEND far out (on paged strings). Bits of an HLL are
+// read, not written (corrupting HLL bytes in place is left to Redis's
+// own suite: see TestDifferentialRedis), and BITOP takes no HLL source.
+func (g *diffGen) bitCommand(k string) []any {
+	unit := []string{"BYTE", "BIT", "bit", "byte", "FOO"}
+	op := g.rng.IntN(100)
+	if g.isHLL(k) && (op < 35 || op >= 72) {
+		return []any{"getbit", k, g.bitOff()}
+	}
+	switch {
+	case op < 35:
+		return []any{"setbit", k, g.bitOff(), g.rng.IntN(2)}
+	case op < 45:
+		return []any{"getbit", k, g.bitOff()}
+	case op < 58:
+		args := []any{"bitcount", k}
+		if n := g.rng.IntN(4); n > 0 {
+			args = append(args, g.bitIdx(), g.bitIdx())
+			if n > 1 {
+				args = append(args, unit[g.rng.IntN(len(unit))])
+			}
+		}
+		return args
+	case op < 72:
+		args := []any{"bitpos", k, g.rng.IntN(2)}
+		if n := g.rng.IntN(4); n > 0 {
+			args = append(args, g.bitIdx())
+			if n > 1 {
+				args = append(args, g.bitIdx())
+			}
+			if n > 2 {
+				args = append(args, unit[g.rng.IntN(len(unit))])
+			}
+		}
+		return args
+	case op < 80:
+		bop := []string{"and", "or", "xor", "not"}[g.rng.IntN(4)]
+		args := []any{"bitop", bop, k, g.key()}
+		if bop != "not" || g.rng.IntN(10) == 0 {
+			args = append(args, g.key())
+		}
+		for _, a := range args[3:] {
+			if g.isHLL(a.(string)) {
+				return []any{"bitcount", a}
+			}
+		}
+		return args
+	case op < 92:
+		return g.bitfield(k, g.rng.IntN(8) == 0 || g.isHLL(k))
+	case op < 96:
+		if g.isHLL(k) {
+			return []any{"strlen", k}
+		}
+		return []any{"setrange", k, strconv.Itoa(g.rng.IntN(10000)), g.str()}
+	default:
+		if g.isHLL(k) {
+			return []any{"strlen", k}
+		}
+		return []any{"append", k, g.str()}
+	}
+}
+
+// bitfield draws a BITFIELD (or BITFIELD_RO) of 1..4 subcommands.
+func (g *diffGen) bitfield(k string, ro bool) []any {
+	args := []any{"bitfield", k}
+	if ro {
+		args[0] = "bitfield_ro"
+	}
+	for n := 1 + g.rng.IntN(4); n > 0; n-- {
+		typ := []string{"i", "u"}[g.rng.IntN(2)] + strconv.Itoa(1+g.rng.IntN(64))
+		off := strconv.Itoa(g.rng.IntN(100))
+		if g.rng.IntN(4) == 0 {
+			off = "#" + strconv.Itoa(g.rng.IntN(10))
+		}
+		val := strconv.FormatInt(g.rng.Int64N(1<<20)-1<<19, 10)
+		if g.rng.IntN(4) == 0 {
+			val = strconv.FormatInt(int64(g.rng.Uint64()), 10)
+		}
+		switch g.rng.IntN(5) {
+		case 0:
+			args = append(args, "overflow", []string{"wrap", "sat", "fail"}[g.rng.IntN(3)])
+		case 1:
+			args = append(args, "get", typ, off)
+		case 2:
+			args = append(args, "set", typ, off, val)
+		default:
+			args = append(args, "incrby", typ, off, val)
+		}
+	}
+	return args
 }

@@ -184,3 +184,33 @@ func tableKeys(t *testing.T, dir string) map[string]bool {
 	}
 	return found
 }
+
+// TestExpiryBitmap: bit writes keep a bitmap's deadline, inline or paged,
+// and the bitmap's pages go with it.
+func TestExpiryBitmap(t *testing.T) {
+	ns := fakeClock(t)
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	ctx := context.Background()
+	for _, k := range []string{"small", "big"} {
+		if err := c.SetBit(ctx, k, 7, 1).Err(); err != nil {
+			t.Fatal(err)
+		}
+		c.Expire(ctx, k, 100*time.Second)
+	}
+	c.SetBit(ctx, "small", 9, 1)
+	c.SetBit(ctx, "big", 1<<20, 1) // grows it: a new header
+	for _, k := range []string{"small", "big"} {
+		if ttl := c.TTL(ctx, k).Val(); ttl != 100*time.Second {
+			t.Fatalf("%s: TTL %v after SETBIT", k, ttl)
+		}
+	}
+	ns.Add(int64(101 * time.Second))
+	if n := c.BitCount(ctx, "big", nil).Val(); n != 0 {
+		t.Fatalf("BITCOUNT of an expired bitmap: %d", n)
+	}
+	c.SetBit(ctx, "big", 3, 1)
+	if n := c.BitCount(ctx, "big", nil).Val(); n != 1 {
+		t.Fatalf("a new bitmap at an expired one's key counts %d bits", n)
+	}
+}

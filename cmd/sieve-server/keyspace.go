@@ -74,6 +74,8 @@ type ksState struct {
 	cursorNext uint64
 
 	watch watchers // WATCH's registry (multi.go)
+
+	bits bitCache // pages of paged strings (bitmap_cache.go)
 }
 
 // ksStripe is one stripe of the keyspace: the lock of its keys and the
@@ -86,19 +88,20 @@ type ksStripe struct {
 }
 
 const (
-	tagString      = 0x00
-	kindBloom      = 0x20
-	kindPagedBloom = 0x22 // a paged Bloom filter's header (sketchcol)
-	kindCuckoo     = 0x30
-	kindPagedCF    = 0x32 // a paged cuckoo filter's header (sketchcol)
-	kindCMS        = 0x40
-	kindPagedCMS   = 0x42 // a paged Count-Min sketch's header (sketchcol)
-	kindTopK       = 0x50
-	kindPagedTopK  = 0x52 // a paged Top-K sketch's header (sketchcol)
-	kindHLL        = 'H'
-	metaCFName     = "server-hllmeta"
-	hllHdrLen      = 16
-	hllDenseLen    = 16 + 16384*6/8
+	tagString       = 0x00
+	kindBloom       = 0x20
+	kindPagedBloom  = 0x22 // a paged Bloom filter's header (sketchcol)
+	kindCuckoo      = 0x30
+	kindPagedCF     = 0x32 // a paged cuckoo filter's header (sketchcol)
+	kindCMS         = 0x40
+	kindPagedCMS    = 0x42 // a paged Count-Min sketch's header (sketchcol)
+	kindTopK        = 0x50
+	kindPagedTopK   = 0x52 // a paged Top-K sketch's header (sketchcol)
+	kindHLL         = 'H'
+	kindPagedString = 0x60 // a paged string's header (sketchcol, bitmap_store.go)
+	metaCFName      = "server-hllmeta"
+	hllHdrLen       = 16
+	hllDenseLen     = 16 + 16384*6/8
 )
 
 type keyType uint8
@@ -151,6 +154,7 @@ func openKeyspace(db *sieve.DB, sync bool, pageCacheMiB int) (*keyspace, error) 
 		return nil, err
 	}
 	ks := &keyspace{st: st, ksState: &ksState{db: db, cf: st.ColumnFamily(), meta: meta, expCF: expCF, wo: sieve.NoSync, seed: maphash.MakeSeed(), cursors: map[uint64][]byte{}}}
+	ks.bits.limit = defaultBitCacheSize
 	if err := ks.loadExpires(); err != nil {
 		return nil, err
 	}
@@ -309,6 +313,8 @@ func typeOf(raw []byte) keyType {
 		return typeCMS
 	case kindTopK, kindPagedTopK:
 		return typeTopK
+	case kindPagedString:
+		return typeString
 	}
 	return typeString // not written by the server; shown as bytes
 }
@@ -324,6 +330,12 @@ func (ks *keyspace) lookup(key []byte) (keyType, []byte, error) {
 	switch {
 	case t == typeString && raw[0] == tagString:
 		return t, raw[1:], nil
+	case raw != nil && raw[0] == kindPagedString:
+		v, err := ks.assemble(key)
+		if errors.Is(err, errReread) {
+			return ks.lookup(key) // replaced between the two reads
+		}
+		return t, v, err
 	case t == typeHLL:
 		return t, ks.present(key, raw), nil
 	}
@@ -480,16 +492,23 @@ func (ks *keyspace) setString(key, v []byte) error {
 		return err
 	}
 	defer ks.modified(key) // once the write is visible, under the key's lock
+	paged, err := ks.isPagedString(key)
+	if err != nil {
+		return err
+	}
 	_, hasMeta := ks.metaOf(key)
 	hadTTL := ks.deadline(key) != 0
-	if !hasMeta && !hadTTL {
+	if !hasMeta && !hadTTL && !paged {
 		return ks.st.Put(key, encodeString(v))
 	}
 	b := ks.newBatch()
 	_ = b.PutCF(ks.cf, key, encodeString(v))
 	ks.dropMeta(b, key)
 	ks.putDeadline(b, key, 0)
-	err := ks.apply(b, [][]byte{key})
+	if paged {
+		ks.dropPaged(b, key)
+	}
+	err = ks.apply(b, [][]byte{key})
 	ks.forgetMeta(key)
 	if err == nil && hadTTL {
 		ks.noteDeadline(key, 0)
@@ -534,6 +553,7 @@ func (ks *keyspace) del(keys ...[]byte) error {
 	}()
 	if len(keys) == 1 {
 		if _, ok := ks.metaOf(keys[0]); !ok && ks.deadline(keys[0]) == 0 {
+			ks.bits.drop(keys[0])
 			return ks.st.Delete(keys[0])
 		}
 	}
@@ -547,6 +567,7 @@ func (ks *keyspace) del(keys ...[]byte) error {
 			ks.putDeadline(b, k, 0)
 			timed = append(timed, k)
 		}
+		ks.bits.drop(k)
 	}
 	err := ks.apply(b, keys)
 	ks.forgetMeta(keys...)
@@ -598,6 +619,7 @@ func (ks *keyspace) flush() error {
 			return err
 		}
 	}
+	ks.bits.clear()
 	for i := range ks.stripes {
 		st := &ks.stripes[i]
 		st.metaMu.Lock()
