@@ -36,6 +36,9 @@ func (s *Store) CopyValue(b *sieve.Batch, src, dst []byte) (bool, error) {
 	case len(v) == 0:
 		return true, b.PutCF(s.cf, dst, v)
 	}
+	if v[0] == kindStrHeader {
+		return true, s.copyStrPages(b, v, src, dst)
+	}
 	paged := false
 	switch v[0] {
 	case kindPagedBloom, kindPagedCMS, kindPagedTopK, kindPagedCuckoo:
@@ -54,4 +57,36 @@ func (s *Store) CopyValue(b *sieve.Batch, src, dst []byte) (bool, error) {
 	// Restore on a view of b adds the header and the pages to b (and
 	// drops dst's pages again, first: a no-op).
 	return true, s.WithBatch(b).Restore(dst, v)
+}
+
+// copyStrPages adds to b the copy of a paged string: its header hdr and
+// its pages, read from the DB (not through a view's batch: sieve-server
+// refuses the copy inside a transaction).
+func (s *Store) copyStrPages(b *sieve.Batch, hdr, src, dst []byte) error {
+	start, end := StrPageRange(src)
+	type page struct{ k, v []byte }
+	var pages []page
+	it := s.pages.NewIter(&sieve.IterOptions{LowerBound: start, UpperBound: end})
+	srcPre := len(start) - 1 // uvarint(len(src)) | src
+	dstPre := pagePrefix(dst)
+	for ok := it.First(); ok; ok = it.Next() {
+		k := append(append([]byte{}, dstPre...), it.Key()[srcPre:]...)
+		pages = append(pages, page{k, append([]byte{}, it.Value()...)})
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if err := s.dropPages(b, dst); err != nil {
+		return err
+	}
+	s.invalidate(dst)
+	if err := b.PutCF(s.cf, dst, hdr); err != nil {
+		return err
+	}
+	for _, p := range pages {
+		if err := b.PutCF(s.pages, p.k, p.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }

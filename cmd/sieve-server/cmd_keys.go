@@ -186,8 +186,8 @@ func (ks *keyspace) moveKey(src, dst []byte, del bool) error {
 			return err
 		}
 		switch raw[0] {
-		case kindPagedBloom, kindPagedCF, kindPagedCMS, kindPagedTopK:
-			return errors.New("sieve-server cannot RENAME or COPY a paged filter or sketch inside MULTI/EXEC (it can outside a transaction)")
+		case kindPagedBloom, kindPagedCF, kindPagedCMS, kindPagedTopK, kindPagedString:
+			return errors.New("sieve-server cannot RENAME or COPY a paged filter, sketch or bitmap inside MULTI/EXEC (it can outside a transaction)")
 		}
 	}
 	b := ks.newBatch()
@@ -201,7 +201,9 @@ func (ks *keyspace) moveKey(src, dst []byte, del bool) error {
 		ks.dropMeta(b, dst)
 	}
 	keys := [][]byte{dst}
+	ks.bits.drop(dst)
 	if del {
+		ks.bits.drop(src)
 		_ = b.DeleteCF(ks.cf, src)
 		_ = ks.st.DropPages(b, src)
 		ks.dropMeta(b, src)
