@@ -53,9 +53,11 @@ func cmdClient(s *Server, r *reply, args [][]byte) {
 	case sub == "setinfo" && len(args) == 4:
 		r.ok()
 	case sub == "info" && len(args) == 2:
-		r.bulkString(s.clientLine(r.cl) + "\n")
+		r.bulkString(s.clientLine(r.cl, respLen(args)) + "\n")
 	case sub == "list":
-		clientList(s, r, args[2:])
+		clientList(s, r, args)
+	case sub == "kill" && len(args) == 2:
+		r.err("ERR wrong number of arguments for 'client|kill' command")
 	case sub == "kill" && len(args) >= 3:
 		clientKill(s, r, args[2:])
 	case sub == "reply" && len(args) == 3:
@@ -80,9 +82,20 @@ func cmdClient(s *Server, r *reply, args [][]byte) {
 	}
 }
 
+// respLen is the length of a command's RESP encoding: what Redis's query
+// buffer holds of it while it runs (CLIENT LIST's qbuf for the caller).
+func respLen(args [][]byte) int {
+	n := len(fmt.Sprintf("*%d\r\n", len(args)))
+	for _, a := range args {
+		n += len(fmt.Sprintf("$%d\r\n", len(a))) + len(a) + 2
+	}
+	return n
+}
+
 // clientLine is a client's line of CLIENT LIST, with Redis's fields
-// (those sieve has no counterpart of are 0).
-func (s *Server) clientLine(cl *client) string {
+// (those sieve has no counterpart of are 0; qbuf is the running command's
+// for the caller).
+func (s *Server) clientLine(cl *client, qbuf int) string {
 	now := time.Now()
 	flags := "N"
 	if cl.monitor.Load() {
@@ -94,8 +107,8 @@ func (s *Server) clientLine(cl *client) string {
 	}
 	idle := now.Sub(time.Unix(0, cl.lastActive.Load()))
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=%d name=%s age=%d idle=%d flags=%s db=0 sub=0 psub=0 ssub=0 multi=-1 "+
-		"qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2",
-		cl.id, cl.addr, cl.laddr, cl.id+7, cl.getName(), int64(now.Sub(cl.created).Seconds()), int64(idle.Seconds()), flags, cmd)
+		"qbuf=%d qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=2",
+		cl.id, cl.addr, cl.laddr, cl.id+7, cl.getName(), int64(now.Sub(cl.created).Seconds()), int64(idle.Seconds()), flags, qbuf, cmd)
 }
 
 // liveClients returns the connected clients, by id.
@@ -118,8 +131,10 @@ func sortClients(cs []*client) {
 	}
 }
 
-// clientList is CLIENT LIST [TYPE t] [ID id ...].
-func clientList(s *Server, r *reply, args [][]byte) {
+// clientList is CLIENT LIST [TYPE t] [ID id ...] (cmd: the whole
+// command).
+func clientList(s *Server, r *reply, cmd [][]byte) {
+	args := cmd[2:]
 	var ids map[int64]bool
 	typ := ""
 	switch {
@@ -149,7 +164,11 @@ func clientList(s *Server, r *reply, args [][]byte) {
 		if (ids != nil && !ids[cl.id]) || (typ != "" && typ != "normal") {
 			continue
 		}
-		b.WriteString(s.clientLine(cl))
+		qbuf := 0
+		if cl == r.cl {
+			qbuf = respLen(cmd)
+		}
+		b.WriteString(s.clientLine(cl, qbuf))
 		b.WriteByte('\n')
 	}
 	r.bulkString(b.String())
@@ -264,7 +283,7 @@ func clientKill(s *Server, r *reply, args [][]byte) {
 func clientReply(r *reply, mode []byte) {
 	switch {
 	case eq(mode, "on"):
-		r.cl.replyOff, r.cl.skipNext = false, false
+		r.cl.replyOff, r.cl.skipNext, r.cl.replyOn = false, false, true
 		r.ok()
 	case eq(mode, "off"):
 		r.cl.replyOff = true

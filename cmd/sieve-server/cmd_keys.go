@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math/big"
+	"math/rand/v2"
+
+	"github.com/sievedb/sieve"
 )
 
 // GETDEL, MSETNX, RENAME, RENAMENX, COPY, INCRBYFLOAT and LCS.
@@ -260,4 +264,46 @@ func cmdIncrByFloat(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	r.bulkString(out)
+}
+
+func init() {
+	register(&command{name: "randomkey", arity: 1, fn: cmdRandomKey})
+}
+
+// cmdRandomKey answers a random live key: uniform over the first 1,024
+// keys from a random starting point (the whole keyspace when it is no
+// larger), wrapping around at the end.
+func cmdRandomKey(s *Server, r *reply, args [][]byte) {
+	start := make([]byte, 8)
+	binary.BigEndian.PutUint64(start, rand.Uint64())
+	var pick []byte
+	seen := 0
+	visit := func(lower, upper []byte) error {
+		it := s.ks.cf.NewIter(&sieve.IterOptions{LowerBound: lower, UpperBound: upper})
+		for ok := it.First(); ok && seen < 1024; ok = it.Next() {
+			if s.ks.expiredNow(it.Key()) {
+				continue
+			}
+			seen++
+			if rand.IntN(seen) == 0 {
+				pick = append(pick[:0], it.Key()...)
+			}
+		}
+		return it.Close()
+	}
+	if err := visit(start, nil); err != nil {
+		r.storeErr(err)
+		return
+	}
+	if seen < 1024 {
+		if err := visit(nil, start); err != nil {
+			r.storeErr(err)
+			return
+		}
+	}
+	if pick == nil {
+		r.null()
+		return
+	}
+	r.bulk(pick)
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +160,59 @@ func TestCommandIntrospection(t *testing.T) {
 	if !strings.Contains(d, "get") || !strings.Contains(d, "summary") || !strings.Contains(d, "group") ||
 		!strings.Contains(d, "module") || strings.Contains(d, "nosuch") {
 		t.Fatalf("COMMAND DOCS: %s", d)
+	}
+}
+
+// TestClientReplyOnAfterSkip: CLIENT REPLY ON right after SKIP answers
+// its own OK (Redis unsets the skip flag before replying), and CLIENT
+// LIST's qbuf for the caller is its command's length, as in Redis.
+func TestClientReplyOnAfterSkip(t *testing.T) {
+	s := startServer(t, "", nil)
+	nc, err := net.Dial("tcp", s.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write([]byte("CLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING\r\nCLIENT KILL\r\n*2\r\n$6\r\nclient\r\n$4\r\ninfo\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(nc)
+	var got []string
+	for range 4 {
+		l, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err, got)
+		}
+		got = append(got, strings.TrimSpace(l))
+	}
+	want := []string{"+OK", "+PONG", "-ERR wrong number of arguments for 'client|kill' command"}
+	if !slices.Equal(got[:3], want) {
+		t.Fatalf("replies %q, want %q", got[:3], want)
+	}
+	line, _ := br.ReadString('\n')
+	if !strings.Contains(line, " qbuf=26 ") {
+		t.Fatalf("CLIENT INFO %q: want qbuf=26", line)
+	}
+}
+
+func TestRandomKey(t *testing.T) {
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	if v := do(c, "randomkey"); v != "<nil>" {
+		t.Fatalf("RANDOMKEY on an empty keyspace: %v", v)
+	}
+	do(c, "set", "foo", "x")
+	do(c, "set", "bar", "y")
+	seen := map[string]int{}
+	for range 200 {
+		seen[do(c, "randomkey")]++
+	}
+	if len(seen) != 2 || seen["foo"] < 50 || seen["bar"] < 50 {
+		t.Fatalf("RANDOMKEY over two keys, 200 times: %v", seen)
+	}
+	do(c, "del", "foo", "bar")
+	if v := do(c, "randomkey"); v != "<nil>" {
+		t.Fatalf("RANDOMKEY after deleting every key: %v", v)
 	}
 }

@@ -161,6 +161,7 @@ type client struct {
 	monitor    atomic.Bool
 	// CLIENT REPLY OFF and SKIP (the connection's own goroutine only).
 	replyOff, skipNext bool
+	replyOn            bool  // CLIENT REPLY ON ran: its own OK is sent
 	pending            int64 // reply bytes written since the last flush (approximate)
 	conn               *clientConn
 	ds                 deferState
@@ -505,9 +506,10 @@ func (s *Server) handle(cl *client, cmd Command) {
 		s.commitDeferred(r)
 		s.run(r, c, cmd.Args)
 	}
-	if skipThis || (wasOff && cl.replyOff) {
+	if (skipThis || (wasOff && cl.replyOff)) && !cl.replyOn {
 		r.out = r.out[:min(mark, len(r.out))]
 	}
+	cl.replyOn = false
 	s.afterCommand(r)
 }
 
