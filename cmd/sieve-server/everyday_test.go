@@ -226,7 +226,7 @@ func TestEverydayInTransaction(t *testing.T) {
 		}
 	}
 	want := []string{"*9", "+OK", "+OK", ":1", "$3", "1.5",
-		"-ERR sieve-server cannot RENAME or COPY a paged filter or sketch inside MULTI/EXEC (it can outside a transaction)",
+		"-ERR sieve-server cannot RENAME or COPY a paged filter, sketch or bitmap inside MULTI/EXEC (it can outside a transaction)",
 		"+OK", "$1", "1", ":1", "$0", ""}
 	for _, w := range want {
 		if l := rc.line(); l != w {
