@@ -36,6 +36,9 @@ type pstr struct {
 	length int64
 	gen    uint64
 	inline []byte
+	// replace: the write replaces the value (BITOP), which drops the
+	// key's deadline as Redis's does
+	replace bool
 }
 
 // edit is a write of a bit command: data at off, only the bits of mask
@@ -147,6 +150,12 @@ func (ks *keyspace) writePaged(key []byte, st *pstr, edits []edit, newLen int64)
 	}
 	b := ks.newBatch()
 	create := !st.paged
+	d := ks.deadline(key) // kept, as by SETBIT, unless the value is replaced (BITOP)
+	cleared := st.replace && d != 0
+	if cleared {
+		ks.putDeadline(b, key, 0)
+		d = 0
+	}
 	if create {
 		if st.length > 0 {
 			edits = append([]edit{{off: 0, data: st.inline}}, edits...)
@@ -159,7 +168,7 @@ func (ks *keyspace) writePaged(key []byte, st *pstr, edits []edit, newLen int64)
 	}
 	if create || newLen > st.length {
 		hdr := sketchcol.AppendStrHeader(nil, uint64(newLen), st.gen)
-		if d := ks.deadline(key); d != 0 { // the key keeps its deadline (expires.go)
+		if d != 0 { // the key keeps its deadline (expires.go)
 			_ = b.PutCFWithExpiry(ks.cf, key, hdr, time.UnixMilli(d))
 		} else {
 			_ = b.PutCF(ks.cf, key, hdr)
@@ -180,6 +189,9 @@ func (ks *keyspace) writePaged(key []byte, st *pstr, edits []edit, newLen int64)
 	err := ks.apply(b, [][]byte{key})
 	if create {
 		ks.forgetMeta(key)
+	}
+	if err == nil && cleared {
+		ks.noteDeadline(key, 0)
 	}
 	if err != nil || ks.tx != nil {
 		ks.bits.drop(key) // a transaction's writes are seen once EXEC applies them

@@ -204,6 +204,6 @@ func (ks *keyspace) storeString(key, v []byte) error {
 	if len(v) <= strPage || isHLLString(v) {
 		return ks.setString(key, v)
 	}
-	var st pstr // not paged: writePaged starts a new paged string
+	st := pstr{replace: true} // not paged: writePaged starts a new paged string
 	return ks.writePaged(key, &st, []edit{{off: 0, data: v}}, int64(len(v)))
 }

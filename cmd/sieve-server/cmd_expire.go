@@ -263,19 +263,15 @@ func parseTTLArg(r *reply, cmd string, v []byte, ms, abs bool) (int64, bool) {
 }
 
 func cmdGetEx(s *Server, r *reply, args [][]byte) {
-	var d int64
-	persist, set := false, false
+	var ttlArg []byte // EX/PX/EXAT/PXAT's value, checked after the lookup (as Redis does)
+	var ms, abs, persist bool
 	for i := 2; i < len(args); i++ {
-		ms, abs, isTTL := ttlOption(args[i])
+		m, a, isTTL := ttlOption(args[i])
 		switch {
-		case isTTL && !set && !persist && i+1 < len(args):
-			var ok bool
-			if d, ok = parseTTLArg(r, "getex", args[i+1], ms, abs); !ok {
-				return
-			}
-			set = true
+		case isTTL && ttlArg == nil && !persist && i+1 < len(args):
+			ttlArg, ms, abs = args[i+1], m, a
 			i++
-		case eq(args[i], "persist") && !set && !persist:
+		case eq(args[i], "persist") && ttlArg == nil && !persist:
 			persist = true
 		default:
 			r.syntax()
@@ -291,7 +287,11 @@ func cmdGetEx(s *Server, r *reply, args [][]byte) {
 	case !exists:
 		r.null()
 		return
-	case set:
+	case ttlArg != nil:
+		d, ok := parseTTLArg(r, "getex", ttlArg, ms, abs)
+		if !ok {
+			return
+		}
 		if err := s.ks.setDeadline(key, d); err != nil {
 			r.storeErr(err)
 			return
