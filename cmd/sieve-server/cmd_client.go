@@ -28,12 +28,37 @@ func (cl *client) getName() string {
 
 func (cl *client) setName(n string) { cl.name.Store(&n) }
 
+// clientArity is Redis 7's arity of each CLIENT subcommand.
+var clientArity = map[string]int{"kill": -3, "list": -2, "info": 2, "id": 2, "getname": 2, "setname": 3,
+	"reply": 3, "no-evict": 3, "setinfo": 4, "help": 2}
+
+// subcommandOK answers Redis 7's errors for an unknown subcommand ("ERR
+// unknown subcommand 'x'. Try CLIENT HELP.") or one with the wrong
+// number of arguments ("... for 'client|kill' command"), and reports
+// whether args is fine.
+func subcommandOK(r *reply, container string, arity map[string]int, args [][]byte) bool {
+	sub := lower(args[1])
+	n, ok := arity[sub]
+	switch {
+	case !ok:
+		r.err("ERR unknown subcommand '" + clip(args[1], 128) + "'. Try " + strings.ToUpper(container) + " HELP.")
+	case (n > 0 && len(args) != n) || (n < 0 && len(args) < -n):
+		r.wrongArgs(container + "|" + sub)
+	default:
+		return true
+	}
+	return false
+}
+
 func cmdClient(s *Server, r *reply, args [][]byte) {
 	sub := lower(args[1])
 	name := "client|" + sub
 	r.cl.lastCmd.Store(&name)
+	if !subcommandOK(r, "client", clientArity, args) {
+		return
+	}
 	switch {
-	case sub == "setname" && len(args) == 3:
+	case sub == "setname":
 		for _, ch := range args[2] {
 			if ch <= ' ' || ch > '~' {
 				r.err("ERR Client names cannot contain spaces, newlines or special characters.")
@@ -42,33 +67,31 @@ func cmdClient(s *Server, r *reply, args [][]byte) {
 		}
 		r.cl.setName(string(args[2]))
 		r.ok()
-	case sub == "getname" && len(args) == 2:
+	case sub == "getname":
 		if n := r.cl.getName(); n == "" {
 			r.null()
 		} else {
 			r.bulkString(n)
 		}
-	case sub == "id" && len(args) == 2:
+	case sub == "id":
 		r.int(r.cl.id)
-	case sub == "setinfo" && len(args) == 4:
+	case sub == "setinfo":
 		r.ok()
-	case sub == "info" && len(args) == 2:
+	case sub == "info":
 		r.bulkString(s.clientLine(r.cl, respLen(args)) + "\n")
 	case sub == "list":
 		clientList(s, r, args)
-	case sub == "kill" && len(args) == 2:
-		r.err("ERR wrong number of arguments for 'client|kill' command")
-	case sub == "kill" && len(args) >= 3:
+	case sub == "kill":
 		clientKill(s, r, args[2:])
-	case sub == "reply" && len(args) == 3:
+	case sub == "reply":
 		clientReply(r, args[2])
-	case sub == "no-evict" && len(args) == 3:
+	case sub == "no-evict":
 		if eq(args[2], "on") || eq(args[2], "off") {
 			r.ok() // sieve evicts no client for memory
 		} else {
 			r.syntax()
 		}
-	case sub == "help" && len(args) == 2:
+	case sub == "help":
 		lines := []string{"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"ID", "INFO", "LIST [TYPE normal|master|replica|pubsub] [ID id ...]",
 			"KILL <ip:port> | KILL <option> <value> [...] (ID, ADDR, LADDR, SKIPME, USER, TYPE)",
@@ -77,8 +100,6 @@ func cmdClient(s *Server, r *reply, args [][]byte) {
 		for _, l := range lines {
 			r.status(l)
 		}
-	default:
-		r.err("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1], 64) + "'. Try CLIENT HELP.")
 	}
 }
 

@@ -13,10 +13,13 @@ func cmdCommand(s *Server, r *reply, args [][]byte) {
 		}
 		return
 	}
+	if !subcommandOK(r, "command", commandArity, args) {
+		return
+	}
 	switch sub := lower(args[1]); {
-	case sub == "count" && len(args) == 2:
+	case sub == "count":
 		r.int(int64(len(commands)))
-	case sub == "list" && len(args) == 2:
+	case sub == "list":
 		names := sortedCommands()
 		r.array(len(names))
 		for _, n := range names {
@@ -38,10 +41,19 @@ func cmdCommand(s *Server, r *reply, args [][]byte) {
 		}
 	case sub == "docs":
 		commandDocs(r, args[2:])
-	default:
-		r.err("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1], 64) + "'. Try COMMAND HELP.")
+	case sub == "help":
+		r.array(5)
+		r.status("COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
+		r.status("(no subcommand): all commands, COUNT, LIST, INFO [<command-name> ...],")
+		r.status("DOCS [<command-name> ...]")
+		r.status("(sieve-server's commands only)")
+		r.status("HELP")
 	}
 }
+
+// commandArity is Redis 7's arity of each COMMAND subcommand (LIST's
+// FILTERBY is not supported: it lists every command).
+var commandArity = map[string]int{"count": 2, "list": 2, "info": -2, "docs": -2, "help": 2}
 
 // commandKeys returns a command's first key, last key and step.
 func commandKeys(name string) (int64, int64, int64) {
@@ -53,7 +65,7 @@ func commandKeys(name string) (int64, int64, int64) {
 	case "rename", "renamenx", "copy", "lcs":
 		return 1, 2, 1
 	}
-	if commandGroup(name) == "server" || commandGroup(name) == "connection" {
+	if g := commandGroup(name); g == "server" || g == "connection" || name == "randomkey" || name == "scan" || name == "keys" {
 		return 0, 0, 0
 	}
 	return 1, 1, 1
@@ -72,7 +84,7 @@ func commandGroup(name string) string {
 		return "connection"
 	case "multi", "exec", "discard", "watch", "unwatch":
 		return "transactions"
-	case "del", "unlink", "exists", "type", "rename", "renamenx", "copy", "scan", "keys",
+	case "del", "unlink", "exists", "type", "rename", "renamenx", "copy", "scan", "keys", "randomkey",
 		"ttl", "pttl", "persist", "expire", "pexpire", "expireat", "pexpireat":
 		return "generic"
 	case "command", "info", "config", "debug", "shutdown", "save", "bgsave", "lastsave", "time",

@@ -88,11 +88,24 @@ func TestEverydayCommands(t *testing.T) {
 		{[]any{"lcs", "l1", "l2", "minmatchlen"}, "ERR:ERR syntax error"},
 		{[]any{"lcs", "l1", "nokey"}, ""},
 		{[]any{"lcs", "l1", "bf3"}, "ERR:ERR The specified keys must contain string values"},
+		{[]any{"flushall"}, "OK"},
+		{[]any{"randomkey"}, "<nil>"},
+		{[]any{"set", "only", "1"}, "OK"},
+		{[]any{"randomkey"}, "only"},
 	}
 	for i, st := range steps {
 		if got := do(c, st.args...); got != st.want {
 			t.Fatalf("step %d %v: got %q, want %q", i, st.args, got, st.want)
 		}
+	}
+	// RANDOMKEY reaches every key.
+	mustDo(t, c, "OK", "mset", "foo", "1", "bar", "2")
+	seen := map[string]bool{}
+	for i := 0; i < 2000 && len(seen) < 3; i++ {
+		seen[do(c, "randomkey")] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("RANDOMKEY gave only %v", seen)
 	}
 }
 

@@ -59,8 +59,9 @@ func TestClientCommands(t *testing.T) {
 	mustDo(t, c, "[master 0 []]", "role")
 	// CLIENT REPLY: SKIP drops the next reply, OFF every reply until ON.
 	rc := dialRaw(t, s.Addr())
-	rc.send("CLIENT REPLY SKIP\r\nPING\r\nECHO a\r\nCLIENT REPLY OFF\r\nPING\r\nNOSUCH\r\nCLIENT REPLY ON\r\nPING\r\n")
-	for _, want := range []string{"$1", "a", "+OK", "+PONG"} {
+	rc.send("CLIENT REPLY SKIP\r\nPING\r\nECHO a\r\nCLIENT REPLY OFF\r\nPING\r\nNOSUCH\r\nCLIENT REPLY ON\r\nPING\r\n" +
+		"CLIENT REPLY SKIP\r\nCLIENT REPLY ON\r\nPING\r\n") // ON clears SKIP and answers
+	for _, want := range []string{"$1", "a", "+OK", "+PONG", "+OK", "+PONG"} {
 		if l := rc.line(); l != want {
 			t.Fatalf("CLIENT REPLY: %q, want %q", l, want)
 		}
@@ -214,5 +215,29 @@ func TestRandomKey(t *testing.T) {
 	do(c, "del", "foo", "bar")
 	if v := do(c, "randomkey"); v != "<nil>" {
 		t.Fatalf("RANDOMKEY after deleting every key: %v", v)
+	}
+}
+
+// TestSubcommandErrors: CLIENT's and COMMAND's unknown subcommands and
+// wrong argument counts answer Redis 7's texts.
+func TestSubcommandErrors(t *testing.T) {
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"client", "foo"}, "ERR:ERR unknown subcommand 'foo'. Try CLIENT HELP."},
+		{[]any{"client", "kill"}, "ERR:ERR wrong number of arguments for 'client|kill' command"},
+		{[]any{"client", "info", "x"}, "ERR:ERR wrong number of arguments for 'client|info' command"},
+		{[]any{"client", "reply"}, "ERR:ERR wrong number of arguments for 'client|reply' command"},
+		{[]any{"client", "setname"}, "ERR:ERR wrong number of arguments for 'client|setname' command"},
+		{[]any{"client", "no-evict"}, "ERR:ERR wrong number of arguments for 'client|no-evict' command"},
+		{[]any{"client", "help", "x"}, "ERR:ERR wrong number of arguments for 'client|help' command"},
+		{[]any{"client", "list", "x"}, "ERR:ERR syntax error"},
+		{[]any{"command", "foo"}, "ERR:ERR unknown subcommand 'foo'. Try COMMAND HELP."},
+		{[]any{"command", "count", "x"}, "ERR:ERR wrong number of arguments for 'command|count' command"},
+	} {
+		mustDo(t, c, tc.want, tc.args...)
 	}
 }
