@@ -334,18 +334,49 @@ func keepsDeadline(name string) bool {
 	return false
 }
 
-// afterWrite writes the deadline of a sketch command's key again.
+// needsDeadline reports whether a write command may merge operands onto
+// a key with a deadline (a sketch command), which must then be written
+// again with it.
+func (s *Server) needsDeadline(c *command, args [][]byte) bool {
+	return c.write && len(args) >= 2 && s.ks.exp.nexp.Load() != 0 && keepsDeadline(c.name) && s.ks.deadline(args[1]) != 0
+}
+
+// afterWrite, in a transaction's view, writes the deadline of a sketch
+// command's key again into the transaction's batch.
 func (s *Server) afterWrite(c *command, args [][]byte) {
-	if !c.write || len(args) < 2 || s.ks.exp.nexp.Load() == 0 || !keepsDeadline(c.name) {
-		return
+	if s.ks.tx != nil && s.needsDeadline(c, args) {
+		_ = s.ks.keepDeadline(args[1])
 	}
-	k := args[1]
-	if s.ks.deadline(k) == 0 {
-		return
-	}
-	unlock := s.ks.lock(k)
+}
+
+// runKeepingDeadline runs a sketch command on a key with a deadline as a
+// transaction of its own (EXEC's view, under the command's keys' locks):
+// its writes and the key's merged value written again with the deadline
+// go in one batch, so no crash can leave its operands without the
+// deadline, which would outlive it.
+func (s *Server) runKeepingDeadline(r *reply, c *command, args [][]byte) {
+	keys := keyArgsOf(c.name, args)
+	unlock := s.ks.lockKeys(keys)
 	defer unlock()
-	_ = s.ks.keepDeadline(k)
+	t := &txn{b: s.db.NewIndexedBatch()}
+	view := &Server{serverState: s.serverState, ks: &keyspace{ksState: s.ks.ksState, st: s.ks.st.WithBatch(t.b), tx: t}}
+	mark := len(r.out)
+	c.fn(view, r, args)
+	if err := view.ks.keepDeadline(args[1]); err != nil {
+		r.out = r.out[:mark]
+		r.storeErr(err)
+		return
+	}
+	if err := s.ks.st.Apply(t.b, t.keys); err != nil {
+		r.out = r.out[:mark]
+		r.storeErr(err)
+		return
+	}
+	s.ks.applyTxMeta(t)
+	s.ks.applyTxExpires(t)
+	for _, k := range t.keys {
+		s.ks.watch.touch(k)
+	}
 }
 
 // moveDeadline gives dst, just made a copy of src (RENAME, COPY), src's

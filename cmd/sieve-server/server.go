@@ -519,8 +519,12 @@ func (s *Server) run(r *reply, c *command, args [][]byte) {
 	mark := len(r.out)
 	t0 := time.Now()
 	s.expireKeys(c.name, args)
-	c.fn(s, r, args)
-	s.afterWrite(c, args)
+	if s.needsDeadline(c, args) {
+		s.runKeepingDeadline(r, c, args)
+	} else {
+		c.fn(s, r, args)
+		s.afterWrite(c, args)
+	}
 	s.record(c, r.cl.id, time.Since(t0), len(r.out) > mark && r.out[mark] == '-')
 	if s.mon.n.Load() > 0 {
 		s.mon.feed(r.cl, c, args)
