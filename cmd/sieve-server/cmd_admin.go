@@ -340,7 +340,14 @@ func portOf(addr string) string {
 type configParam struct {
 	get func(s *Server) string
 	set func(s *Server, v string) error // nil: read-only
+	// hidden: CONFIG GET shows it only when asked for by name (Redis's
+	// HIDDEN_CONFIG)
+	hidden bool
 }
+
+// constParam is a read-only parameter whose value says what sieve-server
+// does (no memory limit, no eviction, no replication, no daemon).
+func constParam(v string) configParam { return configParam{get: func(*Server) string { return v }} }
 
 var configParams = map[string]configParam{
 	"proto-max-bulk-len": {
@@ -419,6 +426,13 @@ var configParams = map[string]configParam{
 	"client-output-buffer-limit": {get: func(s *Server) string {
 		return fmt.Sprintf("normal %d %d 0", s.cfg.OutputLimit, s.cfg.OutputLimit)
 	}},
+	"daemonize":         constParam("no"),
+	"maxmemory":         constParam("0"), // no limit is enforced (the engine's caches have their own sizes)
+	"maxmemory-clients": constParam("0"),
+	"maxmemory-policy":  constParam("noeviction"),
+	"replicaof":         constParam(""),
+	"slaveof":           constParam(""),
+	"key-load-delay":    {get: func(*Server) string { return "0" }, hidden: true},
 }
 
 func parseMem(v string) (int64, error) {
@@ -449,6 +463,9 @@ func cmdConfig(s *Server, r *reply, args [][]byte) {
 		seen := map[string]bool{}
 		for _, pat := range args[2:] {
 			for _, n := range names {
+				if configParams[n].hidden && n != strings.ToLower(string(pat)) {
+					continue
+				}
 				if !seen[n] && globMatch([]byte(strings.ToLower(string(pat))), []byte(n), true) {
 					seen[n] = true
 					out = append(out, n, configParams[n].get(s))
@@ -460,16 +477,14 @@ func cmdConfig(s *Server, r *reply, args [][]byte) {
 			r.bulkString(o)
 		}
 	case sub == "set" && len(args) >= 4 && len(args)%2 == 0:
+		if !configSetCheck(s, r, args[2:]) {
+			return
+		}
 		for i := 2; i < len(args); i += 2 {
 			name := lower(args[i])
-			p, ok := configParams[name]
-			if !ok {
-				r.err("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(args[i], 64) + "'")
-				return
-			}
+			p := configParams[name]
 			if p.set == nil {
-				r.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
-				return
+				continue // its own value (configSetCheck)
 			}
 			if err := p.set(s, string(args[i+1])); err != nil {
 				r.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - " + err.Error())
@@ -485,6 +500,34 @@ func cmdConfig(s *Server, r *reply, args [][]byte) {
 	default:
 		r.err("ERR unknown subcommand or wrong number of arguments for '" + clip(args[1], 64) + "'. Try CONFIG HELP.")
 	}
+}
+
+// configSetCheck checks CONFIG SET's name-value pairs before any is
+// applied, as Redis does: unknown names, a name given twice, and a
+// read-only parameter given another value than its own (its own is
+// accepted: nothing changes).
+func configSetCheck(s *Server, r *reply, pairs [][]byte) bool {
+	seen := map[string]bool{}
+	for i := 0; i < len(pairs); i += 2 {
+		name := lower(pairs[i])
+		switch _, ok := configParams[name]; {
+		case !ok:
+			r.err("ERR Unknown option or number of arguments for CONFIG SET - '" + clip(pairs[i], 64) + "'")
+			return false
+		case seen[name]:
+			r.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - duplicate parameter")
+			return false
+		}
+		seen[name] = true
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		name := lower(pairs[i])
+		if p := configParams[name]; p.set == nil && string(pairs[i+1]) != p.get(s) {
+			r.err("ERR CONFIG SET failed (possibly related to argument '" + name + "') - can't set immutable config")
+			return false
+		}
+	}
+	return true
 }
 
 func cmdFunction(s *Server, r *reply, args [][]byte) {

@@ -241,3 +241,28 @@ func TestSubcommandErrors(t *testing.T) {
 		mustDo(t, c, tc.want, tc.args...)
 	}
 }
+
+// TestConfigSetChecks: CONFIG SET checks every pair before applying any
+// (a duplicate name, an unknown one, a read-only parameter given another
+// value), accepts a read-only parameter's own value, and CONFIG GET shows
+// a hidden parameter only when asked for by name.
+func TestConfigSetChecks(t *testing.T) {
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"config", "set", "maxmemory", "1", "maxmemory", "2"}, "ERR:ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter"},
+		{[]any{"config", "set", "timeout", "7", "maxmemory", "100mb"}, "ERR:ERR CONFIG SET failed (possibly related to argument 'maxmemory') - can't set immutable config"},
+		{[]any{"config", "get", "timeout"}, "[timeout 0]"}, // nothing applied
+		{[]any{"config", "set", "daemonize", "no", "appendonly", "yes", "timeout", "7"}, "OK"},
+		{[]any{"config", "get", "timeout"}, "[timeout 7]"},
+		{[]any{"config", "get", "key-load-delay"}, "[key-load-delay 0]"},
+		{[]any{"config", "get", "key-*"}, "[]"},
+	} {
+		if got := do(c, tc.args...); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.args, got, tc.want)
+		}
+	}
+}
