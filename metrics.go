@@ -399,18 +399,8 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	out.PointLookups.DataBlocksRead, out.PointLookups.BlockCacheHits = blocks.BlocksRead, blocks.CacheHits
 	out.PointLookups.FileReads, out.PointLookups.BytesRead = blocks.FileReads, blocks.BytesRead
 	out.PointLookups.MultiGets, out.PointLookups.MultiGetKeys = m.multiGets.Load(), m.multiGetKeys.Load()
-	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
-	out.WAL.BackgroundSyncs = m.walBackgroundSyncs.Load()
-	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
-	out.Flush.SeekTriggered = m.seekFlushes.Load()
-	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
-	out.Compaction.Split = m.splitCompactions.Load()
-	out.Compaction.SeekTriggered = m.seekCompactions.Load()
+	m.writeTotals(out)
 	out.IteratorRefreshes = m.iterRefreshes.Load()
-	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
-	out.Compaction.MergeErrors = m.mergeErrors.Load()
-	out.Compaction.Expired, out.Compaction.Filtered = m.expired.Load(), m.filtered.Load()
-	out.Compaction.Running = m.compactionsRunning.Load()
 	if out.WAL.Bytes > 0 {
 		out.WriteAmp = float64(out.Flush.Bytes+out.Compaction.BytesWritten) / float64(out.WAL.Bytes)
 	}
@@ -453,6 +443,21 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	f.PinnedIndexBytes, f.PinnedFilterBytes = tm.pinnedIndex, tm.pinnedFilter
 	f.IndexPartitionsPacked = tm.indexPacks
 	return out
+}
+
+// writeTotals fills in the WAL's, flushes' and compactions' counters.
+func (m *dbMetrics) writeTotals(out *Metrics) {
+	out.WAL.Bytes, out.WAL.Records, out.WAL.Syncs = m.walBytes.Load(), m.walRecords.Load(), m.walSyncs.Load()
+	out.WAL.BackgroundSyncs = m.walBackgroundSyncs.Load()
+	out.Flush.Count, out.Flush.Bytes = m.flushes.Load(), m.flushBytes.Load()
+	out.Flush.SeekTriggered = m.seekFlushes.Load()
+	out.Compaction.Count, out.Compaction.Moves = m.compactions.Load(), m.moves.Load()
+	out.Compaction.Split = m.splitCompactions.Load()
+	out.Compaction.SeekTriggered = m.seekCompactions.Load()
+	out.Compaction.BytesRead, out.Compaction.BytesWritten = m.compactBytesRead.Load(), m.compactBytesWritten.Load()
+	out.Compaction.MergeErrors = m.mergeErrors.Load()
+	out.Compaction.Expired, out.Compaction.Filtered = m.expired.Load(), m.filtered.Load()
+	out.Compaction.Running = m.compactionsRunning.Load()
 }
 
 // featureTotals fills in the stalls and the counters of the features

@@ -304,20 +304,7 @@ func (c *respConn) splitArgs(line []byte) error {
 					}
 				case ch == '\\' && i+1 < len(line):
 					i++
-					switch e := line[i]; e {
-					case 'n':
-						c.inl = append(c.inl, '\n')
-					case 'r':
-						c.inl = append(c.inl, '\r')
-					case 't':
-						c.inl = append(c.inl, '\t')
-					case 'b':
-						c.inl = append(c.inl, '\b')
-					case 'a':
-						c.inl = append(c.inl, '\a')
-					default:
-						c.inl = append(c.inl, e)
-					}
+					c.inl = append(c.inl, unescape(line[i]))
 				case ch == '"':
 					if i+1 < len(line) && !isSpace(line[i+1]) {
 						return errUnbalancedQuotes
@@ -361,6 +348,24 @@ func (c *respConn) splitArgs(line []byte) error {
 		}
 		c.argv = append(c.argv, c.inl[start:len(c.inl):len(c.inl)])
 	}
+}
+
+// unescape is the byte a backslash escape inside "..." stands for: \n
+// \r \t \b \a, or the escaped byte itself.
+func unescape(e byte) byte {
+	switch e {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
+	}
+	return e
 }
 
 // The reply methods the commands use.
