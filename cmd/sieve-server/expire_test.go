@@ -67,6 +67,18 @@ func TestExpirySketches(t *testing.T) {
 	if v := do("pfcount", "uv"); v != int64(0) {
 		t.Fatalf("PFCOUNT of an expired HLL: %v", v)
 	}
+	if v := do("dbsize"); v != int64(0) {
+		t.Fatalf("DBSIZE counts expired keys: %v", v)
+	}
+	if v := do("keys", "*"); fmt.Sprint(v) != "[]" {
+		t.Fatalf("KEYS lists expired keys: %v", v)
+	}
+	if v := do("scan", 0); fmt.Sprint(v) != "[0 []]" {
+		t.Fatalf("SCAN lists expired keys: %v", v)
+	}
+	if v := do("type", "bf"); v != "none" {
+		t.Fatalf("TYPE of an expired filter: %v", v)
+	}
 	do("bf.reserve", "bf", 0.01, 10000)
 	pos := 0
 	for i := range 500 {
