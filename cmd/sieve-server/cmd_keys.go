@@ -259,7 +259,7 @@ func cmdIncrByFloat(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	out := formatLongDouble(sum)
-	if err := s.ks.setString(args[1], []byte(out)); err != nil {
+	if err := s.ks.setStringKeepTTL(args[1], []byte(out)); err != nil { // Redis keeps the TTL
 		r.storeErr(err)
 		return
 	}

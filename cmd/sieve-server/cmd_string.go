@@ -227,16 +227,24 @@ func cmdMSet(s *Server, r *reply, args [][]byte) {
 	}
 	defer s.ks.lockKeys(keys)()
 	b := s.ks.newBatch()
+	var timed [][]byte // keys whose deadline MSET drops, as Redis's SET does
 	for i := 1; i < len(args); i += 2 {
 		_ = b.PutCF(s.ks.cf, args[i], encodeString(args[i+1]))
 		s.ks.dropMeta(b, args[i])
 		if paged, _ := s.ks.isPagedString(args[i]); paged {
 			s.ks.dropPaged(b, args[i])
 		}
+		if s.ks.deadline(args[i]) != 0 {
+			s.ks.putDeadline(b, args[i], 0)
+			timed = append(timed, args[i])
+		}
 	}
 	if err := s.ks.apply(b, keys); err != nil {
 		r.storeErr(err)
 		return
+	}
+	for _, k := range timed {
+		s.ks.noteDeadline(k, 0)
 	}
 	s.ks.forgetMeta(keys...)
 	r.ok()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,5 +225,31 @@ func TestExpiryBitmap(t *testing.T) {
 	c.SetBit(ctx, "big", 3, 1)
 	if n := c.BitCount(ctx, "big", nil).Val(); n != 1 {
 		t.Fatalf("a new bitmap at an expired one's key counts %d bits", n)
+	}
+}
+
+// TestExpiryStringWrites: which string writes keep a key's deadline
+// (INCR, INCRBYFLOAT, APPEND, SETRANGE, SET KEEPTTL) and which drop it
+// (SET, MSET, GETSET), as in Redis.
+func TestExpiryStringWrites(t *testing.T) {
+	fakeClock(t)
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	for _, tc := range []struct {
+		write []any
+		keeps bool
+	}{
+		{[]any{"incr", "k"}, true}, {[]any{"incrbyfloat", "k", "1.5"}, true}, {[]any{"append", "k", "0"}, true},
+		{[]any{"setrange", "k", 0, "9"}, true}, {[]any{"set", "k", "1", "keepttl"}, true},
+		{[]any{"set", "k", "1"}, false}, {[]any{"mset", "k", "1", "other", "2"}, false}, {[]any{"getset", "k", "1"}, false},
+	} {
+		do(c, "set", "k", "1", "ex", 100)
+		if got := do(c, tc.write...); strings.HasPrefix(got, "ERR") {
+			t.Fatalf("%v: %s", tc.write, got)
+		}
+		ttl := do(c, "ttl", "k")
+		if (ttl == "100") != tc.keeps || (!tc.keeps && ttl != "-1") {
+			t.Errorf("%v: TTL %s afterwards (keeps: %v)", tc.write, ttl, tc.keeps)
+		}
 	}
 }
