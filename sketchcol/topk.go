@@ -275,8 +275,10 @@ type TopKItem struct {
 	Count int64
 }
 
-// List returns the heap's items by count, descending, ties by the item's
-// bytes (TOPK.LIST WITHCOUNT).
+// List returns the heap's items by count, descending, ties in heap order
+// (TOPK.LIST WITHCOUNT): RedisBloom sorts a copy of its heap with glibc's
+// qsort, a merge sort, so equal counts keep their heap order, and the heap
+// here is laid out as RedisBloom's (find, fix).
 func (t *TopK) List() []TopKItem {
 	var out []TopKItem
 	for _, e := range t.heap {
@@ -284,14 +286,14 @@ func (t *TopK) List() []TopKItem {
 			out = append(out, TopKItem{Item: bytes.Clone(e.item), Count: int64(e.count)})
 		}
 	}
-	slices.SortFunc(out, func(a, b TopKItem) int {
-		if a.Count != b.Count {
-			if a.Count > b.Count {
-				return -1
-			}
+	slices.SortStableFunc(out, func(a, b TopKItem) int {
+		switch {
+		case a.Count > b.Count:
+			return -1
+		case a.Count < b.Count:
 			return 1
 		}
-		return bytes.Compare(a.Item, b.Item)
+		return 0
 	})
 	return out
 }
