@@ -113,6 +113,8 @@ func TestGetScanDefault(t *testing.T) {
 		{[]string{"scan", "-format", "octal", dir}, 2, "-format=octal"},
 		{[]string{"scan", "-cf", "nope", dir}, 1, "no column family nope (it has counters, cuckoo, default)"},
 		{[]string{"scan", t.TempDir()}, 1, "no sieve database here"},
+		{[]string{"scan", "-h"}, 0, "-prefix"},
+		{[]string{"get", "-h"}, 0, "usage: sieve get [flags] DIR KEY"},
 	} {
 		r := sieveRunUnchanged(t, dir, c.args...)
 		if r.code != c.code || !strings.Contains(r.stdout+r.stderr, c.want) {
