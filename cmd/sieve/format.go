@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/base64"
 	"encoding/hex"
 	"flag"
 	"fmt"
@@ -11,14 +12,26 @@ import (
 )
 
 // byteFmt prints keys and values safely: never a raw control byte or an
-// invalid UTF-8 sequence on the terminal.
+// invalid UTF-8 sequence on the terminal. It is the one rendering of keys
+// (and raw values) of every command, chosen with -keys:
+//
+//	text    as is when printable ASCII without spaces, '"', '\\', '#' or
+//	        '=', else quoted with Go escapes ("\x00\xff\n"); the default
+//	quote   always quoted with Go escapes
+//	hex     0x and hex digits
+//	base64  standard base64 (RFC 4648, with padding)
+//
+// ("auto", the name of the default before it was one rule, is text.)
 type byteFmt struct {
-	mode string // auto, quote, hex
+	mode string // text, quote, hex, base64
 	max  int    // values longer than this are cut (0: no limit)
 }
 
+// keyModes are the values -keys takes.
+const keyModes = "text, quote, hex or base64"
+
 func (b *byteFmt) keyFlags(fs *flag.FlagSet) {
-	fs.StringVar(&b.mode, "keys", "auto", "how to print keys and values: `auto` (plain if printable ASCII, else quoted, or hex if mostly binary), quote, hex")
+	fs.StringVar(&b.mode, "keys", "text", "how to print keys and values: `text` (as is if printable ASCII, else quoted with Go escapes), quote, hex, base64")
 }
 
 // dumpFlags adds -keys, -n (at most N entries printed, into n, with the
@@ -44,11 +57,21 @@ func (b *byteFmt) parse(fs *flag.FlagSet, args []string) (string, error) {
 }
 
 func (b *byteFmt) check() error {
-	switch b.mode {
-	case "auto", "quote", "hex":
-		return nil
+	if b.mode == "auto" {
+		b.mode = "text"
 	}
-	return usagef("-keys=%s: want auto, quote or hex", b.mode)
+	if !validMode(b.mode) {
+		return usagef("-keys=%s: want %s", b.mode, keyModes)
+	}
+	return nil
+}
+
+func validMode(m string) bool {
+	switch m {
+	case "text", "quote", "hex", "base64":
+		return true
+	}
+	return false
 }
 
 // plain reports whether s can be printed as it is without ambiguity in
@@ -65,16 +88,6 @@ func plain(s []byte) bool {
 	return true
 }
 
-func mostlyPrintable(s []byte) bool {
-	n := 0
-	for _, c := range s {
-		if c >= ' ' && c < 0x7f {
-			n++
-		}
-	}
-	return 4*n >= 3*len(s)
-}
-
 // bytes formats s, cut at max bytes when max > 0.
 func (b *byteFmt) bytes(s []byte, max int) string {
 	suffix := ""
@@ -82,17 +95,76 @@ func (b *byteFmt) bytes(s []byte, max int) string {
 		suffix = fmt.Sprintf("...(%d bytes)", len(s))
 		s = s[:max]
 	}
+	return render(b.mode, s) + suffix
+}
+
+// render is s in mode (byteFmt's modes).
+func render(mode string, s []byte) string {
 	switch {
-	case b.mode == "hex":
-		return "0x" + hex.EncodeToString(s) + suffix
-	case b.mode == "quote":
-		return strconv.QuoteToASCII(string(s)) + suffix
-	case plain(s):
-		return string(s) + suffix
-	case mostlyPrintable(s):
-		return strconv.QuoteToASCII(string(s)) + suffix
+	case mode == "hex":
+		return "0x" + hex.EncodeToString(s)
+	case mode == "base64":
+		return base64.StdEncoding.EncodeToString(s)
+	case mode == "text" && plain(s):
+		return string(s)
 	}
-	return "0x" + hex.EncodeToString(s) + suffix
+	return quote(s)
+}
+
+// quote is s as a Go string literal escaped byte by byte: printable ASCII
+// as is, \n, \r, \t, \" and \\, and every other byte as \xNN (never
+// a \u escape: a binary key whose bytes happen to form a UTF-8 sequence
+// prints like any other). strconv.Unquote reads it back.
+func quote(s []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, len(s)+2)
+	out = append(out, '"')
+	for _, c := range s {
+		switch {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c == '\n':
+			out = append(out, '\\', 'n')
+		case c == '\r':
+			out = append(out, '\\', 'r')
+		case c == '\t':
+			out = append(out, '\\', 't')
+		case c >= ' ' && c < 0x7f:
+			out = append(out, c)
+		default:
+			out = append(out, '\\', 'x', digits[c>>4], digits[c&15])
+		}
+	}
+	return string(append(out, '"'))
+}
+
+// parseArg reads a key given on the command line in mode, the inverse of
+// render: hex with or without 0x, base64, or for text and quote the bytes
+// as typed, or a Go-quoted string when it starts with a double quote
+// (what render prints for a key that is not plain).
+func parseArg(mode, s string) ([]byte, error) {
+	switch mode {
+	case "hex":
+		b, err := hex.DecodeString(strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X"))
+		if err != nil {
+			return nil, fmt.Errorf("not hex: %v", err)
+		}
+		return b, nil
+	case "base64":
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return nil, fmt.Errorf("not base64: %v", err)
+		}
+		return b, nil
+	}
+	if strings.HasPrefix(s, `"`) {
+		u, err := strconv.Unquote(s)
+		if err != nil {
+			return nil, fmt.Errorf("not a Go-quoted string: %v", err)
+		}
+		return []byte(u), nil
+	}
+	return []byte(s), nil
 }
 
 // key formats a user key (never cut).

@@ -9,6 +9,8 @@
 //	sieve lsm   [flags] DIR            levels, tables, sizes, key ranges, filter bytes, measured FPR
 //	                                   (-format=text|svg|html)
 //	sieve check DIR                    open read-only and verify every table, WAL and invariant
+//	sieve get   [flags] DIR KEY        a key's value (decoded in the sketch families) and deadline
+//	sieve scan  [flags] DIR            keys and values in order (-start, -end, -prefix, -limit, -cf)
 //
 // The tool never changes a file: every file is opened read-only through a
 // file system that refuses writes, creations, renames and removals, and a
@@ -17,9 +19,11 @@
 // bad usage exits with 2. cmd/sieve/README.md in the repository shows each
 // command's output.
 //
-// Keys and values are printed safely: as they are when they are printable
-// ASCII, otherwise quoted with Go escapes or, when mostly binary, as hex
-// (-keys=auto|quote|hex).
+// Keys and values are printed safely, by one rule in every command: as
+// they are when they are printable ASCII, otherwise quoted with Go escapes
+// (-keys=text, the default), or always quoted, in hex or in base64
+// (-keys=quote|hex|base64). get and scan read their key arguments in the
+// same form.
 package main
 
 import (
@@ -48,13 +52,15 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Sprintf(f
 var errFound = errors.New("problems found")
 
 const usageText = `usage:
-  sieve sstable dump  [-n N] [-v N] [-keys auto|quote|hex] [-blocks] FILE
+  sieve sstable dump  [-n N] [-v N] [-keys text|quote|hex|base64] [-blocks] FILE
   sieve sstable check FILE
   sieve sstable props FILE
-  sieve wal dump      [-n N] [-v N] [-keys auto|quote|hex] FILE
-  sieve manifest dump [-n N] [-edits=false] [-keys auto|quote|hex] FILE|DIR
+  sieve wal dump      [-n N] [-v N] [-keys text|quote|hex|base64] FILE
+  sieve manifest dump [-n N] [-edits=false] [-keys text|quote|hex|base64] FILE|DIR
   sieve lsm   [-format text|svg|html] [-probes N] [-tables] [-keys ...] DIR
-  sieve check [-v] [-keys auto|quote|hex] DIR
+  sieve check [-v] [-keys text|quote|hex|base64] DIR
+  sieve get   [-cf NAME] [-format F] [-keys F] [-v N] DIR KEY
+  sieve scan  [-cf NAME] [-format F] [-keys F] [-v N] [-start K] [-end K] [-prefix P] [-limit N] DIR
 
 Exit status: 0 ok, 1 an error or damage found, 2 bad usage.
 Run "sieve <command> -h" for a command's flags.
@@ -131,6 +137,10 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return lsmCmd(rest, stdout, stderr)
 	case "check":
 		return checkCmd(rest, stdout, stderr)
+	case "get":
+		return getCmd(rest, stdout, stderr)
+	case "scan":
+		return scanCmd(rest, stdout, stderr)
 	}
 	return usagef("unknown command %q", cmd)
 }

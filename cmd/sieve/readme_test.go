@@ -29,6 +29,7 @@ type sample struct {
 func TestREADME(t *testing.T) {
 	parent := t.TempDir()
 	buildDB(t, filepath.Join(parent, "db"))
+	buildSketchDB(t, filepath.Join(parent, "sketchdb"))
 	t.Chdir(parent)
 	tables := tableFiles(t, "db") // an L6 and an L0 table of the default family
 	damageCopy(t, tables[0])
@@ -80,13 +81,25 @@ func readmeSamples(l6, l0, log, damaged string) []sample {
 		{"Everything, verified: the manifest and the level invariants, every block of every table (checksums, key order, properties and filter against the data, key ranges against the manifest), the WALs recovery would replay, then a read-only open that checks the invariants again and reads every live key:",
 			[]string{"check", "db"}, 0},
 		{"A table's properties and its filter's parameters:", []string{"sstable", "props", l0}, 0},
-		{"A table's blocks in file order, each checksum verified, and its entries (`-n` caps them, `-blocks` omits them, `-v` caps values). Keys that are not printable ASCII are printed in hex, or quoted when mostly text (`-keys=hex|quote` forces one):",
+		{"A table's blocks in file order, each checksum verified, and its entries (`-n` caps them, `-blocks` omits them, `-v` caps values). Keys that are not printable ASCII are quoted byte by byte (`-keys=hex|base64|quote` chooses another form):",
 			[]string{"sstable", "dump", "-n", "6", l6}, 0},
 		{"A table checked block by block:", []string{"sstable", "check", l6}, 0},
 		{"A WAL's records, batches and entries, and how it ends (clean, not closed, or a torn tail):", []string{"wal", "dump", "-n", "3", log}, 0},
 		{"The manifest's edits (`-n` prints the first N; `-edits=false` none) and the version they produce:", []string{"manifest", "dump", "-n", "3", "db"}, 0},
 		{"With one bit flipped in a table, the file command and `sieve check` say where, and exit with status 1:", []string{"sstable", "check", damaged}, 1},
 		{"", []string{"check", "damaged"}, 1},
+		{"Keys and values in order, from a view of the database's files taken at one moment (`-start`, `-end`, `-prefix`, `-limit`; `-cf` names the column family). Keys that are not printable ASCII are quoted byte by byte, in every command:",
+			[]string{"scan", "-limit", "3", "db"}, 0},
+		{"", []string{"scan", "-prefix", "wal004", "db"}, 0},
+		{"The same in hex or base64 (`-format` for keys and values, `-keys` for keys alone; key arguments are read in the same form):",
+			[]string{"scan", "-format", "hex", "-prefix", "0x00ff01", "db"}, 0},
+		{"", []string{"get", "-keys", "base64", "db", "AP8BAAob"}, 0},
+		{"A family whose merger the tool does not have shows a key's value and its operands unmerged:",
+			[]string{"scan", "-cf", "counters", "-start", "page/000", "-limit", "3", "db"}, 0},
+		{"The sketch family's values decoded (HyperLogLog cardinality; Bloom, cuckoo, Count-Min and Top-K summaries as their INFO commands give them; a bitmap's set bits), and deadlines of keys written with one (`-format text` prints the bytes instead):",
+			[]string{"scan", "-cf", "sketch", "sketchdb"}, 0},
+		{"", []string{"scan", "-cf", "sketch-pages", "sketchdb"}, 0},
+		{"", []string{"get", "sketchdb", "session"}, 0},
 	}
 }
 
@@ -97,6 +110,9 @@ func runSamples(t *testing.T, samples []sample) string {
 	var out strings.Builder
 	for _, s := range samples {
 		target := s.args[len(s.args)-1]
+		if s.args[0] == "get" { // get DIR KEY
+			target = s.args[len(s.args)-2]
+		}
 		if st, err := os.Stat(target); err == nil && !st.IsDir() {
 			target = filepath.Dir(target)
 		}

@@ -265,10 +265,10 @@ func TestSafeOutput(t *testing.T) {
 				t.Fatalf("output byte %#x at %d:\n%s", c, i, out[max(0, i-200):min(len(out), i+200)])
 			}
 		}
-		sawBinary = sawBinary || strings.Contains(out, "0x00ff00000a1b")
+		sawBinary = sawBinary || strings.Contains(out, `"\x00\xff\x00\x00\n\x1b"`)
 	}
 	if !sawBinary {
-		t.Error("the binary keys buildDB writes are not printed as hex")
+		t.Error("the binary keys buildDB writes are not printed quoted")
 	}
 	r := sieveRun(t, "wal", "dump", "-keys", "hex", logs[0])
 	if !strings.Contains(r.stdout, "SET 0x77616c30303030 = 0x756e666c7573686564") {
@@ -284,24 +284,27 @@ func TestByteFmt(t *testing.T) {
 	for _, c := range []struct {
 		mode, in, want string
 	}{
-		{"auto", "abc", "abc"},
-		{"auto", "", `""`},
-		{"auto", "a b", `"a b"`},
-		{"auto", "k#1", `"k#1"`},
-		{"auto", "caf\xc3\xa9-au-lait", `"caf\u00e9-au-lait"`},
-		{"auto", "caf\xc3\xa9", "0x636166c3a9"},
-		{"auto", "\x00\x01\x02x", "0x00010278"},
-		{"auto", "line\n", `"line\n"`},
-		{"auto", "\x1b[31mred", `"\x1b[31mred"`},
+		{"text", "abc", "abc"},
+		{"text", "", `""`},
+		{"text", "a b", `"a b"`},
+		{"text", "k#1", `"k#1"`},
+		{"text", "caf\xc3\xa9-au-lait", `"caf\xc3\xa9-au-lait"`},
+		{"text", "caf\xc3\xa9", `"caf\xc3\xa9"`},
+		{"text", "\x00\x01\x02x", `"\x00\x01\x02x"`},
+		{"text", "\xde\xad\xbe\xef", `"\xde\xad\xbe\xef"`}, // not "\u07ad\xbe\xef"
+		{"text", "line\n", `"line\n"`},
+		{"text", "\x1b[31mred", `"\x1b[31mred"`},
+		{"text", `q"\`, `"q\"\\"`},
 		{"hex", "abc", "0x616263"},
 		{"quote", "abc", `"abc"`},
+		{"base64", "\x00\xff", "AP8="},
 	} {
 		b := byteFmt{mode: c.mode}
 		if got := b.key([]byte(c.in)); got != c.want {
 			t.Errorf("%s %q: got %s, want %s", c.mode, c.in, got, c.want)
 		}
 	}
-	b := byteFmt{mode: "auto", max: 3}
+	b := byteFmt{mode: "text", max: 3}
 	if got := b.value([]byte("abcdef")); got != "abc...(6 bytes)" {
 		t.Errorf("cut value: %s", got)
 	}
