@@ -6,6 +6,7 @@ import (
 	"log"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/filter"
@@ -416,4 +417,27 @@ func ExampleColumnFamilyOptions_filterPolicy() {
 	// Output:
 	// sessions: 500 filter checks, 0 data blocks read
 	// scan-only: 0 filter checks, 500 data blocks read
+}
+
+// A key written with a deadline reads as absent from the deadline on, and
+// compaction removes it. Options.Now is the clock; a test moves its own.
+func ExampleDB_PutWithExpiry() {
+	now := time.Date(2026, 12, 6, 0, 0, 0, 0, time.UTC)
+	db, err := sieve.Open("/db", &sieve.Options{FS: vfs.NewMem(), Now: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutWithExpiry([]byte("uv:2026-12-06"), []byte("12KB of HLL"), now.Add(7*24*time.Hour), nil); err != nil {
+		log.Fatal(err)
+	}
+	_, expiry, err := db.GetWithExpiry([]byte("uv:2026-12-06"))
+	fmt.Println("expires:", expiry.UTC().Format(time.DateOnly), err)
+
+	now = now.Add(7 * 24 * time.Hour) // a week later
+	_, err = db.Get([]byte("uv:2026-12-06"))
+	fmt.Println("a week later:", err)
+	// Output:
+	// expires: 2026-12-13 <nil>
+	// a week later: sieve: not found
 }
