@@ -65,6 +65,9 @@ type ingestInput struct {
 	id                []byte
 	smallest, largest []byte // user keys
 	outs              *tableOutput
+	// exLo, exHi: the part [exLo, exHi) of an IngestAndExcise's range
+	// this input's tables delete (nil: a plain Ingest; ingest_excise.go)
+	exLo, exHi []byte
 }
 
 // ingestCounters are Metrics.Ingest's counters.
@@ -91,7 +94,10 @@ func (c *ingestCounters) load() IngestMetrics {
 	return IngestMetrics{Count: c.count.Load(), Copied: c.copied.Load(), Tables: c.tables.Load(), Keys: c.keys.Load(), Bytes: c.bytes.Load()}
 }
 
-func (db *DB) ingest(cf uint32, paths []string) error {
+func (db *DB) ingest(cf uint32, paths []string) error { return db.ingestExcise(cf, paths, nil) }
+
+// ingestExcise is Ingest, or IngestAndExcise when ex is not nil.
+func (db *DB) ingestExcise(cf uint32, paths []string, ex *exciseSpan) error {
 	if err := db.checkOpen(); err != nil {
 		return err
 	}
@@ -123,7 +129,11 @@ func (db *DB) ingest(cf uint32, paths []string) error {
 	if db.cfs.get(cf) == nil {
 		return fmt.Errorf("%w: id %d", ErrColumnFamilyDropped, cf)
 	}
-	if done, err := db.ingestByCopy(cf, ins); done {
+	if ex != nil {
+		if err := ex.assign(ins); err != nil {
+			return err
+		}
+	} else if done, err := db.ingestByCopy(cf, ins); done {
 		return err
 	}
 	if err := db.flushForIngest(); err != nil {
@@ -266,6 +276,7 @@ func (db *DB) flushForIngest() error {
 func (db *DB) rewriteInputs(cf uint32, ins []*ingestInput, seq uint64) error {
 	for _, in := range ins {
 		in.outs = &tableOutput{db: db, cf: cf, level: db.ingestLevelNow(cf, in)}
+		in.exciseInto(in.outs, seq)
 		if err := db.rewriteInput(in, seq); err != nil {
 			abandonIngest(ins)
 			if errors.Is(err, ErrCorruption) {
@@ -301,7 +312,7 @@ func (db *DB) rewriteInput(in *ingestInput, seq uint64) error {
 			}
 		}
 		k := it.Key()
-		if err = out.w.Add(base.MakeInternalKey(k.UserKey, seq, base.KindSet), it.Value()); err != nil {
+		if err = out.add(base.MakeInternalKey(k.UserKey, seq, base.KindSet), it.Value()); err != nil {
 			break
 		}
 		n++
@@ -334,7 +345,8 @@ func (db *DB) ingestLevelNow(cf uint32, in *ingestInput) int {
 	}
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	return db.ingestLevelLocked(cf, lv, in.smallest, in.largest)
+	lo, hi := in.bounds()
+	return db.ingestLevelLocked(cf, lv, lo, hi)
 }
 
 // ingestLevelLocked returns the lowest level into which a table of user
@@ -428,7 +440,8 @@ func (db *DB) ingestEdit(cf uint32, ins []*ingestInput, seq uint64) (*manifest.V
 		return nil, st, errIngestOverlap
 	}
 	for _, in := range ins {
-		level := db.ingestLevelLocked(cf, lv, in.smallest, in.largest)
+		lo, hi := in.bounds()
+		level := db.ingestLevelLocked(cf, lv, lo, hi)
 		for _, m := range in.outs.metas {
 			edit.NewFiles = append(edit.NewFiles, manifest.NewFile{CF: cf, Level: level, Meta: m})
 			st.bytes += int64(m.Size)
