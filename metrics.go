@@ -193,6 +193,14 @@ type LevelMetrics struct {
 	// keys those tables' filters hold).
 	FilterBytes      int64
 	FilterBitsPerKey float64
+	// FilterExpectedFPR is the false-positive rate the level's open
+	// tables' filters are expected to show from their geometry, averaged
+	// over their keys (0 when unknown: no table, or partitioned filters);
+	// compare with Filter.FalsePositiveRate(). FilterPolicy is the filter
+	// policy's name (filter.Policy.Name) of the tables holding most of the
+	// level's keys ("" without filters).
+	FilterExpectedFPR float64
+	FilterPolicy      string
 }
 
 // FilterMetrics count table-filter probes made by point lookups.
@@ -424,10 +432,13 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 			lm.BytesRead = m.levelBytesRead[level].Load()
 			lm.BytesWritten = m.levelBytesWritten[level].Load()
 			lm.Score = targets[level]
-			var keys int64
-			lm.FilterBytes, keys = db.tables.filterStats(lv[level])
-			if keys > 0 {
-				lm.FilterBitsPerKey = float64(8*lm.FilterBytes) / float64(keys)
+			fs := db.tables.filterStats(lv[level])
+			lm.FilterBytes, lm.FilterPolicy = fs.bytes, fs.policy
+			if fs.keys > 0 {
+				lm.FilterBitsPerKey = float64(8*lm.FilterBytes) / float64(fs.keys)
+			}
+			if fs.expectedKeys > 0 {
+				lm.FilterExpectedFPR = fs.expectedSum / float64(fs.expectedKeys)
 			}
 			if level == 0 {
 				out.ReadAmp += lm.NumFiles
