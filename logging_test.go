@@ -29,8 +29,8 @@ type loggedRecord struct {
 }
 
 func (h *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler      { return h }
-func (h *logRecorder) WithGroup(string) slog.Handler           { return h }
+func (h *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *logRecorder) WithGroup(string) slog.Handler            { return h }
 
 func (h *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	rec := loggedRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
