@@ -122,8 +122,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	for i := range 500 {
-		_ = c.Get(ctx, fmt.Sprintf("key:%d", 2*i)).Err()      // hits, then misses past 4000
-		_ = c.Get(ctx, fmt.Sprintf("absent:%d", i)).Err()     // misses: filter negatives
+		_ = c.Get(ctx, fmt.Sprintf("key:%d", 2*i)).Err()     // hits, then misses past 4000
+		_ = c.Get(ctx, fmt.Sprintf("absent:%d", i)).Err()    // misses: filter negatives
 		_ = c.PFAdd(ctx, "visitors", fmt.Sprint(i%50)).Err() // the sketch family
 	}
 	if err := c.Set(ctx, "shortlived", "x", 20*time.Millisecond).Err(); err != nil {
