@@ -66,7 +66,9 @@ func quantileBy(h []scrapeAt, i int, q float64, legend string) map[string]float6
 // panelQueries compute each panel's targets, as the dashboard's PromQL.
 var panelQueries = map[string]queryFn{
 	"Ops/s per command": func(h []scrapeAt) []series {
-		return lines(h, func(i int) map[string]float64 { return rateBy(h, i, "sieve_server_commands_total", "command", "{{command}}") })
+		return lines(h, func(i int) map[string]float64 {
+			return rateBy(h, i, "sieve_server_commands_total", "command", "{{command}}")
+		})
 	},
 	"Command latency p99": func(h []scrapeAt) []series {
 		return lines(h, func(i int) map[string]float64 {

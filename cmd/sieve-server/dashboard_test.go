@@ -95,7 +95,7 @@ type scrapeAt struct {
 
 // dashPanel is what the renderer reads of a dashboard panel.
 type dashPanel struct {
-	Title   string `json:"title"`
+	Title   string                   `json:"title"`
 	GridPos struct{ H, W, X, Y int } `json:"gridPos"`
 	Field   struct {
 		Defaults struct{ Unit string } `json:"defaults"`
