@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench
+.PHONY: bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
 
 test:
 	$(GO) test ./...
@@ -146,3 +146,14 @@ REDISBLOOM_SO ?= /tmp/redisbloom/redisbloom.so
 redisbloom-diff:
 	@test -f $(REDISBLOOM_SO) || (echo "no RedisBloom module at REDISBLOOM_SO=$(REDISBLOOM_SO)"; exit 1)
 	cd cmd/sieve-server && REDISBLOOM_SO=$(REDISBLOOM_SO) $(GO) test -run '^TestRedisBloomDifferential$$' -count=1 -v .
+
+# The picture of sieve-server's Grafana dashboard in cmd/sieve-server/README.md:
+# the panels of cmd/sieve-server/grafana/sieve-dashboard.json drawn from a real
+# run's /metrics scrapes (TestDashboardPicture; not Grafana), then a screenshot
+# by headless Chromium (apt-get install chromium).
+DASHBOARD_DURATION ?= 90s
+dashboard-picture:
+	cd cmd/sieve-server && SIEVE_DASHBOARD_HTML=/tmp/sieve-dashboard.html SIEVE_DASHBOARD_DURATION=$(DASHBOARD_DURATION) \
+	  $(GO) test -run '^TestDashboardPicture$$' -count=1 -timeout 10m .
+	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1540,1420 \
+	  --screenshot=cmd/sieve-server/dashboard.png file:///tmp/sieve-dashboard.html

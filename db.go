@@ -421,6 +421,13 @@ func (db *DB) setBackgroundErrorLocked(err error) {
 	db.mu.cond.Broadcast()
 }
 
+// BackgroundError returns the error that made the database read-only (a
+// failed WAL write or sync, flush, compaction or MANIFEST write; it is
+// also logged at error level through Options.Logger), or nil while the
+// database accepts writes. Monitoring reads it (sieveprom exports it as
+// sieve_background_error).
+func (db *DB) BackgroundError() error { return db.checkWritable() }
+
 // setBackgroundError is setBackgroundErrorLocked for a caller not holding
 // db.mu.
 func (db *DB) setBackgroundError(err error) {

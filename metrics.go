@@ -193,6 +193,14 @@ type LevelMetrics struct {
 	// keys those tables' filters hold).
 	FilterBytes      int64
 	FilterBitsPerKey float64
+	// FilterExpectedFPR is the false-positive rate the level's open
+	// tables' filters are expected to show from their geometry, averaged
+	// over their keys (0 when unknown: no table, or partitioned filters);
+	// compare with Filter.FalsePositiveRate(). FilterPolicy is the filter
+	// policy's name (filter.Policy.Name) of the tables holding most of the
+	// level's keys ("" without filters).
+	FilterExpectedFPR float64
+	FilterPolicy      string
 }
 
 // FilterMetrics count table-filter probes made by point lookups.
@@ -415,26 +423,7 @@ func (db *DB) metricsFor(cf uint32) *Metrics {
 	}
 	out.MemTable.Immutable = int64(len(rs.imm))
 	if lv := rs.version.Levels(cf); lv != nil {
-		targets := db.scoreTargets(lv)
-		for level := range lv {
-			lm := &out.Levels[level]
-			lm.NumFiles = int64(lv.NumFiles(level))
-			lm.Size = int64(lv.Size(level))
-			lm.BytesIn = m.levelBytesIn[level].Load()
-			lm.BytesRead = m.levelBytesRead[level].Load()
-			lm.BytesWritten = m.levelBytesWritten[level].Load()
-			lm.Score = targets[level]
-			var keys int64
-			lm.FilterBytes, keys = db.tables.filterStats(lv[level])
-			if keys > 0 {
-				lm.FilterBitsPerKey = float64(8*lm.FilterBytes) / float64(keys)
-			}
-			if level == 0 {
-				out.ReadAmp += lm.NumFiles
-			} else if lm.NumFiles > 0 {
-				out.ReadAmp++
-			}
-		}
+		db.levelShapes(out, lv)
 	}
 	tm := db.tables.memory()
 	out.IndexResidentBytes, out.Filter.ResidentBytes = tm.residentIndex, tm.residentFilter
@@ -458,6 +447,35 @@ func (m *dbMetrics) writeTotals(out *Metrics) {
 	out.Compaction.MergeErrors = m.mergeErrors.Load()
 	out.Compaction.Expired, out.Compaction.Filtered = m.expired.Load(), m.filtered.Load()
 	out.Compaction.Running = m.compactionsRunning.Load()
+}
+
+// levelShapes fills in the shape of a column family's levels: tables,
+// bytes, scores, filters, and the read amplification.
+func (db *DB) levelShapes(out *Metrics, lv *manifest.Levels) {
+	m := &db.metrics
+	targets := db.scoreTargets(lv)
+	for level := range lv {
+		lm := &out.Levels[level]
+		lm.NumFiles = int64(lv.NumFiles(level))
+		lm.Size = int64(lv.Size(level))
+		lm.BytesIn = m.levelBytesIn[level].Load()
+		lm.BytesRead = m.levelBytesRead[level].Load()
+		lm.BytesWritten = m.levelBytesWritten[level].Load()
+		lm.Score = targets[level]
+		fs := db.tables.filterStats(lv[level])
+		lm.FilterBytes, lm.FilterPolicy = fs.bytes, fs.policy
+		if fs.keys > 0 {
+			lm.FilterBitsPerKey = float64(8*lm.FilterBytes) / float64(fs.keys)
+		}
+		if fs.expectedKeys > 0 {
+			lm.FilterExpectedFPR = fs.expectedSum / float64(fs.expectedKeys)
+		}
+		if level == 0 {
+			out.ReadAmp += lm.NumFiles
+		} else if lm.NumFiles > 0 {
+			out.ReadAmp++
+		}
+	}
 }
 
 // featureTotals fills in the stalls and the counters of the features

@@ -256,7 +256,9 @@ func (c *tableCache) close() {
 
 // filterStats sums the filter bytes and filtered keys of those of files
 // whose tables are open (a table not open holds no filter memory).
-func (c *tableCache) filterStats(files []*manifest.FileMetadata) (bytes, keys int64) {
+func (c *tableCache) filterStats(files []*manifest.FileMetadata) levelFilterStats {
+	var st levelFilterStats
+	policyKeys := map[string]int64{}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range files {
@@ -269,12 +271,35 @@ func (c *tableCache) filterStats(files []*manifest.FileMetadata) (bytes, keys in
 		default:
 			continue
 		}
-		if e.r != nil && e.r.FilterState() == sstable.FilterLoaded {
-			bytes += int64(e.r.FilterSize())
-			keys += int64(e.r.Properties().FilterKeys + e.r.Properties().FilterPrefixes)
+		if e.r == nil || e.r.FilterState() != sstable.FilterLoaded {
+			continue
+		}
+		props := e.r.Properties()
+		keys := int64(props.FilterKeys + props.FilterPrefixes)
+		st.bytes += int64(e.r.FilterSize())
+		st.keys += keys
+		policyKeys[props.FilterPolicy] += keys
+		if fpr, ok := e.r.FilterExpectedFPR(); ok {
+			st.expectedSum += fpr * float64(keys)
+			st.expectedKeys += keys
 		}
 	}
-	return bytes, keys
+	for name, k := range policyKeys {
+		if k > policyKeys[st.policy] || (k == policyKeys[st.policy] && name < st.policy) || st.policy == "" {
+			st.policy = name
+		}
+	}
+	return st
+}
+
+// levelFilterStats describe the filters of a level's open tables:
+// their bytes and keys, the sum over the tables whose expected
+// false-positive rate is known of that rate times their keys (and those
+// keys), and the policy holding the most keys.
+type levelFilterStats struct {
+	bytes, keys, expectedKeys int64
+	expectedSum               float64
+	policy                    string
 }
 
 // tableMemory is the index and filter memory of open tables: resident

@@ -38,9 +38,19 @@ func Inspect(data []byte) (BlockInfo, error) {
 	if _, err := OpenBlock(data); err != nil {
 		return BlockInfo{}, err
 	}
+	return inspect(data), nil
+}
+
+// BlockExpectedFPR is Inspect(data).ExpectedFPR() for a block that
+// OpenBlock has already accepted: it reads the trailer only (the engine
+// keeps it per table for Metrics' expected false-positive rates).
+func BlockExpectedFPR(data []byte) float64 { return inspect(data).ExpectedFPR() }
+
+// inspect decodes the parameters of a block OpenBlock accepted.
+func inspect(data []byte) BlockInfo {
 	info := BlockInfo{SizeBytes: len(data)}
 	if len(data) == 0 {
-		return info, nil
+		return info
 	}
 	info.Format = blockFormat(data)
 	le := binary.LittleEndian
@@ -73,7 +83,7 @@ func Inspect(data []byte) (BlockInfo, error) {
 	case FormatRibbon:
 		inspectRibbon(data, &info)
 	}
-	return info, nil
+	return info
 }
 
 // BitsPerKey returns the filter's size per key, trailer excluded.

@@ -95,6 +95,10 @@ type Reader struct {
 	residentFilter *filterObj
 	filterErr      error
 	filterSize     int // length of the filter block (partitions: their total)
+	// filterExpected is the false-positive rate the filter block's
+	// geometry predicts (filter.BlockExpectedFPR); -1 when unknown (no
+	// filter, or a partitioned one).
+	filterExpected float64
 
 	// A partitioned index or filter (TableFormatV3): the top-level
 	// entries, resident, and the blocks they alias. indexTop is nil when
@@ -157,7 +161,7 @@ var errReaderClosed = errors.New("sstable: reader closed")
 // ReaderOptions.FileNum). The Reader owns f from then on and closes it in
 // Close (NewReader closes nothing on error).
 func NewReader(f ReadableFile, size int64, o ReaderOptions) (*Reader, error) {
-	r := &Reader{f: f, size: size, opts: o, charged: o.CacheIndexAndFilter && o.Cache != nil}
+	r := &Reader{f: f, size: size, opts: o, charged: o.CacheIndexAndFilter && o.Cache != nil, filterExpected: -1}
 	r.tryMap()
 	for _, step := range []func() error{r.readFooter, r.readMetaindex, r.readProperties, r.readIndex, r.readFilter, r.readRangeDels} {
 		if err := step(); err != nil {
@@ -505,6 +509,7 @@ func (r *Reader) readFilter() error {
 	fr, err := decodeFilter(data, r.props.FilterPolicy, r.opts.Policies)
 	if err == nil && fr != nil {
 		_, r.prefixHashes = fr.(filter.HashReader)
+		r.filterExpected = filter.BlockExpectedFPR(data)
 	}
 	switch {
 	case err == nil && fr != nil && r.charged:
@@ -527,6 +532,13 @@ func (r *Reader) Properties() *Properties { return r.props }
 
 // FilterState reports whether the table's filter is in use.
 func (r *Reader) FilterState() FilterState { return r.filterState }
+
+// FilterExpectedFPR returns the false-positive rate the table's filter is
+// expected to show from its geometry, and false when that is unknown (no
+// usable filter, or a partitioned one).
+func (r *Reader) FilterExpectedFPR() (float64, bool) {
+	return r.filterExpected, r.filterState == FilterLoaded && r.filterExpected >= 0
+}
 
 // FilterError returns why a filter of state FilterUnknown could not be
 // decoded, or nil.

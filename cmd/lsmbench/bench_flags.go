@@ -3,11 +3,14 @@ package main
 import (
 	"flag"
 	"io"
+	"log/slog"
+	"os"
 	"slices"
 	"strings"
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/filter"
+	"github.com/sievedb/sieve/internal/logflag"
 	"github.com/sievedb/sieve/sstable"
 )
 
@@ -69,6 +72,12 @@ type config struct {
 	Stats         bool   `json:"-"`
 	Progress      string `json:"-"`
 	CPUProfile    string `json:"-"`
+	// LogFormat and LogLevel choose the engine's log (Options.Logger) on
+	// stderr: flushes and compactions at info, stalls at warn, a
+	// background error at error.
+	LogFormat string       `json:"-"`
+	LogLevel  string       `json:"-"`
+	logger    *slog.Logger // built from them by parseBenchFlags
 }
 
 // newBenchFlags declares the engine benchmark's flags on a fresh FlagSet
@@ -111,6 +120,8 @@ func newBenchFlags(c *config, out io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.Stats, "stats", c.Stats, "print the engine's full Metrics at the end")
 	fs.StringVar(&c.Progress, "progress", c.Progress, "progress bars: `auto` (when stdout and stderr are terminals), on or off")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", c.CPUProfile, "write a CPU profile of the benchmarks to `file` (go tool pprof)")
+	fs.StringVar(&c.LogFormat, "log-format", c.LogFormat, "engine log on stderr: text or json (one record a line)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "least level of the engine log: debug, info (flushes, compactions), warn (stalls), error or off")
 	return fs
 }
 
@@ -120,6 +131,7 @@ func defaultConfig() config {
 		Filter: "bloom", BitsPerKey: 10, FingerprintBits: 12,
 		CacheSize: 8 << 20, MemTableSize: 32 << 20, BlockSize: sstable.DefaultBlockSize,
 		Compression: "snappy", Threads: 1, SeekNexts: 10, SketchKeys: 16, Seed: 1, Progress: "auto",
+		LogFormat: "text", LogLevel: "warn",
 	}
 	_ = c.setBenchmarks(defaultBenchmarks)
 	return c
@@ -133,6 +145,10 @@ func parseBenchFlags(args []string, out io.Writer) (config, error) {
 	}
 	if c.Reads < 0 {
 		c.Reads = min(c.Num, defaultMaxReads)
+	}
+	var err error
+	if c.logger, err = logflag.New(os.Stderr, c.LogFormat, c.LogLevel); err != nil {
+		return c, usagef("%v", err)
 	}
 	return c, c.validate()
 }
@@ -207,6 +223,7 @@ func (c *config) options() *sieve.Options {
 		LBaseMaxBytes:            c.LBaseMaxBytes,
 		DisableSeekCompactions:   c.NoSeekCompactions,
 		DisableMemTableHugePages: c.NoHugePages,
+		Logger:                   c.logger,
 	}
 	if c.CacheSize == 0 {
 		o.BlockCacheSize = -1 // sieve: 0 means "default", negative disables

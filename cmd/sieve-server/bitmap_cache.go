@@ -23,6 +23,13 @@ type bitEntry struct {
 	pages map[uint32][]byte
 }
 
+// size returns the bytes of the pages held.
+func (c *bitCache) size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
 // defaultBitCacheSize bounds the cache: a 100M-bit bitmap (3052 pages)
 // five times over.
 const defaultBitCacheSize = 64 << 20

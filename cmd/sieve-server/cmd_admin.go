@@ -285,7 +285,7 @@ func (s *Server) infoStats() []string {
 		"instantaneous_ops_per_sec:" + strconv.FormatInt(s.opsPerSec(), 10),
 		"keyspace_hits:" + strconv.FormatInt(hits, 10),
 		"keyspace_misses:" + strconv.FormatInt(misses, 10),
-		"expired_keys:0",
+		"expired_keys:" + strconv.FormatInt(s.ks.expired.Load(), 10),
 		"evicted_keys:0",
 		"rejected_connections:" + strconv.FormatInt(s.rejected.Load(), 10),
 		"protocol_errors:" + strconv.FormatInt(s.protoErrs.Load(), 10),

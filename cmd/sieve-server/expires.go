@@ -208,7 +208,11 @@ func (ks *keyspace) expireIfNeeded(key []byte) error {
 	if !ks.expiredNow(key) {
 		return nil
 	}
-	return ks.del(key)
+	err := ks.del(key)
+	if err == nil {
+		ks.expired.Add(1)
+	}
+	return err
 }
 
 // keepDeadline writes key's merged value again with its deadline after a

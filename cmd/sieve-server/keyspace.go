@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sievedb/sieve"
 	"github.com/sievedb/sieve/sketchcol"
@@ -65,6 +66,9 @@ type ksState struct {
 
 	expCF *sieve.ColumnFamily // the deadlines (expires.go)
 	exp   expTable
+	// expired counts the keys deleted because their deadline had come
+	// (INFO's expired_keys, /metrics' sieve_server_expired_keys_total).
+	expired atomic.Int64
 
 	all  sync.RWMutex
 	seed maphash.Seed

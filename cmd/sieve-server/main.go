@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sievedb/sieve"
+	"github.com/sievedb/sieve/internal/logflag"
 )
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -117,16 +118,21 @@ func run(argv []string) int {
 	memLimit := fs.Int("memory-limit-mib", 768, "soft limit of the Go heap, MiB: the collector works harder near it (0: none; GOMEMLIMIT overrides)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at shutdown")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (host:port; default: off)")
+	logFormat := fs.String("log-format", "text", logflag.FormatUsage)
+	logLevel := fs.String("log-level", "info", logflag.LevelUsage)
 	if err := fs.Parse(argv); err != nil {
 		return 2
 	}
-	if err := checkFlags(&cfg, *protected); err != nil {
-		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
-		return 2
-	}
-	if err := readPassword(&cfg, *passFile); err != nil {
-		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
-		return 2
+	for _, check := range []func() error{
+		func() error { return checkFlags(&cfg, *protected) },
+		func() error { return readPassword(&cfg, *passFile) },
+		func() (err error) { cfg.Logger, err = logflag.New(os.Stderr, *logFormat, *logLevel); return err },
+	} {
+		if err := check(); err != nil {
+			fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
+			return 2
+		}
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "sieve-server: unexpected arguments %q\n", fs.Args())
@@ -149,8 +155,9 @@ func run(argv []string) int {
 		}
 		return 1
 	}
-	if err := s.Listen(); err != nil {
-		fmt.Fprintf(os.Stderr, "sieve-server: cannot listen on %s: %v\n", cfg.Addr, err)
+	metricsAt, err := listen(s, cfg, *metricsAddr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sieve-server: %v\n", err)
 		_ = s.Close()
 		return 1
 	}
@@ -165,12 +172,28 @@ func run(argv []string) int {
 	if os.Getenv("GOMEMLIMIT") == "" && *memLimit > 0 {
 		debug.SetMemoryLimit(int64(*memLimit) << 20)
 	}
-	return serveUntilStopped(s, cfg)
+	return serveUntilStopped(s, cfg, metricsAt)
+}
+
+// listen starts listening for clients on cfg.Addr and, with metricsAddr,
+// serves /metrics there; it returns the metrics address ("" without).
+func listen(s *Server, cfg Config, metricsAddr string) (string, error) {
+	if err := s.Listen(); err != nil {
+		return "", fmt.Errorf("cannot listen on %s: %w", cfg.Addr, err)
+	}
+	if metricsAddr == "" {
+		return "", nil
+	}
+	at, err := s.ServeMetrics(metricsAddr)
+	if err != nil {
+		return "", fmt.Errorf("-metrics-addr: cannot listen on %s: %w", metricsAddr, err)
+	}
+	return at, nil
 }
 
 // serveUntilStopped serves until a signal, SHUTDOWN or a serving error,
 // then closes the server; it returns the process's exit code.
-func serveUntilStopped(s *Server, cfg Config) int {
+func serveUntilStopped(s *Server, cfg Config, metricsAt string) int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan error, 1)
@@ -180,6 +203,10 @@ func serveUntilStopped(s *Server, cfg Config) int {
 		mode = "on (every acknowledged write is fsynced)"
 	}
 	fmt.Printf("sieve-server listening on %s (dir %s, sync %s)\n", s.Addr(), cfg.Dir, mode)
+	if metricsAt != "" {
+		fmt.Printf("sieve-server metrics on http://%s/metrics\n", metricsAt)
+	}
+	s.log.Info("listening", "addr", s.Addr(), "dir", cfg.Dir, "sync", cfg.Sync, "metrics", metricsAt)
 	code := 0
 	select {
 	case sig := <-sigs:

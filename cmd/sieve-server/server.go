@@ -5,7 +5,9 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +56,9 @@ type Config struct {
 	ProtectedMode bool
 	// DBOptions override the engine's options (tests).
 	DBOptions *sieve.Options
+	// Logger receives the server's and the engine's events (flushes,
+	// compactions, stalls, a background error); nil: none.
+	Logger *slog.Logger
 }
 
 // DefaultConfig returns Redis's defaults where Redis has one.
@@ -88,6 +93,9 @@ type Server struct {
 type serverState struct {
 	cfg Config
 	db  *sieve.DB
+	log *slog.Logger // cfg.Logger, or one that discards
+	// metricsHTTP is the /metrics server (ServeMetrics), stopped by Close.
+	metricsHTTP atomic.Pointer[http.Server]
 	// sweepStop stops the expired keys' sweeper, which closes sweepDone.
 	sweepStop, sweepDone chan struct{}
 	lim                  protoLimits
@@ -179,6 +187,9 @@ func Open(cfg Config) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return clock() }
 	}
+	if opts.Logger == nil {
+		opts.Logger = cfg.Logger
+	}
 	if opts.MemTableSize == 0 && cfg.MemTableMiB > 0 {
 		opts.MemTableSize = int64(cfg.MemTableMiB) << 20
 	}
@@ -195,7 +206,11 @@ func Open(cfg Config) (*Server, error) {
 		_ = db.Close()
 		return nil, err
 	}
-	s := &Server{serverState: &serverState{cfg: cfg, db: db, started: time.Now(), shutdown: make(chan struct{}),
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{serverState: &serverState{cfg: cfg, db: db, log: logger, started: time.Now(), shutdown: make(chan struct{}),
 		sweepStop: make(chan struct{}), sweepDone: make(chan struct{})}, ks: ks}
 	go func() { defer close(s.sweepDone); ks.runSweeper(s.sweepStop) }()
 	s.lim.maxBulk.Store(cfg.MaxBulkLen)
@@ -318,6 +333,7 @@ func (s *Server) Shutdown() <-chan struct{} { return s.shutdown }
 // syncs the WAL: every acknowledged write is on disk).
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
+		s.closeMetrics()
 		close(s.stats.stop)
 		s.connMu.Lock()
 		s.done = true

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math/bits"
 	"sort"
 	"strconv"
 	"sync"
@@ -17,8 +18,25 @@ import (
 // serverState.cmds, so that cores do not share a line per command).
 type cmdStat struct {
 	calls, usec, failed, rejected atomic.Int64
-	_                             [32]byte
+	// latency counts the calls by duration, for /metrics' histogram
+	// (calls and usec are its count and sum): bucket i holds the calls
+	// that took less than latencyBound(i), the last the slower ones.
+	latency [latencyBuckets]atomic.Int64
+	_       [32]byte
 }
+
+// latencyBuckets is the number of latency buckets: powers of two from
+// 256 ns (bucket 0) to 256·2^22 ns ≈ 1.07 s, and one for the slower calls.
+const latencyBuckets = 24
+
+// latencyBucket returns the bucket of a call that took d.
+func latencyBucket(d time.Duration) int {
+	return min(bits.Len64(uint64(max(d, 0))>>8), latencyBuckets-1)
+}
+
+// latencyBound returns the upper bound of bucket i (< latencyBuckets-1),
+// exclusive.
+func latencyBound(i int) time.Duration { return time.Duration(256) << i }
 
 // statsState samples the commands served every 100 ms (Redis's
 // instantaneous_ops_per_sec is the mean of its last 16 samples).
@@ -77,6 +95,7 @@ func (s *Server) record(c *command, id int64, d time.Duration, failed bool) {
 	st := &s.cstats[c.idx][id%cmdShards]
 	st.calls.Add(1)
 	st.usec.Add(d.Microseconds())
+	st.latency[latencyBucket(d)].Add(1)
 	if failed {
 		st.failed.Add(1)
 	}
@@ -117,8 +136,12 @@ func (s *Server) resetStats() {
 			st.usec.Store(0)
 			st.failed.Store(0)
 			st.rejected.Store(0)
+			for b := range st.latency {
+				st.latency[b].Store(0)
+			}
 		}
 	}
+	s.ks.expired.Store(0)
 }
 
 // infoCommandStats is INFO's "# Commandstats": the commands called or
