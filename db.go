@@ -66,13 +66,14 @@ import (
 // DB is an open database. Close it when done.
 type DB struct {
 	dirname string
-	// walRecovery is what Open's WAL replay dropped; written only by
-	// Open, read by Metrics.
-	walRecovery WALRecoveryReport
 	opts    *Options
 	fs      vfs.FS
 	lock    io.Closer
 	closed  atomic.Bool
+
+	// walRecovery is what Open's WAL replay dropped; written only by
+	// Open, read by Metrics.
+	walRecovery WALRecoveryReport
 
 	// commit is the write pipeline (commit.go).
 	commit commitPipeline
