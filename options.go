@@ -380,3 +380,15 @@ var (
 )
 
 func (o *WriteOptions) sync() bool { return o != nil && o.Sync }
+
+// policies are the filter policies o names, for reading tables outside a
+// DB (Repair).
+func (o *Options) policies() []filter.Policy {
+	out := []filter.Policy{o.FilterPolicy}
+	for _, p := range o.LevelFilterPolicies {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
