@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sievedb/sieve/internal/base"
@@ -107,9 +108,11 @@ func Repair(dir string, opts *Options) (*RepairReport, error) {
 //     checksums, block structure, key order, properties); one that fails
 //     goes to lost/. One that an edit read had removed goes there too (a
 //     compaction's input left behind), so that old versions do not return.
-//     Tables record no column family: a table the readable edits do not
-//     name goes to L0 of the default family when that is the only family
-//     known, and to lost/ otherwise.
+//     A table the readable edits do not name goes to L0 of the family its
+//     sieve.column.family property records (a family the edits do not
+//     name is recreated as "recovered-ID"); a table written before tables
+//     recorded their family goes to the default family when the readable
+//     edits name no other, and to lost/ otherwise.
 //   - The new manifest (synced, then its directory, then CURRENT the same
 //     way) holds the kept tables, every family, and a last sequence number
 //     at least every kept entry's. The damaged manifest goes to lost/.
@@ -219,18 +222,29 @@ func (rp *repairer) setAside(name, reason string) error {
 
 // table checks one table and keeps it or sets it aside.
 func (rp *repairer) table(name string, num uint64) error {
-	meta, entries, err := rp.checkTable(name, num)
+	meta, entries, cfProp, err := rp.checkTable(name, num)
 	if err != nil {
 		return rp.setAside(name, "unreadable: "+err.Error())
 	}
 	nf, known := rp.salv.Live[num]
+	cfID, perr := strconv.ParseUint(cfProp, 10, 31)
 	switch {
 	case !known && rp.salv.Deleted[num]:
 		return rp.setAside(name, "obsolete: a manifest edit removed it (a compaction's input left behind)")
-	case !known && len(rp.salv.CFs) > 1:
-		return rp.setAside(name, "its column family is unknown (the readable manifest edits do not name it, and tables do not record their family)")
+	case !known && perr == nil:
+		nf = manifest.NewFile{CF: uint32(cfID), Level: 0}
+		if _, ok := rp.salv.CFs[nf.CF]; !ok {
+			// A family the readable edits do not name: recreated under a
+			// name of its own (its merger is unknown).
+			rp.salv.CFs[nf.CF] = manifest.ColumnFamily{ID: nf.CF, Name: fmt.Sprintf("recovered-%d", nf.CF)}
+			rp.salv.NextCFID = max(rp.salv.NextCFID, nf.CF+1)
+		}
+	case !known && (rp.salv.Records == 0 || len(rp.salv.CFs) > 1):
+		return rp.setAside(name, "its column family is unknown (no readable manifest edit names it, and it was written before tables recorded their family)")
 	case !known:
 		nf = manifest.NewFile{CF: manifest.DefaultCFID, Level: 0}
+	}
+	if !known {
 		rp.inferOK[nf.CF], rp.placed[num] = true, true
 	}
 	nf.Meta = meta
@@ -241,33 +255,33 @@ func (rp *repairer) table(name string, num uint64) error {
 }
 
 // checkTable opens and verifies a table and returns its metadata.
-func (rp *repairer) checkTable(name string, num uint64) (*manifest.FileMetadata, uint64, error) {
+func (rp *repairer) checkTable(name string, num uint64) (m *manifest.FileMetadata, entries uint64, cf string, err error) {
 	f, err := rp.fs.Open(base.MakeFilename(rp.dir, base.FileTypeTable, num))
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	size, err := f.Size()
 	if err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{FileNum: num, Policies: rp.opts.policies()})
 	if err != nil {
 		f.Close()
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	defer r.Close()
 	if err := r.Verify(); err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
 	p := r.Properties()
 	if p.NumEntries == 0 && r.RangeDels().Empty() {
-		return nil, 0, errors.New("holds no entries")
+		return nil, 0, "", errors.New("holds no entries")
 	}
-	m := &manifest.FileMetadata{FileNum: num, Size: uint64(size)}
+	m = &manifest.FileMetadata{FileNum: num, Size: uint64(size)}
 	m.Smallest, m.Largest, m.SmallestSeq, m.LargestSeq = sstable.TableBounds(p, r.RangeDels())
 	m.Smallest, m.Largest = m.Smallest.Clone(), m.Largest.Clone()
-	return m, p.NumEntries, nil
+	return m, p.NumEntries, p.ColumnFamily, nil
 }
 
 // wal keeps a WAL for replay, or sets aside one the old manifest marks
