@@ -71,6 +71,10 @@ type DB struct {
 	lock    io.Closer
 	closed  atomic.Bool
 
+	// walRecovery is what Open's WAL replay dropped; written only by
+	// Open, read by Metrics.
+	walRecovery WALRecoveryReport
+
 	// commit is the write pipeline (commit.go).
 	commit commitPipeline
 
@@ -248,7 +252,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	db.initLocks()
 	if err := db.open(); err != nil {
 		db.releaseOnFailedOpen()
-		return nil, err
+		return nil, explainOpenError(dirname, err)
 	}
 	return db, nil
 }
@@ -316,7 +320,22 @@ func (db *DB) open() error {
 		return err
 	}
 	db.setCompactionFilter(0, db.opts.CompactionFilter)
-	return db.recover(dir)
+	if err := db.recover(dir); err != nil {
+		return err
+	}
+	if db.walRecovery.Dropped() && !db.opts.ReadOnly {
+		// Flush what was replayed before any new write: the damaged WALs
+		// must never be replayed again (point-in-time recovery would stop
+		// at the same damage and drop the writes after it).
+		db.mu.Lock()
+		err := db.waitFlushedLocked(db.mu.mem.logNum)
+		db.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		db.opts.Logger.Warn("WAL recovery dropped damaged data", "report", db.walRecovery.String())
+	}
+	return nil
 }
 
 // checkNoOrphanData refuses to create a database in a directory without

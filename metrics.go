@@ -239,6 +239,9 @@ func (f FilterMetrics) FalsePositiveRate() float64 {
 
 // Metrics is a snapshot of the database's counters and shape.
 type Metrics struct {
+	// WALRecovery says what Open's WAL replay dropped under
+	// Options.WALRecovery (empty when nothing was).
+	WALRecovery WALRecoveryReport
 	// Levels describes L0 to L6.
 	Levels [manifest.NumLevels]LevelMetrics
 	// Filter counts the table-filter probes of point lookups, over every
@@ -381,7 +384,7 @@ func (db *DB) Metrics() *Metrics {
 
 func (db *DB) metricsFor(cf uint32) *Metrics {
 	m := &db.metrics
-	out := &Metrics{}
+	out := &Metrics{WALRecovery: db.walRecovery}
 	gets, probed, levels, blocks := m.readTotals()
 	out.Filter = FilterMetrics{
 		UnknownType:  m.filterUnknown.Load(),

@@ -227,6 +227,15 @@ type Options struct {
 	// ReadOnly opens the database without writing anything: no recovery
 	// writes, no new WAL, no compactions; writes return ErrReadOnly.
 	ReadOnly bool
+	// WALRecovery says what Open does with a damaged WAL (see
+	// WALRecoveryMode for what each mode may lose). The default,
+	// WALRecoveryTolerateCorruptedTail, fails Open on any damage but the
+	// torn tail of the newest WAL. In the other modes, when replay dropped
+	// something, Open flushes what it replayed before it returns (so that
+	// the damaged WALs are never replayed again), logs each dropped range
+	// at warn level, keeps the damaged WALs in the lost/ folder and reports
+	// them in Metrics().WALRecovery.
+	WALRecovery WALRecoveryMode
 }
 
 // validate returns an error naming the first field of c out of range and
@@ -321,6 +330,9 @@ func (o *Options) withDefaults() (*Options, error) {
 	def(&c.MaxConcurrentCompactions, 1)
 	def(&c.MaxSubcompactions, min(runtime.GOMAXPROCS(0), 4))
 	def(&c.MaxSuccessiveMerges, 64)
+	if c.WALRecovery > WALRecoverySkipDamaged {
+		return nil, fmt.Errorf("%w: WALRecovery = %d is out of range", ErrInvalidOptions, c.WALRecovery)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -368,3 +380,15 @@ var (
 )
 
 func (o *WriteOptions) sync() bool { return o != nil && o.Sync }
+
+// policies are the filter policies o names, for reading tables outside a
+// DB (Repair).
+func (o *Options) policies() []filter.Policy {
+	out := []filter.Policy{o.FilterPolicy}
+	for _, p := range o.LevelFilterPolicies {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

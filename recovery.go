@@ -1,6 +1,7 @@
 package sieve
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -65,13 +66,23 @@ func (db *DB) recover(d dirState) error {
 	logs := d.logs
 	db.logSeq = db.versions.LastSeq()
 	var recovered []*memGroup
+	db.walRecovery.Mode = db.opts.WALRecovery
 	for i, num := range logs {
-		g, err := db.replayWAL(num, i == len(logs)-1)
+		g, stop, err := db.replayWAL(num, i == len(logs)-1)
 		if err != nil {
 			return err
 		}
 		if g != nil {
 			recovered = append(recovered, g)
+		}
+		if stop {
+			if err := db.ignoreWALs(logs[i+1:]); err != nil {
+				return err
+			}
+			if !db.opts.ReadOnly {
+				logs = logs[:i+1]
+			}
+			break
 		}
 	}
 	db.visibleSeq.Store(db.logSeq)
@@ -163,66 +174,128 @@ func (db *DB) versionEmpty() bool {
 // starts the next (wal/FORMAT.md, rule 14). So must the WAL that the
 // manifest says a clean close sealed. The newest WAL may end torn or
 // without a trailer (a crash); recovery truncates it to its last whole
-// record and seals it.
-func (db *DB) replayWAL(num uint64, last bool) (*memGroup, error) {
+// record and seals it. Damage anywhere else is ErrCorruption, unless
+// Options.WALRecovery says to drop it (replayRecords); stop reports that
+// point-in-time recovery stopped in this WAL.
+func (db *DB) replayWAL(num uint64, last bool) (g *memGroup, stop bool, err error) {
 	name := base.MakeFilename(db.dirname, base.FileTypeLog, num)
 	f, err := db.fs.Open(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer f.Close()
 	size, err := f.Size()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	g := newMemGroup(num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
+	g = newMemGroup(num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
 	r := wal.NewReader(f, size, num)
-	for first := true; ; first = false {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sieve: WAL %s: %w", name, err)
-		}
-		if err := db.applyRecovered(g, rec, !first); err != nil {
-			return nil, fmt.Errorf("sieve: WAL %s, record at offset %d: %w", name, r.Offset(), err)
+	dropped := len(db.walRecovery.Damage)
+	stop, err = db.replayRecords(g, r, name, size)
+	if err != nil {
+		return nil, false, err
+	}
+	if !stop {
+		if stop, err = db.replayTail(r.Tail(), name, num, last); err != nil {
+			return nil, false, err
 		}
 	}
-	tail := r.Tail()
-	if !tail.Clean {
-		switch {
-		case !last && tail.Torn:
-			return nil, base.CorruptionErrorf("WAL %s: damaged at offset %d (%s), but it is not the newest WAL", name, tail.BadOffset, tail.Reason)
-		case !last:
-			return nil, base.CorruptionErrorf("WAL %s: ends at offset %d without its end-of-log trailer, but it is not the newest WAL (cut short)", name, tail.ValidEnd)
-		case num == db.versions.SealedLog():
-			return nil, base.CorruptionErrorf("WAL %s: ends at offset %d without the end-of-log trailer that the manifest says a clean close wrote (cut short)", name, tail.ValidEnd)
-		}
-		if tail.Torn {
-			db.opts.Logger.Warn("truncating torn WAL tail", "wal", name, "valid_end", tail.ValidEnd, "size", size, "reason", tail.Reason)
-		}
-		if !db.opts.ReadOnly {
-			// The records may have reached the OS but not the disk (the
-			// process died before a sync), and new writes go to a newer
-			// WAL: sealing syncs them first, so that a power loss cannot
-			// keep the new writes and lose these.
-			if err := db.sealWAL(name, num, tail.ValidEnd); err != nil {
-				return nil, err
-			}
-		}
-	} else if last && !db.opts.ReadOnly {
-		// The trailer (and records) may have reached the OS but not the
-		// disk: a Close whose final sync failed, or a process killed
-		// between the two. Sync before a newer WAL makes this one older.
-		if err := db.syncWAL(name); err != nil {
-			return nil, err
+	if len(db.walRecovery.Damage) > dropped {
+		if err := db.keepDamagedWAL(num); err != nil {
+			return nil, false, err
 		}
 	}
 	if g.empty() {
-		return nil, nil
+		return nil, stop, nil
 	}
-	return g, nil
+	return g, stop, nil
+}
+
+// replayRecords applies the records of WAL r (name, size bytes) to g until
+// its end. Damage (a corrupt chunk, a record that does not apply) fails in
+// the default mode; point-in-time stops there (stop); skip-damaged drops it
+// and resynchronizes at the next record.
+func (db *DB) replayRecords(g *memGroup, r *wal.Reader, name string, size int64) (stop bool, err error) {
+	mode := db.opts.WALRecovery
+	for first := true; ; {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			if mode == WALRecoveryTolerateCorruptedTail || !errors.Is(err, ErrCorruption) {
+				return false, db.walDamageError(name, err)
+			}
+			if mode == WALRecoveryPointInTime {
+				db.noteDamage(name, r.ValidEnd(), size, err.Error())
+				return true, nil
+			}
+			from, to, _, rerr := r.Resync()
+			if rerr != nil {
+				return false, fmt.Errorf("sieve: WAL %s: %w", name, rerr)
+			}
+			db.noteDamage(name, from, to, err.Error())
+			first = true
+			continue
+		}
+		if err := db.applyRecovered(g, rec, !first); err != nil {
+			if mode == WALRecoveryTolerateCorruptedTail {
+				return false, db.walRecordError(name, r.Offset(), err)
+			}
+			if mode == WALRecoveryPointInTime {
+				db.walRecovery.RecordsDropped++
+				db.noteDamage(name, r.Offset(), size, "record refused: "+err.Error())
+				return true, nil
+			}
+			db.noteRefused(name, r.Offset(), len(rec), err)
+			first = true
+			continue
+		}
+		first = false
+	}
+}
+
+// replayTail judges how WAL num (name) ended and seals the newest one.
+func (db *DB) replayTail(tail wal.TailInfo, name string, num uint64, last bool) (stop bool, err error) {
+	if tail.Clean {
+		if last && !db.opts.ReadOnly {
+			// The trailer (and records) may have reached the OS but not
+			// the disk: a Close whose final sync failed, or a process
+			// killed between the two. Sync before a newer WAL makes
+			// this one older.
+			return false, db.syncWAL(name)
+		}
+		return false, nil
+	}
+	var damage string
+	switch {
+	case !last && tail.Torn:
+		damage = fmt.Sprintf("WAL %s is damaged at offset %d (%s), and it is not the newest WAL, so this is not a crash's unsynced tail", name, tail.BadOffset, tail.Reason)
+	case !last:
+		damage = fmt.Sprintf("WAL %s ends at offset %d without its end-of-log trailer, but it is not the newest WAL: it was cut short", name, tail.ValidEnd)
+	case num == db.versions.SealedLog():
+		damage = fmt.Sprintf("WAL %s ends at offset %d without the end-of-log trailer that the manifest says a clean close wrote: it was cut short", name, tail.ValidEnd)
+	}
+	if damage != "" {
+		if db.opts.WALRecovery == WALRecoveryTolerateCorruptedTail {
+			return false, db.walTailError(damage)
+		}
+		db.noteDamage(name, tail.ValidEnd, tail.Size, damage)
+		if db.opts.WALRecovery == WALRecoveryPointInTime {
+			return true, nil
+		}
+	}
+	if tail.Torn && damage == "" {
+		db.opts.Logger.Warn("truncating torn WAL tail", "wal", name, "valid_end", tail.ValidEnd, "size", tail.Size, "reason", tail.Reason)
+	}
+	if last && !db.opts.ReadOnly {
+		// The records may have reached the OS but not the disk (the
+		// process died before a sync), and new writes go to a newer
+		// WAL: sealing syncs them first, so that a power loss cannot
+		// keep the new writes and lose these.
+		return false, db.sealWAL(name, num, tail.ValidEnd)
+	}
+	return false, nil
 }
 
 // withWAL opens the WAL file name read-write, runs op on it and closes it;
@@ -263,7 +336,7 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 		if err != nil {
 			return err
 		}
-		br, seq, err := newBatchReader(rec[:n])
+		seq, count, err := db.checkRecovered(rec[:n])
 		if err != nil {
 			return err
 		}
@@ -274,25 +347,39 @@ func (db *DB) applyRecovered(g *memGroup, rec []byte, contiguous bool) error {
 			return base.CorruptionErrorf("batch sequence number %d does not follow %d", seq, db.logSeq)
 		}
 		contiguous = true
-		count := uint64(0)
+		br, _, _ := newBatchReader(rec[:n])
+		i := uint64(0)
 		for e, ok := br.next(); ok; e, ok = br.next() {
-			switch {
-			case db.cfs.known(e.cf):
-				g.tableForWrite(e.cf).Add(seq+count, e.kind, e.key, e.value)
-			case db.cfs.wasDropped(e.cf):
-				// Written before (or racing) the family's drop: gone with it.
-			default:
-				return base.CorruptionErrorf("batch names unknown column family %d", e.cf)
-			}
-			count++
-		}
-		if br.Err != nil {
-			return br.Err
+			if db.cfs.known(e.cf) {
+				g.tableForWrite(e.cf).Add(seq+i, e.kind, e.key, e.value)
+			} // else written before (or racing) the family's drop: gone with it.
+			i++
 		}
 		db.logSeq = seq + count - 1
 		rec = rec[n:]
 	}
 	return nil
+}
+
+// checkRecovered decodes one batch of a WAL record without applying it,
+// so that a batch is applied whole or not at all (a recovery mode that
+// drops a damaged record must not keep half of it): it returns the
+// batch's first sequence number and its entry count.
+func (db *DB) checkRecovered(b []byte) (seq, count uint64, err error) {
+	br, seq, err := newBatchReader(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	for e, ok := br.next(); ok; e, ok = br.next() {
+		if !db.cfs.known(e.cf) && !db.cfs.wasDropped(e.cf) {
+			return 0, 0, base.CorruptionErrorf("batch names unknown column family %d", e.cf)
+		}
+		count++
+	}
+	if br.Err != nil {
+		return 0, 0, br.Err
+	}
+	return seq, count, nil
 }
 
 // checkTablesPresent fails Open when a table the manifest names is missing

@@ -63,6 +63,8 @@ type corruptionMatrix struct {
 	tally map[string]*corrTally // "target / damage"
 	order []string
 	bad   []string
+	// fixtureOps are the writes of the last tablesFixture.
+	fixtureOps []relOp
 }
 
 func (m *corruptionMatrix) count(target, damage string) *corrTally {
@@ -661,6 +663,7 @@ func (m *corruptionMatrix) tablesFixture() (*vfs.MemFS, relState) {
 	}
 	require.NoError(t, db.Flush())
 	require.NoError(t, db.Close())
+	m.fixtureOps = ops
 	return fs, stateOf(ops)
 }
 

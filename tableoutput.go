@@ -8,6 +8,7 @@ import (
 	"github.com/sievedb/sieve/sstable"
 	"github.com/sievedb/sieve/vfs"
 	"math"
+	"strconv"
 )
 
 // tableOutput writes the tables of a flush (one, writeTable) or of a
@@ -171,6 +172,7 @@ func (db *DB) writerOptions(cf uint32, level int, c *compaction.Compaction) ssta
 		BlockSize:            db.opts.BlockSize,
 		BlockRestartInterval: db.opts.BlockRestartInterval,
 		Compression:          db.opts.Compression,
+		ColumnFamily:         strconv.FormatUint(uint64(cf), 10),
 	}
 	if c != nil {
 		o.YieldEvery = backgroundYieldBlocks

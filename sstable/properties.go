@@ -51,6 +51,10 @@ type Properties struct {
 	// ExternalID is the unique ID of an external table (written for
 	// ingestion); "" for a database's own tables.
 	ExternalID string
+	// ColumnFamily is the decimal ID of the column family a database
+	// wrote the table for ("" in tables written before it was recorded,
+	// and in external tables); sieve.Repair reads it.
+	ColumnFamily string
 
 	// Writer options the table was built with.
 	BlockSize            uint64
@@ -94,6 +98,7 @@ var propFields = func() []propField {
 		u("sieve.data.blocks", func(p *Properties) *uint64 { return &p.NumDataBlocks }),
 		u("sieve.data.size", func(p *Properties) *uint64 { return &p.DataSize }),
 		u("sieve.data.size.raw", func(p *Properties) *uint64 { return &p.RawDataSize }),
+		{name: "sieve.column.family", kind: propString, str: func(p *Properties) *string { return &p.ColumnFamily }, omitZero: true},
 		{name: "sieve.external.id", kind: propString, str: func(p *Properties) *string { return &p.ExternalID }, omitZero: true},
 		{name: "sieve.filter.bits.per.key", kind: propF64, f64: func(p *Properties) *float64 { return &p.FilterBitsPerKey }},
 		u("sieve.filter.keys", func(p *Properties) *uint64 { return &p.FilterKeys }),

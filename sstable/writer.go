@@ -66,6 +66,8 @@ type WriterOptions struct {
 	// outside a database, for ingestion) with this unique ID, recorded as
 	// sieve.external.id.
 	ExternalID []byte
+	// ColumnFamily is recorded as the sieve.column.family property.
+	ColumnFamily string
 	// YieldEvery, when positive, makes the writer yield its processor
 	// (runtime.Gosched) after every YieldEvery data blocks. The DB sets it
 	// for flushes and compactions: Go's scheduler gives every runnable
@@ -172,6 +174,7 @@ func NewWriter(w io.Writer, o WriterOptions) *Writer {
 		wr.prefix.init(wr.filter, opts)
 	}
 	wr.props.ExternalID = string(opts.ExternalID)
+	wr.props.ColumnFamily = opts.ColumnFamily
 	wr.props.BlockSize = uint64(opts.BlockSize)
 	wr.props.BlockRestartInterval = uint64(opts.BlockRestartInterval)
 	wr.props.Compression = opts.Compression.String()

@@ -34,6 +34,9 @@ type Reader struct {
 
 	lastOffset int64
 	validEnd   int64
+	// at is the offset of the chunk being read (where a failure stops
+	// the reader), for Resync.
+	at int64
 
 	err  error // sticky: io.EOF, corruption, or an error from r
 	tail TailInfo
@@ -152,6 +155,7 @@ func (r *Reader) appendRec(p []byte) {
 func (r *Reader) nextChunk() (h header, payload []byte, off int64, err error) {
 	for {
 		off = r.blockStart + int64(r.pos)
+		r.at = off
 		if off >= r.size {
 			return h, nil, off, r.endOfFile()
 		}
@@ -261,8 +265,18 @@ func (r *Reader) loadBlock(start int64) error {
 }
 
 func corruptionf(off int64, format string, args ...any) error {
-	return base.CorruptionErrorf("wal: offset %d: %s", off, fmt.Sprintf(format, args...))
+	return base.MarkCorruption(&DamageError{Offset: off, Detail: fmt.Sprintf(format, args...)})
 }
+
+// DamageError is the error (wrapped so that it matches base.ErrCorruption)
+// for damage found in synced bytes of a log: Offset is the first bad byte,
+// Detail the failed check. Find it with errors.As.
+type DamageError struct {
+	Offset int64
+	Detail string
+}
+
+func (e *DamageError) Error() string { return fmt.Sprintf("wal: offset %d: %s", e.Offset, e.Detail) }
 
 func isZero(b []byte) bool { return firstNonZero(b) < 0 }
 

@@ -61,6 +61,7 @@ const usageText = `usage:
   sieve check [-v] [-keys text|quote|hex|base64] DIR
   sieve get   [-cf NAME] [-format F] [-keys F] [-v N] DIR KEY
   sieve scan  [-cf NAME] [-format F] [-keys F] [-v N] [-start K] [-end K] [-prefix P] [-limit N] DIR
+  sieve repair [-wal-recovery skip-damaged|point-in-time] DIR
 
 Exit status: 0 ok, 1 an error or damage found, 2 bad usage.
 Run "sieve <command> -h" for a command's flags.
@@ -141,6 +142,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return getCmd(rest, stdout, stderr)
 	case "scan":
 		return scanCmd(rest, stdout, stderr)
+	case "repair":
+		return repairCmd(rest, stdout, stderr)
 	}
 	return usagef("unknown command %q", cmd)
 }
