@@ -137,7 +137,9 @@ func (s *Server) liveClients() []*client {
 	s.connMu.Lock()
 	out := make([]*client, 0, len(s.live))
 	for _, cl := range s.live {
-		out = append(out, cl)
+		if !cl.killed.Load() {
+			out = append(out, cl)
+		}
 	}
 	s.connMu.Unlock()
 	sortClients(out)
@@ -284,6 +286,7 @@ func clientKill(s *Server, r *reply, args [][]byte) {
 			self = true
 			continue
 		}
+		cl.killed.Store(true)
 		_ = cl.conn.guardConn.Conn.Close() // its goroutine ends at its next read
 	}
 	switch {

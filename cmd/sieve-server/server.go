@@ -156,6 +156,9 @@ func (s *Server) commands() int64 {
 
 // client is one connection's state.
 type client struct {
+	// killed: CLIENT KILL closed its connection; it is gone for CLIENT
+	// LIST and KILL although its goroutine may not have ended yet
+	killed  atomic.Bool
 	id      int64
 	name    atomic.Pointer[string] // CLIENT SETNAME (CLIENT LIST reads it from other connections)
 	authed  atomic.Bool
