@@ -1,6 +1,7 @@
 package sieve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,14 @@ import (
 // left it), synced, then renamed to dir and the parent directory synced:
 // after a crash dir is either absent or complete. The source is only read.
 // A read-only DB, or one made read-only by an error, returns an error.
-func (db *DB) Checkpoint(dir string) error {
+func (db *DB) Checkpoint(dir string) error { return db.CheckpointContext(context.Background(), dir) }
+
+// CheckpointContext is Checkpoint stopping with ctx's error between
+// files; the partial checkpoint is removed (dir is not created).
+func (db *DB) CheckpointContext(ctx context.Context, dir string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := db.checkOpen(); err != nil {
 		return err
 	}
@@ -51,7 +59,7 @@ func (db *DB) Checkpoint(dir string) error {
 	if err := db.fs.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := db.writeCheckpoint(cp, tmp); err != nil {
+	if err := db.writeCheckpoint(ctx, cp, tmp); err != nil {
 		removeDir(db.fs, tmp) // best effort; the next Checkpoint retries
 		return fmt.Errorf("sieve: checkpoint %s: %w", dir, err)
 	}
@@ -156,8 +164,11 @@ func (cp *checkpointState) openWAL(db *DB, num uint64) error {
 
 // writeCheckpoint fills dir with the tables, the WALs and a manifest (its
 // CURRENT last), all synced.
-func (db *DB) writeCheckpoint(cp *checkpointState, dir string) error {
+func (db *DB) writeCheckpoint(ctx context.Context, cp *checkpointState, dir string) error {
 	for _, num := range cp.tables {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		src := base.MakeFilename(db.dirname, base.FileTypeTable, num)
 		dst := base.MakeFilename(dir, base.FileTypeTable, num)
 		if err := vfs.Link(db.fs, src, dst); err == nil {
@@ -170,6 +181,9 @@ func (db *DB) writeCheckpoint(cp *checkpointState, dir string) error {
 		db.metrics.checkpointCopies.Add(1)
 	}
 	for _, w := range cp.wals {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := copyOpen(db.fs, w.f, base.MakeFilename(dir, base.FileTypeLog, w.num), w.size); err != nil {
 			return err
 		}

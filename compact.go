@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -400,6 +401,15 @@ func (cf *ColumnFamily) Compact(start, end []byte) error {
 }
 
 func (db *DB) compactCF(cf uint32, start, end []byte) error {
+	return db.compactCFContext(context.Background(), cf, start, end)
+}
+
+// compactCFContext is compactCF stopping with ctx's error between
+// compactions (each is installed whole or not at all).
+func (db *DB) compactCFContext(ctx context.Context, cf uint32, start, end []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := db.Flush(); err != nil {
 		return err
 	}
@@ -436,6 +446,9 @@ func (db *DB) compactCF(cf uint32, start, end []byte) error {
 			break
 		}
 		for {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			c, v, err := db.pickManual(cf, level, start, end)
 			if err != nil {
 				return err

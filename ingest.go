@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -94,10 +95,16 @@ func (c *ingestCounters) load() IngestMetrics {
 	return IngestMetrics{Count: c.count.Load(), Copied: c.copied.Load(), Tables: c.tables.Load(), Keys: c.keys.Load(), Bytes: c.bytes.Load()}
 }
 
-func (db *DB) ingest(cf uint32, paths []string) error { return db.ingestExcise(cf, paths, nil) }
+func (db *DB) ingest(cf uint32, paths []string) error {
+	return db.ingestExcise(context.Background(), cf, paths, nil)
+}
 
-// ingestExcise is Ingest, or IngestAndExcise when ex is not nil.
-func (db *DB) ingestExcise(cf uint32, paths []string, ex *exciseSpan) error {
+// ingestExcise is Ingest, or IngestAndExcise when ex is not nil; it stops
+// with ctx's error between input tables, removing what it wrote.
+func (db *DB) ingestExcise(ctx context.Context, cf uint32, paths []string, ex *exciseSpan) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	if err := db.checkOpen(); err != nil {
 		return err
 	}
@@ -143,7 +150,7 @@ func (db *DB) ingestExcise(cf uint32, paths []string, ex *exciseSpan) error {
 	if seq > base.SeqNumMax {
 		return fmt.Errorf("sieve: sequence numbers exhausted")
 	}
-	if err := db.rewriteInputs(cf, ins, seq); err != nil {
+	if err := db.rewriteInputs(ctx, cf, ins, seq); err != nil {
 		return err
 	}
 	if err := db.installIngest(cf, ins, seq); err != nil {
@@ -273,8 +280,12 @@ func (db *DB) flushForIngest() error {
 // (cut at TargetFileSize), every key a Set at seq, each table fsynced,
 // then the directory. The level each is written for (its filter policy)
 // is the one the current version gives; installIngest places them again.
-func (db *DB) rewriteInputs(cf uint32, ins []*ingestInput, seq uint64) error {
+func (db *DB) rewriteInputs(ctx context.Context, cf uint32, ins []*ingestInput, seq uint64) error {
 	for _, in := range ins {
+		if err := ctx.Err(); err != nil {
+			abandonIngest(ins)
+			return err
+		}
 		in.outs = &tableOutput{db: db, cf: cf, level: db.ingestLevelNow(cf, in)}
 		in.exciseInto(in.outs, seq)
 		if err := db.rewriteInput(in, seq); err != nil {

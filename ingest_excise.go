@@ -2,6 +2,7 @@ package sieve
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/sievedb/sieve/internal/rangedel"
@@ -47,7 +48,7 @@ func (db *DB) ingestAndExcise(cf uint32, paths []string, start, end []byte) erro
 		}
 		return db.Apply(b, Sync)
 	}
-	return db.ingestExcise(cf, paths, &exciseSpan{start: start, end: end})
+	return db.ingestExcise(context.Background(), cf, paths, &exciseSpan{start: start, end: end})
 }
 
 // exciseSpan is an IngestAndExcise's range.
