@@ -60,6 +60,9 @@ type exciseSpan struct{ start, end []byte }
 // tables share a user key, so they can share a level), the last to end.
 func (ex *exciseSpan) assign(ins []*ingestInput) error {
 	lo := ex.start
+	if lo == nil {
+		lo = []byte{} // a nil exLo means "no excise": keep the empty start
+	}
 	for i, in := range ins {
 		if bytes.Compare(in.smallest, ex.start) < 0 || bytes.Compare(in.largest, ex.end) >= 0 {
 			return fmt.Errorf("%w: %s holds keys [%q, %q] outside the excised range [%q, %q)",

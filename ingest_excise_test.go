@@ -122,3 +122,22 @@ func TestIngestAndExciseCrash(t *testing.T) {
 	require.Positive(t, nBefore)
 	require.Positive(t, nAfter)
 }
+
+// TestIngestAndExciseNilStart: a nil start is the empty key, the start of
+// the keyspace (a restore replaces a family's whole key range so): the
+// older keys in the range are gone, not kept beside the input's.
+func TestIngestAndExciseNilStart(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("/ext", 0o755))
+	db, err := Open("/db", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Put([]byte("a"), []byte("old"), Sync))
+	require.NoError(t, db.Put([]byte("k00999"), []byte("old"), Sync))
+	writeExternal(t, fs, "/ext/a", "k", 310, 320, "a")
+	require.NoError(t, db.IngestAndExcise([]string{"/ext/a"}, nil, []byte("z")))
+	got := extScan(t, db)
+	require.Len(t, got, 10)
+	require.NotContains(t, got, "a")
+	require.NotContains(t, got, "k00999")
+}
