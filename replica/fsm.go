@@ -52,10 +52,11 @@ type fsm struct {
 	cfs  map[string]*sieve.ColumnFamily
 	meta *sieve.ColumnFamily
 
-	applied atomic.Uint64
-	failed  atomic.Pointer[error]
-	onFail  func(error) // called once, on the first engine failure
-	snaps   raft.SnapshotStore
+	applied  atomic.Uint64
+	restores atomic.Int64 // snapshots restored since open
+	failed   atomic.Pointer[error]
+	onFail   func(error) // called once, on the first engine failure
+	snaps    raft.SnapshotStore
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)

@@ -187,6 +187,7 @@ func (f *fsm) restore(r io.Reader) error {
 		return err
 	}
 	f.applied.Store(st.applied)
+	f.restores.Add(1)
 	return nil
 }
 
