@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/sievedb/sieve => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/hashicorp/go-hclog v1.6.2
 	github.com/hashicorp/raft v1.7.2
 	github.com/sievedb/sieve v0.0.0
