@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
+.PHONY: replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
 
 test:
 	$(GO) test ./...
@@ -51,6 +51,12 @@ stress-race:
 
 run:
 	$(GO) run ./cmd/lsmbench
+
+# The replica module's linearizability test, long form: 60 s of operations,
+# every fault of the nemesis, the mutant over five seeds (replica/README.md).
+# SIEVE_SEED=N replays a seed.
+replica-linearizability:
+	cd replica && SIEVE_LIN_LONG=1 $(GO) test -run '^TestLinearizability$$' -count=1 -timeout 30m -v .
 
 # Regenerates the sample output in cmd/sieve/README.md, the picture
 # cmd/sieve/lsm-sample.svg and README.md's "sieve lsm" sample from a newly

@@ -25,18 +25,60 @@ const (
 // numbers and are retried (the same command) after an unknown outcome, so
 // the state machine applies each at most once.
 type linClient struct {
-	id   int
-	cid  uint64
-	seq  uint64
-	node int
-	rng  *rand.Rand
-	c    *linCluster
-	h    *linHistory
-	mode linReadMode
-	vals int
+	id       int
+	cid      uint64
+	seq      uint64
+	node     int
+	rng      *rand.Rand
+	c        *linCluster
+	h        *linHistory
+	mode     linReadMode
+	vals     int
+	resolved int
 	// noLeader counts answers in a row from cl.node that it knows no
 	// leader
 	noLeader int
+	// pending are increments whose outcome is unknown, resolved after
+	// healing
+	pending []pendingWrite
+}
+
+type pendingWrite struct {
+	in   linInput
+	cmd  *Command
+	call int64
+}
+
+// resolve settles the client's increments of unknown outcome after
+// healing by applying the same commands again: the deduplication table
+// answers with the stored result of one that was applied, and one that
+// was not is applied now. Either way it took effect once, between its
+// call and now, with the output returned. One that still fails stays
+// unknown (etcd's rule). Without this, porcupine would carry each
+// unknown increment (it changes the counter whatever its output) to the
+// end of the history, and its search grows with 2^(unknown increments).
+func (cl *linClient) resolve() {
+	for _, p := range cl.pending {
+		out := linOutput{Unknown: true}
+		for range 50 {
+			r, _ := cl.c.node(max(cl.c.leader(), 0))
+			if r == nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			res, err := r.Apply(ctx, p.cmd)
+			cancel()
+			if err == nil && res.Err == nil {
+				out = linOutput{Value: string(res.Values[1]), Found: true}
+				cl.resolved++
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cl.h.add(cl.id, p.in, out, p.call, cl.h.now())
+	}
+	cl.pending = nil
 }
 
 var (
@@ -153,9 +195,12 @@ func (cl *linClient) write(in linInput) {
 		}
 		cl.redirect(err)
 	}
-	if maybe {
+	switch {
+	case maybe && in.Kind == linIncr:
+		cl.pending = append(cl.pending, pendingWrite{in, cmd, call})
+	case maybe:
 		cl.h.add(cl.id, in, linOutput{Unknown: true}, call, 0)
-	} else {
+	default:
 		cl.h.drop()
 	}
 }

@@ -106,6 +106,7 @@ type linHistory struct {
 	ops   []porcupine.Operation
 	// figures
 	known, unknown, dropped int
+	unobserved              int // unknown puts no read saw, dropped by patched
 }
 
 func (h *linHistory) now() int64 { return int64(time.Since(h.start)) }
@@ -131,9 +132,7 @@ func (h *linHistory) drop() {
 // check runs porcupine over the history; on a violation it writes the
 // visualization to a temporary file and returns its path.
 func (h *linHistory) check(timeout time.Duration) (porcupine.CheckResult, string, time.Duration) {
-	h.mu.Lock()
-	ops := append([]porcupine.Operation(nil), h.ops...)
-	h.mu.Unlock()
+	ops := h.patched()
 	t0 := time.Now()
 	res := porcupine.CheckOperationsTimeout(linModel, ops, timeout)
 	took := time.Since(t0)
@@ -150,4 +149,38 @@ func (h *linHistory) check(timeout time.Duration) (porcupine.CheckResult, string
 		return res, "(visualization failed: " + err.Error() + ")", took
 	}
 	return res, f.Name(), took
+}
+
+// patched applies etcd's patchOperations to puts of unknown outcome
+// (values are unique): one whose value no read returned is dropped (if it
+// happened, nothing saw it before the next write: the history is
+// linearizable with it iff without it); one whose value was read returns
+// no later than the first such read returned.
+func (h *linHistory) patched() []porcupine.Operation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]int64{} // family/key/value -> earliest return of a read of it
+	for _, op := range h.ops {
+		in, out := op.Input.(linInput), op.Output.(linOutput)
+		if in.Kind == linGet && out.Found {
+			k := in.Family + "/" + in.Key + "/" + out.Value
+			if r, ok := seen[k]; !ok || op.Return < r {
+				seen[k] = op.Return
+			}
+		}
+	}
+	var ops []porcupine.Operation
+	for _, op := range h.ops {
+		in, out := op.Input.(linInput), op.Output.(linOutput)
+		if in.Kind == linPut && out.Unknown {
+			r, ok := seen[in.Family+"/"+in.Key+"/"+in.Value]
+			if !ok {
+				h.unobserved++
+				continue
+			}
+			op.Return = r
+		}
+		ops = append(ops, op)
+	}
+	return ops
 }

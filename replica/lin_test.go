@@ -38,6 +38,8 @@ type linConfig struct {
 
 type linReport struct {
 	ops, unknown, dropped int
+	unobserved            int // unknown puts dropped (no read saw them)
+	pending, resolved     int // increments of unknown outcome, settled after healing
 	faults                map[string]int
 	installs, redone      int64
 	restoreCrashes        int64
@@ -47,8 +49,8 @@ type linReport struct {
 }
 
 func (r linReport) String() string {
-	return fmt.Sprintf("ops %d (unknown outcome %d, dropped %d), faults %v, snapshot installs %d (failed part way %d, redone at open %d), result %s, checker %v",
-		r.ops, r.unknown, r.dropped, r.faults, r.installs, r.restoreCrashes, r.redone, r.result, r.checkTook.Round(time.Millisecond))
+	return fmt.Sprintf("ops %d (unknown outcome %d, of which puts never read %d; increments settled after healing %d of %d; dropped %d), faults %v, snapshot installs %d (failed part way %d, redone at open %d), result %s, checker %v",
+		r.ops, r.unknown, r.unobserved, r.resolved, r.pending, r.dropped, r.faults, r.installs, r.restoreCrashes, r.redone, r.result, r.checkTook.Round(time.Millisecond))
 }
 
 func linSeed(t *testing.T) uint64 {
@@ -64,14 +66,36 @@ func linSeed(t *testing.T) uint64 {
 
 func TestLinearizability(t *testing.T) {
 	seed := linSeed(t)
-	cfg := linConfig{seed: seed, dur: 3 * time.Second, clients: 6}
-	rng := rand.New(rand.NewPCG(seed, 1))
+	rounds, dur := 1, 3*time.Second
 	if os.Getenv("SIEVE_LIN_LONG") != "" {
-		cfg.dur, cfg.clients, cfg.random = 60*time.Second, 8, true
-		cfg.faults = slices.Clone(allFaults)
+		rounds, dur = 6, 10*time.Second // 60 s of operations, one history per round
+	}
+	var total linReport
+	total.faults = map[string]int{}
+	for round := range rounds {
+		cfg := linRoundConfig(seed+uint64(round), dur, rounds > 1)
+		t.Logf("round %d: seed %d (replay: SIEVE_SEED=%d), %v of operations, %d clients, faults %v (then random: %v)",
+			round, cfg.seed, seed, cfg.dur, cfg.clients, cfg.faults, cfg.random)
+		rep := runLin(t, cfg)
+		t.Logf("round %d: %v", round, rep)
+		if rep.result == porcupine.Illegal {
+			t.Errorf("history not linearizable (seed %d); visualization: %s", cfg.seed, rep.vis)
+		}
+		total.add(rep)
+	}
+	t.Logf("total: %d histories checked, %v", rounds, total)
+	t.Run("mutant-reads-skip-leader-check", func(t *testing.T) { testLinMutant(t, seed) })
+}
+
+// linRoundConfig: the short form injects three faults (a crash of the
+// leader or a follower, a partition or pause, a snapshot install failing
+// part way or not); the long form every kind once, then random ones.
+func linRoundConfig(seed uint64, dur time.Duration, long bool) linConfig {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	cfg := linConfig{seed: seed, dur: dur, clients: 6}
+	if long {
+		cfg.clients, cfg.random, cfg.faults = 8, true, slices.Clone(allFaults)
 	} else {
-		// Three faults: a crash of the leader or a follower, a partition
-		// or pause, and a snapshot install (failing part way or not).
 		cfg.faults = []string{
 			[]string{faultKillLeader, faultKillFollower}[rng.IntN(2)],
 			[]string{faultPartition, faultPartitionLink, faultPause}[rng.IntN(3)],
@@ -79,14 +103,26 @@ func TestLinearizability(t *testing.T) {
 		}
 	}
 	rng.Shuffle(len(cfg.faults), func(i, j int) { cfg.faults[i], cfg.faults[j] = cfg.faults[j], cfg.faults[i] })
-	t.Logf("seed %d (replay: SIEVE_SEED=%d), %v of operations, %d clients, faults %v (random after: %v)",
-		seed, seed, cfg.dur, cfg.clients, cfg.faults, cfg.random)
-	rep := runLin(t, cfg)
-	t.Logf("linearizable reads: %v", rep)
-	if rep.result == porcupine.Illegal {
-		t.Errorf("history not linearizable (seed %d); visualization: %s", seed, rep.vis)
+	return cfg
+}
+
+func (r *linReport) add(o linReport) {
+	r.ops += o.ops
+	r.unknown += o.unknown
+	r.dropped += o.dropped
+	r.unobserved += o.unobserved
+	r.pending += o.pending
+	r.resolved += o.resolved
+	for k, n := range o.faults {
+		r.faults[k] += n
 	}
-	t.Run("mutant-reads-skip-leader-check", func(t *testing.T) { testLinMutant(t, seed) })
+	r.installs += o.installs
+	r.redone += o.redone
+	r.restoreCrashes += o.restoreCrashes
+	r.checkTook += o.checkTook
+	if r.result != porcupine.Illegal {
+		r.result = o.result
+	}
 }
 
 // testLinMutant runs the workload with reads that skip the leader check
@@ -126,19 +162,26 @@ func runLin(t *testing.T, cfg linConfig) linReport {
 	nem := &nemesis{c: c, rng: rand.New(rand.NewPCG(cfg.seed, 2)), n: map[string]int{}}
 	deadline := time.Now().Add(cfg.dur)
 	var wg sync.WaitGroup
+	var clients []*linClient
 	for i := range cfg.clients {
 		cl := &linClient{id: i, cid: cfg.seed<<8 | uint64(i+1), node: i % 3, c: c, h: h, mode: cfg.mode,
 			rng: rand.New(rand.NewPCG(cfg.seed, uint64(10+i)))}
+		clients = append(clients, cl)
 		wg.Go(func() { cl.run(deadline) })
 	}
 	wg.Go(func() { nem.run(deadline, cfg.faults, cfg.random) })
 	wg.Wait()
 	c.heal(t)
+	rep := linReport{faults: nem.n}
+	for _, cl := range clients {
+		rep.pending += len(cl.pending)
+		cl.resolve()
+		rep.resolved += cl.resolved
+	}
 	finalReads(t, c, h)
-	rep := linReport{faults: nem.n, installs: c.snapshotInstalls(), redone: c.restoresAtStart.Load(),
-		restoreCrashes: c.restoreCrashes.Load()}
+	rep.installs, rep.redone, rep.restoreCrashes = c.snapshotInstalls(), c.restoresAtStart.Load(), c.restoreCrashes.Load()
 	rep.result, rep.vis, rep.checkTook = h.check(2 * time.Minute)
-	rep.ops, rep.unknown, rep.dropped = h.known+h.unknown, h.unknown, h.dropped
+	rep.ops, rep.unknown, rep.dropped, rep.unobserved = h.known+h.unknown, h.unknown, h.dropped, h.unobserved
 	checkCounters(t, h)
 	c.compareNodes(t)
 	return rep
