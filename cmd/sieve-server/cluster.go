@@ -126,6 +126,9 @@ func openCluster(cfg Config, opts *sieve.Options) (*clusterState, *sieve.DB, err
 		return nil, nil, fmt.Errorf("-raft-id %q is not in -raft-peers", cfg.RaftID)
 	}
 	c.self = self
+	if cfg.RaftJoin {
+		rpeers = nil // added by the leader, never bootstrapped
+	}
 	dir := cfg.RaftDir
 	if dir == "" {
 		dir = filepath.Join(cfg.Dir, "raft")

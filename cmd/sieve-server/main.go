@@ -118,6 +118,7 @@ func run(argv []string) int {
 	fs.StringVar(&cfg.RaftID, "raft-id", "", "cluster mode: this node's raft ID (one of -raft-peers)")
 	fs.StringVar(&cfg.RaftPeers, "raft-peers", "", "cluster mode: every node as ID=HOST:PORT@RAFTPORT, comma-separated (client and raft ports); the same list on every node")
 	fs.StringVar(&cfg.RaftDir, "raft-dir", "", "cluster mode: the raft node's directory (default: DIR/raft)")
+	fs.BoolVar(&cfg.RaftJoin, "raft-join", false, "cluster mode: join an existing cluster (added with SIEVE.RAFT ADD on its leader) instead of bootstrapping -raft-peers")
 	memLimit := fs.Int("memory-limit-mib", 768, "soft limit of the Go heap, MiB: the collector works harder near it (0: none; GOMEMLIMIT overrides)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at shutdown")

@@ -57,6 +57,9 @@ type Config struct {
 	// RaftID, RaftPeers and RaftDir turn cluster mode on (-raft-id,
 	// -raft-peers "ID=HOST:PORT@RAFTPORT,...", -raft-dir; cluster.go).
 	RaftID, RaftPeers, RaftDir string
+	// RaftJoin (-raft-join): do not bootstrap; wait to be added to an
+	// existing cluster with SIEVE.RAFT ADD.
+	RaftJoin bool
 	// DBOptions override the engine's options (tests).
 	DBOptions *sieve.Options
 	// Logger receives the server's and the engine's events (flushes,
