@@ -127,13 +127,31 @@ type Command struct {
 	// every sequence number below it, so that their deduplication entries
 	// can go (Replica.Apply sets it).
 	Acked uint64
+	// Term, if not 0, makes the command conditional on its log entry's
+	// term: the state machine refuses it (Result.Err, nothing applied, on
+	// every node alike) unless the entry was appended in this term. A
+	// leader that computed the command from its own state (sieve-server's
+	// cluster mode runs a command on the leader and replicates the
+	// resulting writes) passes the term it knows that state is complete
+	// for (Replica.LeaderTerm): an entry that lands in a later term, after
+	// a leadership change the proposer missed, is refused instead of
+	// applied over writes its computation did not see.
+	Term uint64
 }
 
-// commandVersion is the first byte of an encoded command.
-const commandVersion = 1
+// commandVersion is the first byte of an encoded command; a command
+// with a Term is encoded as commandVersionTerm, the term after the
+// version byte.
+const (
+	commandVersion     = 1
+	commandVersionTerm = 2
+)
 
 func encodeCommand(c *Command) []byte {
 	b := []byte{commandVersion}
+	if c.Term != 0 {
+		b = binary.AppendUvarint([]byte{commandVersionTerm}, c.Term)
+	}
 	b = binary.AppendUvarint(b, c.ClientID)
 	b = binary.AppendUvarint(b, c.Seq)
 	b = binary.AppendUvarint(b, c.Acked)
@@ -155,10 +173,15 @@ func encodeCommand(c *Command) []byte {
 
 func decodeCommand(data []byte) (*Command, error) {
 	d := decoder{b: data}
-	if d.byte() != commandVersion {
+	var term uint64
+	switch d.byte() {
+	case commandVersion:
+	case commandVersionTerm:
+		term = d.uvarint()
+	default:
 		return nil, fmt.Errorf("%w: command version", errMalformed)
 	}
-	c := &Command{ClientID: d.uvarint(), Seq: d.uvarint(), Acked: d.uvarint()}
+	c := &Command{ClientID: d.uvarint(), Seq: d.uvarint(), Acked: d.uvarint(), Term: term}
 	n := d.uvarint()
 	if n > uint64(len(d.b)) {
 		d.fail("op count")

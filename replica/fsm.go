@@ -56,7 +56,10 @@ type fsm struct {
 	restores atomic.Int64 // snapshots restored since open
 	failed   atomic.Pointer[error]
 	onFail   func(error) // called once, on the first engine failure
-	snaps    raft.SnapshotStore
+	// onApply and onRestore are Config.OnApply and Config.OnRestore.
+	onApply   func([]*Command)
+	onRestore func()
+	snaps     raft.SnapshotStore
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
@@ -188,29 +191,33 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 	b := f.db.NewIndexedBatch()
 	applied := f.applied.Load()
 	last := applied
+	var done []*Command // applied into b, for onApply
 	for i, l := range logs {
 		if l.Index <= applied {
 			resps[i] = &Result{Duplicate: true}
 			continue
 		}
 		if b.Size() > maxApplyBatch {
-			if err := f.commit(b, last); err != nil {
+			if err := f.commit(b, last, done); err != nil {
 				return fillErr(resps, err)
 			}
-			b = f.db.NewIndexedBatch()
+			b, done = f.db.NewIndexedBatch(), nil
 		}
 		last = l.Index
 		if l.Type != raft.LogCommand {
 			continue
 		}
-		res, err := f.applyEntry(b, l.Data)
+		res, cmd, err := f.applyEntry(b, l)
 		if err != nil {
 			return fillErr(resps, f.fail(err))
 		}
 		resps[i] = res
+		if cmd != nil && f.onApply != nil {
+			done = append(done, cmd)
+		}
 	}
 	if last > applied {
-		if err := f.commit(b, last); err != nil {
+		if err := f.commit(b, last, done); err != nil {
 			return fillErr(resps, err)
 		}
 	}
@@ -224,8 +231,9 @@ func fillErr(resps []any, err error) []any {
 	return resps
 }
 
-// commit applies b with the applied index set to last, synced.
-func (f *fsm) commit(b *sieve.Batch, last uint64) error {
+// commit applies b with the applied index set to last, synced, then
+// shows onApply the commands applied in it.
+func (f *fsm) commit(b *sieve.Batch, last uint64, done []*Command) error {
 	if err := b.PutCF(f.meta, keyApplied, binary.BigEndian.AppendUint64(nil, last)); err != nil {
 		return f.fail(err)
 	}
@@ -233,6 +241,9 @@ func (f *fsm) commit(b *sieve.Batch, last uint64) error {
 		return f.fail(err)
 	}
 	f.applied.Store(last)
+	if len(done) > 0 {
+		f.onApply(done)
+	}
 	return nil
 }
 
@@ -242,35 +253,47 @@ func dedupKey(client, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
-// applyEntry adds one command to b and returns its result. An error is an
-// engine error (the node stops); a refused command is a Result.
-func (f *fsm) applyEntry(b *sieve.Batch, data []byte) (*Result, error) {
-	cmd, err := decodeCommand(data)
+// applyEntry adds one command to b and returns its result, and the
+// command when it was applied (not refused, not a duplicate). An error is
+// an engine error (the node stops); a refused command is a Result.
+func (f *fsm) applyEntry(b *sieve.Batch, l *raft.Log) (*Result, *Command, error) {
+	cmd, err := decodeCommand(l.Data)
 	if err != nil {
-		return &Result{Err: refuse("%v", err)}, nil
+		return &Result{Err: refuse("%v", err)}, nil, nil
+	}
+	if cmd.Term != 0 && cmd.Term != l.Term {
+		return &Result{Err: refuse("proposed for term %d, appended in term %d", cmd.Term, l.Term)}, nil, nil
 	}
 	var dk []byte
 	if cmd.ClientID != 0 {
 		dk = dedupKey(cmd.ClientID, cmd.Seq)
 		v, err := b.GetCF(f.meta, dk)
 		if err == nil {
-			return decodeResult(v)
+			res, err := decodeResult(v)
+			return res, nil, err
 		}
 		if !errors.Is(err, sieve.ErrNotFound) {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	res, err := f.applyOps(b, cmd.Ops)
-	if err != nil || dk == nil {
-		return res, err
+	if err != nil {
+		return nil, nil, err
+	}
+	applied := cmd
+	if res.Err != nil {
+		applied = nil
+	}
+	if dk == nil {
+		return res, applied, nil
 	}
 	if err := b.PutCF(f.meta, dk, encodeResult(res)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cmd.Seq%dedupGCEvery == 0 && cmd.Acked > 0 {
 		err = b.DeleteRangeCF(f.meta, dedupKey(cmd.ClientID, 0), dedupKey(cmd.ClientID, cmd.Acked))
 	}
-	return res, err
+	return res, applied, err
 }
 
 // applyOps validates every operation, then adds them to b in order.
@@ -375,6 +398,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	err := f.restore(rc)
 	if err != nil {
 		return f.fail(err)
+	}
+	if f.onRestore != nil {
+		f.onRestore()
 	}
 	return nil
 }

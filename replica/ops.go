@@ -180,6 +180,49 @@ func (r *Replica) consistentRead(ctx context.Context) error {
 	return r.leaderErr(wait(ctx, r.raft.VerifyLeader()))
 }
 
+// ConsistentRead makes a read of the local state machine (DB) that
+// follows it linearizable, as Get's: it fails with *NotLeaderError unless
+// this node is the leader and a quorum still follows it, after every
+// entry committed before this term is applied here.
+func (r *Replica) ConsistentRead(ctx context.Context) error { return r.consistentRead(ctx) }
+
+// LeaderTerm returns the current term once this node, the leader, has
+// applied every entry committed before the term (a raft barrier, once
+// per term): from then on, the local state lacks only the entries this
+// leader itself proposed and has not applied yet. A caller that computes
+// a command from the local state passes the term as Command.Term, so
+// that the command is refused if it lands in another term. It does not
+// check that a quorum still follows this node (VerifyTerm does).
+func (r *Replica) LeaderTerm(ctx context.Context) (uint64, error) {
+	if err := r.check(); err != nil {
+		return 0, err
+	}
+	if r.raft.State() != raft.Leader {
+		return 0, r.notLeader()
+	}
+	term := r.raft.CurrentTerm()
+	if r.barrierTerm.Load() != term {
+		if err := r.leaderErr(wait(ctx, r.raft.Barrier(timeout(ctx)))); err != nil {
+			return 0, err
+		}
+		r.barrierTerm.Store(term)
+	}
+	return term, nil
+}
+
+// VerifyTerm checks that this node is still the leader, in term, with a
+// quorum following it (raft's VerifyLeader): a reply computed from the
+// local state in term without writing anything is then linearizable.
+func (r *Replica) VerifyTerm(ctx context.Context, term uint64) error {
+	if err := r.leaderErr(wait(ctx, r.raft.VerifyLeader())); err != nil {
+		return err
+	}
+	if r.raft.CurrentTerm() != term {
+		return r.notLeader()
+	}
+	return nil
+}
+
 func (r *Replica) leaderErr(err error) error {
 	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 		return r.notLeader()

@@ -60,6 +60,18 @@ type Config struct {
 	SnapshotRetain int
 	// Logger receives raft's logs; nil: discarded.
 	Logger hclog.Logger
+	// OnApply, if set, is called on raft's state machine goroutine after
+	// each batch of log entries is durably applied, before their writers
+	// are answered, with the commands applied in it (refused ones and
+	// duplicates left out), in log order: for a caller that keeps
+	// in-memory state derived from the data (caches, tables) to update it
+	// for the keys the commands wrote. The commands must not be kept. It
+	// must not call the Replica's methods that wait for raft.
+	OnApply func(cmds []*Command)
+	// OnRestore, if set, is called after raft restored a snapshot (the
+	// whole state replaced), before any later entry is applied. A restore
+	// redone at Open, before raft starts, does not call it.
+	OnRestore func()
 }
 
 // Replica is one node of a replicated sieve database. Its methods are
@@ -117,6 +129,7 @@ func (r *Replica) openStores() error {
 	if r.fsm, err = openFSM(r.cfg.Dir, r.cfg.Options, r.cfg.Families); err != nil {
 		return err
 	}
+	r.fsm.onApply, r.fsm.onRestore = r.cfg.OnApply, r.cfg.OnRestore
 	if r.snaps, err = raft.NewFileSnapshotStoreWithLogger(r.cfg.Dir, r.cfg.SnapshotRetain, r.cfg.Logger); err != nil {
 		return err
 	}
@@ -211,6 +224,11 @@ func (r *Replica) Leader() (id, addr string) {
 
 // IsLeader reports whether this node is the leader.
 func (r *Replica) IsLeader() bool { return r.raft.State() == raft.Leader }
+
+// DB returns the state machine's database, for reads (and the column
+// family handles a reader needs). Writing it other than through the
+// Replica makes this node diverge from the others.
+func (r *Replica) DB() *sieve.DB { return r.fsm.db }
 
 // AppliedIndex returns the last raft index the state machine applied.
 func (r *Replica) AppliedIndex() uint64 { return r.fsm.applied.Load() }

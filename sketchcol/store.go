@@ -383,6 +383,20 @@ func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
 		return errViewApply
 	}
 	err := s.db.Apply(b, s.wo)
+	s.Invalidate(keys)
+	return err
+}
+
+// Invalidate makes what the Store caches for keys (nil: for every key)
+// stale and releases their cached pages, as Apply does after its write:
+// for a caller that wrote the Store's families another way (a replicated
+// state machine applying a batch made on another node). It takes the
+// keys' stripe locks one at a time. On a view (WithBatch) it does
+// nothing.
+func (s *Store) Invalidate(keys [][]byte) {
+	if s.view != nil {
+		return
+	}
 	if keys == nil {
 		s.invalidateAll()
 		s.releaseAllPages()
@@ -393,7 +407,6 @@ func (s *Store) Apply(b *sieve.Batch, keys [][]byte) error {
 		s.releaseCached(s.stripe(k), k)
 		unlock()
 	}
-	return err
 }
 
 var errViewApply = errors.New("sketchcol: Apply on a view (WithBatch); apply the view's batch with the Store")

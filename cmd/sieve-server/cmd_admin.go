@@ -31,7 +31,6 @@ func init() {
 		&command{name: "debug", arity: -2, fn: cmdDebug},
 		&command{name: "quit", arity: -1, fn: cmdQuit},
 		&command{name: "shutdown", arity: -1, fn: cmdShutdown},
-		&command{name: "readonly", arity: 1, fn: func(s *Server, r *reply, a [][]byte) { r.ok() }},
 		&command{name: "wait", arity: 3, fn: func(s *Server, r *reply, a [][]byte) { r.int(0) }},
 		&command{name: "save", arity: 1, fn: cmdSave},
 		&command{name: "bgsave", arity: -1, fn: cmdSave},
@@ -167,8 +166,7 @@ func cmdInfo(s *Server, r *reply, args [][]byte) {
 	ib.section("memory", infoMemory(&ms)...)
 	ib.section("persistence", s.infoPersistence()...)
 	ib.section("stats", s.infoStats()...)
-	ib.section("replication", "role:master", "connected_slaves:0", "master_failover_state:no-failover",
-		"master_replid:0000000000000000000000000000000000000000", "master_repl_offset:0")
+	ib.section("replication", s.infoReplication()...)
 	ib.section("cpu", infoCPU()...)
 	if ib.want["commandstats"] || ib.want["all"] || ib.want["everything"] {
 		ib.section("commandstats", s.infoCommandStats()...)

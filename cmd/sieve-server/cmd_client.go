@@ -322,6 +322,10 @@ func clientReply(r *reply, mode []byte) {
 
 // cmdRole answers as a master without replicas.
 func cmdRole(s *Server, r *reply, args [][]byte) {
+	if s.cluster != nil {
+		s.clusterRole(r)
+		return
+	}
 	r.array(3)
 	r.bulkString("master")
 	r.int(0)

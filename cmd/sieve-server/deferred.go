@@ -47,7 +47,7 @@ type deferState struct {
 
 // deferrable reports whether a command joins the pipeline's batch.
 func (s *Server) deferrable(name string, args [][]byte) bool {
-	if !s.cfg.BatchPipeline || (len(args) > 1 && s.ks.exp.nexp.Load() != 0 && s.ks.deadline(args[1]) != 0) {
+	if !s.cfg.BatchPipeline || s.cluster != nil || (len(args) > 1 && s.ks.exp.nexp.Load() != 0 && s.ks.deadline(args[1]) != 0) {
 		return false // a key with a deadline takes the plain path (expires.go)
 	}
 	switch name {

@@ -79,6 +79,11 @@ type ksState struct {
 
 	watch watchers // WATCH's registry (multi.go)
 
+	// replicated: cluster mode, where the OnApply hook writes the cache
+	// bytes holding metaMu only (not the keys' locks), so every reader
+	// takes metaMu.
+	replicated bool
+
 	bits bitCache // pages of paged strings (bitmap_cache.go)
 }
 
@@ -375,6 +380,9 @@ func (ks *keyspace) metaLocked(key []byte) ([8]byte, bool) {
 func (ks *keyspace) metaOf(key []byte) ([8]byte, bool) {
 	if c, ok, pending := ks.tx.metaOf(key); pending {
 		return c, ok
+	}
+	if ks.replicated {
+		return ks.metaLocked(key)
 	}
 	i, tag := ks.hash(key)
 	return ks.stripes[i].meta.get(key, tag)

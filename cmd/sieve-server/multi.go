@@ -140,6 +140,10 @@ func cmdExec(s *Server, r *reply, _ [][]byte) {
 		r.err("EXECABORT Transaction discarded because of previous errors.")
 		return
 	}
+	if s.cluster != nil {
+		s.execClustered(r, m)
+		return
+	}
 	s.ks.all.Lock()
 	defer s.ks.all.Unlock()
 	if m.dirty.Load() {

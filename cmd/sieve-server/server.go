@@ -54,6 +54,12 @@ type Config struct {
 	// ProtectedMode refuses clients from other machines while no password
 	// is set (Redis's protected-mode; default on).
 	ProtectedMode bool
+	// RaftID, RaftPeers and RaftDir turn cluster mode on (-raft-id,
+	// -raft-peers "ID=HOST:PORT@RAFTPORT,...", -raft-dir; cluster.go).
+	RaftID, RaftPeers, RaftDir string
+	// RaftJoin (-raft-join): do not bootstrap; wait to be added to an
+	// existing cluster with SIEVE.RAFT ADD.
+	RaftJoin bool
 	// DBOptions override the engine's options (tests).
 	DBOptions *sieve.Options
 	// Logger receives the server's and the engine's events (flushes,
@@ -93,7 +99,9 @@ type Server struct {
 type serverState struct {
 	cfg Config
 	db  *sieve.DB
-	log *slog.Logger // cfg.Logger, or one that discards
+	// cluster is the raft node in cluster mode (nil otherwise).
+	cluster *clusterState
+	log     *slog.Logger // cfg.Logger, or one that discards
 	// metricsHTTP is the /metrics server (ServeMetrics), stopped by Close.
 	metricsHTTP atomic.Pointer[http.Server]
 	// sweepStop stops the expired keys' sweeper, which closes sweepDone.
@@ -172,6 +180,7 @@ type client struct {
 	monitor    atomic.Bool
 	// CLIENT REPLY OFF and SKIP (the connection's own goroutine only).
 	replyOff, skipNext bool
+	readonly           bool  // READONLY (cluster mode): reads served by a follower
 	replyOn            bool  // CLIENT REPLY ON ran: its own OK is sent
 	pending            int64 // reply bytes written since the last flush (approximate)
 	conn               *clientConn
@@ -200,22 +209,32 @@ func Open(cfg Config) (*Server, error) {
 		(opts.L0StopWritesTrigger == 0 || opts.L0StopWritesTrigger >= cfg.L0Trigger) {
 		opts.L0CompactionTrigger = cfg.L0Trigger
 	}
-	db, err := sieve.Open(cfg.Dir, &opts)
+	db, cl, err := openDB(cfg, &opts)
 	if err != nil {
 		return nil, err
 	}
 	ks, err := openKeyspace(db, cfg.Sync, cfg.PageCacheMiB)
+	if cl != nil {
+		cl.start(ks)
+	}
 	if err != nil {
-		_ = db.Close()
+		closeDB(db, cl)
 		return nil, err
 	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{serverState: &serverState{cfg: cfg, db: db, log: logger, started: time.Now(), shutdown: make(chan struct{}),
+	s := &Server{serverState: &serverState{cfg: cfg, db: db, cluster: cl, log: logger, started: time.Now(), shutdown: make(chan struct{}),
 		sweepStop: make(chan struct{}), sweepDone: make(chan struct{})}, ks: ks}
-	go func() { defer close(s.sweepDone); ks.runSweeper(s.sweepStop) }()
+	go func() {
+		defer close(s.sweepDone)
+		if cl != nil {
+			s.runClusterSweeper(s.sweepStop)
+			return
+		}
+		ks.runSweeper(s.sweepStop)
+	}()
 	s.lim.maxBulk.Store(cfg.MaxBulkLen)
 	s.lim.maxArgs.Store(cfg.MaxArgs)
 	s.lim.maxInline.Store(cfg.MaxInline)
@@ -226,6 +245,25 @@ func Open(cfg Config) (*Server, error) {
 	s.cstats = make([][cmdShards]cmdStat, len(commands))
 	s.startSampler()
 	return s, nil
+}
+
+// openDB opens the DB: cfg.Dir's, or in cluster mode the raft node's
+// state machine.
+func openDB(cfg Config, opts *sieve.Options) (*sieve.DB, *clusterState, error) {
+	if cfg.RaftID == "" {
+		db, err := sieve.Open(cfg.Dir, opts)
+		return db, nil, err
+	}
+	cl, db, err := openCluster(cfg, opts)
+	return db, cl, err
+}
+
+// closeDB closes what openDB opened.
+func closeDB(db *sieve.DB, cl *clusterState) error {
+	if cl != nil {
+		return cl.rep.Close()
+	}
+	return db.Close()
 }
 
 // password is the configured password and its hash.
@@ -351,7 +389,7 @@ func (s *Server) Close() error {
 		close(s.sweepStop)
 		<-s.sweepDone
 		s.ks.quiesce()
-		s.closeErr = s.db.Close()
+		s.closeErr = closeDB(s.db, s.cluster)
 	})
 	return s.closeErr
 }
@@ -509,6 +547,8 @@ func (s *Server) handle(cl *client, cmd Command) {
 			s.reject(c, cl.id)
 		}
 		r.err("NOAUTH Authentication required.")
+	case s.cluster != nil && c != nil && s.redirect(r, c, cmd.Args):
+		cl.multi.aborted = cl.multi.on
 	case cl.multi.on && !multiOK[name]:
 		s.commitDeferred(r)
 		s.queue(r, c, cmd.Args)
@@ -537,16 +577,26 @@ func (s *Server) handle(cl *client, cmd Command) {
 func (s *Server) run(r *reply, c *command, args [][]byte) {
 	mark := len(r.out)
 	t0 := time.Now()
+	s.runCommand(r, c, args)
+	s.record(c, r.cl.id, time.Since(t0), len(r.out) > mark && r.out[mark] == '-')
+	if s.mon.n.Load() > 0 {
+		s.mon.feed(r.cl, c, args)
+	}
+}
+
+// runCommand runs c: on the replicated path in cluster mode, else after
+// deleting its expired keys, keeping a sketch key's deadline.
+func (s *Server) runCommand(r *reply, c *command, args [][]byte) {
+	if s.clustered(c, args) {
+		s.runClustered(r, c, args)
+		return
+	}
 	s.expireKeys(c.name, args)
 	if s.needsDeadline(c, args) {
 		s.runKeepingDeadline(r, c, args)
 	} else {
 		c.fn(s, r, args)
 		s.afterWrite(c, args)
-	}
-	s.record(c, r.cl.id, time.Since(t0), len(r.out) > mark && r.out[mark] == '-')
-	if s.mon.n.Load() > 0 {
-		s.mon.feed(r.cl, c, args)
 	}
 }
 
