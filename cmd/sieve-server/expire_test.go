@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/sievedb/sieve/sstable"
 )
 
@@ -251,5 +252,34 @@ func TestExpiryStringWrites(t *testing.T) {
 		if (ttl == "100") != tc.keeps || (!tc.keeps && ttl != "-1") {
 			t.Errorf("%v: TTL %s afterwards (keeps: %v)", tc.write, ttl, tc.keeps)
 		}
+	}
+}
+
+// TestExpiryInTransaction: a sketch command inside MULTI/EXEC on a key
+// with a deadline keeps it (the transaction's batch carries the merged
+// value with the deadline), and EXPIRE inside EXEC takes effect at EXEC.
+func TestExpiryInTransaction(t *testing.T) {
+	fakeClock(t)
+	s := startServer(t, "", nil)
+	c := newClient(t, s.Addr())
+	do(c, "pfadd", "uv", "a")
+	do(c, "expire", "uv", 100)
+	cmds, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.PFAdd(ctx, "uv", "b", "c")
+		p.Expire(ctx, "other", 50*time.Second)
+		p.Set(ctx, "s", "v", 0)
+		p.Expire(ctx, "s", 60*time.Second)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err, cmds)
+	}
+	for k, want := range map[string]string{"uv": "100", "s": "60", "other": "-2"} {
+		if got := do(c, "ttl", k); got != want {
+			t.Errorf("TTL %s after EXEC: %s, want %s", k, got, want)
+		}
+	}
+	if got := do(c, "pfcount", "uv"); got != "3" {
+		t.Errorf("PFCOUNT after EXEC: %s", got)
 	}
 }

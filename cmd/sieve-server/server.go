@@ -592,7 +592,7 @@ func (s *Server) runCommand(r *reply, c *command, args [][]byte) {
 		return
 	}
 	s.expireKeys(c.name, args)
-	if s.needsDeadline(c, args) {
+	if s.ks.tx == nil && s.needsDeadline(c, args) { // in EXEC, afterWrite adds the deadline to its batch
 		s.runKeepingDeadline(r, c, args)
 	} else {
 		c.fn(s, r, args)
