@@ -25,7 +25,12 @@ import (
 // rocksdbBuild labels every RocksDB figure.
 const rocksdbBuild = "Debian librocksdb 7.8.3, assertions on"
 
+// rocksdbNote labels the RocksDB columns of every report table.
+const rocksdbNote = "Debian build of RocksDB 7.8.3, assertions on (-O2 without -DNDEBUG): pessimistic figures, writes above all"
+
 func init() {
+	engineNotes["rocksdb"] = rocksdbNote
+	engineNotes["rocksdb-ribbon"] = rocksdbNote
 	register("rocksdb", 28, false, "RocksDB 7.8.3 (Debian build, assertions on) via grocksdb v1.7.15, full Bloom filter (format_version 5)", func() Engine {
 		return &rocksdbEngine{}
 	})

@@ -92,3 +92,20 @@ func checkRocksDBIterator(t *testing.T, e Engine, n int) {
 		t.Fatal(err)
 	}
 }
+
+// TestRocksDBTableNote: every report table marks the RocksDB columns and
+// says under it that the build keeps its assertions.
+func TestRocksDBTableNote(t *testing.T) {
+	var tb table
+	tb.add("workload", "sieve", "rocksdb", "rocksdb-ribbon")
+	tb.add("readrandom ops/s", "1", "2", "3")
+	var b bytes.Buffer
+	tb.write(&b)
+	out := b.String()
+	for _, want := range []string{"rocksdb*", "rocksdb-ribbon*", "* rocksdb, rocksdb-ribbon: Debian build of RocksDB 7.8.3, assertions on"} {
+		if !bytes.Contains([]byte(out), []byte(want)) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	t.Log("\n" + out)
+}
