@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
+.PHONY: replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers bench-peers-rocksdb crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
 
 test:
 	$(GO) test ./...
@@ -32,6 +32,18 @@ bench:
 # The peer benchmark (bench/peers, its own module): sieve, Pebble, goleveldb, Badger.
 bench-peers:
 	cd bench/peers && $(GO) run . -n=1000000 -engines=sieve,sieve-cuckoo,pebble,pebble-l6f,goleveldb,badger,pebble2
+
+# The same with RocksDB (Bloom and Ribbon) beside the others: the rocksdb
+# build tag (cgo, github.com/linxGnu/grocksdb v1.7.15) against Debian's
+# librocksdb-dev 7.8.3, installed here if missing (apt-get, as root or
+# through sudo). Debian builds RocksDB with assertions on: its figures are
+# pessimistic, its writes above all. ROCKSDB_JSON=FILE also writes JSON.
+ROCKSDB_JSON ?=
+bench-peers-rocksdb:
+	@dpkg -s librocksdb-dev >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq librocksdb-dev; }
+	cd bench/peers && $(GO) run -tags rocksdb . -n=1000000 -engines=sieve,sieve-cuckoo,pebble,pebble-l6f,goleveldb,badger,pebble2,rocksdb,rocksdb-ribbon $(if $(ROCKSDB_JSON),-json=$(ROCKSDB_JSON))
 
 # Long crash test: 30,000 writes (the default run makes 3,000), every
 # distinct crash clone reopened read-only and read-write. The figures in

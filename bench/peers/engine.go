@@ -116,6 +116,11 @@ type engineInfo struct {
 
 var registry = map[string]engineInfo{}
 
+// engineNotes labels an engine's column in every table of every report
+// (table.write): RocksDB's figures come from Debian's build, whose
+// assertions are on.
+var engineNotes = map[string]string{}
+
 func register(name string, order int, inDefault bool, summary string, ctor func() Engine) {
 	if _, dup := registry[name]; dup {
 		panic("duplicate engine " + name)

@@ -69,7 +69,31 @@ type table struct{ rows [][]string }
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
 
+// write prints the table. A column headed by an engine with a note
+// (engineNotes: RocksDB's build) is marked '*', its note under the table.
 func (t *table) write(w io.Writer) {
+	var named []string // engines with a note, in column order
+	byNote := map[string][]string{}
+	if len(t.rows) > 0 {
+		head := append([]string(nil), t.rows[0]...)
+		for i, c := range head {
+			if note, ok := engineNotes[c]; ok {
+				head[i] = c + "*"
+				if len(byNote[note]) == 0 {
+					named = append(named, note)
+				}
+				byNote[note] = append(byNote[note], c)
+			}
+		}
+		t.rows = append([][]string{head}, t.rows[1:]...)
+	}
+	t.writeRows(w)
+	for _, note := range named {
+		fmt.Fprintf(w, "  * %s: %s\n", strings.Join(byNote[note], ", "), note)
+	}
+}
+
+func (t *table) writeRows(w io.Writer) {
 	var widths []int
 	for _, row := range t.rows {
 		for i, c := range row {
