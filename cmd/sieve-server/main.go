@@ -115,10 +115,7 @@ func run(argv []string) int {
 	fs.IntVar(&cfg.MemTableMiB, "memtable-mib", cfg.MemTableMiB, "memtable size, MiB (0: the engine's default, 32)")
 	fs.IntVar(&cfg.L0Trigger, "l0-compaction-trigger", cfg.L0Trigger, "L0 tables that trigger a compaction (0: the engine's default, 4)")
 	fs.IntVar(&cfg.PageCacheMiB, "sketch-page-cache-mib", cfg.PageCacheMiB, "memory for the pages of paged sketches (Bloom filters) that commands read, MiB (0: off)")
-	fs.StringVar(&cfg.RaftID, "raft-id", "", "cluster mode: this node's raft ID (one of -raft-peers)")
-	fs.StringVar(&cfg.RaftPeers, "raft-peers", "", "cluster mode: every node as ID=HOST:PORT@RAFTPORT, comma-separated (client and raft ports); the same list on every node")
-	fs.StringVar(&cfg.RaftDir, "raft-dir", "", "cluster mode: the raft node's directory (default: DIR/raft)")
-	fs.BoolVar(&cfg.RaftJoin, "raft-join", false, "cluster mode: join an existing cluster (added with SIEVE.RAFT ADD on its leader) instead of bootstrapping -raft-peers")
+	clusterFlags(fs, &cfg)
 	memLimit := fs.Int("memory-limit-mib", 768, "soft limit of the Go heap, MiB: the collector works harder near it (0: none; GOMEMLIMIT overrides)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	memprofile := fs.String("memprofile", "", "write a profile of the run's allocations to this file at shutdown")
@@ -177,6 +174,14 @@ func run(argv []string) int {
 		debug.SetMemoryLimit(int64(*memLimit) << 20)
 	}
 	return serveUntilStopped(s, cfg, metricsAt)
+}
+
+// clusterFlags defines the cluster mode's flags.
+func clusterFlags(fs *flag.FlagSet, cfg *Config) {
+	fs.StringVar(&cfg.RaftID, "raft-id", "", "cluster mode: this node's raft ID (one of -raft-peers)")
+	fs.StringVar(&cfg.RaftPeers, "raft-peers", "", "cluster mode: every node as ID=HOST:PORT@RAFTPORT, comma-separated (client and raft ports); the same list on every node")
+	fs.StringVar(&cfg.RaftDir, "raft-dir", "", "cluster mode: the raft node's directory (default: DIR/raft)")
+	fs.BoolVar(&cfg.RaftJoin, "raft-join", false, "cluster mode: join an existing cluster (added with SIEVE.RAFT ADD on its leader) instead of bootstrapping -raft-peers")
 }
 
 // listen starts listening for clients on cfg.Addr and, with metricsAddr,
