@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers bench-peers-rocksdb crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
+.PHONY: ab-memtable-lock replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers bench-peers-rocksdb crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
 
 test:
 	$(GO) test ./...
@@ -175,3 +175,15 @@ dashboard-picture:
 	  $(GO) test -run '^TestDashboardPicture$$' -count=1 -timeout 10m .
 	chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=1540,1420 \
 	  --screenshot=cmd/sieve-server/dashboard.png file:///tmp/sieve-dashboard.html
+
+# Issue 57's A/B of the memtable's spinning lock against sync.RWMutex
+# (-tags sieve_plainlock): five alternating rounds, figures in
+# doc/performance.md ("Verdicts").
+ab-memtable-lock:
+	$(GO) test -c -o /tmp/ab-spin.test . && $(GO) test -c -tags sieve_plainlock -o /tmp/ab-plain.test .
+	@for i in 1 2 3 4 5; do \
+	  if [ $$((i % 2)) = 1 ]; then order="spin plain"; else order="plain spin"; fi; \
+	  for v in $$order; do echo "== round $$i $$v"; \
+	    /tmp/ab-$$v.test -test.run '^$$' -test.bench 'BenchmarkGetWithWriter|BenchmarkPut$$|BenchmarkGetMemtable' -test.benchtime 300000x | grep '^Benchmark'; \
+	  done; \
+	done

@@ -1,3 +1,5 @@
+//go:build !sieve_plainlock
+
 package memtable
 
 import (
