@@ -16,25 +16,16 @@ import (
 // insert that splits nodes, whose nodes it reserved before.
 //
 // A waiter spins, then yields its P between checks (spinSpins), then
-// sleeps between them (yieldSpins). sync.RWMutex, used before,
-// parks a reader that meets the writer at once (RLock does not spin), and
-// the writer's Unlock readies it on the writer's own P while the reader's
-// P has gone idle, so the reader runs again only when an idle P is woken
-// to steal it: tens of microseconds on a VM. With one goroutine writing
-// 250-400k entries a second, 4.9% of a reader's Gets waited so (49k of 1M
-// in BenchmarkGetWithWriter's block profile), and they were most of the
-// p99 of Gets during writes.
-//
-// The sleeps are for a holder that is not running because the kernel
-// descheduled its thread (more runnable threads than processors: the
-// reader, the writer, a flush or compaction in a system call). A
-// Gosched does not give the processor back to the kernel, so a waiter
-// that only yielded kept the holder's thread off it: with peers
-// scaling's flat-out writer, a Get of a key in the memtable waited up to
-// 40-90 ms, and yields took 1.6 s of a reader's 5 s. Sleeping lets the
-// waiter's thread go idle, the holder's thread run, and the lock go;
-// the reader then did 237-269k Gets/s beside the writer instead of
-// 167-177k, with a p99 of 5.5-6.5 us instead of 7.0-7.7.
+// sleeps between them (yieldSpins). sync.RWMutex parks a reader that
+// meets the writer at once (RLock does not spin), and the writer's Unlock
+// readies it on the writer's own P while the reader's P has gone idle, so
+// the reader runs again only when an idle P is woken to steal it: tens of
+// microseconds on a VM, the tail of Gets during writes. The sleeps are for
+// a holder whose thread the kernel descheduled (more runnable threads than
+// processors): a Gosched does not give the processor back to the kernel,
+// so a waiter that only yielded kept the holder's thread off it. The A/B
+// against sync.RWMutex (build tag sieve_plainlock) is in
+// doc/performance.md's ledger.
 //
 // The writer has priority: once it has set writerBit no reader enters,
 // and it waits for those inside to leave, so a stream of readers cannot
