@@ -744,7 +744,7 @@ func (db *DB) rotateMemLocked() error {
 		return err
 	}
 	db.mu.imm = append(db.mu.imm, old)
-	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
+	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.cfPrefix)
 	db.updateReadStateLocked()
 	db.maybeScheduleFlushLocked()
 	return nil

@@ -14,9 +14,6 @@ type memGroup struct {
 	logNum uint64
 	// filterBits sizes each memtable's key filter (0: none).
 	filterBits int64
-	// hugePages: the memtables advise their B-tree nodes for huge pages
-	// (memtable.UseHugePages; see DB.memHugePages).
-	hugePages bool
 	// prefix returns a family's prefix function, which its memtable's
 	// key filter also holds (nil: none).
 	prefix func(cf uint32) prefixFunc
@@ -33,8 +30,8 @@ type memGroup struct {
 	flushAsked atomic.Bool
 }
 
-func newMemGroup(logNum uint64, filterBits int64, hugePages bool, prefix func(cf uint32) prefixFunc) *memGroup {
-	g := &memGroup{logNum: logNum, filterBits: filterBits, hugePages: hugePages, prefix: prefix}
+func newMemGroup(logNum uint64, filterBits int64, prefix func(cf uint32) prefixFunc) *memGroup {
+	g := &memGroup{logNum: logNum, filterBits: filterBits, prefix: prefix}
 	empty := []*memtable.MemTable{}
 	g.tables.Store(&empty)
 	return g
@@ -60,9 +57,6 @@ func (g *memGroup) tableForWrite(cf uint32) *memtable.MemTable {
 	ts := make([]*memtable.MemTable, n)
 	copy(ts, old)
 	ts[cf] = memtable.NewWithFilter(g.filterBits)
-	if g.hugePages {
-		ts[cf].UseHugePages()
-	}
 	if g.prefix != nil {
 		pf := g.prefix(cf)
 		ts[cf].SetPrefix(pf.fn, pf.name)
@@ -116,19 +110,6 @@ func (g *memGroup) all() []cfMemTable {
 type cfMemTable struct {
 	cf uint32
 	t  *memtable.MemTable
-}
-
-// hugePageMemTableSize is the least MemTableSize whose memtables advise
-// their B-tree nodes for huge pages (Options.DisableMemTableHugePages):
-// four 2 MiB pages, chosen when the whole memtable was advised. The nodes are about a third of a memtable of small entries, so at 8 MiB
-// they fill one or two huge pages; a smaller memtable's would mostly map
-// memory that is not the memtable's.
-const hugePageMemTableSize = 8 << 20
-
-// memHugePages reports whether new memtables advise their B-tree nodes
-// for huge pages.
-func (db *DB) memHugePages() bool {
-	return !db.opts.DisableMemTableHugePages && db.opts.MemTableSize >= hugePageMemTableSize
 }
 
 // memFilterBits is the size of each memtable's key filter: MemTableSize ×

@@ -46,21 +46,6 @@ type Options struct {
 	// MemTableSize is the size at which a memtable becomes immutable and a
 	// new WAL starts. Default 32 MiB.
 	MemTableSize int64
-	// DisableMemTableHugePages keeps memtable memory in 4 KiB pages. By
-	// default, on Linux, a memtable of MemTableSize 8 MiB or more advises
-	// its B-tree nodes for transparent huge pages (madvise MADV_HUGEPAGE;
-	// it has effect when /sys/kernel/mm/transparent_hugepage/enabled is
-	// "madvise" or "always"), so that a load faults them in 2 MiB at a
-	// time and the descents of reads and inserts miss the TLB less, which
-	// keeps a reader's tail latency lower beside a writer; the keys and
-	// values stay in 4 KiB pages. The cost is resident memory: an advised
-	// range shared with other heap objects maps all of its 2 MiB, and the
-	// kernel's khugepaged may collapse ranges the Go runtime has since
-	// returned to the OS back into huge pages, so the process's RSS can
-	// stay nearer its heap's peak than without the advice. Set this where
-	// that matters more than load speed; doc/tuning.md ("Huge pages") gives
-	// the command that measures the difference on your machine.
-	DisableMemTableHugePages bool
 	// MaxImmutableMemTables is how many full memtables may wait for a flush
 	// before writes stall. Default 2.
 	MaxImmutableMemTables int

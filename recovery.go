@@ -91,7 +91,7 @@ func (db *DB) recover(d dirState) error {
 	db.mu.imm = recovered
 	db.mu.wals = logs
 	if db.opts.ReadOnly {
-		db.mu.mem = newMemGroup(0, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
+		db.mu.mem = newMemGroup(0, db.memFilterBits(), db.cfPrefix)
 		db.updateReadStateLocked()
 		db.mu.Unlock()
 		return nil
@@ -100,7 +100,7 @@ func (db *DB) recover(d dirState) error {
 		db.mu.Unlock()
 		return err
 	}
-	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
+	db.mu.mem = newMemGroup(db.log.num, db.memFilterBits(), db.cfPrefix)
 	minLive := db.minLiveWALLocked()
 	db.updateReadStateLocked()
 	db.mu.Unlock()
@@ -188,7 +188,7 @@ func (db *DB) replayWAL(num uint64, last bool) (g *memGroup, stop bool, err erro
 	if err != nil {
 		return nil, false, err
 	}
-	g = newMemGroup(num, db.memFilterBits(), db.memHugePages(), db.cfPrefix)
+	g = newMemGroup(num, db.memFilterBits(), db.cfPrefix)
 	r := wal.NewReader(f, size, num)
 	dropped := len(db.walRecovery.Damage)
 	stop, err = db.replayRecords(g, r, name, size)

@@ -89,8 +89,7 @@ func (a *ahead[T]) take(alloc func() T) T {
 // slabNodes is how many B-tree nodes (about 3.1 KiB each) a slab holds.
 const slabNodes = 16
 
-// newChunk returns an empty arena chunk whose pages are faulted in, in
-// 4 KiB pages (see MemTable.UseHugePages).
+// newChunk returns an empty arena chunk whose pages are faulted in.
 func newChunk() []byte {
 	b := make([]byte, arenaChunkSize)
 	touchPages(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
@@ -98,34 +97,8 @@ func newChunk() []byte {
 }
 
 // newSlab returns slabNodes zero nodes whose pages are faulted in.
-func newSlab() []node { return makeSlab(false) }
-
-// newHugeSlab is newSlab with the slab advised for huge pages.
-func newHugeSlab() []node { return makeSlab(true) }
-
-func makeSlab(huge bool) []node {
+func newSlab() []node {
 	s := make([]node, slabNodes)
-	faultIn(unsafe.Pointer(unsafe.SliceData(s)), uintptr(len(s))*unsafe.Sizeof(node{}), huge)
+	touchPages(unsafe.Pointer(unsafe.SliceData(s)), uintptr(len(s))*unsafe.Sizeof(node{}))
 	return s
-}
-
-// faultIn faults in the n bytes at p (touchPages), first advising them for
-// huge pages when huge.
-//
-// Huge pages (MemTable.UseHugePages): faulting a memtable's memory in is a
-// cost of its own on some machines, virtual ones above all, where a 4 KiB
-// page fault can take about 10 µs and a 1M-key load takes tens of
-// thousands of them (BenchmarkFaultIn measures the fault cost, 4 KiB
-// pages against 2 MiB transparent huge pages). Most kernels enable THP only for memory advised with
-// madvise(MADV_HUGEPAGE) (the "madvise" mode), so the slabs of a large
-// memtable are advised before they are touched (its arena chunks no
-// longer are: see MemTable.UseHugePages). A slab's advice covers the
-// 2 MiB ranges around it, which chunks next to it in the heap may share;
-// a range part of which is already mapped (other heap objects) faults in
-// 4 KiB pages as before.
-func faultIn(p unsafe.Pointer, n uintptr, huge bool) {
-	if huge {
-		adviseHuge(p, n)
-	}
-	touchPages(p, n)
 }

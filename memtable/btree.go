@@ -109,9 +109,6 @@ type btree struct {
 	// newKids had to allocate for want of a reserved one (tests: Add
 	// never does after its first node).
 	unreserved int
-	// huge: slabs are advised for huge pages (MemTable.UseHugePages; the
-	// memtable's arena chunks are not).
-	huge bool
 }
 
 // newNode returns a zero node from the slab. The nodes of a slab share
@@ -134,11 +131,7 @@ func (t *btree) newNode() *node {
 
 // takeSlab replaces the slab with a new one (faulted in ahead).
 func (t *btree) takeSlab() {
-	alloc := newSlab
-	if t.huge {
-		alloc = newHugeSlab
-	}
-	t.slab = t.slabs.take(alloc)
+	t.slab = t.slabs.take(newSlab)
 }
 
 // newKids returns a zeroed children array, reserved if one is.

@@ -181,32 +181,6 @@ func NewWithFilter(filterBits int64) *MemTable {
 	return m
 }
 
-// UseHugePages makes the memtable advise the memory of its B-tree nodes
-// for transparent huge pages (madvise MADV_HUGEPAGE, on Linux; elsewhere
-// it does nothing), which makes faulting a large memtable's nodes in far
-// cheaper where 4 KiB page faults are costly, and the descents of Gets and
-// inserts, a node per level at random places in tens of MiB, miss the TLB
-// less. Meant for memtables of several MiB: the first touch of an advised
-// 2 MiB range maps all of it. REQUIRES: called before the first Add, by
-// the writer.
-//
-// The arena, which holds the keys and values (two thirds of the memory,
-// read once per Get), stays in 4 KiB pages: on a virtual machine that
-// hands free 2 MiB blocks back to its host, a fresh huge page can cost
-// more to fault in than its 512 small pages, and advising the arena made
-// loads slower without making reads faster (doc/performance.md, the
-// ledger, has the measurement and its command). The memtable faults the
-// arena's chunks and the tree's nodes in ahead of the writer, on another
-// goroutine, so that the writer rarely waits for a page fault.
-//
-//	go test -run=NONE -bench='BenchmarkFaultIn' ./memtable
-//
-// measures what faulting fresh memory in costs on your machine, in 4 KiB
-// and in huge pages.
-func (m *MemTable) UseHugePages() {
-	m.tree.huge = true
-}
-
 // alloc copies key and value, back to back, into the arena and returns
 // where they start (nil when both are empty).
 func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
@@ -219,7 +193,6 @@ func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
 		b = make([]byte, 0, n)
 	} else {
 		if len(m.chunk)+n > cap(m.chunk) {
-			// In 4 KiB pages even with UseHugePages (see there).
 			m.chunk = m.chunks.take(newChunk)
 		}
 		b = m.chunk[len(m.chunk):len(m.chunk)]

@@ -18,7 +18,6 @@ import (
 func TestAddAllocatesOutsideLock(t *testing.T) {
 	rng := rand.New(rand.NewSource(testutil.Seed(t)))
 	m := NewWithFilter(1 << 20)
-	m.UseHugePages()
 	const n = 50000
 	key := make([]byte, 16)
 	leafOnly := 0

@@ -48,10 +48,6 @@ func init() {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), DisableSeekCompactions", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			noSeek: true}
 	})
-	register("sieve-nohuge", 21, false, "sievedb/sieve, filter.Bloom(bits) (blocked), DisableMemTableHugePages (memtable memory in 4 KiB pages)", func() Engine {
-		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), DisableMemTableHugePages", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
-			noHuge: true}
-	})
 	register("sieve-monkey", 15, false, "sievedb/sieve, filter.Bloom(bits) with MonkeyFilters allocation", func() Engine {
 		return &sieveEngine{policyName: "filter.Bloom(%d) (blocked), MonkeyFilters (bits/key per level, same total)", policy: func(b int) filter.Policy { return filter.Bloom(float64(b)) },
 			alloc: sieve.MonkeyFilters}
@@ -68,7 +64,6 @@ type sieveEngine struct {
 	partitioned, budgetPartitioned bool
 	memTableSize                   int64 // Options.MemTableSize; 0: sieve's default
 	noSeek                         bool  // Options.DisableSeekCompactions
-	noHuge                         bool  // Options.DisableMemTableHugePages
 	blockSize                      int   // Options.BlockSize; 0: sieve's default (SIEVE_BLOCK_SIZE sets it)
 	cfg                            Config
 	db                             *sieve.DB
@@ -105,7 +100,6 @@ func (e *sieveEngine) Open(dir string, cfg Config) error {
 		PartitionIndexAndFilters:  e.partitioned,
 		PartitionAbove:            map[bool]int64{true: cfg.CacheBytes * 3 / 4}[e.budgetPartitioned],
 		DisableSeekCompactions:    e.noSeek,
-		DisableMemTableHugePages:  e.noHuge,
 	})
 	if err != nil {
 		return err

@@ -53,8 +53,6 @@ type config struct {
 	// NoSeekCompactions is Options.DisableSeekCompactions: reads leave
 	// the L0 tables the writes made where they are.
 	NoSeekCompactions bool `json:"disable_seek_compactions,omitempty"`
-	// NoHugePages is Options.DisableMemTableHugePages.
-	NoHugePages bool `json:"disable_memtable_huge_pages,omitempty"`
 	// LBaseMaxBytes is Options.LBaseMaxBytes (0: the default).
 	LBaseMaxBytes int64  `json:"lbase_max_bytes,omitempty"`
 	BlockSize     int64  `json:"block_size"`
@@ -103,7 +101,6 @@ func newBenchFlags(c *config, out io.Writer) *flag.FlagSet {
 	fs.IntVar(&c.L0Slowdown, "l0_slowdown_writes_trigger", 0, "L0 `tables` from which writes are delayed (Options.L0SlowdownWritesTrigger; 0: the default)")
 	fs.Var((*sizeFlag)(&c.LBaseMaxBytes), "lbase_max_bytes", "target `size` of the base level, the level L0 compacts into (Options.LBaseMaxBytes; 0: the default)")
 	fs.BoolVar(&c.NoSeekCompactions, "disable_seek_compactions", false, "reads never compact L0 (Options.DisableSeekCompactions): the read workloads measure the shape the writes left; by default Gets and seeks through L0 tables of a read-mostly database compact them")
-	fs.BoolVar(&c.NoHugePages, "disable_memtable_huge_pages", false, "memtable memory in 4 KiB pages (Options.DisableMemTableHugePages); by default memtables of 8 MiB or more advise their B-tree nodes for transparent huge pages")
 	fs.IntVar(&c.L0Stop, "l0_stop_writes_trigger", 0, "L0 `tables` at which writes stop (Options.L0StopWritesTrigger; 0: the default)")
 	fs.Var((*sizeFlag)(&c.BlockSize), "block_size", "target data block `size` (>= 256B)")
 	fs.StringVar(&c.Compression, "compression", c.Compression, "block `compression`: snappy or none")
@@ -222,7 +219,6 @@ func (c *config) options() *sieve.Options {
 		L0StopWritesTrigger:      c.L0Stop,
 		LBaseMaxBytes:            c.LBaseMaxBytes,
 		DisableSeekCompactions:   c.NoSeekCompactions,
-		DisableMemTableHugePages: c.NoHugePages,
 		Logger:                   c.logger,
 	}
 	if c.CacheSize == 0 {
