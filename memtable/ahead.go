@@ -59,6 +59,9 @@ const aheadDepth = 2
 // inline by alloc; then, from the second allocation on, starts
 // preparations until aheadDepth are in flight.
 func (a *ahead[T]) take(alloc func() T) T {
+	if !prefault {
+		return alloc()
+	}
 	var v T
 	got := false
 	if a.pending > 0 {
@@ -92,13 +95,17 @@ const slabNodes = 16
 // newChunk returns an empty arena chunk whose pages are faulted in.
 func newChunk() []byte {
 	b := make([]byte, arenaChunkSize)
-	touchPages(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+	if prefault {
+		touchPages(unsafe.Pointer(unsafe.SliceData(b)), uintptr(len(b)))
+	}
 	return b[:0]
 }
 
 // newSlab returns slabNodes zero nodes whose pages are faulted in.
 func newSlab() []node {
 	s := make([]node, slabNodes)
-	touchPages(unsafe.Pointer(unsafe.SliceData(s)), uintptr(len(s))*unsafe.Sizeof(node{}))
+	if prefault {
+		touchPages(unsafe.Pointer(unsafe.SliceData(s)), uintptr(len(s))*unsafe.Sizeof(node{}))
+	}
 	return s
 }
