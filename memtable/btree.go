@@ -95,9 +95,8 @@ type btree struct {
 	root *node
 	len  int
 	// slab holds the zero nodes newNode hands out next, allocated
-	// slabNodes at a time and faulted in ahead (ahead.go).
-	slab  []node
-	slabs ahead[[]node]
+	// slabNodes at a time.
+	slab []node
 	// spare holds nodes, and kids children arrays, that reserve set
 	// aside so that a split made under the memtable's lock allocates
 	// nothing: an allocation there can wait on the garbage collector
@@ -129,9 +128,12 @@ func (t *btree) newNode() *node {
 	return x
 }
 
-// takeSlab replaces the slab with a new one (faulted in ahead).
+// slabNodes is how many B-tree nodes (about 3.1 KiB each) a slab holds.
+const slabNodes = 16
+
+// takeSlab replaces the slab with a new one.
 func (t *btree) takeSlab() {
-	t.slab = t.slabs.take(newSlab)
+	t.slab = make([]node, slabNodes)
 }
 
 // newKids returns a zeroed children array, reserved if one is.

@@ -133,8 +133,7 @@ type MemTable struct {
 	mergeCount []uint8
 
 	// Writer-owned arena state; not read by readers.
-	chunk  []byte
-	chunks ahead[[]byte]
+	chunk []byte
 
 	size    atomic.Int64 // approximate bytes used
 	count   atomic.Int64 // entries
@@ -193,7 +192,7 @@ func (m *MemTable) alloc(key, value []byte) unsafe.Pointer {
 		b = make([]byte, 0, n)
 	} else {
 		if len(m.chunk)+n > cap(m.chunk) {
-			m.chunk = m.chunks.take(newChunk)
+			m.chunk = make([]byte, 0, arenaChunkSize)
 		}
 		b = m.chunk[len(m.chunk):len(m.chunk)]
 		m.chunk = m.chunk[:len(m.chunk)+n]
