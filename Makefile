@@ -133,6 +133,15 @@ server-bench:
 	  done; \
 	  redis-cli -p 6398 shutdown nosave; kill $$pid; wait $$pid
 
+# 3 sieve-server nodes in cluster mode against 3 etcd members (Debian's
+# etcd-server 3.4: apt-get install etcd-server) on loopback, same run: PUT
+# and linearizable GET at 16, 64 and 256 clients (10 s each), then
+# redis-benchmark -P 16 through the cluster against one node, then the
+# catch-up times of a restarted and of a replaced follower (200k keys).
+# About 5 minutes (cmd/sieve-server/README.md, "Cluster mode").
+cluster-bench:
+	cd cmd/sieve-server && SIEVE_CLUSTER_BENCH=1 $(GO) test -run 'TestClusterBench$$|TestClusterCatchUp$$' -v -count=1 -timeout 30m .
+
 # BF.ADD and BF.EXISTS through the sketch Store on a Bloom filter reserved
 # for 100M items at 1% with BLOOM_ITEMS added (default 10M; a few minutes),
 # beside one reserved for 1M: p50, p99, ops/s and disk (doc/sketches.md).

@@ -60,9 +60,12 @@ type clusterState struct {
 	mu    sync.RWMutex
 	nodes map[string]clusterNode // by raft ID: -raft-peers and server-cluster
 
-	ks    atomic.Pointer[keyspace] // set once the keyspace is open
-	ready chan struct{}            // closed then (or when Open fails)
-	once  sync.Once
+	ks atomic.Pointer[keyspace] // set once the keyspace is open
+	// restores counts the snapshots installed since the process started
+	// (INFO replication's raft_snapshot_restores).
+	restores atomic.Int64
+	ready    chan struct{} // closed then (or when Open fails)
+	once     sync.Once
 }
 
 // parseNode parses ID=HOST:PORT@RAFTPORT.
@@ -241,6 +244,7 @@ func (c *clusterState) onApply(cmds []*replica.Command) {
 
 // onRestore reloads all of it after a snapshot replaced the data.
 func (c *clusterState) onRestore() {
+	c.restores.Add(1)
 	ks := c.keyspace()
 	if ks == nil {
 		return

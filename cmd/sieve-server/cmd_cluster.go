@@ -228,7 +228,8 @@ func (s *Server) clusterNodes() string {
 }
 
 // cmdSieveRaft is SIEVE.RAFT ADD id host:port@raftport, REMOVE id and
-// SERVERS: membership, on the leader.
+// SERVERS: membership, on the leader; SNAPSHOT takes a raft snapshot of
+// this node now (raft then truncates its log to the trailing entries).
 func cmdSieveRaft(s *Server, r *reply, args [][]byte) {
 	cs := s.cluster
 	if cs == nil {
@@ -259,8 +260,10 @@ func cmdSieveRaft(s *Server, r *reply, args [][]byte) {
 			err = cs.applyNode(ctx, string(args[2]), nil)
 		}
 		s.raftReply(r, err)
+	case sub == "snapshot" && len(args) == 2:
+		s.raftReply(r, cs.rep.Snapshot())
 	default:
-		r.err("ERR usage: SIEVE.RAFT ADD id host:port@raftport | REMOVE id | SERVERS")
+		r.err("ERR usage: SIEVE.RAFT ADD id host:port@raftport | REMOVE id | SERVERS | SNAPSHOT")
 	}
 }
 
@@ -341,5 +344,7 @@ func (s *Server) infoReplication() []string {
 	}
 	return append(out, "master_repl_offset:"+strconv.FormatUint(applied, 10),
 		"raft_id:"+cs.self.id, "raft_leader_id:"+lid, "raft_state:"+cs.rep.Raft().State().String(),
-		fmt.Sprintf("raft_term:%d", cs.rep.Raft().CurrentTerm()), fmt.Sprintf("raft_applied_index:%d", applied))
+		fmt.Sprintf("raft_term:%d", cs.rep.Raft().CurrentTerm()), fmt.Sprintf("raft_applied_index:%d", applied),
+		"raft_last_snapshot_index:"+cs.rep.Raft().Stats()["last_snapshot_index"],
+		fmt.Sprintf("raft_snapshot_restores:%d", cs.restores.Load()))
 }
