@@ -4,7 +4,7 @@ FUZZTIME ?= 60s
 # Go's default minimization time (60s) can eat a whole short run.
 FUZZMINTIME ?= 5s
 
-.PHONY: ab-memtable-lock replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers bench-peers-rocksdb crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
+.PHONY: ab-memtable-lock cluster-bench replica-linearizability bloom-scale sketch-scale redisbloom-diff redisbloom-flow test test-race lint fuzz bench bench-peers bench-peers-rocksdb crash-long stress stress-race run tool-readme server server-test redis-hll-suite redis-suites server-bench dashboard-picture
 
 test:
 	$(GO) test ./...
