@@ -57,7 +57,10 @@ func (cf *ColumnFamily) Name() string { return cf.name }
 
 // OpenColumnFamily opens the column family name, creating it (durably, in
 // the manifest) if it does not exist. "default" is the family the DB
-// methods use.
+// methods use. Options bind the family's merger, filters, prefixes,
+// MaxSuccessiveMerges and CompactionFilter for this process; nil options
+// on a family already open here leave those as they are (another handle,
+// e.g. for Compact, does not reset them).
 func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFamily, error) {
 	if err := db.checkOpen(); err != nil {
 		return nil, err
@@ -89,8 +92,10 @@ func (db *DB) OpenColumnFamily(name string, o *ColumnFamilyOptions) (*ColumnFami
 	} else if err := r.bindLocked(st, co.Merger, co.FilterPolicy, co.LevelFilterPolicies, prefixOf(co)); err != nil {
 		return nil, err
 	}
-	db.setMergeCap(st.id, co.MaxSuccessiveMerges)
-	db.setCompactionFilter(st.id, co.CompactionFilter)
+	if o != nil { // nil options leave an open family's settings as they are
+		db.setMergeCap(st.id, co.MaxSuccessiveMerges)
+		db.setCompactionFilter(st.id, co.CompactionFilter)
+	}
 	return &ColumnFamily{db: db, id: st.id, name: name, dropped: st.dropped}, nil
 }
 

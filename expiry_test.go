@@ -263,3 +263,19 @@ func tableBytes(db *DB) int64 {
 	}
 	return n
 }
+
+// TestOpenColumnFamilyNilKeepsSettings: a second handle opened with nil
+// options leaves the family's CompactionFilter and merge cap in place.
+func TestOpenColumnFamilyNilKeepsSettings(t *testing.T) {
+	db := openExpiryDB(t, newFakeClock(), nil)
+	f := &prefixFilter{prefix: []byte("tmp:")}
+	cf, err := db.OpenColumnFamily("c", &ColumnFamilyOptions{CompactionFilter: f, MaxSuccessiveMerges: -1})
+	require.NoError(t, err)
+	again, err := db.OpenColumnFamily("c", nil)
+	require.NoError(t, err)
+	require.NoError(t, cf.Put([]byte("tmp:1"), []byte("x"), nil))
+	require.NoError(t, again.Compact(nil, nil))
+	_, err = cf.Get([]byte("tmp:1"))
+	require.ErrorIs(t, err, ErrNotFound, "the filter still applies")
+	require.Equal(t, -1, db.mergeCap(cf.id))
+}
