@@ -104,13 +104,8 @@ func bitField(s *Server, r *reply, args [][]byte, ro bool) {
 		return
 	}
 	defer s.ks.lock(key)()
-	t, st, err := s.ks.strState(key)
-	switch {
-	case err != nil:
-		r.storeErr(err)
-		return
-	case t.isSketch():
-		r.wrongType()
+	t, st, ok := s.stringState(r, key)
+	if !ok {
 		return
 	}
 	bv := &bitVec{s: s, key: key, st: st, dirty: map[int64]byte{}}

@@ -54,13 +54,8 @@ func cmdSetBit(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	defer s.ks.lock(key)()
-	t, st, err := s.ks.strState(key)
-	switch {
-	case err != nil:
-		r.storeErr(err)
-		return
-	case t.isSketch():
-		r.wrongType()
+	t, st, ok := s.stringState(r, key)
+	if !ok {
 		return
 	}
 	idx, shift := off>>3, 7-uint(off&7)
@@ -87,13 +82,8 @@ func cmdGetBit(s *Server, r *reply, args [][]byte) {
 		return
 	}
 	defer s.ks.lock(key)() // the page cache is read under the key's lock
-	t, st, err := s.ks.strState(key)
-	switch {
-	case err != nil:
-		r.storeErr(err)
-		return
-	case t.isSketch():
-		r.wrongType()
+	_, st, ok := s.stringState(r, key)
+	if !ok {
 		return
 	}
 	b, err := s.ks.byteAt(key, st, off>>3)

@@ -313,6 +313,22 @@ func cmdStrlen(s *Server, r *reply, args [][]byte) {
 	}
 }
 
+// stringState returns key's type and string state (a paged string's
+// header, or the inline bytes), replying WRONGTYPE or the error and returning
+// ok=false when there is none to use.
+func (s *Server) stringState(r *reply, key []byte) (keyType, pstr, bool) {
+	t, st, err := s.ks.strState(key)
+	switch {
+	case err != nil:
+		r.storeErr(err)
+		return t, st, false
+	case t.isSketch():
+		r.wrongType()
+		return t, st, false
+	}
+	return t, st, true
+}
+
 // pagedState returns key's state when it is a paged string (ok=false:
 // answered with an error).
 func (s *Server) pagedState(r *reply, key []byte) (st pstr, ok bool) {
